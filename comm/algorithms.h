@@ -1,0 +1,46 @@
+// The collective algorithms written in shardlab, over Transport point-to-point messages only.
+// Buffers hold `count` elements of dtype t; "chunk r" is Chunking{count, N}'s chunk r.
+// In-place conventions follow NCCL: all_gather is in place when send == recv + offset(rank),
+// reduce_scatter when recv == send + offset(rank), all_reduce / broadcast / reduce when
+// send == recv; gather when send == recv + offset(root) at the root, scatter when
+// recv == send + offset(root) at the root.
+// docs/COLLECTIVES.md draws each one and derives the bytes every rank sends.
+#pragma once
+
+#include "comm/collective_context.h"
+#include "comm/reduce_kernels.h"
+
+namespace shardlab::algo {
+
+// Ring: N-1 steps; in step k rank r passes chunk (r-k) to r+1. send: chunk(rank); recv: count.
+void ring_all_gather(CollectiveContext& c, const void* send, void* recv, std::size_t count, DType t);
+
+// Ring: N-1 steps; chunk j's partial sum starts at rank j+1 and travels the ring to rank j.
+// send: count elements; recv: chunk(rank).
+void ring_reduce_scatter(CollectiveContext& c, const void* send, void* recv, std::size_t count,
+                         DType t, ReduceOp op);
+
+// Ring reduce-scatter into recv's own chunk, then ring all-gather in place.
+void ring_all_reduce(CollectiveContext& c, const void* send, void* recv, std::size_t count, DType t,
+                     ReduceOp op);
+
+// Scatter from the root, then ring all-gather (van de Geijn): bandwidth-optimal for large buffers.
+void scatter_allgather_broadcast(CollectiveContext& c, const void* send, void* recv,
+                                 std::size_t count, DType t, int root);
+
+// Ring reduce-scatter, then every rank sends its reduced chunk to the root.
+void reduce_scatter_gather_reduce(CollectiveContext& c, const void* send, void* recv,
+                                  std::size_t count, DType t, ReduceOp op, int root);
+
+// Direct: each non-root sends its chunk straight to the root. send: chunk(rank); recv at root: count.
+void direct_gather(CollectiveContext& c, const void* send, void* recv, std::size_t count, DType t,
+                   int root);
+
+// Direct: the root sends chunk r straight to rank r. send at root: count; recv: chunk(rank).
+void direct_scatter(CollectiveContext& c, const void* send, void* recv, std::size_t count, DType t,
+                    int root);
+
+// Dissemination barrier: ceil(log2 N) rounds of empty messages.
+void dissemination_barrier(CollectiveContext& c);
+
+} // namespace shardlab::algo

@@ -1,0 +1,21 @@
+// CommStats accumulation.
+#include "comm/comm_stats.h"
+
+namespace shardlab {
+
+void CommStats::record(const std::string& key, std::uint64_t sent, std::uint64_t received,
+                       double seconds, bool bytes_measured) {
+    OpStats& s = ops_[key];
+    s.calls += 1;
+    s.bytes_sent += sent;
+    s.bytes_received += received;
+    s.seconds += seconds;
+    s.bytes_measured = bytes_measured;
+}
+
+OpStats CommStats::get(const std::string& key) const {
+    auto it = ops_.find(key);
+    return it == ops_.end() ? OpStats{} : it->second;
+}
+
+} // namespace shardlab

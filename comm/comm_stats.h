@@ -1,0 +1,35 @@
+// CommStats: per rank and per operation — calls, bytes sent, bytes received, seconds. Bytes are
+// measured at the transport (what this rank actually handed to MPI point-to-point), not computed
+// from a formula, so tests can hold them against docs/COLLECTIVES.md's formulas.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace shardlab {
+
+struct OpStats {
+    std::uint64_t calls = 0;
+    std::uint64_t bytes_sent = 0;
+    std::uint64_t bytes_received = 0;
+    double seconds = 0.0;
+    // False for the MPI library's own collectives: what they send internally is not visible to
+    // us, so their bytes are reported as unknown rather than guessed.
+    bool bytes_measured = true;
+};
+
+class CommStats {
+  public:
+    // Keys are op names ("allgather", ...), with "/native" appended for the MPI library's own.
+    void record(const std::string& key, std::uint64_t sent, std::uint64_t received, double seconds,
+                bool bytes_measured);
+    const std::map<std::string, OpStats>& ops() const { return ops_; }
+    OpStats get(const std::string& key) const; // zeros when never called
+    void reset() { ops_.clear(); }
+
+  private:
+    std::map<std::string, OpStats> ops_;
+};
+
+} // namespace shardlab

@@ -1,0 +1,42 @@
+// The same operations through the MPI library's own collectives (MPI_Allgatherv, ...), for
+// comparison in benchmarks and tests. Same argument conventions as comm/algorithms.h. bf16 and
+// fp16 reductions use user-defined MPI ops that add in fp32; average is a sum divided locally.
+#pragma once
+
+#include "comm/reduce_kernels.h"
+#include "core/dtype.h"
+
+#include <mpi.h>
+
+#include <cstddef>
+
+namespace shardlab {
+
+class NativeCollectives {
+  public:
+    explicit NativeCollectives(MPI_Comm comm); // uses comm as given (the Transport's duplicate)
+    ~NativeCollectives();
+    NativeCollectives(const NativeCollectives&) = delete;
+    NativeCollectives& operator=(const NativeCollectives&) = delete;
+
+    void all_gather(const void* send, void* recv, std::size_t count, DType t);
+    void reduce_scatter(const void* send, void* recv, std::size_t count, DType t, ReduceOp op);
+    void all_reduce(const void* send, void* recv, std::size_t count, DType t, ReduceOp op);
+    void broadcast(const void* send, void* recv, std::size_t count, DType t, int root);
+    void reduce(const void* send, void* recv, std::size_t count, DType t, ReduceOp op, int root);
+    void gather(const void* send, void* recv, std::size_t count, DType t, int root);
+    void scatter(const void* send, void* recv, std::size_t count, DType t, int root);
+    void barrier();
+
+  private:
+    MPI_Datatype mpi_type(DType t) const;
+    MPI_Op sum_op(DType t) const;
+    void counts_and_displs(std::size_t count, int* counts, int* displs) const;
+
+    MPI_Comm comm_;
+    int rank_ = 0, size_ = 1;
+    MPI_Datatype bf16_type_ = MPI_DATATYPE_NULL, f16_type_ = MPI_DATATYPE_NULL;
+    MPI_Op bf16_sum_ = MPI_OP_NULL, f16_sum_ = MPI_OP_NULL;
+};
+
+} // namespace shardlab

@@ -1,0 +1,20 @@
+// The CUDA runtime calls the rest of shardlab needs, behind a plain C++ header so that no other
+// file includes cuda_runtime.h. Implemented in cuda_runtime_api.cu when nvcc is found, and in
+// cuda_runtime_stub.cpp (which says clearly that CUDA was not built) otherwise.
+#pragma once
+
+#include "core/device.h"
+
+#include <cstddef>
+
+namespace shardlab::cuda {
+
+bool runtime_built();
+void* device_malloc(int device, std::size_t bytes);
+void device_free(int device, void* p) noexcept;
+void* host_malloc_pinned(std::size_t bytes);
+void host_free_pinned(void* p) noexcept;
+void copy(void* dst, const void* src, std::size_t bytes); // cudaMemcpyDefault, synchronous
+GpuQuery query();
+
+} // namespace shardlab::cuda

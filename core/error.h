@@ -1,0 +1,28 @@
+// shardlab::Error — the one exception type. Every message names the problem and, where there
+// is one, the fix ("... ; use --foo" ), so a user never has to read the source to recover.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace shardlab {
+
+class Error : public std::runtime_error {
+  public:
+    explicit Error(const std::string& what) : std::runtime_error(what) {}
+};
+
+// A mistake in what the user asked for, found before any rank communicated: every rank finds it
+// alike, so the program can report it once and exit cleanly (code 2) instead of aborting MPI.
+class UsageError : public Error {
+  public:
+    explicit UsageError(const std::string& what) : Error(what) {}
+};
+
+// Throws Error(message) when cond is false. A function, not a macro: the message is built only
+// by callers that pass a string, so keep hot loops free of checks.
+inline void check(bool cond, const std::string& message) {
+    if (!cond) throw Error(message);
+}
+
+} // namespace shardlab

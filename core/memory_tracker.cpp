@@ -1,0 +1,90 @@
+// MemoryTracker bookkeeping: counts move on allocate and on Allocation's destruction.
+#include "core/memory_tracker.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace shardlab {
+
+const char* category_name(Category c) {
+    static constexpr const char* names[] = {"params",      "grads",        "master",   "optimizer",
+                                            "activations", "comm_buffers", "workspace"};
+    return names[int(c)];
+}
+
+const char* arena_name(Arena a) { return a == Arena::device ? "device" : "host"; }
+
+Allocation::Allocation(Allocation&& o) noexcept { *this = std::move(o); }
+
+Allocation& Allocation::operator=(Allocation&& o) noexcept {
+    if (this != &o) {
+        release();
+        tracker_ = std::exchange(o.tracker_, nullptr);
+        ptr_ = std::exchange(o.ptr_, nullptr);
+        bytes_ = std::exchange(o.bytes_, 0);
+        category_ = o.category_;
+        arena_ = o.arena_;
+    }
+    return *this;
+}
+
+Device Allocation::device() const {
+    return tracker_ ? tracker_->device_of(arena_) : Device::cpu();
+}
+
+void Allocation::release() {
+    if (!tracker_) return;
+    tracker_->on_free(*this);
+    raw_free(tracker_->device_of(arena_), ptr_, arena_ == Arena::host);
+    tracker_ = nullptr;
+    ptr_ = nullptr;
+    bytes_ = 0;
+}
+
+Allocation MemoryTracker::allocate(std::size_t bytes, Category c, Arena a) {
+    Allocation out;
+    out.ptr_ = raw_allocate(device_of(a), bytes, a == Arena::host);
+    out.tracker_ = this;
+    out.bytes_ = bytes;
+    out.category_ = c;
+    out.arena_ = a;
+    add(a, c, bytes);
+    return out;
+}
+
+namespace {
+void bump(Usage& u, std::size_t bytes) {
+    u.current += bytes;
+    u.peak = std::max(u.peak, u.current);
+}
+void apply(MemoryCounts& m, Arena a, Category c, std::size_t bytes) {
+    bump(m.by_category[int(a)][int(c)], bytes);
+    bump(m.total[int(a)], bytes);
+}
+void remove(MemoryCounts& m, Arena a, Category c, std::size_t bytes) {
+    m.by_category[int(a)][int(c)].current -= bytes;
+    m.total[int(a)].current -= bytes;
+}
+void reset_peaks(MemoryCounts& m) {
+    for (auto& arena : m.by_category)
+        for (auto& u : arena) u.peak = u.current;
+    for (auto& u : m.total) u.peak = u.current;
+}
+} // namespace
+
+void MemoryTracker::add(Arena a, Category c, std::size_t bytes) {
+    apply(counts_, a, c, bytes);
+    apply(since_snapshot_, a, c, bytes);
+}
+
+void MemoryTracker::on_free(const Allocation& a) noexcept {
+    remove(counts_, a.arena_, a.category_, a.bytes_);
+    remove(since_snapshot_, a.arena_, a.category_, a.bytes_);
+}
+
+void MemoryTracker::snapshot(const std::string& phase_name) {
+    snapshots_.push_back({phase_name, since_snapshot_});
+    reset_peaks(since_snapshot_);
+}
+
+} // namespace shardlab

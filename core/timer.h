@@ -1,0 +1,13 @@
+// Wall-clock seconds from a monotonic clock.
+#pragma once
+
+#include <chrono>
+
+namespace shardlab {
+
+inline double now_seconds() {
+    using clock = std::chrono::steady_clock;
+    return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
+}
+
+} // namespace shardlab

@@ -1,0 +1,29 @@
+// Small helpers the subcommands share: size suffixes, comma lists, the launcher's rank before
+// MPI starts, byte formatting, and the MPI session.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace shardlab {
+
+// "1M" -> 1048576; suffixes K, M, G (powers of 1024, as nccl-tests), optional trailing B.
+std::size_t parse_size(const std::string& text);
+std::vector<std::string> split_list(const std::string& text);
+// This process's rank as the launcher (mpirun, Slurm) announced it; 0 when run alone.
+int launcher_rank();
+// "33554432 B (33.55 MB, 32.00 MiB)": exact integer first, then GB = 1e9 and GiB = 2^30 labelled.
+std::string format_bytes(std::uint64_t bytes);
+
+// MPI_Init / MPI_Finalize for the commands that communicate.
+class MpiSession {
+  public:
+    MpiSession(int& argc, char**& argv);
+    ~MpiSession();
+    MpiSession(const MpiSession&) = delete;
+    MpiSession& operator=(const MpiSession&) = delete;
+};
+
+} // namespace shardlab

@@ -1,0 +1,157 @@
+// `shardlab collectives bench`: nccl-tests-style sweep over message sizes. For each op, algorithm
+// and size: one checked call (results against the exact expectation, bytes sent per rank from
+// CommStats), then warmup and timed iterations. Time is the slowest rank's mean per call.
+#include "comm/comm_model.h"
+#include "comm/communicator.h"
+#include "core/error.h"
+#include "launch/cli_util.h"
+#include "launch/collective_check.h"
+#include "launch/commands.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <mpi.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <memory>
+
+namespace shardlab {
+
+namespace {
+struct BenchOptions {
+    std::string ops = "allreduce", algos = "ring", dtype = "fp32", json_path;
+    std::string min_bytes = "1M", max_bytes = "64M";
+    int factor = 2, iters = 20, warmup = 5, root = 0;
+};
+
+struct BenchRow {
+    CollectiveOp op;
+    Algo algo;
+    DType dtype;
+    int ranks;
+    std::size_t bytes, count, wrong;
+    double time_us, algbw, busbw;
+    std::vector<std::uint64_t> sent_per_rank; // empty when not measurable (native)
+};
+
+BenchRow bench_one(Communicator& comm, MemoryTracker& tracker, CollectiveCall call, Algo algo,
+                   const BenchOptions& o) {
+    const int n = comm.size(), r = comm.rank();
+    const CallSizes sz = call_sizes(call.op, call.count, n, r, call.root);
+    const std::size_t es = dtype_size(call.dtype);
+    Allocation send = tracker.allocate(sz.send * es, Category::workspace);
+    Allocation recv = tracker.allocate(sz.recv * es, Category::workspace);
+    call.send = send.data();
+    call.recv = recv.data();
+    fill_check_inputs(call, n, r);
+
+    comm.stats().reset();
+    comm.run(call, algo);
+    std::size_t wrong = count_wrong(call, n, r);
+    const OpStats one = comm.stats().get(algo == Algo::ring ? op_name(call.op)
+                                                            : std::string(op_name(call.op)) + "/native");
+    for (int i = 0; i < o.warmup; ++i) comm.run(call, algo);
+    MPI_Barrier(comm.mpi_comm());
+    const double t0 = MPI_Wtime();
+    for (int i = 0; i < o.iters; ++i) comm.run(call, algo);
+    double seconds = (MPI_Wtime() - t0) / std::max(1, o.iters);
+
+    BenchRow row{call.op, algo, call.dtype, n, call.count * es, call.count, 0, 0, 0, 0, {}};
+    MPI_Allreduce(MPI_IN_PLACE, &seconds, 1, MPI_DOUBLE, MPI_MAX, comm.mpi_comm());
+    unsigned long long w = wrong;
+    MPI_Allreduce(MPI_IN_PLACE, &w, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, comm.mpi_comm());
+    row.wrong = w;
+    std::vector<unsigned long long> sent(n);
+    unsigned long long mine = one.bytes_sent;
+    MPI_Allgather(&mine, 1, MPI_UNSIGNED_LONG_LONG, sent.data(), 1, MPI_UNSIGNED_LONG_LONG,
+                  comm.mpi_comm());
+    if (one.bytes_measured) row.sent_per_rank.assign(sent.begin(), sent.end());
+    row.time_us = seconds * 1e6;
+    row.algbw = seconds > 0 ? double(row.bytes) / seconds / 1e9 : 0;
+    row.busbw = row.algbw * bus_bandwidth_factor(call.op, n);
+    return row;
+}
+
+std::string sent_text(const BenchRow& row) {
+    if (row.sent_per_rank.empty()) return "n/a (inside MPI)";
+    return fmt::format("{}", fmt::join(row.sent_per_rank, "/"));
+}
+
+nlohmann::json row_json(const BenchRow& row) {
+    nlohmann::json sent = nullptr;
+    if (!row.sent_per_rank.empty()) sent = row.sent_per_rank;
+    return {{"op", op_name(row.op)},         {"algo", algo_name(row.algo)},
+            {"dtype", dtype_name(row.dtype)}, {"ranks", row.ranks},
+            {"bytes", row.bytes},             {"count", row.count},
+            {"time_us", row.time_us},         {"algbw_gbps", row.algbw},
+            {"busbw_gbps", row.busbw},        {"wrong", row.wrong},
+            {"bytes_sent_per_rank", sent}};
+}
+
+int run_bench(const BenchOptions& o) {
+    // Validate everything before the first message, so a bad flag exits cleanly on every rank.
+    std::vector<CollectiveOp> ops;
+    for (const auto& name : split_list(o.ops)) ops.push_back(parse_op(name));
+    std::vector<Algo> algos;
+    for (const auto& name : split_list(o.algos)) algos.push_back(parse_algo(name));
+    const DType dtype = parse_dtype(o.dtype);
+    const std::size_t lo = parse_size(o.min_bytes), hi = parse_size(o.max_bytes);
+    if (ops.empty() || algos.empty()) throw UsageError("--op and --algo need at least one name each");
+    if (lo == 0 || lo > hi)
+        throw UsageError("need 0 < -b MIN <= -e MAX; got -b " + o.min_bytes + " -e " + o.max_bytes);
+    if (o.factor < 2) throw UsageError("-f FACTOR must be at least 2");
+    if (o.iters < 1 || o.warmup < 0) throw UsageError("--iters must be >= 1 and --warmup >= 0");
+
+    MemoryTracker tracker(Device::cpu());
+    Communicator comm(MPI_COMM_WORLD, tracker);
+    if (o.root < 0 || o.root >= comm.size())
+        throw UsageError(fmt::format("--root {} does not exist with N={} ranks; use 0..{}", o.root,
+                                     comm.size(), comm.size() - 1));
+    const bool lead = comm.rank() == 0;
+    if (lead)
+        fmt::print("# shardlab collectives bench: {} ranks, {}, iters {}, warmup {}; GB/s = 1e9 B/s\n"
+                   "# {:>14} {:>6} {:>12} {:>11} {:>5} {:>11} {:>8} {:>8} {:>6}  {}\n",
+                   comm.size(), dtype_name(dtype), o.iters, o.warmup, "op", "algo", "size(B)",
+                   "count", "type", "time(us)", "algbw", "busbw", "#wrong", "sent/rank(B)");
+    nlohmann::json rows = nlohmann::json::array();
+    for (CollectiveOp op : ops)
+        for (Algo algo : algos)
+            for (std::size_t bytes = lo; bytes <= hi; bytes *= std::size_t(o.factor)) {
+                CollectiveCall call{op, nullptr, nullptr, bytes / dtype_size(dtype), dtype,
+                                    ReduceOp::sum, o.root};
+                BenchRow row = bench_one(comm, tracker, call, algo, o);
+                rows.push_back(row_json(row));
+                if (lead) {
+                    fmt::print("  {:>14} {:>6} {:>12} {:>11} {:>5} {:>11.1f} {:>8.2f} {:>8.2f} {:>6}  {}\n",
+                               op_name(op), algo_name(algo), row.bytes, row.count, dtype_name(dtype),
+                               row.time_us, row.algbw, row.busbw, row.wrong, sent_text(row));
+                    std::fflush(stdout);
+                }
+            }
+    if (lead && !o.json_path.empty()) {
+        std::ofstream f(o.json_path);
+        check(bool(f), "cannot write --json file '" + o.json_path + "'; check the directory exists");
+        f << rows.dump(2) << "\n";
+    }
+    return 0;
+}
+} // namespace
+
+CommandRunner add_collectives_bench_command(CLI::App& cmd) {
+    auto o = std::make_shared<BenchOptions>();
+    cmd.add_option("--op", o->ops, "Operations, comma-separated: allgather, reduce_scatter, "
+                                   "allreduce, broadcast, reduce, gather, scatter");
+    cmd.add_option("--algo", o->algos, "Algorithms, comma-separated: ring (shardlab's), native (MPI's)");
+    cmd.add_option("--dtype", o->dtype, "fp32 | bf16 | fp16");
+    cmd.add_option("-b,--minbytes", o->min_bytes, "Smallest buffer S (K/M/G suffixes)");
+    cmd.add_option("-e,--maxbytes", o->max_bytes, "Largest buffer S (K/M/G suffixes)");
+    cmd.add_option("-f,--stepfactor", o->factor, "Size multiplier between rows");
+    cmd.add_option("--iters", o->iters, "Timed iterations per size");
+    cmd.add_option("--warmup", o->warmup, "Untimed iterations per size");
+    cmd.add_option("--root", o->root, "Root rank of rooted operations");
+    cmd.add_option("--json", o->json_path, "Also write the rows to this JSON file");
+    return [o] { return run_bench(*o); };
+}
+
+} // namespace shardlab

@@ -1,0 +1,17 @@
+// Each subcommand registers its options on the CLI and returns the function that runs it.
+// Runners get the MPI-launched argc/argv only through MpiSession, started after parsing.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+namespace shardlab {
+
+using CommandRunner = std::function<int()>;
+
+CommandRunner add_device_command(CLI::App& app);
+CommandRunner add_collectives_show_command(CLI::App& collectives);
+CommandRunner add_collectives_bench_command(CLI::App& collectives);
+
+} // namespace shardlab
