@@ -16,7 +16,7 @@ constexpr const char* kOpNames[] = {"allgather", "reduce_scatter", "allreduce", 
 Algo parse_algo(const std::string& name) {
     if (name == "ring") return Algo::ring;
     if (name == "native" || name == "mpi") return Algo::native;
-    throw Error("unknown algorithm '" + name + "'; use ring or native");
+    throw UsageError("unknown algorithm '" + name + "'; use ring or native");
 }
 
 const char* algo_name(Algo a) { return a == Algo::ring ? "ring" : "native"; }
@@ -24,7 +24,7 @@ const char* algo_name(Algo a) { return a == Algo::ring ? "ring" : "native"; }
 CollectiveOp parse_op(const std::string& name) {
     for (int i = 0; i < 7; ++i)
         if (name == kOpNames[i]) return CollectiveOp(i);
-    throw Error("unknown collective '" + name +
+    throw UsageError("unknown collective '" + name +
                 "'; use one of allgather, reduce_scatter, allreduce, broadcast, reduce, gather, "
                 "scatter");
 }

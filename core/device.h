@@ -21,8 +21,8 @@ struct Device {
     bool operator==(const Device& o) const { return kind == o.kind && index == o.index; }
 };
 
-// Raw memory. `pinned` asks for page-locked host memory (cudaHostAlloc) where CUDA is built;
-// it is ignored for device memory and falls back to plain host memory without CUDA.
+// Raw memory. `pinned_host` asks for page-locked host memory (cudaHostAlloc); it is ignored for
+// GPU memory and falls back to plain host memory in a build without CUDA.
 void* raw_allocate(const Device& d, std::size_t bytes, bool pinned_host);
 void raw_free(const Device& d, void* p, bool pinned_host) noexcept;
 // Copies bytes between any two places, synchronously. Host-to-host never touches CUDA.

@@ -20,7 +20,7 @@ DType parse_dtype(const std::string& name) {
     if (name == "fp32" || name == "f32" || name == "float32") return DType::f32;
     if (name == "bf16" || name == "bfloat16") return DType::bf16;
     if (name == "fp16" || name == "f16" || name == "float16") return DType::f16;
-    throw Error("unknown dtype '" + name + "'; use one of fp32, bf16, fp16");
+    throw UsageError("unknown dtype '" + name + "'; use one of fp32, bf16, fp16");
 }
 
 float f16_to_f32(std::uint16_t h) {

@@ -24,6 +24,7 @@ Allocation& Allocation::operator=(Allocation&& o) noexcept {
         bytes_ = std::exchange(o.bytes_, 0);
         category_ = o.category_;
         arena_ = o.arena_;
+        pinned_ = o.pinned_;
     }
     return *this;
 }
@@ -35,7 +36,7 @@ Device Allocation::device() const {
 void Allocation::release() {
     if (!tracker_) return;
     tracker_->on_free(*this);
-    raw_free(tracker_->device_of(arena_), ptr_, arena_ == Arena::host);
+    raw_free(tracker_->device_of(arena_), ptr_, pinned_);
     tracker_ = nullptr;
     ptr_ = nullptr;
     bytes_ = 0;
@@ -43,7 +44,8 @@ void Allocation::release() {
 
 Allocation MemoryTracker::allocate(std::size_t bytes, Category c, Arena a) {
     Allocation out;
-    out.ptr_ = raw_allocate(device_of(a), bytes, a == Arena::host);
+    out.pinned_ = a == Arena::host && device_.kind == DeviceKind::cuda;
+    out.ptr_ = raw_allocate(device_of(a), bytes, out.pinned_);
     out.tracker_ = this;
     out.bytes_ = bytes;
     out.category_ = c;

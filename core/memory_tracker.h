@@ -70,6 +70,7 @@ class Allocation {
     std::size_t bytes_ = 0;
     Category category_ = Category::workspace;
     Arena arena_ = Arena::device;
+    bool pinned_ = false; // page-locked host memory from CUDA
 };
 
 class MemoryTracker {
@@ -78,7 +79,8 @@ class MemoryTracker {
     MemoryTracker(const MemoryTracker&) = delete;
     MemoryTracker& operator=(const MemoryTracker&) = delete;
 
-    // Device-arena memory lives on device(); host-arena memory is host RAM (pinned with CUDA).
+    // Device-arena memory lives on device(); host-arena memory is host RAM, page-locked when the
+    // device is a GPU (so copies to and from it can run asynchronously).
     Allocation allocate(std::size_t bytes, Category c, Arena a = Arena::device);
 
     const Device& device() const { return device_; }

@@ -7,6 +7,7 @@
 #include <mpi.h>
 
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <sstream>
 
@@ -49,6 +50,35 @@ int launcher_rank() {
 std::string format_bytes(std::uint64_t bytes) {
     return fmt::format("{} B ({:.2f} MB, {:.2f} MiB)", bytes, double(bytes) / 1e6,
                        double(bytes) / double(1 << 20));
+}
+
+int run_guarded(const std::function<int()>& body) {
+    auto report = [](const std::exception& e, bool usage) {
+        int initialized = 0, finalized = 0;
+        MPI_Initialized(&initialized);
+        MPI_Finalized(&finalized);
+        const bool mpi_live = initialized && !finalized;
+        int rank = launcher_rank(), size = 1;
+        if (mpi_live) {
+            MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+            MPI_Comm_size(MPI_COMM_WORLD, &size);
+        }
+        if (usage) {
+            if (rank == 0) fmt::print(stderr, "shardlab: error: {}\n", e.what());
+            return 2;
+        }
+        fmt::print(stderr, "shardlab: rank {}: error: {}\n", rank, e.what());
+        std::fflush(stderr);
+        if (mpi_live && size > 1) MPI_Abort(MPI_COMM_WORLD, 1); // the other ranks stop too
+        return 1;
+    };
+    try {
+        return body();
+    } catch (const UsageError& e) {
+        return report(e, true);
+    } catch (const std::exception& e) {
+        return report(e, false);
+    }
 }
 
 MpiSession::MpiSession(int& argc, char**& argv) {

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,11 @@ std::vector<std::string> split_list(const std::string& text);
 int launcher_rank();
 // "33554432 B (33.55 MB, 32.00 MiB)": exact integer first, then GB = 1e9 and GiB = 2^30 labelled.
 std::string format_bytes(std::uint64_t bytes);
+
+// Runs a command body with shardlab's error policy. A UsageError (found alike on every rank
+// before any communication) prints once and returns 2; any other error prints with its rank and
+// aborts every rank through MPI_Abort, so no rank waits forever for one that died.
+int run_guarded(const std::function<int()>& body);
 
 // MPI_Init / MPI_Finalize for the commands that communicate.
 class MpiSession {

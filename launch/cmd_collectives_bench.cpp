@@ -13,6 +13,7 @@
 #include <mpi.h>
 #include <nlohmann/json.hpp>
 
+#include <cstring>
 #include <fstream>
 #include <memory>
 
@@ -89,6 +90,21 @@ nlohmann::json row_json(const BenchRow& row) {
             {"bytes_sent_per_rank", sent}};
 }
 
+// The ceiling for shared-memory collectives: every rank copying `bytes` at once (that is what
+// the transport does underneath). Returns the slowest rank's copy rate, bytes copied per second.
+double memcpy_gbps(Communicator& comm, MemoryTracker& tracker, std::size_t bytes, int iters) {
+    Allocation a = tracker.allocate(bytes, Category::workspace);
+    Allocation b = tracker.allocate(bytes, Category::workspace);
+    std::memset(a.data(), 1, bytes);
+    std::memcpy(b.data(), a.data(), bytes); // touch the pages once
+    MPI_Barrier(comm.mpi_comm());
+    const double t0 = MPI_Wtime();
+    for (int i = 0; i < iters; ++i) std::memcpy(b.data(), a.data(), bytes);
+    double seconds = (MPI_Wtime() - t0) / iters;
+    MPI_Allreduce(MPI_IN_PLACE, &seconds, 1, MPI_DOUBLE, MPI_MAX, comm.mpi_comm());
+    return double(bytes) / seconds / 1e9;
+}
+
 int run_bench(const BenchOptions& o) {
     // Validate everything before the first message, so a bad flag exits cleanly on every rank.
     std::vector<CollectiveOp> ops;
@@ -109,6 +125,10 @@ int run_bench(const BenchOptions& o) {
         throw UsageError(fmt::format("--root {} does not exist with N={} ranks; use 0..{}", o.root,
                                      comm.size(), comm.size() - 1));
     const bool lead = comm.rank() == 0;
+    const double copy_rate = memcpy_gbps(comm, tracker, hi, std::max(2, o.iters / 2));
+    if (lead)
+        fmt::print("# memcpy ceiling: {:.2f} GB/s per rank ({} ranks copying {} B at once)\n", copy_rate,
+                   comm.size(), hi);
     if (lead)
         fmt::print("# shardlab collectives bench: {} ranks, {}, iters {}, warmup {}; GB/s = 1e9 B/s\n"
                    "# {:>14} {:>6} {:>12} {:>11} {:>5} {:>11} {:>8} {:>8} {:>6}  {}\n",
@@ -129,10 +149,16 @@ int run_bench(const BenchOptions& o) {
                     std::fflush(stdout);
                 }
             }
+    std::size_t total_wrong = 0;
+    for (const auto& row : rows) total_wrong += row["wrong"].get<std::size_t>();
     if (lead && !o.json_path.empty()) {
         std::ofstream f(o.json_path);
         check(bool(f), "cannot write --json file '" + o.json_path + "'; check the directory exists");
         f << rows.dump(2) << "\n";
+    }
+    if (total_wrong > 0) {
+        if (lead) fmt::print(stderr, "shardlab: {} wrong elements in total: a collective is broken\n", total_wrong);
+        return 1;
     }
     return 0;
 }

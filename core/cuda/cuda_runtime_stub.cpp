@@ -6,7 +6,7 @@ namespace shardlab::cuda {
 
 namespace {
 [[noreturn]] void not_built() {
-    throw Error("shardlab was built without CUDA (nvcc not found at configure time); "
+    throw Error("no GPU support: shardlab was built without CUDA (nvcc not found at configure time); "
                 "install the CUDA toolkit and reconfigure with -DSHARDLAB_CUDA=ON");
 }
 } // namespace

@@ -1,0 +1,113 @@
+// MemoryTracker: exact current / peak bytes per (arena, category) and in total, frees on
+// destruction and on move-assignment, and phase snapshots.
+#include "core/error.h"
+#include "core/memory_tracker.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+using namespace shardlab;
+
+TEST(MemoryTracker, CountsCurrentAndPeakPerCategory) {
+    MemoryTracker t(Device::cpu());
+    {
+        Allocation p = t.allocate(1000, Category::params);
+        Allocation g = t.allocate(500, Category::grads);
+        EXPECT_EQ(t.current(Category::params), 1000u);
+        EXPECT_EQ(t.current(Category::grads), 500u);
+        EXPECT_EQ(t.counts().total[int(Arena::device)].current, 1500u);
+        std::memset(p.data(), 0, p.bytes()); // the memory is real and writable
+        g.release();
+        EXPECT_EQ(t.current(Category::grads), 0u);
+        EXPECT_EQ(t.peak(Category::grads), 500u);
+        Allocation g2 = t.allocate(200, Category::grads);
+        EXPECT_EQ(t.peak(Category::grads), 500u);
+        EXPECT_EQ(t.counts().total[int(Arena::device)].peak, 1500u);
+    }
+    EXPECT_EQ(t.current(Category::params), 0u);
+    EXPECT_EQ(t.peak(Category::params), 1000u);
+    EXPECT_EQ(t.counts().total[int(Arena::device)].current, 0u);
+}
+
+TEST(MemoryTracker, TotalPeakIsTheTrueHighWaterMark) {
+    // Activations and workspace peak at different times: the total's peak (300) is below the
+    // sum of the category peaks (400).
+    MemoryTracker t(Device::cpu());
+    {
+        Allocation a = t.allocate(200, Category::activations);
+        Allocation w = t.allocate(100, Category::workspace);
+    }
+    { Allocation w = t.allocate(200, Category::workspace); }
+    EXPECT_EQ(t.peak(Category::activations) + t.peak(Category::workspace), 400u);
+    EXPECT_EQ(t.counts().total[int(Arena::device)].peak, 300u);
+}
+
+TEST(MemoryTracker, HostAndDeviceArenasAreSeparate) {
+    MemoryTracker t(Device::cpu());
+    Allocation m = t.allocate(4096, Category::master, Arena::host);
+    Allocation p = t.allocate(1024, Category::params, Arena::device);
+    EXPECT_EQ(t.current(Category::master, Arena::host), 4096u);
+    EXPECT_EQ(t.current(Category::master, Arena::device), 0u);
+    EXPECT_EQ(t.counts().total[int(Arena::host)].current, 4096u);
+    EXPECT_EQ(t.counts().total[int(Arena::device)].current, 1024u);
+    EXPECT_EQ(m.arena(), Arena::host);
+    EXPECT_EQ(m.device(), Device::cpu());
+}
+
+TEST(MemoryTracker, MoveTransfersOwnershipAndAssignmentFreesTheOld) {
+    MemoryTracker t(Device::cpu());
+    Allocation a = t.allocate(100, Category::optimizer);
+    Allocation b = std::move(a);
+    EXPECT_EQ(a.data(), nullptr);
+    EXPECT_EQ(t.current(Category::optimizer), 100u);
+    b = t.allocate(30, Category::optimizer); // frees the 100 first
+    EXPECT_EQ(t.current(Category::optimizer), 30u);
+    EXPECT_EQ(t.peak(Category::optimizer), 130u); // the new block exists before the old is freed
+    b.release();
+    b.release(); // idempotent
+    EXPECT_EQ(t.current(Category::optimizer), 0u);
+}
+
+TEST(MemoryTracker, SnapshotsRecordPeaksPerPhase) {
+    MemoryTracker t(Device::cpu());
+    Allocation p = t.allocate(100, Category::params);
+    {
+        Allocation act = t.allocate(1000, Category::activations);
+        t.snapshot("forward");
+    }
+    { Allocation act = t.allocate(300, Category::activations); }
+    t.snapshot("backward");
+    ASSERT_EQ(t.snapshots().size(), 2u);
+    const auto& fwd = t.snapshots()[0];
+    const auto& bwd = t.snapshots()[1];
+    EXPECT_EQ(fwd.name, "forward");
+    EXPECT_EQ(fwd.counts.at(Arena::device, Category::activations).current, 1000u);
+    EXPECT_EQ(fwd.counts.at(Arena::device, Category::activations).peak, 1000u);
+    // The backward phase started with 1000 live (peak reset to current), then freed it, then
+    // peaked at 300: its own peak is the 1000 it started with.
+    EXPECT_EQ(bwd.counts.at(Arena::device, Category::activations).current, 0u);
+    EXPECT_EQ(bwd.counts.at(Arena::device, Category::activations).peak, 1000u);
+    t.snapshot("idle");
+    EXPECT_EQ(t.snapshots()[2].counts.at(Arena::device, Category::activations).peak, 0u);
+    EXPECT_EQ(t.snapshots()[2].counts.at(Arena::device, Category::params).peak, 100u);
+}
+
+TEST(MemoryTracker, CategoryNames) {
+    EXPECT_STREQ(category_name(Category::comm_buffers), "comm_buffers");
+    EXPECT_STREQ(category_name(Category::master), "master");
+    EXPECT_STREQ(arena_name(Arena::host), "host");
+}
+
+TEST(Device, CudaDeviceWithoutGpuFailsWithAClearMessage) {
+    GpuQuery q = query_gpus();
+    if (!q.gpus.empty()) GTEST_SKIP() << "a GPU is present; this test covers the no-GPU path";
+    MemoryTracker t(Device::cuda(0));
+    try {
+        Allocation a = t.allocate(16, Category::params);
+        FAIL() << "allocating on a missing GPU must throw";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("GPU"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(t.current(Category::params), 0u); // nothing counted for a failed allocation
+}
