@@ -13,7 +13,8 @@
 namespace shardlab::algo {
 
 // Ring: N-1 steps; in step k rank r passes chunk (r-k) to r+1. send: chunk(rank); recv: count.
-void ring_all_gather(CollectiveContext& c, const void* send, void* recv, std::size_t count, DType t);
+void ring_all_gather(CollectiveContext& c, const void* send, void* recv, std::size_t count,
+                     DType t);
 
 // Ring: N-1 steps; chunk j's partial sum starts at rank j+1 and travels the ring to rank j.
 // send: count elements; recv: chunk(rank).
@@ -32,7 +33,8 @@ void scatter_allgather_broadcast(CollectiveContext& c, const void* send, void* r
 void reduce_scatter_gather_reduce(CollectiveContext& c, const void* send, void* recv,
                                   std::size_t count, DType t, ReduceOp op, int root);
 
-// Direct: each non-root sends its chunk straight to the root. send: chunk(rank); recv at root: count.
+// Direct: each non-root sends its chunk straight to the root. send: chunk(rank); recv at root:
+// count.
 void direct_gather(CollectiveContext& c, const void* send, void* recv, std::size_t count, DType t,
                    int root);
 

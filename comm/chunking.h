@@ -13,11 +13,15 @@ struct Chunking {
     int n = 1;
 
     std::size_t size(int r) const { return count / n + (std::size_t(r) < count % n ? 1 : 0); }
-    std::size_t offset(int r) const { return std::size_t(r) * (count / n) + std::min<std::size_t>(r, count % n); }
+    std::size_t offset(int r) const {
+        return std::size_t(r) * (count / n) + std::min<std::size_t>(r, count % n);
+    }
     std::size_t max_size() const { return size(0); }
 };
 
 // Ring neighbours and chunk indices, kept in one place so the algorithms read like the diagrams.
-inline int ring_mod(int i, int n) { return ((i % n) + n) % n; }
+inline int ring_mod(int i, int n) {
+    return ((i % n) + n) % n;
+}
 
 } // namespace shardlab

@@ -19,7 +19,8 @@ class CollectiveTrace {
     // peer, or receives it from peer.
     virtual void transfer(int step, bool is_send, int peer, int chunk, std::size_t count) = 0;
     // What a buffer holds at the end of `step`.
-    virtual void buffer(int step, const char* label, const void* data, std::size_t count, DType t) = 0;
+    virtual void buffer(int step, const char* label, const void* data, std::size_t count,
+                        DType t) = 0;
 };
 
 } // namespace shardlab

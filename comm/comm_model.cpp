@@ -15,28 +15,36 @@ std::uint64_t ring_bytes_sent(CollectiveOp op, std::size_t count, std::size_t el
     const bool is_root = rank == root;
     if (n == 1) return 0;
     switch (op) {
-    case CollectiveOp::allgather: return S - chunk(rank + 1); // all chunks but the right neighbour's
-    case CollectiveOp::reduce_scatter: return S - chunk(rank); // all partials but its own chunk
-    case CollectiveOp::allreduce: return (S - chunk(rank)) + (S - chunk(rank + 1));
+    case CollectiveOp::allgather:
+        return S - chunk(rank + 1); // all chunks but the right neighbour's
+    case CollectiveOp::reduce_scatter:
+        return S - chunk(rank); // all partials but its own chunk
+    case CollectiveOp::allreduce:
+        return (S - chunk(rank)) + (S - chunk(rank + 1));
     case CollectiveOp::broadcast: // scatter (root only) + all-gather
         return (is_root ? S - chunk(root) : 0) + (S - chunk(rank + 1));
     case CollectiveOp::reduce: // reduce-scatter + gather of the own chunk to the root
         return (S - chunk(rank)) + (is_root ? 0 : chunk(rank));
-    case CollectiveOp::gather: return is_root ? 0 : chunk(rank);
-    case CollectiveOp::scatter: return is_root ? S - chunk(root) : 0;
+    case CollectiveOp::gather:
+        return is_root ? 0 : chunk(rank);
+    case CollectiveOp::scatter:
+        return is_root ? S - chunk(root) : 0;
     }
     return 0;
 }
 
 double bus_bandwidth_factor(CollectiveOp op, int n) {
     switch (op) {
-    case CollectiveOp::allreduce: return 2.0 * (n - 1) / n;
+    case CollectiveOp::allreduce:
+        return 2.0 * (n - 1) / n;
     case CollectiveOp::allgather:
     case CollectiveOp::reduce_scatter:
     case CollectiveOp::gather:
-    case CollectiveOp::scatter: return double(n - 1) / n;
+    case CollectiveOp::scatter:
+        return double(n - 1) / n;
     case CollectiveOp::broadcast:
-    case CollectiveOp::reduce: return 1.0;
+    case CollectiveOp::reduce:
+        return 1.0;
     }
     return 1.0;
 }

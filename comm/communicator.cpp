@@ -19,17 +19,22 @@ Algo parse_algo(const std::string& name) {
     throw UsageError("unknown algorithm '" + name + "'; use ring or native");
 }
 
-const char* algo_name(Algo a) { return a == Algo::ring ? "ring" : "native"; }
+const char* algo_name(Algo a) {
+    return a == Algo::ring ? "ring" : "native";
+}
 
 CollectiveOp parse_op(const std::string& name) {
     for (int i = 0; i < 7; ++i)
         if (name == kOpNames[i]) return CollectiveOp(i);
-    throw UsageError("unknown collective '" + name +
-                "'; use one of allgather, reduce_scatter, allreduce, broadcast, reduce, gather, "
-                "scatter");
+    throw UsageError(
+        "unknown collective '" + name +
+        "'; use one of allgather, reduce_scatter, allreduce, broadcast, reduce, gather, "
+        "scatter");
 }
 
-const char* op_name(CollectiveOp op) { return kOpNames[int(op)]; }
+const char* op_name(CollectiveOp op) {
+    return kOpNames[int(op)];
+}
 
 bool op_has_root(CollectiveOp op) {
     return op == CollectiveOp::broadcast || op == CollectiveOp::reduce ||
@@ -45,13 +50,20 @@ CallSizes call_sizes(CollectiveOp op, std::size_t count, int n, int rank, int ro
     const std::size_t own = Chunking{count, n}.size(rank);
     const bool is_root = rank == root;
     switch (op) {
-    case CollectiveOp::allgather: return {own, count};
-    case CollectiveOp::reduce_scatter: return {count, own};
-    case CollectiveOp::allreduce: return {count, count};
-    case CollectiveOp::broadcast: return {is_root ? count : 0, count};
-    case CollectiveOp::reduce: return {count, is_root ? count : 0};
-    case CollectiveOp::gather: return {own, is_root ? count : 0};
-    case CollectiveOp::scatter: return {is_root ? count : 0, own};
+    case CollectiveOp::allgather:
+        return {own, count};
+    case CollectiveOp::reduce_scatter:
+        return {count, own};
+    case CollectiveOp::allreduce:
+        return {count, count};
+    case CollectiveOp::broadcast:
+        return {is_root ? count : 0, count};
+    case CollectiveOp::reduce:
+        return {count, is_root ? count : 0};
+    case CollectiveOp::gather:
+        return {own, is_root ? count : 0};
+    case CollectiveOp::scatter:
+        return {is_root ? count : 0, own};
     }
     return {};
 }
@@ -73,8 +85,8 @@ void Communicator::timed(const char* op, Algo a, Body&& body) {
 
 void Communicator::check_root(int root) const {
     check(root >= 0 && root < size(), "root rank " + std::to_string(root) + " is outside 0.." +
-                                          std::to_string(size() - 1) + "; pick a root below N=" +
-                                          std::to_string(size()));
+                                          std::to_string(size() - 1) +
+                                          "; pick a root below N=" + std::to_string(size()));
 }
 
 void Communicator::all_gather(const void* send, void* recv, std::size_t count, DType t, Algo a) {
@@ -92,8 +104,8 @@ void Communicator::reduce_scatter(const void* send, void* recv, std::size_t coun
     });
 }
 
-void Communicator::all_reduce(const void* send, void* recv, std::size_t count, DType t,
-                              ReduceOp op, Algo a) {
+void Communicator::all_reduce(const void* send, void* recv, std::size_t count, DType t, ReduceOp op,
+                              Algo a) {
     timed("allreduce", a, [&] {
         a == Algo::ring ? algo::ring_all_reduce(context_, send, recv, count, t, op)
                         : native_.all_reduce(send, recv, count, t, op);
@@ -113,8 +125,9 @@ void Communicator::reduce(const void* send, void* recv, std::size_t count, DType
                           int root, Algo a) {
     check_root(root);
     timed("reduce", a, [&] {
-        a == Algo::ring ? algo::reduce_scatter_gather_reduce(context_, send, recv, count, t, op, root)
-                        : native_.reduce(send, recv, count, t, op, root);
+        a == Algo::ring
+            ? algo::reduce_scatter_gather_reduce(context_, send, recv, count, t, op, root)
+            : native_.reduce(send, recv, count, t, op, root);
     });
 }
 
@@ -137,21 +150,26 @@ void Communicator::scatter(const void* send, void* recv, std::size_t count, DTyp
 }
 
 void Communicator::barrier(Algo a) {
-    timed("barrier", a, [&] {
-        a == Algo::ring ? algo::dissemination_barrier(context_) : native_.barrier();
-    });
+    timed("barrier", a,
+          [&] { a == Algo::ring ? algo::dissemination_barrier(context_) : native_.barrier(); });
 }
 
 void Communicator::run(const CollectiveCall& c, Algo a) {
     switch (c.op) {
-    case CollectiveOp::allgather: return all_gather(c.send, c.recv, c.count, c.dtype, a);
+    case CollectiveOp::allgather:
+        return all_gather(c.send, c.recv, c.count, c.dtype, a);
     case CollectiveOp::reduce_scatter:
         return reduce_scatter(c.send, c.recv, c.count, c.dtype, c.reduce, a);
-    case CollectiveOp::allreduce: return all_reduce(c.send, c.recv, c.count, c.dtype, c.reduce, a);
-    case CollectiveOp::broadcast: return broadcast(c.send, c.recv, c.count, c.dtype, c.root, a);
-    case CollectiveOp::reduce: return reduce(c.send, c.recv, c.count, c.dtype, c.reduce, c.root, a);
-    case CollectiveOp::gather: return gather(c.send, c.recv, c.count, c.dtype, c.root, a);
-    case CollectiveOp::scatter: return scatter(c.send, c.recv, c.count, c.dtype, c.root, a);
+    case CollectiveOp::allreduce:
+        return all_reduce(c.send, c.recv, c.count, c.dtype, c.reduce, a);
+    case CollectiveOp::broadcast:
+        return broadcast(c.send, c.recv, c.count, c.dtype, c.root, a);
+    case CollectiveOp::reduce:
+        return reduce(c.send, c.recv, c.count, c.dtype, c.reduce, c.root, a);
+    case CollectiveOp::gather:
+        return gather(c.send, c.recv, c.count, c.dtype, c.root, a);
+    case CollectiveOp::scatter:
+        return scatter(c.send, c.recv, c.count, c.dtype, c.root, a);
     }
 }
 

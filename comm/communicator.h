@@ -22,7 +22,15 @@ enum class Algo { ring, native };
 Algo parse_algo(const std::string& name); // "ring" | "native"
 const char* algo_name(Algo a);
 
-enum class CollectiveOp { allgather, reduce_scatter, allreduce, broadcast, reduce, gather, scatter };
+enum class CollectiveOp {
+    allgather,
+    reduce_scatter,
+    allreduce,
+    broadcast,
+    reduce,
+    gather,
+    scatter
+};
 CollectiveOp parse_op(const std::string& name); // throws Error listing the valid names
 const char* op_name(CollectiveOp op);
 bool op_has_root(CollectiveOp op);

@@ -19,7 +19,8 @@ void direct_gather(CollectiveContext& c, const void* send, void* recv, std::size
         return;
     }
     char* out = static_cast<char*>(recv);
-    if (out + ch.offset(r) * es != send) std::memcpy(out + ch.offset(r) * es, send, ch.size(r) * es);
+    if (out + ch.offset(r) * es != send)
+        std::memcpy(out + ch.offset(r) * es, send, ch.size(r) * es);
     for (int j = 0; j < c.size(); ++j) {
         if (j == root) continue;
         c.transport.recv(out + ch.offset(j) * es, ch.size(j) * es, j);

@@ -109,7 +109,8 @@ void NativeCollectives::reduce_scatter(const void* send, void* recv, std::size_t
 void NativeCollectives::all_reduce(const void* send, void* recv, std::size_t count, DType t,
                                    ReduceOp op) {
     const void* s = send == recv ? MPI_IN_PLACE : send;
-    check_mpi(MPI_Allreduce(s, recv, as_int(count), mpi_type(t), sum_op(t), comm_), "MPI_Allreduce");
+    check_mpi(MPI_Allreduce(s, recv, as_int(count), mpi_type(t), sum_op(t), comm_),
+              "MPI_Allreduce");
     if (op == ReduceOp::avg) scale_down(recv, recv, count, t, float(size_));
 }
 
@@ -122,7 +123,8 @@ void NativeCollectives::broadcast(const void* send, void* recv, std::size_t coun
 void NativeCollectives::reduce(const void* send, void* recv, std::size_t count, DType t,
                                ReduceOp op, int root) {
     const void* s = (rank_ == root && send == recv) ? MPI_IN_PLACE : send;
-    check_mpi(MPI_Reduce(s, recv, as_int(count), mpi_type(t), sum_op(t), root, comm_), "MPI_Reduce");
+    check_mpi(MPI_Reduce(s, recv, as_int(count), mpi_type(t), sum_op(t), root, comm_),
+              "MPI_Reduce");
     if (rank_ == root && op == ReduceOp::avg) scale_down(recv, recv, count, t, float(size_));
 }
 
@@ -147,6 +149,8 @@ void NativeCollectives::scatter(const void* send, void* recv, std::size_t count,
               "MPI_Scatterv");
 }
 
-void NativeCollectives::barrier() { check_mpi(MPI_Barrier(comm_), "MPI_Barrier"); }
+void NativeCollectives::barrier() {
+    check_mpi(MPI_Barrier(comm_), "MPI_Barrier");
+}
 
 } // namespace shardlab

@@ -5,7 +5,9 @@
 
 namespace shardlab {
 
-const char* reduce_op_name(ReduceOp op) { return op == ReduceOp::sum ? "sum" : "avg"; }
+const char* reduce_op_name(ReduceOp op) {
+    return op == ReduceOp::sum ? "sum" : "avg";
+}
 
 namespace {
 template <float (*load)(std::uint16_t), std::uint16_t (*store)(float)>

@@ -42,8 +42,8 @@ void ring_reduce_scatter(CollectiveContext& c, const void* send, void* recv, std
         if (c.trace) {
             c.trace->transfer(k, true, right, send_chunk, ch.size(send_chunk));
             c.trace->transfer(k, false, left, recv_chunk, m);
-            c.trace->buffer(k, last ? "recv (own chunk, final)" : "partial sum", last ? recv : outgoing,
-                            m, t);
+            c.trace->buffer(k, last ? "recv (own chunk, final)" : "partial sum",
+                            last ? recv : outgoing, m, t);
         }
     }
 }

@@ -40,8 +40,8 @@ struct GpuInfo {
 };
 
 struct GpuQuery {
-    bool cuda_built = false;     // compiled with nvcc
-    std::string status;          // "ok" or why no GPU is usable, from the CUDA runtime
+    bool cuda_built = false; // compiled with nvcc
+    std::string status;      // "ok" or why no GPU is usable, from the CUDA runtime
     std::vector<GpuInfo> gpus;
 };
 

@@ -5,13 +5,18 @@
 
 namespace shardlab {
 
-std::size_t dtype_size(DType t) { return t == DType::f32 ? 4 : 2; }
+std::size_t dtype_size(DType t) {
+    return t == DType::f32 ? 4 : 2;
+}
 
 const char* dtype_name(DType t) {
     switch (t) {
-    case DType::f32: return "fp32";
-    case DType::bf16: return "bf16";
-    case DType::f16: return "fp16";
+    case DType::f32:
+        return "fp32";
+    case DType::bf16:
+        return "bf16";
+    case DType::f16:
+        return "fp16";
     }
     return "?";
 }
@@ -41,9 +46,9 @@ std::uint16_t f32_to_f16(float f) {
     std::uint32_t a = u & 0x7fffffffu;
     if (a > 0x7f800000u) return std::uint16_t(sign | 0x7e00u | ((a >> 13) & 0x3ffu)); // quiet NaN
     if (a >= 0x477ff000u) return std::uint16_t(sign | 0x7c00u); // rounds to >= 65520: Inf
-    if (a >= 0x38800000u) { // normal fp16 range (>= 2^-14)
-        std::uint32_t r = a - 0x38000000u; // rebias exponent 127 -> 15
-        r += 0xfffu + ((r >> 13) & 1u);    // round to nearest even on the 13 dropped bits
+    if (a >= 0x38800000u) {                                     // normal fp16 range (>= 2^-14)
+        std::uint32_t r = a - 0x38000000u;                      // rebias exponent 127 -> 15
+        r += 0xfffu + ((r >> 13) & 1u); // round to nearest even on the 13 dropped bits
         return std::uint16_t(sign | (r >> 13));
     }
     if (a < 0x33000000u) return sign; // below half the smallest subnormal (2^-25): +-0
@@ -60,18 +65,27 @@ std::uint16_t f32_to_f16(float f) {
 
 float load_as_f32(const void* p, DType t, std::size_t i) {
     switch (t) {
-    case DType::f32: return static_cast<const float*>(p)[i];
-    case DType::bf16: return bf16_to_f32(static_cast<const std::uint16_t*>(p)[i]);
-    case DType::f16: return f16_to_f32(static_cast<const std::uint16_t*>(p)[i]);
+    case DType::f32:
+        return static_cast<const float*>(p)[i];
+    case DType::bf16:
+        return bf16_to_f32(static_cast<const std::uint16_t*>(p)[i]);
+    case DType::f16:
+        return f16_to_f32(static_cast<const std::uint16_t*>(p)[i]);
     }
     return 0.0f;
 }
 
 void store_from_f32(void* p, DType t, std::size_t i, float v) {
     switch (t) {
-    case DType::f32: static_cast<float*>(p)[i] = v; return;
-    case DType::bf16: static_cast<std::uint16_t*>(p)[i] = f32_to_bf16(v); return;
-    case DType::f16: static_cast<std::uint16_t*>(p)[i] = f32_to_f16(v); return;
+    case DType::f32:
+        static_cast<float*>(p)[i] = v;
+        return;
+    case DType::bf16:
+        static_cast<std::uint16_t*>(p)[i] = f32_to_bf16(v);
+        return;
+    case DType::f16:
+        static_cast<std::uint16_t*>(p)[i] = f32_to_f16(v);
+        return;
     }
 }
 
@@ -80,7 +94,8 @@ void convert(const void* src, DType src_type, void* dst, DType dst_type, std::si
         std::memmove(dst, src, n * dtype_size(src_type));
         return;
     }
-    for (std::size_t i = 0; i < n; ++i) store_from_f32(dst, dst_type, i, load_as_f32(src, src_type, i));
+    for (std::size_t i = 0; i < n; ++i)
+        store_from_f32(dst, dst_type, i, load_as_f32(src, src_type, i));
 }
 
 } // namespace shardlab

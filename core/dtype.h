@@ -13,7 +13,7 @@ namespace shardlab {
 enum class DType { f32, bf16, f16 };
 
 std::size_t dtype_size(DType t);
-const char* dtype_name(DType t); // "fp32", "bf16", "fp16"
+const char* dtype_name(DType t);            // "fp32", "bf16", "fp16"
 DType parse_dtype(const std::string& name); // throws Error naming the accepted names
 
 inline std::uint32_t f32_bits(float f) {
@@ -28,7 +28,9 @@ inline float f32_from_bits(std::uint32_t u) {
 }
 
 // bf16 is the top half of an fp32: widening is a shift.
-inline float bf16_to_f32(std::uint16_t h) { return f32_from_bits(std::uint32_t(h) << 16); }
+inline float bf16_to_f32(std::uint16_t h) {
+    return f32_from_bits(std::uint32_t(h) << 16);
+}
 
 inline std::uint16_t f32_to_bf16(float f) {
     std::uint32_t u = f32_bits(f);

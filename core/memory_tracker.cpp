@@ -12,9 +12,13 @@ const char* category_name(Category c) {
     return names[int(c)];
 }
 
-const char* arena_name(Arena a) { return a == Arena::device ? "device" : "host"; }
+const char* arena_name(Arena a) {
+    return a == Arena::device ? "device" : "host";
+}
 
-Allocation::Allocation(Allocation&& o) noexcept { *this = std::move(o); }
+Allocation::Allocation(Allocation&& o) noexcept {
+    *this = std::move(o);
+}
 
 Allocation& Allocation::operator=(Allocation&& o) noexcept {
     if (this != &o) {

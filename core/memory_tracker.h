@@ -86,7 +86,9 @@ class MemoryTracker {
     const Device& device() const { return device_; }
     Device device_of(Arena a) const { return a == Arena::device ? device_ : Device::cpu(); }
     const MemoryCounts& counts() const { return counts_; }
-    std::size_t current(Category c, Arena a = Arena::device) const { return counts_.at(a, c).current; }
+    std::size_t current(Category c, Arena a = Arena::device) const {
+        return counts_.at(a, c).current;
+    }
     std::size_t peak(Category c, Arena a = Arena::device) const { return counts_.at(a, c).peak; }
 
     // Records the current counts and the peaks since the last snapshot under a name

@@ -24,9 +24,12 @@ std::size_t parse_size(const std::string& text) {
     std::string suffix = text.substr(pos);
     if (!suffix.empty() && (suffix.back() == 'B' || suffix.back() == 'b')) suffix.pop_back();
     std::size_t scale = 1;
-    if (suffix == "K" || suffix == "k") scale = std::size_t(1) << 10;
-    else if (suffix == "M" || suffix == "m") scale = std::size_t(1) << 20;
-    else if (suffix == "G" || suffix == "g") scale = std::size_t(1) << 30;
+    if (suffix == "K" || suffix == "k")
+        scale = std::size_t(1) << 10;
+    else if (suffix == "M" || suffix == "m")
+        scale = std::size_t(1) << 20;
+    else if (suffix == "G" || suffix == "g")
+        scale = std::size_t(1) << 30;
     else if (!suffix.empty())
         throw UsageError("bad size suffix in '" + text + "'; use K, M or G (powers of 1024)");
     return std::size_t(value) * scale;

@@ -50,8 +50,8 @@ BenchRow bench_one(Communicator& comm, MemoryTracker& tracker, CollectiveCall ca
     comm.stats().reset();
     comm.run(call, algo);
     std::size_t wrong = count_wrong(call, n, r);
-    const OpStats one = comm.stats().get(algo == Algo::ring ? op_name(call.op)
-                                                            : std::string(op_name(call.op)) + "/native");
+    const OpStats one = comm.stats().get(
+        algo == Algo::ring ? op_name(call.op) : std::string(op_name(call.op)) + "/native");
     for (int i = 0; i < o.warmup; ++i) comm.run(call, algo);
     MPI_Barrier(comm.mpi_comm());
     const double t0 = MPI_Wtime();
@@ -82,12 +82,11 @@ std::string sent_text(const BenchRow& row) {
 nlohmann::json row_json(const BenchRow& row) {
     nlohmann::json sent = nullptr;
     if (!row.sent_per_rank.empty()) sent = row.sent_per_rank;
-    return {{"op", op_name(row.op)},         {"algo", algo_name(row.algo)},
-            {"dtype", dtype_name(row.dtype)}, {"ranks", row.ranks},
-            {"bytes", row.bytes},             {"count", row.count},
-            {"time_us", row.time_us},         {"algbw_gbps", row.algbw},
-            {"busbw_gbps", row.busbw},        {"wrong", row.wrong},
-            {"bytes_sent_per_rank", sent}};
+    return {
+        {"op", op_name(row.op)},  {"algo", algo_name(row.algo)}, {"dtype", dtype_name(row.dtype)},
+        {"ranks", row.ranks},     {"bytes", row.bytes},          {"count", row.count},
+        {"time_us", row.time_us}, {"algbw_gbps", row.algbw},     {"busbw_gbps", row.busbw},
+        {"wrong", row.wrong},     {"bytes_sent_per_rank", sent}};
 }
 
 // The ceiling for shared-memory collectives: every rank copying `bytes` at once (that is what
@@ -113,7 +112,8 @@ int run_bench(const BenchOptions& o) {
     for (const auto& name : split_list(o.algos)) algos.push_back(parse_algo(name));
     const DType dtype = parse_dtype(o.dtype);
     const std::size_t lo = parse_size(o.min_bytes), hi = parse_size(o.max_bytes);
-    if (ops.empty() || algos.empty()) throw UsageError("--op and --algo need at least one name each");
+    if (ops.empty() || algos.empty())
+        throw UsageError("--op and --algo need at least one name each");
     if (lo == 0 || lo > hi)
         throw UsageError("need 0 < -b MIN <= -e MAX; got -b " + o.min_bytes + " -e " + o.max_bytes);
     if (o.factor < 2) throw UsageError("-f FACTOR must be at least 2");
@@ -127,25 +127,28 @@ int run_bench(const BenchOptions& o) {
     const bool lead = comm.rank() == 0;
     const double copy_rate = memcpy_gbps(comm, tracker, hi, std::max(2, o.iters / 2));
     if (lead)
-        fmt::print("# memcpy ceiling: {:.2f} GB/s per rank ({} ranks copying {} B at once)\n", copy_rate,
-                   comm.size(), hi);
+        fmt::print("# memcpy ceiling: {:.2f} GB/s per rank ({} ranks copying {} B at once)\n",
+                   copy_rate, comm.size(), hi);
     if (lead)
-        fmt::print("# shardlab collectives bench: {} ranks, {}, iters {}, warmup {}; GB/s = 1e9 B/s\n"
-                   "# {:>14} {:>6} {:>12} {:>11} {:>5} {:>11} {:>8} {:>8} {:>6}  {}\n",
-                   comm.size(), dtype_name(dtype), o.iters, o.warmup, "op", "algo", "size(B)",
-                   "count", "type", "time(us)", "algbw", "busbw", "#wrong", "sent/rank(B)");
+        fmt::print(
+            "# shardlab collectives bench: {} ranks, {}, iters {}, warmup {}; GB/s = 1e9 B/s\n"
+            "# {:>14} {:>6} {:>12} {:>11} {:>5} {:>11} {:>8} {:>8} {:>6}  {}\n",
+            comm.size(), dtype_name(dtype), o.iters, o.warmup, "op", "algo", "size(B)", "count",
+            "type", "time(us)", "algbw", "busbw", "#wrong", "sent/rank(B)");
     nlohmann::json rows = nlohmann::json::array();
     for (CollectiveOp op : ops)
         for (Algo algo : algos)
             for (std::size_t bytes = lo; bytes <= hi; bytes *= std::size_t(o.factor)) {
-                CollectiveCall call{op, nullptr, nullptr, bytes / dtype_size(dtype), dtype,
-                                    ReduceOp::sum, o.root};
+                CollectiveCall call{op,    nullptr,       nullptr, bytes / dtype_size(dtype),
+                                    dtype, ReduceOp::sum, o.root};
                 BenchRow row = bench_one(comm, tracker, call, algo, o);
                 rows.push_back(row_json(row));
                 if (lead) {
-                    fmt::print("  {:>14} {:>6} {:>12} {:>11} {:>5} {:>11.1f} {:>8.2f} {:>8.2f} {:>6}  {}\n",
-                               op_name(op), algo_name(algo), row.bytes, row.count, dtype_name(dtype),
-                               row.time_us, row.algbw, row.busbw, row.wrong, sent_text(row));
+                    fmt::print("  {:>14} {:>6} {:>12} {:>11} {:>5} {:>11.1f} {:>8.2f} {:>8.2f} "
+                               "{:>6}  {}\n",
+                               op_name(op), algo_name(algo), row.bytes, row.count,
+                               dtype_name(dtype), row.time_us, row.algbw, row.busbw, row.wrong,
+                               sent_text(row));
                     std::fflush(stdout);
                 }
             }
@@ -153,11 +156,14 @@ int run_bench(const BenchOptions& o) {
     for (const auto& row : rows) total_wrong += row["wrong"].get<std::size_t>();
     if (lead && !o.json_path.empty()) {
         std::ofstream f(o.json_path);
-        check(bool(f), "cannot write --json file '" + o.json_path + "'; check the directory exists");
+        check(bool(f),
+              "cannot write --json file '" + o.json_path + "'; check the directory exists");
         f << rows.dump(2) << "\n";
     }
     if (total_wrong > 0) {
-        if (lead) fmt::print(stderr, "shardlab: {} wrong elements in total: a collective is broken\n", total_wrong);
+        if (lead)
+            fmt::print(stderr, "shardlab: {} wrong elements in total: a collective is broken\n",
+                       total_wrong);
         return 1;
     }
     return 0;
@@ -166,9 +172,11 @@ int run_bench(const BenchOptions& o) {
 
 CommandRunner add_collectives_bench_command(CLI::App& cmd) {
     auto o = std::make_shared<BenchOptions>();
-    cmd.add_option("--op", o->ops, "Operations, comma-separated: allgather, reduce_scatter, "
-                                   "allreduce, broadcast, reduce, gather, scatter");
-    cmd.add_option("--algo", o->algos, "Algorithms, comma-separated: ring (shardlab's), native (MPI's)");
+    cmd.add_option("--op", o->ops,
+                   "Operations, comma-separated: allgather, reduce_scatter, "
+                   "allreduce, broadcast, reduce, gather, scatter");
+    cmd.add_option("--algo", o->algos,
+                   "Algorithms, comma-separated: ring (shardlab's), native (MPI's)");
     cmd.add_option("--dtype", o->dtype, "fp32 | bf16 | fp16");
     cmd.add_option("-b,--minbytes", o->min_bytes, "Smallest buffer S (K/M/G suffixes)");
     cmd.add_option("-e,--maxbytes", o->max_bytes, "Largest buffer S (K/M/G suffixes)");

@@ -51,9 +51,11 @@ class ShowTrace : public CollectiveTrace {
                               count, is_send ? "->" : "<-", peer)
                << "\n";
     }
-    void buffer(int step, const char* label, const void* data, std::size_t count, DType t) override {
+    void buffer(int step, const char* label, const void* data, std::size_t count,
+                DType t) override {
         const Chunking* ch = count == full_.count ? &full_ : nullptr;
-        lines_ << "S\t" << step << "\t" << label << " = " << format_buffer(data, count, t, ch) << "\n";
+        lines_ << "S\t" << step << "\t" << label << " = " << format_buffer(data, count, t, ch)
+               << "\n";
     }
     std::string text() const { return lines_.str(); }
 
@@ -73,10 +75,12 @@ std::vector<std::string> gather_strings(const std::string& mine, MPI_Comm comm) 
     int total = 0;
     for (int i = 0; i < n; ++i) displs[i] = total, total += lens[i];
     std::string all(std::size_t(r == 0 ? total : 0), '\0');
-    MPI_Gatherv(mine.data(), len, MPI_CHAR, all.data(), lens.data(), displs.data(), MPI_CHAR, 0, comm);
+    MPI_Gatherv(mine.data(), len, MPI_CHAR, all.data(), lens.data(), displs.data(), MPI_CHAR, 0,
+                comm);
     std::vector<std::string> out;
     if (r == 0)
-        for (int i = 0; i < n; ++i) out.push_back(all.substr(std::size_t(displs[i]), std::size_t(lens[i])));
+        for (int i = 0; i < n; ++i)
+            out.push_back(all.substr(std::size_t(displs[i]), std::size_t(lens[i])));
     return out;
 }
 
@@ -105,19 +109,28 @@ std::vector<std::pair<std::string, Steps>> parse_trace(const std::string& text) 
 
 std::string formula_text(CollectiveOp op, bool is_root) {
     switch (op) {
-    case CollectiveOp::allgather: return "S - c(r+1)";
-    case CollectiveOp::reduce_scatter: return "S - c(r)";
-    case CollectiveOp::allreduce: return "2S - c(r) - c(r+1)";
-    case CollectiveOp::broadcast: return is_root ? "2S - c(root) - c(r+1)" : "S - c(r+1)";
-    case CollectiveOp::reduce: return is_root ? "S - c(root)" : "S";
-    case CollectiveOp::gather: return is_root ? "0" : "c(r)";
-    case CollectiveOp::scatter: return is_root ? "S - c(root)" : "0";
+    case CollectiveOp::allgather:
+        return "S - c(r+1)";
+    case CollectiveOp::reduce_scatter:
+        return "S - c(r)";
+    case CollectiveOp::allreduce:
+        return "2S - c(r) - c(r+1)";
+    case CollectiveOp::broadcast:
+        return is_root ? "2S - c(root) - c(r+1)" : "S - c(r+1)";
+    case CollectiveOp::reduce:
+        return is_root ? "S - c(root)" : "S";
+    case CollectiveOp::gather:
+        return is_root ? "0" : "c(r)";
+    case CollectiveOp::scatter:
+        return is_root ? "S - c(root)" : "0";
     }
     return "";
 }
 
 // Rank r's contribution at global element i: readable, distinct per rank.
-float show_input(int rank, std::size_t i) { return float((rank + 1) * 100 + int(i)); }
+float show_input(int rank, std::size_t i) {
+    return float((rank + 1) * 100 + int(i));
+}
 
 int run_show(const ShowOptions& o) {
     const CollectiveOp op = parse_op(o.op);
@@ -130,13 +143,16 @@ int run_show(const ShowOptions& o) {
                          " is too long to print; the walkthrough takes at most 64 elements (use "
                          "`collectives bench` for large buffers)");
     if (o.root < 0 || o.root >= n)
-        throw UsageError(fmt::format("--root {} does not exist with N={} ranks; use 0..{}", o.root, n, n - 1));
+        throw UsageError(
+            fmt::format("--root {} does not exist with N={} ranks; use 0..{}", o.root, n, n - 1));
 
     const Chunking ch{count, n};
     const CallSizes sz = call_sizes(op, count, n, r, o.root);
-    std::vector<float> send(std::max<std::size_t>(sz.send, 1)), recv(std::max<std::size_t>(sz.recv, 1), NAN);
+    std::vector<float> send(std::max<std::size_t>(sz.send, 1)),
+        recv(std::max<std::size_t>(sz.recv, 1), NAN);
     const bool chunk_input = op == CollectiveOp::allgather || op == CollectiveOp::gather;
-    for (std::size_t j = 0; j < sz.send; ++j) send[j] = show_input(r, (chunk_input ? ch.offset(r) : 0) + j);
+    for (std::size_t j = 0; j < sz.send; ++j)
+        send[j] = show_input(r, (chunk_input ? ch.offset(r) : 0) + j);
 
     ShowTrace trace(count, n);
     comm.set_trace(&trace);
@@ -144,9 +160,11 @@ int run_show(const ShowOptions& o) {
     comm.set_trace(nullptr);
     const OpStats st = comm.stats().get(op_name(op));
 
-    std::string summary = fmt::format("  send {}\n", format_buffer(send.data(), sz.send, DType::f32,
-                                                                    sz.send == count ? &ch : nullptr));
-    std::string result = format_buffer(recv.data(), sz.recv, DType::f32, sz.recv == count ? &ch : nullptr);
+    std::string summary =
+        fmt::format("  send {}\n", format_buffer(send.data(), sz.send, DType::f32,
+                                                 sz.send == count ? &ch : nullptr));
+    std::string result =
+        format_buffer(recv.data(), sz.recv, DType::f32, sz.recv == count ? &ch : nullptr);
     std::string bytes = fmt::format("{}", st.bytes_sent);
     auto inputs = gather_strings(summary, comm.mpi_comm());
     auto traces = gather_strings(trace.text(), comm.mpi_comm());
@@ -180,13 +198,17 @@ int run_show(const ShowOptions& o) {
         }
     }
     fmt::print("\nresult (recv buffers):\n");
-    for (int j = 0; j < n; ++j) fmt::print("  rank {}: {}\n", j, call_sizes(op, count, n, j, o.root).recv ? results[j] : "(none)");
-    fmt::print("\nbytes sent per rank (measured at the transport vs docs/COLLECTIVES.md; c(j) = chunk j's bytes):\n");
+    for (int j = 0; j < n; ++j)
+        fmt::print("  rank {}: {}\n", j,
+                   call_sizes(op, count, n, j, o.root).recv ? results[j] : "(none)");
+    fmt::print("\nbytes sent per rank (measured at the transport vs docs/COLLECTIVES.md; c(j) = "
+               "chunk j's bytes):\n");
     for (int j = 0; j < n; ++j) {
         const std::uint64_t predicted = ring_bytes_sent(op, count, 4, n, j, o.root);
         const std::uint64_t measured = std::stoull(sent[j]);
         fmt::print("  rank {}: {:>5} B   formula {:<22} = {:>5} B   {}\n", j, measured,
-                   formula_text(op, j == o.root), predicted, measured == predicted ? "ok" : "MISMATCH");
+                   formula_text(op, j == o.root), predicted,
+                   measured == predicted ? "ok" : "MISMATCH");
     }
     return 0;
 }
@@ -194,7 +216,8 @@ int run_show(const ShowOptions& o) {
 
 CommandRunner add_collectives_show_command(CLI::App& cmd) {
     auto o = std::make_shared<ShowOptions>();
-    cmd.add_option("--op", o->op, "allgather, reduce_scatter, allreduce, broadcast, reduce, gather, scatter")
+    cmd.add_option("--op", o->op,
+                   "allgather, reduce_scatter, allreduce, broadcast, reduce, gather, scatter")
         ->required();
     cmd.add_option("--count", o->count, "Elements in the whole buffer S (default: 2 per rank)");
     cmd.add_option("--root", o->root, "Root rank of rooted operations");

@@ -6,7 +6,9 @@
 
 namespace shardlab {
 
-double check_input(int rank, std::size_t i) { return double((i * 7 + std::size_t(rank) * 13) % 17) - 8.0; }
+double check_input(int rank, std::size_t i) {
+    return double((i * 7 + std::size_t(rank) * 13) % 17) - 8.0;
+}
 
 namespace {
 double sum_over_ranks(int n, std::size_t i) {
@@ -36,12 +38,22 @@ std::size_t count_wrong(const CollectiveCall& c, int n, int rank) {
         double expected = 0;
         switch (c.op) {
         case CollectiveOp::allgather:
-        case CollectiveOp::gather: expected = check_input(owner, j); break;
-        case CollectiveOp::broadcast: expected = check_input(c.root, j); break;
-        case CollectiveOp::scatter: expected = check_input(c.root, ch.offset(rank) + j); break;
-        case CollectiveOp::reduce_scatter: expected = sum_over_ranks(n, ch.offset(rank) + j); break;
+        case CollectiveOp::gather:
+            expected = check_input(owner, j);
+            break;
+        case CollectiveOp::broadcast:
+            expected = check_input(c.root, j);
+            break;
+        case CollectiveOp::scatter:
+            expected = check_input(c.root, ch.offset(rank) + j);
+            break;
+        case CollectiveOp::reduce_scatter:
+            expected = sum_over_ranks(n, ch.offset(rank) + j);
+            break;
         case CollectiveOp::allreduce:
-        case CollectiveOp::reduce: expected = sum_over_ranks(n, j); break;
+        case CollectiveOp::reduce:
+            expected = sum_over_ranks(n, j);
+            break;
         }
         if (double(load_as_f32(c.recv, c.dtype, j)) != expected) ++wrong;
     }

@@ -15,7 +15,8 @@ int main(int argc, char** argv) {
     return run_guarded([] {
         MemoryTracker tracker(Device::cpu());
         Communicator comm(MPI_COMM_WORLD, tracker);
-        if (comm.rank() == 1) throw Error("simulated failure on rank 1 (a corrupt input file, say)");
+        if (comm.rank() == 1)
+            throw Error("simulated failure on rank 1 (a corrupt input file, say)");
         std::vector<float> buf(1024, 1.0f);
         comm.all_reduce(buf.data(), buf.data(), buf.size(), DType::f32); // rank 1 never joins
         return 0;

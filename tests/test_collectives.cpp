@@ -43,7 +43,9 @@ double input(int r, std::size_t i, DType t, bool integers) {
     return exact;
 }
 
-double unit_roundoff(DType t) { return t == DType::f32 ? 0x1p-24 : t == DType::bf16 ? 0x1p-8 : 0x1p-11; }
+double unit_roundoff(DType t) {
+    return t == DType::f32 ? 0x1p-24 : t == DType::bf16 ? 0x1p-8 : 0x1p-11;
+}
 
 struct Expected {
     double value;
@@ -59,13 +61,20 @@ std::uint64_t schedule_bytes(CollectiveOp op, const Chunking& ch, int r, int roo
     for (int j = 0; j < n; ++j)
         if (j != root) scatter_root += c(j);
     switch (op) {
-    case CollectiveOp::allgather: return ag;
-    case CollectiveOp::reduce_scatter: return rs;
-    case CollectiveOp::allreduce: return rs + ag;
-    case CollectiveOp::broadcast: return (r == root ? scatter_root : 0) + ag;
-    case CollectiveOp::reduce: return rs + (r == root ? 0 : c(r));
-    case CollectiveOp::gather: return r == root ? 0 : c(r);
-    case CollectiveOp::scatter: return r == root ? scatter_root : 0;
+    case CollectiveOp::allgather:
+        return ag;
+    case CollectiveOp::reduce_scatter:
+        return rs;
+    case CollectiveOp::allreduce:
+        return rs + ag;
+    case CollectiveOp::broadcast:
+        return (r == root ? scatter_root : 0) + ag;
+    case CollectiveOp::reduce:
+        return rs + (r == root ? 0 : c(r));
+    case CollectiveOp::gather:
+        return r == root ? 0 : c(r);
+    case CollectiveOp::scatter:
+        return r == root ? scatter_root : 0;
     }
     return 0;
 }
@@ -84,7 +93,8 @@ class CollectivesTest : public ::testing::Test {
     Expected expect(const CollectiveCall& c, std::size_t j, bool integers) const {
         const Chunking ch{c.count, n};
         std::size_t global = j;
-        if (c.op == CollectiveOp::reduce_scatter || c.op == CollectiveOp::scatter) global += ch.offset(r);
+        if (c.op == CollectiveOp::reduce_scatter || c.op == CollectiveOp::scatter)
+            global += ch.offset(r);
         switch (c.op) {
         case CollectiveOp::allgather:
         case CollectiveOp::gather: {
@@ -93,8 +103,10 @@ class CollectivesTest : public ::testing::Test {
             return {input(owner, global, c.dtype, integers), 0};
         }
         case CollectiveOp::broadcast:
-        case CollectiveOp::scatter: return {input(c.root, global, c.dtype, integers), 0};
-        default: break;
+        case CollectiveOp::scatter:
+            return {input(c.root, global, c.dtype, integers), 0};
+        default:
+            break;
         }
         double sum = 0, abs_sum = 0;
         for (int k = 0; k < n; ++k) {
@@ -111,10 +123,11 @@ class CollectivesTest : public ::testing::Test {
     // Runs one case and checks everything it promises. Returns this rank's recv bytes.
     std::vector<char> run_case(CollectiveOp op, DType t, std::size_t count, bool in_place,
                                ReduceOp red, Algo algo, int root, bool integers) {
-        SCOPED_TRACE(testing::Message() << "rank " << r << "/" << n << " " << op_name(op) << " "
-                                        << dtype_name(t) << " count " << count << (in_place ? " in-place" : "")
-                                        << " " << reduce_op_name(red) << " " << algo_name(algo)
-                                        << " root " << root << (integers ? " integers" : ""));
+        SCOPED_TRACE(testing::Message()
+                     << "rank " << r << "/" << n << " " << op_name(op) << " " << dtype_name(t)
+                     << " count " << count << (in_place ? " in-place" : "") << " "
+                     << reduce_op_name(red) << " " << algo_name(algo) << " root " << root
+                     << (integers ? " integers" : ""));
         const std::size_t es = dtype_size(t);
         const Chunking ch{count, n};
         const CallSizes sz = call_sizes(op, count, n, r, root);
@@ -127,15 +140,22 @@ class CollectivesTest : public ::testing::Test {
         if (in_place && root_side) {
             switch (op) {
             case CollectiveOp::allgather:
-            case CollectiveOp::gather: send = recv + ch.offset(r) * es; break;
+            case CollectiveOp::gather:
+                send = recv + ch.offset(r) * es;
+                break;
             case CollectiveOp::reduce_scatter:
-            case CollectiveOp::scatter: send = a.data(), recv = send + ch.offset(r) * es; break;
-            default: send = recv; break;
+            case CollectiveOp::scatter:
+                send = a.data(), recv = send + ch.offset(r) * es;
+                break;
+            default:
+                send = recv;
+                break;
             }
         }
         const bool chunk_input = op == CollectiveOp::allgather || op == CollectiveOp::gather;
         for (std::size_t j = 0; j < sz.send; ++j)
-            store_from_f32(send, t, j, float(input(r, (chunk_input ? ch.offset(r) : 0) + j, t, integers)));
+            store_from_f32(send, t, j,
+                           float(input(r, (chunk_input ? ch.offset(r) : 0) + j, t, integers)));
         const std::vector<char> send_before(send, send + sz.send * es);
 
         CollectiveCall call{op, send, recv, count, t, red, root};
@@ -147,13 +167,17 @@ class CollectivesTest : public ::testing::Test {
             const Expected e = expect(call, j, integers);
             const double got = load_as_f32(recv, t, j);
             if (std::fabs(got - e.value) <= e.bound) continue; // NaN (never written) fails too
-            if (++wrong <= 3) ADD_FAILURE() << "element " << j << " got " << got << " want " << e.value << " +- " << e.bound;
+            if (++wrong <= 3)
+                ADD_FAILURE() << "element " << j << " got " << got << " want " << e.value << " +- "
+                              << e.bound;
         }
         EXPECT_EQ(wrong, 0u) << "elements outside the bound";
         if (!(in_place && root_side)) {
-            EXPECT_EQ(std::memcmp(send_before.data(), send, send_before.size()), 0) << "send buffer modified";
+            EXPECT_EQ(std::memcmp(send_before.data(), send, send_before.size()), 0)
+                << "send buffer modified";
         }
-        const std::string key = algo == Algo::ring ? op_name(op) : std::string(op_name(op)) + "/native";
+        const std::string key =
+            algo == Algo::ring ? op_name(op) : std::string(op_name(op)) + "/native";
         const OpStats st = comm.stats().get(key);
         EXPECT_EQ(st.calls, 1u);
         if (algo == Algo::ring)
@@ -190,7 +214,8 @@ TEST_F(CollectivesTest, EveryOpDtypeCountAndPlacementAgainstFloat64) {
 }
 
 TEST_F(CollectivesTest, RingIsBitwiseReproducibleAndIdenticalOnAllRanks) {
-    for (CollectiveOp op : {CollectiveOp::allgather, CollectiveOp::allreduce, CollectiveOp::broadcast})
+    for (CollectiveOp op :
+         {CollectiveOp::allgather, CollectiveOp::allreduce, CollectiveOp::broadcast})
         for (DType t : kTypes)
             for (std::size_t count : {std::size_t(1001), std::size_t(n) - 1}) {
                 auto first = run_case(op, t, count, false, ReduceOp::avg, Algo::ring, 0, false);
@@ -205,7 +230,8 @@ TEST_F(CollectivesTest, ExactIntegerSumsAreBitwiseEqualToTheReferenceInRingAndNa
         for (DType t : kTypes)
             for (std::size_t count : {std::size_t(5), std::size_t(4099)}) {
                 auto ring = run_case(op, t, count, false, ReduceOp::sum, Algo::ring, n - 1, true);
-                auto native = run_case(op, t, count, false, ReduceOp::sum, Algo::native, n - 1, true);
+                auto native =
+                    run_case(op, t, count, false, ReduceOp::sum, Algo::native, n - 1, true);
                 EXPECT_EQ(ring, native) << op_name(op) << " " << dtype_name(t);
             }
 }
@@ -217,15 +243,16 @@ TEST_F(CollectivesTest, ReduceScatterThenAllGatherEqualsAllReduceBitwise) {
         for (ReduceOp red : {ReduceOp::sum, ReduceOp::avg}) {
             const std::size_t count = 3001, es = dtype_size(t);
             const Chunking ch{count, n};
-            std::vector<char> in(count * es), all(count * es), shard(ch.max_size() * es + 1), gathered(count * es);
-            for (std::size_t j = 0; j < count; ++j) store_from_f32(in.data(), t, j, float(input(r, j, t, false)));
+            std::vector<char> in(count * es), all(count * es), shard(ch.max_size() * es + 1),
+                gathered(count * es);
+            for (std::size_t j = 0; j < count; ++j)
+                store_from_f32(in.data(), t, j, float(input(r, j, t, false)));
             comm.all_reduce(in.data(), all.data(), count, t, red);
             comm.reduce_scatter(in.data(), shard.data(), count, t, red);
             comm.all_gather(shard.data(), gathered.data(), count, t);
             EXPECT_EQ(all, gathered) << dtype_name(t) << " " << reduce_op_name(red);
         }
 }
-
 
 TEST_F(CollectivesTest, ScratchIsTrackedAsCommBuffers) {
     std::vector<float> in(4000, 1.0f), out(4000);

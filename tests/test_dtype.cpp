@@ -7,9 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
-#include <cstdint>
 #include <random>
 
 using namespace shardlab;
@@ -26,22 +26,31 @@ double decode(std::uint16_t h, int exp_bits, int man_bits) {
     if (e == 0) return sign * std::ldexp(double(m), 1 - bias - man_bits);
     return sign * std::ldexp(double((1 << man_bits) + m), e - bias - man_bits);
 }
-double decode_bf16(std::uint16_t h) { return decode(h, 8, 7); }
-double decode_f16(std::uint16_t h) { return decode(h, 5, 10); }
+double decode_bf16(std::uint16_t h) {
+    return decode(h, 8, 7);
+}
+double decode_f16(std::uint16_t h) {
+    return decode(h, 5, 10);
+}
 
 bool is_nan16(std::uint16_t h, int man_bits) {
     return ((h & 0x7fffu) >> man_bits) == (0x7fffu >> man_bits) && (h & ((1u << man_bits) - 1));
 }
 
-float next_up(float x) { return std::nextafter(x, INFINITY); }
-float next_down(float x) { return std::nextafter(x, -INFINITY); }
+float next_up(float x) {
+    return std::nextafter(x, INFINITY);
+}
+float next_down(float x) {
+    return std::nextafter(x, -INFINITY);
+}
 
 // For each finite non-negative pattern p below the largest: the midpoint between p and p+1 must
 // round to whichever has an even mantissa, and anything just beside it to the nearer one.
 template <typename ToF32, typename FromF32>
 void check_rounding_between_neighbours(ToF32 to_f32, FromF32 from_f32, std::uint16_t max_finite) {
     for (std::uint32_t p = 0; p < max_finite; ++p) {
-        const double lo = double(to_f32(std::uint16_t(p))), hi = double(to_f32(std::uint16_t(p + 1)));
+        const double lo = double(to_f32(std::uint16_t(p))),
+                     hi = double(to_f32(std::uint16_t(p + 1)));
         const float mid = float((lo + hi) / 2); // exact: 16-bit midpoints fit in fp32
         ASSERT_EQ(double(mid), (lo + hi) / 2);
         const std::uint16_t even = (p % 2 == 0) ? std::uint16_t(p) : std::uint16_t(p + 1);
@@ -162,7 +171,8 @@ TEST(DType, RandomFloatsMatchGccF16AndDoubleReferenceBf16) {
         const std::uint16_t down = std::uint16_t(u >> 16), up = std::uint16_t(down + 1);
         const double dd = std::fabs(double(f) - decode_bf16(down));
         // Rounding up past the largest finite gives Inf, which IEEE places at 2^128 for this.
-        const double up_value = (up & 0x7fffu) == 0x7f80u ? std::copysign(0x1p128, double(f)) : decode_bf16(up);
+        const double up_value =
+            (up & 0x7fffu) == 0x7f80u ? std::copysign(0x1p128, double(f)) : decode_bf16(up);
         const double du = std::fabs(up_value - double(f));
         std::uint16_t expect = dd < du ? down : du < dd ? up : (down % 2 == 0 ? down : up);
         if ((u & 0xffffu) == 0) expect = down;

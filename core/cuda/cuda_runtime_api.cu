@@ -16,7 +16,9 @@ void check_cuda(cudaError_t e, const char* what) {
 }
 } // namespace
 
-bool runtime_built() { return true; }
+bool runtime_built() {
+    return true;
+}
 
 void* device_malloc(int device, std::size_t bytes) {
     check_cuda(cudaSetDevice(device), "cudaSetDevice");
@@ -41,7 +43,9 @@ void* host_malloc_pinned(std::size_t bytes) {
     return p;
 }
 
-void host_free_pinned(void* p) noexcept { cudaFreeHost(p); }
+void host_free_pinned(void* p) noexcept {
+    cudaFreeHost(p);
+}
 
 void copy(void* dst, const void* src, std::size_t bytes) {
     check_cuda(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault), "cudaMemcpy");

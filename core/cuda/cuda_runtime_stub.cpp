@@ -6,17 +6,26 @@ namespace shardlab::cuda {
 
 namespace {
 [[noreturn]] void not_built() {
-    throw Error("no GPU support: shardlab was built without CUDA (nvcc not found at configure time); "
-                "install the CUDA toolkit and reconfigure with -DSHARDLAB_CUDA=ON");
+    throw Error(
+        "no GPU support: shardlab was built without CUDA (nvcc not found at configure time); "
+        "install the CUDA toolkit and reconfigure with -DSHARDLAB_CUDA=ON");
 }
 } // namespace
 
-bool runtime_built() { return false; }
-void* device_malloc(int, std::size_t) { not_built(); }
+bool runtime_built() {
+    return false;
+}
+void* device_malloc(int, std::size_t) {
+    not_built();
+}
 void device_free(int, void*) noexcept {}
-void* host_malloc_pinned(std::size_t) { not_built(); }
+void* host_malloc_pinned(std::size_t) {
+    not_built();
+}
 void host_free_pinned(void*) noexcept {}
-void copy(void*, const void*, std::size_t) { not_built(); }
+void copy(void*, const void*, std::size_t) {
+    not_built();
+}
 
 GpuQuery query() {
     GpuQuery q;
