@@ -6,28 +6,11 @@
 #include "comm/collective_trace.h"
 #include "comm/transport.h"
 #include "core/memory_tracker.h"
+#include "core/scratch_buffer.h"
 
 #include <cstddef>
 
 namespace shardlab {
-
-class ScratchBuffer {
-  public:
-    explicit ScratchBuffer(MemoryTracker& tracker) : tracker_(tracker) {}
-    // At least `bytes` of comm_buffers memory; contents are not preserved across growth.
-    void* get(std::size_t bytes) {
-        if (bytes > buffer_.bytes()) {
-            buffer_.release();
-            buffer_ = tracker_.allocate(bytes, Category::comm_buffers);
-        }
-        return buffer_.data();
-    }
-    std::size_t bytes() const { return buffer_.bytes(); }
-
-  private:
-    MemoryTracker& tracker_;
-    Allocation buffer_;
-};
 
 struct CollectiveContext {
     Transport& transport;

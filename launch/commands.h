@@ -13,5 +13,8 @@ using CommandRunner = std::function<int()>;
 CommandRunner add_device_command(CLI::App& app);
 CommandRunner add_collectives_show_command(CLI::App& collectives);
 CommandRunner add_collectives_bench_command(CLI::App& collectives);
+CommandRunner add_init_command(CLI::App& cmd);
+CommandRunner add_eval_command(CLI::App& cmd);
+CommandRunner add_reference_command(CLI::App& cmd);
 
 } // namespace shardlab

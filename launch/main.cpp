@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 #include <map>
+#include <set>
 
 using namespace shardlab;
 
@@ -23,6 +24,16 @@ int main(int argc, char** argv) {
     runners[show] = add_collectives_show_command(*show);
     runners[bench] = add_collectives_bench_command(*bench);
 
+    // Single-process model commands: no MPI needed.
+    CLI::App* init = app.add_subcommand("init", "Write freshly initialised GPT-2 weights");
+    CLI::App* eval = app.add_subcommand("eval", "Mean cross-entropy of weights over a data file");
+    CLI::App* ref =
+        app.add_subcommand("reference", "Outputs the PyTorch reference checks compare against");
+    runners[init] = add_init_command(*init);
+    runners[eval] = add_eval_command(*eval);
+    runners[ref] = add_reference_command(*ref);
+    const std::set<CLI::App*> without_mpi = {device, init, eval, ref};
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -33,7 +44,7 @@ int main(int argc, char** argv) {
 
     for (auto& [sub, run] : runners) {
         if (!sub->parsed()) continue;
-        if (sub == device) return run_guarded(run); // needs no MPI
+        if (without_mpi.count(sub)) return run_guarded(run);
         MpiSession mpi(argc, argv);
         return run_guarded(run);
     }

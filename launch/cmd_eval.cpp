@@ -1,0 +1,93 @@
+// `shardlab eval`: mean cross-entropy (nats per token) of a weights file over a data file, cut
+// into consecutive windows of T+1 tokens, B windows per forward pass.
+#include "core/error.h"
+#include "launch/commands.h"
+#include "model/gpt_model.h"
+#include "model/kernels/cpu/threads.h"
+#include "model/precision.h"
+#include "model/token_data.h"
+#include "model/token_windows.h"
+#include "model/weights_io.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <memory>
+
+namespace shardlab {
+
+namespace {
+struct EvalOptions {
+    std::string weights, data, precision = "fp32";
+    int batch = 8, seq = 0, threads = 0;
+    bool json = false;
+};
+
+template <typename T>
+double mean_loss(const ModelWeights& w, const TokenWindows& windows, int batch, int seq) {
+    MemoryTracker tracker(Device::cpu());
+    const ParamLayout layout(w.config);
+    ResidentParams params(layout, dtype_of<T>(), tracker);
+    for (std::size_t u = 0; u < layout.num_units(); ++u)
+        convert(w.units[u].data(), DType::f32, params.params(int(u)), dtype_of<T>(),
+                layout.units()[u].numel);
+    double sum = 0; // sum over windows of the window's mean loss
+    std::vector<std::uint16_t> in(std::size_t(batch) * seq), tg(std::size_t(batch) * seq);
+    std::unique_ptr<GPTModel<T>> model;
+    for (std::size_t first = 0; first < windows.count(); first += batch) {
+        const int b = int(std::min<std::size_t>(batch, windows.count() - first));
+        if (!model || model->batch() != b)
+            model = std::make_unique<GPTModel<T>>(w.config, b, seq, CheckpointPolicy{}, tracker);
+        windows.fill(first, b, in.data(), tg.data());
+        sum += model->forward(params, in.data(), tg.data()) * b;
+    }
+    return sum / double(windows.count());
+}
+} // namespace
+
+CommandRunner add_eval_command(CLI::App& cmd) {
+    auto o = std::make_shared<EvalOptions>();
+    cmd.add_option("--weights", o->weights, "Weights (.safetensors with the model config)")
+        ->required();
+    cmd.add_option("--data", o->data, "Text file (bytes as tokens) or llm.c token shard")
+        ->required();
+    cmd.add_option("--batch", o->batch, "Windows per forward pass");
+    cmd.add_option("--seq", o->seq, "Tokens per window T (default: the model's context)");
+    cmd.add_option("--precision", o->precision, "fp32 | bf16 | fp16");
+    cmd.add_option("--threads", o->threads, "Threads (default: cores / ranks on this node)");
+    cmd.add_flag("--json", o->json, "Print a JSON object {loss, tokens, windows}");
+    return [o] {
+        const Precision p = parse_precision(o->precision);
+        if (o->batch <= 0) throw UsageError("--batch must be positive");
+        cpu::set_threads(o->threads > 0 ? o->threads : cpu::default_threads());
+        const ModelWeights w = load_weights(o->weights);
+        const int seq = o->seq ? o->seq : w.config.context;
+        if (seq > w.config.context || seq <= 0)
+            throw UsageError(fmt::format("--seq {} is outside 1..{} (the model's context)", seq,
+                                         w.config.context));
+        const TokenData data = load_tokens(o->data);
+        if (data.max_token() >= w.config.vocab)
+            throw UsageError(
+                fmt::format("'{}' holds token id {} but the model's vocabulary is {}; use data "
+                            "tokenized for this model",
+                            o->data, data.max_token(), w.config.vocab));
+        const TokenWindows windows(data.tokens, seq);
+        if (windows.count() == 0)
+            throw UsageError(
+                fmt::format("'{}' has {} tokens, fewer than one window of {}; use a smaller --seq",
+                            o->data, data.tokens.size(), seq + 1));
+        const double loss = with_storage_type(
+            p, [&]<typename T>() { return mean_loss<T>(w, windows, o->batch, seq); });
+        const std::size_t tokens = windows.count() * std::size_t(seq);
+        if (o->json)
+            fmt::print(
+                "{}\n",
+                nlohmann::json{{"loss", loss}, {"tokens", tokens}, {"windows", windows.count()}}
+                    .dump());
+        else
+            fmt::print("loss {:.6f}\n", loss);
+        return 0;
+    };
+}
+
+} // namespace shardlab

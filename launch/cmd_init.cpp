@@ -1,0 +1,37 @@
+// `shardlab init`: freshly initialised GPT-2 weights (seeded, GPT-2 init) to a safetensors file.
+#include "core/error.h"
+#include "launch/commands.h"
+#include "launch/model_options.h"
+#include "model/gpt_init.h"
+#include "model/weights_io.h"
+
+#include <fmt/format.h>
+
+#include <memory>
+
+namespace shardlab {
+
+CommandRunner add_init_command(CLI::App& cmd) {
+    struct Options {
+        ModelOptions model;
+        std::uint64_t seed = 1337;
+        std::string out, dtype = "fp32";
+    };
+    auto o = std::make_shared<Options>();
+    add_model_options(cmd, o->model);
+    cmd.add_option("--seed", o->seed, "Initialisation seed");
+    cmd.add_option("--dtype", o->dtype, "Stored dtype: fp32 | bf16");
+    cmd.add_option("--out", o->out, "Output .safetensors file")->required();
+    return [o] {
+        const GPTConfig c = o->model.config();
+        const DType t = parse_dtype(o->dtype);
+        if (t == DType::f16)
+            throw UsageError("--dtype fp16 is not a storage format for weights; use fp32 or bf16");
+        ModelWeights w{c, gpt2_init(ParamLayout(c), o->seed, c.layers)};
+        save_weights(o->out, w, t);
+        fmt::print("wrote {}: {} seed {}, {}\n", o->out, c.describe(), o->seed, dtype_name(t));
+        return 0;
+    };
+}
+
+} // namespace shardlab

@@ -1,0 +1,28 @@
+// Preset first, then each flag that was given overrides its field.
+#include "launch/model_options.h"
+
+namespace shardlab {
+
+GPTConfig ModelOptions::config() const {
+    GPTConfig c = gpt_preset(preset);
+    if (layers) c.layers = layers;
+    if (hidden) c.hidden = hidden;
+    if (heads) c.heads = c.kv_heads = heads;
+    if (kv_heads) c.kv_heads = kv_heads;
+    if (vocab) c.vocab = vocab;
+    if (seq) c.context = seq;
+    c.validate();
+    return c;
+}
+
+void add_model_options(CLI::App& cmd, ModelOptions& o) {
+    cmd.add_option("--preset", o.preset, "tiny | gpt2 | gpt2-medium | gpt2-large | gpt2-xl");
+    cmd.add_option("--layers", o.layers, "Transformer blocks (overrides the preset)");
+    cmd.add_option("--hidden", o.hidden, "Hidden size d");
+    cmd.add_option("--heads", o.heads, "Attention heads");
+    cmd.add_option("--kv-heads", o.kv_heads, "Key/value heads (must equal heads for now)");
+    cmd.add_option("--vocab", o.vocab, "Vocabulary size");
+    cmd.add_option("--seq", o.seq, "Context length (rows of the position table)");
+}
+
+} // namespace shardlab

@@ -1,0 +1,63 @@
+// Counter-based normal draws (splitmix64 + Box-Muller): no generator state to thread through.
+#include "model/gpt_init.h"
+
+#include <cmath>
+#include <string>
+
+namespace shardlab {
+
+namespace {
+std::uint64_t mix(std::uint64_t x) {
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+// Standard normal number i of stream (seed, tensor).
+float normal(std::uint64_t seed, std::uint64_t tensor, std::uint64_t i) {
+    const std::uint64_t h1 = mix(seed ^ mix(tensor * 0x100000001b3ull + (i << 1)));
+    const std::uint64_t h2 = mix(h1 ^ 0xda942042e4dd58b5ull);
+    const double u1 = (double(h1 >> 11) + 1.0) * 0x1p-53; // (0, 1]
+    const double u2 = double(h2 >> 11) * 0x1p-53;
+    return float(std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2));
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+    return s.size() >= suffix.size() &&
+           s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+} // namespace
+
+void gpt2_init_unit(const ParamLayout& layout, int unit, std::uint64_t seed, float* out,
+                    int layers) {
+    // A global tensor index keeps streams distinct across units.
+    std::uint64_t tensor = 0;
+    for (int u = 0; u < unit; ++u) tensor += layout.units()[u].params.size();
+    for (const ParamInfo& p : layout.units()[unit].params) {
+        float* dst = out + p.offset;
+        if (ends_with(p.name, ".bias")) {
+            std::fill(dst, dst + p.numel, 0.0f);
+        } else if (ends_with(p.name, "ln_1.weight") || ends_with(p.name, "ln_2.weight") ||
+                   ends_with(p.name, "ln_f.weight")) {
+            std::fill(dst, dst + p.numel, 1.0f);
+        } else {
+            const bool residual_proj = ends_with(p.name, "c_proj.weight");
+            const double std = residual_proj ? 0.02 / std::sqrt(2.0 * layers) : 0.02;
+            for (std::size_t i = 0; i < p.numel; ++i) dst[i] = float(std * normal(seed, tensor, i));
+        }
+        ++tensor;
+    }
+}
+
+std::vector<std::vector<float>> gpt2_init(const ParamLayout& layout, std::uint64_t seed,
+                                          int layers) {
+    std::vector<std::vector<float>> units;
+    for (std::size_t u = 0; u < layout.num_units(); ++u) {
+        units.emplace_back(layout.units()[u].numel);
+        gpt2_init_unit(layout, int(u), seed, units.back().data(), layers);
+    }
+    return units;
+}
+
+} // namespace shardlab

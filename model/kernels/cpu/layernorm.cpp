@@ -1,0 +1,83 @@
+// LayerNorm: rows in parallel for the normalisation and dinp; columns in parallel for the
+// weight / bias gradients (each a sum over rows, in row order: thread-count independent).
+#include "model/kernels/cpu/layernorm.h"
+
+#include <cmath>
+#include <cstddef>
+
+namespace shardlab::cpu {
+
+template <typename T>
+void layernorm_forward(T* out, acc_t<T>* mean, acc_t<T>* rstd, const T* inp, const T* weight,
+                       const T* bias, int N, int C) {
+    using A = acc_t<T>;
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < N; ++r) {
+        const T* x = inp + std::size_t(r) * C;
+        A m = 0;
+        for (int c = 0; c < C; ++c) m += to_acc(x[c]);
+        m /= C;
+        A v = 0;
+        for (int c = 0; c < C; ++c) {
+            A d = to_acc(x[c]) - m;
+            v += d * d;
+        }
+        const A s = A(1) / std::sqrt(v / C + A(1e-5));
+        T* y = out + std::size_t(r) * C;
+        for (int c = 0; c < C; ++c)
+            y[c] = from_acc<T>((to_acc(x[c]) - m) * s * to_acc(weight[c]) + to_acc(bias[c]));
+        mean[r] = m;
+        rstd[r] = s;
+    }
+}
+
+template <typename T>
+void layernorm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight,
+                        const acc_t<T>* mean, const acc_t<T>* rstd, int N, int C) {
+    using A = acc_t<T>;
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < N; ++r) {
+        const T* x = inp + std::size_t(r) * C;
+        const T* dy = dout + std::size_t(r) * C;
+        A dnorm_mean = 0, dnorm_norm_mean = 0;
+        for (int c = 0; c < C; ++c) {
+            const A xhat = (to_acc(x[c]) - mean[r]) * rstd[r];
+            const A dnorm = to_acc(weight[c]) * to_acc(dy[c]);
+            dnorm_mean += dnorm;
+            dnorm_norm_mean += dnorm * xhat;
+        }
+        dnorm_mean /= C;
+        dnorm_norm_mean /= C;
+        T* dx = dinp + std::size_t(r) * C;
+        for (int c = 0; c < C; ++c) {
+            const A xhat = (to_acc(x[c]) - mean[r]) * rstd[r];
+            const A dnorm = to_acc(weight[c]) * to_acc(dy[c]);
+            dx[c] = from_acc<T>(to_acc(dx[c]) +
+                                (dnorm - dnorm_mean - xhat * dnorm_norm_mean) * rstd[r]);
+        }
+    }
+#pragma omp parallel for schedule(static)
+    for (int c = 0; c < C; ++c) {
+        A dw = 0, db = 0;
+        for (int r = 0; r < N; ++r) {
+            const A dy = to_acc(dout[std::size_t(r) * C + c]);
+            dw += dy * (to_acc(inp[std::size_t(r) * C + c]) - mean[r]) * rstd[r];
+            db += dy;
+        }
+        dweight[c] = from_acc<T>(to_acc(dweight[c]) + dw);
+        dbias[c] = from_acc<T>(to_acc(dbias[c]) + db);
+    }
+}
+
+#define SHARDLAB_INSTANTIATE(T)                                                                    \
+    template void layernorm_forward<T>(T*, acc_t<T>*, acc_t<T>*, const T*, const T*, const T*,     \
+                                       int, int);                                                  \
+    template void layernorm_backward<T>(T*, T*, T*, const T*, const T*, const T*, const acc_t<T>*, \
+                                        const acc_t<T>*, int, int);
+SHARDLAB_INSTANTIATE(float)
+SHARDLAB_INSTANTIATE(double)
+SHARDLAB_INSTANTIATE(bf16_t)
+SHARDLAB_INSTANTIATE(f16_t)
+#undef SHARDLAB_INSTANTIATE
+
+} // namespace shardlab::cpu

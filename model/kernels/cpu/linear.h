@@ -1,0 +1,23 @@
+// Linear layer in GPT-2's Conv1D layout: out[N, OC] = inp[N, IC] @ weight[IC, OC] + bias[OC].
+// Backward overwrites dinp and accumulates (+=) into dweight and dbias, so gradients add up over
+// micro-batches. Column sums run column-parallel, so results do not depend on the thread count.
+#pragma once
+
+#include "core/scratch_buffer.h"
+#include "model/kernels/cpu/numeric.h"
+
+namespace shardlab::cpu {
+
+template <typename T>
+void linear_forward(T* out, const T* inp, const T* weight, const T* bias, int N, int IC, int OC,
+                    ScratchBuffer& ws);
+
+template <typename T>
+void linear_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight,
+                     int N, int IC, int OC, ScratchBuffer& ws);
+
+// dst[c] += sum over rows of src[r, c] (fp32 / double accumulation, one rounding per column).
+template <typename T>
+void add_column_sums(T* dst, const T* src, int rows, int cols);
+
+} // namespace shardlab::cpu

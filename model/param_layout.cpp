@@ -1,0 +1,63 @@
+// Builds the unit list in GPT-2's order; offsets follow declaration order inside each unit.
+#include "model/param_layout.h"
+
+#include <string>
+
+namespace shardlab {
+
+namespace {
+std::size_t add(ParamUnit& u, std::string name, std::vector<std::int64_t> shape) {
+    std::size_t n = 1;
+    for (auto d : shape) n *= std::size_t(d);
+    const bool decay = shape.size() == 2;
+    u.params.push_back({std::move(name), std::move(shape), u.numel, n, decay});
+    u.numel += n;
+    return u.params.back().offset;
+}
+} // namespace
+
+ParamLayout::ParamLayout(const GPTConfig& c) {
+    const std::int64_t V = c.vocab, T = c.context, d = c.hidden, f = c.ffn();
+    ParamUnit emb{"embeddings", {}, 0};
+    add(emb, "transformer.wte.weight", {V, d});
+    wpe_offset_ = add(emb, "transformer.wpe.weight", {T, d});
+    units_.push_back(std::move(emb));
+
+    for (int i = 0; i < c.layers; ++i) {
+        ParamUnit u{"h." + std::to_string(i), {}, 0};
+        const std::string p = "transformer.h." + std::to_string(i) + ".";
+        BlockOffsets o{};
+        o.ln1_w = add(u, p + "ln_1.weight", {d});
+        o.ln1_b = add(u, p + "ln_1.bias", {d});
+        o.attn_w = add(u, p + "attn.c_attn.weight", {d, 3 * d});
+        o.attn_b = add(u, p + "attn.c_attn.bias", {3 * d});
+        o.proj_w = add(u, p + "attn.c_proj.weight", {d, d});
+        o.proj_b = add(u, p + "attn.c_proj.bias", {d});
+        o.ln2_w = add(u, p + "ln_2.weight", {d});
+        o.ln2_b = add(u, p + "ln_2.bias", {d});
+        o.fc_w = add(u, p + "mlp.c_fc.weight", {d, f});
+        o.fc_b = add(u, p + "mlp.c_fc.bias", {f});
+        o.mproj_w = add(u, p + "mlp.c_proj.weight", {f, d});
+        o.mproj_b = add(u, p + "mlp.c_proj.bias", {d});
+        block_ = o;
+        units_.push_back(std::move(u));
+    }
+
+    ParamUnit fin{"ln_f", {}, 0};
+    add(fin, "transformer.ln_f.weight", {d});
+    add(fin, "transformer.ln_f.bias", {d});
+    units_.push_back(std::move(fin));
+    for (const auto& u : units_) total_ += u.numel;
+}
+
+const ParamInfo* ParamLayout::find(const std::string& name, int* unit) const {
+    for (std::size_t i = 0; i < units_.size(); ++i)
+        for (const auto& p : units_[i].params)
+            if (p.name == name) {
+                if (unit) *unit = int(i);
+                return &p;
+            }
+    return nullptr;
+}
+
+} // namespace shardlab

@@ -1,0 +1,59 @@
+// ParamLayout: where every GPT-2 parameter lives. Parameters are grouped into sharding units —
+// the embeddings, each transformer block, the final LayerNorm — each one flat buffer; a tensor
+// is a named view (Hugging Face GPT-2 name and shape, Conv1D layout [in, out]) at an offset.
+#pragma once
+
+#include "model/gpt_config.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace shardlab {
+
+struct ParamInfo {
+    std::string name;                // "transformer.h.3.attn.c_attn.weight"
+    std::vector<std::int64_t> shape; // [768, 2304]
+    std::size_t offset = 0;          // elements from the start of its unit
+    std::size_t numel = 0;
+    bool decay = false; // weight decay applies: the 2-D weights only
+};
+
+struct ParamUnit {
+    std::string name; // "embeddings", "h.3", "ln_f"
+    std::vector<ParamInfo> params;
+    std::size_t numel = 0;
+};
+
+// The offsets of one transformer block's tensors inside its unit (same for every block).
+struct BlockOffsets {
+    std::size_t ln1_w, ln1_b, attn_w, attn_b, proj_w, proj_b, ln2_w, ln2_b, fc_w, fc_b, mproj_w,
+        mproj_b;
+};
+
+class ParamLayout {
+  public:
+    explicit ParamLayout(const GPTConfig& c);
+
+    const std::vector<ParamUnit>& units() const { return units_; }
+    std::size_t num_units() const { return units_.size(); }
+    std::size_t total_numel() const { return total_; }
+    // Unit indices: 0 = embeddings, 1..L = blocks, L+1 = ln_f.
+    static constexpr int kEmbeddings = 0;
+    int block_unit(int layer) const { return 1 + layer; }
+    int final_unit() const { return int(units_.size()) - 1; }
+    const BlockOffsets& block() const { return block_; }
+    std::size_t wte_offset() const { return 0; }
+    std::size_t wpe_offset() const { return wpe_offset_; }
+
+    // (unit index, tensor) by Hugging Face name; nullptr when there is no such tensor.
+    const ParamInfo* find(const std::string& name, int* unit = nullptr) const;
+
+  private:
+    std::vector<ParamUnit> units_;
+    BlockOffsets block_{};
+    std::size_t wpe_offset_ = 0, total_ = 0;
+};
+
+} // namespace shardlab

@@ -1,0 +1,39 @@
+// A token stream cut into consecutive, non-overlapping windows of T+1 tokens: window w is tokens
+// [w(T+1), (w+1)(T+1)); its first T tokens are the input and its last T the targets. A trailing
+// partial window is dropped.
+#pragma once
+
+#include "core/error.h"
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace shardlab {
+
+class TokenWindows {
+  public:
+    TokenWindows(const std::vector<std::uint16_t>& tokens, int seq) : tokens_(tokens), seq_(seq) {}
+    std::size_t count() const { return tokens_.size() / (std::size_t(seq_) + 1); }
+
+    // Copies windows first .. first+batch-1 into inputs / targets [batch, T].
+    void fill(std::size_t first, int batch, std::uint16_t* inputs, std::uint16_t* targets) const {
+        check(first + std::size_t(batch) <= count(),
+              "asked for windows " + std::to_string(first) + ".." +
+                  std::to_string(first + batch - 1) + " but the data holds " +
+                  std::to_string(count()) + " windows of " + std::to_string(seq_ + 1) +
+                  " tokens; use a smaller --batch or --seq, or more data");
+        for (int b = 0; b < batch; ++b) {
+            const std::uint16_t* w = tokens_.data() + (first + b) * (std::size_t(seq_) + 1);
+            std::memcpy(inputs + std::size_t(b) * seq_, w, seq_ * sizeof(std::uint16_t));
+            std::memcpy(targets + std::size_t(b) * seq_, w + 1, seq_ * sizeof(std::uint16_t));
+        }
+    }
+
+  private:
+    const std::vector<std::uint16_t>& tokens_;
+    int seq_;
+};
+
+} // namespace shardlab

@@ -1,0 +1,21 @@
+// ResidentParams: one params and one grads allocation per unit.
+#include "model/unit_params.h"
+
+#include <cstring>
+
+namespace shardlab {
+
+ResidentParams::ResidentParams(const ParamLayout& layout, DType dtype, MemoryTracker& tracker)
+    : layout_(layout), dtype_(dtype) {
+    for (const auto& u : layout.units()) {
+        params_.push_back(tracker.allocate(u.numel * dtype_size(dtype), Category::params));
+        grads_.push_back(tracker.allocate(u.numel * dtype_size(dtype), Category::grads));
+    }
+    zero_grads();
+}
+
+void ResidentParams::zero_grads() {
+    for (auto& g : grads_) std::memset(g.data(), 0, g.bytes()); // 0 bits are +0 in every dtype
+}
+
+} // namespace shardlab

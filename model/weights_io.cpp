@@ -1,0 +1,93 @@
+// Weights <-> safetensors, checked tensor by tensor against ParamLayout.
+#include "model/weights_io.h"
+
+#include "core/error.h"
+#include "model/safetensors.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include <set>
+
+namespace shardlab {
+
+void save_weights(const std::string& path, const ModelWeights& w, DType store_as) {
+    const ParamLayout layout(w.config);
+    SafeTensorsFile f;
+    f.metadata["format"] = "pt";
+    f.metadata["config"] = config_to_json(w.config).dump();
+    for (std::size_t u = 0; u < layout.num_units(); ++u)
+        for (const ParamInfo& p : layout.units()[u].params) {
+            SafeTensor t{p.name, store_as, p.shape, {}};
+            t.data.resize(p.numel * dtype_size(store_as));
+            convert(w.units[u].data() + p.offset, DType::f32, t.data.data(), store_as, p.numel);
+            f.tensors.push_back(std::move(t));
+        }
+    write_safetensors(path, f);
+}
+
+namespace {
+bool ignored(const std::string& name) {
+    auto ends = [&](const std::string& s) {
+        return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0;
+    };
+    return name == "lm_head.weight" || ends(".attn.bias") || ends(".attn.masked_bias");
+}
+std::string canonical(const std::string& name) {
+    return name.rfind("transformer.", 0) == 0 ? name : "transformer." + name;
+}
+} // namespace
+
+ModelWeights load_weights(const std::string& path) {
+    const SafeTensorsFile f = read_safetensors(path);
+    auto it = f.metadata.find("config");
+    if (it == f.metadata.end())
+        throw Error("'" + path +
+                    "' has no shardlab model config in its metadata (key \"config\"); "
+                    "write weights with `shardlab init` or `--save-weights`");
+    ModelWeights w;
+    try {
+        w.config = config_from_json(nlohmann::json::parse(it->second));
+    } catch (const nlohmann::json::exception& e) {
+        throw Error("'" + path + "': the metadata \"config\" is not valid JSON: " + e.what());
+    }
+    const ParamLayout layout(w.config);
+    for (const auto& u : layout.units()) w.units.emplace_back(u.numel);
+
+    std::vector<std::string> extra, misshaped;
+    std::set<std::string> seen;
+    for (const SafeTensor& t : f.tensors) {
+        if (ignored(t.name)) continue;
+        const std::string name = canonical(t.name);
+        int unit = 0;
+        const ParamInfo* p = layout.find(name, &unit);
+        if (!p) {
+            extra.push_back(t.name);
+            continue;
+        }
+        if (t.shape != p->shape) {
+            misshaped.push_back(fmt::format("{} is [{}], expected [{}]", t.name,
+                                            fmt::join(t.shape, ", "), fmt::join(p->shape, ", ")));
+            continue;
+        }
+        convert(t.data.data(), t.dtype, w.units[unit].data() + p->offset, DType::f32, p->numel);
+        seen.insert(name);
+    }
+    std::vector<std::string> missing;
+    for (const auto& u : layout.units())
+        for (const auto& p : u.params)
+            if (!seen.count(p.name)) missing.push_back(p.name);
+    if (!missing.empty() || !extra.empty() || !misshaped.empty()) {
+        std::string msg =
+            fmt::format("'{}' does not match its model config ({})", path, w.config.describe());
+        if (!missing.empty()) msg += fmt::format("; missing tensors: {}", fmt::join(missing, ", "));
+        if (!extra.empty()) msg += fmt::format("; unexpected tensors: {}", fmt::join(extra, ", "));
+        if (!misshaped.empty())
+            msg += fmt::format("; wrong shapes: {}", fmt::join(misshaped, "; "));
+        throw Error(msg + ". Re-export the weights for this config, or fix the config metadata");
+    }
+    return w;
+}
+
+} // namespace shardlab

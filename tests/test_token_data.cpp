@@ -1,0 +1,161 @@
+// Token data: text files give their bytes, hand-built llm.c shards give their uint16 tokens, and
+// every malformed input fails with a message naming the file and the fix.
+#include "model/token_data.h"
+
+#include "core/error.h"
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+using namespace shardlab;
+namespace fs = std::filesystem;
+
+namespace {
+
+class TokenDataTest : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+        dir_ = fs::temp_directory_path() /
+               ("shardlab_token_data_" + std::to_string(::getpid()) + "_" + info->name());
+        fs::remove_all(dir_);
+        fs::create_directories(dir_);
+    }
+    void TearDown() override { fs::remove_all(dir_); }
+
+    std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+    fs::path dir_;
+};
+
+void write_raw(const std::string& p, const std::string& bytes) {
+    std::ofstream out(p, std::ios::binary);
+    out.write(bytes.data(), std::streamsize(bytes.size()));
+}
+
+void put_le(std::string& s, std::uint32_t v, int bytes) {
+    for (int i = 0; i < bytes; ++i) s.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+
+// An llm.c shard: 256 int32 header (magic, version, count, zeros) then the tokens.
+std::string shard(std::int32_t version, std::int32_t count,
+                  const std::vector<std::uint16_t>& toks) {
+    std::string s;
+    put_le(s, 20240520u, 4);
+    put_le(s, static_cast<std::uint32_t>(version), 4);
+    put_le(s, static_cast<std::uint32_t>(count), 4);
+    s.append(253 * 4, '\0');
+    for (std::uint16_t t : toks) put_le(s, t, 2);
+    return s;
+}
+
+void expect_error(const std::string& p, const std::vector<std::string>& fragments) {
+    try {
+        load_tokens(p);
+        ADD_FAILURE() << "expected an Error loading " << p;
+    } catch (const Error& e) {
+        const std::string msg = e.what();
+        for (const std::string& f : fragments) {
+            EXPECT_NE(msg.find(f), std::string::npos) << "message: " << msg << "\nmissing: " << f;
+        }
+    }
+}
+
+} // namespace
+
+TEST_F(TokenDataTest, TextFileGivesItsBytes) {
+    const std::string text = std::string("hi\n\x00\xff", 5);
+    write_raw(path("t.txt"), text);
+    const TokenData d = load_tokens(path("t.txt"));
+    EXPECT_TRUE(d.byte_level);
+    EXPECT_EQ(d.path, path("t.txt"));
+    EXPECT_EQ(d.tokens, (std::vector<std::uint16_t>{'h', 'i', '\n', 0, 255}));
+    EXPECT_EQ(d.max_token(), 255);
+}
+
+TEST_F(TokenDataTest, FileShorterThanMagicIsText) {
+    write_raw(path("s.txt"), "ab");
+    const TokenData d = load_tokens(path("s.txt"));
+    EXPECT_TRUE(d.byte_level);
+    EXPECT_EQ(d.tokens, (std::vector<std::uint16_t>{'a', 'b'}));
+    EXPECT_EQ(d.max_token(), 'b');
+}
+
+// The magic's bytes shifted by one are not the magic: still text.
+TEST_F(TokenDataTest, OtherFirstIntIsText) {
+    std::string s;
+    put_le(s, 20240521u, 4);
+    s.append(1020, 'x');
+    write_raw(path("o.bin"), s);
+    const TokenData d = load_tokens(path("o.bin"));
+    EXPECT_TRUE(d.byte_level);
+    EXPECT_EQ(d.tokens.size(), 1024u);
+}
+
+TEST_F(TokenDataTest, ReadsShard) {
+    const std::vector<std::uint16_t> toks = {50256, 0, 1, 258, 65535, 7};
+    write_raw(path("s.bin"), shard(1, 6, toks));
+    const TokenData d = load_tokens(path("s.bin"));
+    EXPECT_FALSE(d.byte_level);
+    EXPECT_EQ(d.tokens, toks);
+    EXPECT_EQ(d.max_token(), 65535);
+}
+
+TEST_F(TokenDataTest, EmptyShardHasNoTokens) {
+    write_raw(path("e.bin"), shard(1, 0, {}));
+    const TokenData d = load_tokens(path("e.bin"));
+    EXPECT_FALSE(d.byte_level);
+    EXPECT_TRUE(d.tokens.empty());
+    EXPECT_EQ(d.max_token(), -1);
+}
+
+TEST_F(TokenDataTest, MaxTokenOfEmpty) {
+    EXPECT_EQ(TokenData{}.max_token(), -1);
+}
+
+TEST_F(TokenDataTest, MissingFile) {
+    expect_error(path("absent.bin"), {"absent.bin", "does not exist", "check the path"});
+}
+
+TEST_F(TokenDataTest, Directory) {
+    expect_error(dir_.string(), {"is a directory"});
+}
+
+TEST_F(TokenDataTest, EmptyFile) {
+    write_raw(path("empty.txt"), "");
+    expect_error(path("empty.txt"),
+                 {"empty.txt", "is empty; give a text file or an llm.c token shard"});
+}
+
+TEST_F(TokenDataTest, ShardWrongVersion) {
+    write_raw(path("v.bin"), shard(2, 1, {5}));
+    expect_error(path("v.bin"), {"v.bin", "version 2", "shardlab reads version 1"});
+}
+
+TEST_F(TokenDataTest, ShardShorterThanHeader) {
+    std::string s;
+    put_le(s, 20240520u, 4);
+    put_le(s, 1u, 4);
+    write_raw(path("h.bin"), s);
+    expect_error(path("h.bin"), {"h.bin", "8 bytes", "shorter than its 1024-byte header"});
+}
+
+TEST_F(TokenDataTest, ShardCountDisagreesWithSize) {
+    write_raw(path("c.bin"), shard(1, 12, {1, 2, 3}));
+    expect_error(path("c.bin"), {"c.bin", "token count of 12 (24 bytes)", "but 6 bytes follow"});
+
+    std::string odd = shard(1, 1, {9});
+    odd.push_back('\0');
+    write_raw(path("odd.bin"), odd);
+    expect_error(path("odd.bin"), {"token count of 1 (2 bytes)", "but 3 bytes follow"});
+
+    write_raw(path("neg.bin"), shard(1, -1, {}));
+    expect_error(path("neg.bin"), {"token count of -1"});
+}
