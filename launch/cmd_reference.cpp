@@ -10,6 +10,7 @@
 #include "model/token_data.h"
 #include "model/token_windows.h"
 #include "model/weights_io.h"
+#include "optim/loss_scaler.h"
 #include "optim/resident_adamw.h"
 
 #include <fmt/format.h>
@@ -17,6 +18,7 @@
 
 #include <fstream>
 #include <memory>
+#include <type_traits>
 
 namespace shardlab {
 
@@ -25,6 +27,7 @@ struct ReferenceOptions {
     std::string weights, data, precision = "fp32", out, checkpoint = "none";
     int batch = 4, seq = 64, start = 0, steps = 50, threads = 0;
     AdamWConfig adam{1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f};
+    float loss_scale = 65536.0f; // fp16's initial dynamic loss scale
 };
 
 struct Batch {
@@ -87,17 +90,31 @@ void write_overfit(const ReferenceOptions& o, const ModelWeights& w) {
     ResidentAdamW adam(params, w.units, tracker, o.adam);
     const Batch b = load_batch(o, w.config.vocab);
     GPTModel<T> model(w.config, o.batch, o.seq, parse_checkpoint(o.checkpoint), tracker);
+    // fp16 scales the loss dynamically; fp32 and bf16 have fp32's range and need no scaling.
+    LossScaler scaler(std::is_same_v<T, f16_t> ? o.loss_scale : 1.0f);
     std::vector<double> losses;
     for (int s = 0; s < o.steps; ++s) {
         params.zero_grads();
-        losses.push_back(model.forward_backward(params, b.inputs.data(), b.targets.data(), 1.0f));
-        adam.step(o.adam.lr, 1.0f);
-        if (s % 10 == 0 || s + 1 == o.steps)
+        const float scale = scaler.scale();
+        losses.push_back(model.forward_backward(params, b.inputs.data(), b.targets.data(), scale));
+        bool overflow = false;
+        for (std::size_t u = 0; u < layout.num_units(); ++u)
+            overflow = overflow ||
+                       has_non_finite(params.grads(int(u)), dtype_of<T>(), layout.units()[u].numel);
+        if (scaler.update(overflow)) adam.step(o.adam.lr, 1.0f / scale);
+        if (overflow)
+            fmt::print("step {:3d} loss {:.6f}  overflow at loss scale {}: step skipped\n", s,
+                       losses.back(), scale);
+        else if (s % 10 == 0 || s + 1 == o.steps)
             fmt::print("step {:3d} loss {:.6f}\n", s, losses.back());
     }
     std::ofstream f(o.out);
     check(bool(f), "cannot write '" + o.out + "'; check the directory exists");
-    f << nlohmann::json{{"losses", losses}}.dump() << "\n";
+    f << nlohmann::json{{"losses", losses},
+                        {"skipped_steps", scaler.skipped()},
+                        {"final_loss_scale", scaler.scale()}}
+             .dump()
+      << "\n";
 }
 
 void add_common(CLI::App& cmd, ReferenceOptions& o) {
@@ -129,6 +146,7 @@ CommandRunner add_reference_command(CLI::App& cmd) {
     overfit->add_option("--eps", o->adam.eps, "AdamW epsilon");
     overfit->add_option("--weight-decay", o->adam.weight_decay,
                         "Decoupled weight decay on 2-D weights");
+    overfit->add_option("--loss-scale", o->loss_scale, "Initial dynamic loss scale (fp16 only)");
     return [o, grads] {
         const Precision p = parse_precision(o->precision);
         cpu::set_threads(o->threads > 0 ? o->threads : cpu::default_threads());

@@ -1,0 +1,34 @@
+// Dynamic loss scaling for fp16 training. The loss — and so every gradient — is multiplied by
+// scale() so small gradients survive fp16's narrow range. When any gradient overflowed
+// (Inf/NaN) the step is skipped and the scale halved; after `growth_interval` good steps in a
+// row it doubles. (With several ranks, the overflow flag is OR-ed across ranks first, so every
+// rank skips alike.)
+#pragma once
+
+#include "core/dtype.h"
+
+#include <cstddef>
+
+namespace shardlab {
+
+class LossScaler {
+  public:
+    explicit LossScaler(float initial_scale = 65536.0f, int growth_interval = 1000)
+        : scale_(initial_scale), growth_interval_(growth_interval) {}
+
+    float scale() const { return scale_; }
+    // Records a step's outcome; returns true when the update should be applied.
+    bool update(bool found_overflow);
+    long skipped() const { return skipped_; }
+
+  private:
+    float scale_;
+    int growth_interval_;
+    int good_steps_ = 0;
+    long skipped_ = 0;
+};
+
+// True when any of the n values is Inf or NaN.
+bool has_non_finite(const void* values, DType t, std::size_t n);
+
+} // namespace shardlab

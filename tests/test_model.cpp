@@ -1,0 +1,268 @@
+// The GPT-2 model on the CPU: layout and names, initialisation, weights files, bad input,
+// checkpointing (bitwise-identical results; activation bytes measured by the tracker equal to
+// the tensor-by-tensor count written out here), and fp16 overflow detection.
+#include "core/error.h"
+#include "model/gpt_init.h"
+#include "model/gpt_model.h"
+#include "model/safetensors.h"
+#include "model/weights_io.h"
+#include "optim/loss_scaler.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+
+using namespace shardlab;
+
+namespace {
+GPTConfig small_config() {
+    return GPTConfig{64, 16, 2, 32, 4, 4};
+} // V T L d H Hkv
+
+std::string temp_path(const std::string& name) {
+    return (std::filesystem::temp_directory_path() / ("shardlab_test_model_" + name)).string();
+}
+
+// A batch whose targets are the inputs shifted by one, tokens below V.
+struct Batch {
+    std::vector<std::uint16_t> in, tg;
+};
+Batch make_batch(int B, int T, int V) {
+    Batch b{std::vector<std::uint16_t>(std::size_t(B) * T),
+            std::vector<std::uint16_t>(std::size_t(B) * T)};
+    for (int i = 0; i < B * T; ++i) {
+        b.in[i] = std::uint16_t((i * 7 + 3) % V);
+        b.tg[i] = std::uint16_t((i * 7 + 10) % V);
+    }
+    return b;
+}
+
+template <typename T>
+void load_init(ResidentParams& p, const GPTConfig& c, std::uint64_t seed) {
+    const ParamLayout layout(c);
+    auto units = gpt2_init(layout, seed, c.layers);
+    for (std::size_t u = 0; u < units.size(); ++u)
+        convert(units[u].data(), DType::f32, p.params(int(u)), dtype_of<T>(), units[u].size());
+}
+
+// Loss and every gradient byte of one forward/backward.
+template <typename T>
+std::pair<double, std::vector<std::vector<char>>> run_step(const GPTConfig& c, CheckpointPolicy ck,
+                                                           int B, int T_,
+                                                           std::size_t* activation_peak = nullptr) {
+    MemoryTracker tracker(Device::cpu());
+    const ParamLayout layout(c);
+    ResidentParams params(layout, dtype_of<T>(), tracker);
+    load_init<T>(params, c, 7);
+    GPTModel<T> model(c, B, T_, ck, tracker);
+    const Batch b = make_batch(B, T_, c.vocab);
+    const double loss = model.forward_backward(params, b.in.data(), b.tg.data(), 1.0f);
+    std::vector<std::vector<char>> grads;
+    for (std::size_t u = 0; u < layout.num_units(); ++u) {
+        const char* g = static_cast<const char*>(params.grads(int(u)));
+        grads.emplace_back(g, g + layout.units()[u].numel * sizeof(T));
+    }
+    if (activation_peak) *activation_peak = tracker.peak(Category::activations);
+    EXPECT_EQ(tracker.current(Category::activations), 0u) << "activations leaked past backward";
+    return {loss, grads};
+}
+} // namespace
+
+TEST(ParamLayout, Gpt2HasHuggingFaceNamesShapesAndParameterCount) {
+    const GPTConfig c = gpt_preset("gpt2");
+    const ParamLayout layout(c);
+    EXPECT_EQ(layout.total_numel(), 124439808u); // GPT-2 small, as Hugging Face counts it
+    EXPECT_EQ(c.num_params(), 124439808u);
+    EXPECT_EQ(layout.num_units(), 14u); // embeddings, 12 blocks, ln_f
+    int unit = -1;
+    const ParamInfo* p = layout.find("transformer.h.3.attn.c_attn.weight", &unit);
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(unit, 4);
+    EXPECT_EQ(p->shape, (std::vector<std::int64_t>{768, 2304}));
+    EXPECT_TRUE(p->decay);
+    EXPECT_FALSE(layout.find("transformer.h.3.ln_1.bias")->decay);
+    EXPECT_EQ(layout.find("transformer.wpe.weight")->offset, std::size_t(50257) * 768);
+    EXPECT_EQ(layout.find("transformer.h.11.mlp.c_proj.weight")->shape,
+              (std::vector<std::int64_t>{3072, 768}));
+    EXPECT_EQ(layout.find("lm_head.weight"), nullptr); // tied to wte
+}
+
+TEST(GPTConfig, BadShapesAreClearErrors) {
+    GPTConfig c = small_config();
+    c.heads = 5;
+    c.kv_heads = 5;
+    try {
+        c.validate();
+        FAIL();
+    } catch (const UsageError& e) {
+        EXPECT_NE(std::string(e.what()).find("hidden 32 is not divisible by heads 5"),
+                  std::string::npos)
+            << e.what();
+    }
+    c = small_config();
+    c.vocab = 70000;
+    EXPECT_THROW(c.validate(), UsageError);
+    EXPECT_THROW(gpt_preset("gpt5"), UsageError);
+    EXPECT_THROW(parse_checkpoint("every:0"), UsageError);
+    EXPECT_EQ(parse_checkpoint("every:3").every, 3);
+}
+
+TEST(GPTInit, SeededDeterministicAndGpt2Statistics) {
+    const GPTConfig c{256, 64, 4, 128, 4, 4};
+    const ParamLayout layout(c);
+    const auto a = gpt2_init(layout, 42, c.layers), b = gpt2_init(layout, 42, c.layers);
+    const auto other = gpt2_init(layout, 43, c.layers);
+    EXPECT_EQ(a, b);
+    EXPECT_NE(a, other);
+    auto stats = [&](const std::string& name) {
+        int u = 0;
+        const ParamInfo* p = layout.find(name, &u);
+        double s = 0, s2 = 0;
+        for (std::size_t i = 0; i < p->numel; ++i)
+            s += a[u][p->offset + i], s2 += double(a[u][p->offset + i]) * a[u][p->offset + i];
+        const double mean = s / p->numel;
+        return std::pair{mean, std::sqrt(s2 / p->numel - mean * mean)};
+    };
+    auto [m1, s1] = stats("transformer.wte.weight"); // 32768 draws: std within ~1%
+    EXPECT_NEAR(s1, 0.02, 0.0006);
+    EXPECT_NEAR(m1, 0.0, 0.0006);
+    auto [m2, s2] = stats("transformer.h.1.mlp.c_proj.weight");
+    EXPECT_NEAR(s2, 0.02 / std::sqrt(8.0), 0.0003);
+    EXPECT_EQ(stats("transformer.h.0.ln_1.weight").first, 1.0);
+    EXPECT_EQ(stats("transformer.h.0.attn.c_attn.bias").second, 0.0);
+}
+
+TEST(WeightsIO, RoundTripsAndNamesEveryMismatch) {
+    const GPTConfig c = small_config();
+    ModelWeights w{c, gpt2_init(ParamLayout(c), 1, c.layers)};
+    const std::string path = temp_path("weights.safetensors");
+    save_weights(path, w, DType::f32);
+    EXPECT_EQ(load_weights(path).units, w.units);
+    save_weights(path, w, DType::bf16);
+    const ModelWeights wb = load_weights(path);
+    EXPECT_EQ(wb.units[1][5], bf16_to_f32(f32_to_bf16(w.units[1][5])));
+
+    // Damage the file: drop one tensor, add a stranger, reshape another.
+    SafeTensorsFile f = read_safetensors(path);
+    f.tensors.erase(f.tensors.begin() + 2);
+    f.tensors.push_back(
+        {"transformer.h.9.attn.c_attn.weight", DType::f32, {1}, std::vector<unsigned char>(4)});
+    for (auto& t : f.tensors)
+        if (t.name == "transformer.ln_f.bias") t.shape = {2, 16};
+    write_safetensors(path, f);
+    try {
+        load_weights(path);
+        FAIL() << "a damaged weights file must not load";
+    } catch (const Error& e) {
+        const std::string m = e.what();
+        EXPECT_NE(m.find("missing tensors: transformer.h.0.ln_1.weight"), std::string::npos) << m;
+        EXPECT_NE(m.find("unexpected tensors: transformer.h.9.attn.c_attn.weight"),
+                  std::string::npos)
+            << m;
+        EXPECT_NE(m.find("transformer.ln_f.bias is [2, 16], expected [32]"), std::string::npos)
+            << m;
+    }
+    std::filesystem::remove(path);
+}
+
+TEST(GPTModel, BadInputIsAClearError) {
+    const GPTConfig c = small_config();
+    MemoryTracker tracker(Device::cpu());
+    EXPECT_THROW(GPTModel<float>(c, 2, c.context + 1, {}, tracker), UsageError); // T beyond wpe
+    ResidentParams params(ParamLayout(c), DType::f32, tracker);
+    GPTModel<float> model(c, 1, 4, {}, tracker);
+    std::vector<std::uint16_t> in = {1, 2, 64, 3}, tg = {2, 3, 4, 5};
+    try {
+        model.forward(params, in.data(), tg.data());
+        FAIL();
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find(
+                      "token id 64 at position 2 is not below the vocabulary size 64"),
+                  std::string::npos)
+            << e.what();
+    }
+}
+
+TEST(GPTModel, CheckpointingIsBitwiseIdenticalInEveryPrecision) {
+    const GPTConfig c{64, 16, 3, 32, 4, 4};
+    for (int every : {1, 2}) {
+        const auto ref32 = run_step<float>(c, {0}, 2, 16),
+                   ck32 = run_step<float>(c, {every}, 2, 16);
+        EXPECT_EQ(ref32.first, ck32.first);
+        EXPECT_EQ(ref32.second, ck32.second);
+        const auto refb = run_step<bf16_t>(c, {0}, 2, 16),
+                   ckb = run_step<bf16_t>(c, {every}, 2, 16);
+        EXPECT_EQ(refb.first, ckb.first);
+        EXPECT_EQ(refb.second, ckb.second);
+        const auto refh = run_step<f16_t>(c, {0}, 2, 16), ckh = run_step<f16_t>(c, {every}, 2, 16);
+        EXPECT_EQ(refh.first, ckh.first);
+        EXPECT_EQ(refh.second, ckh.second);
+    }
+}
+
+TEST(GPTModel, ActivationBytesAreExactlyTheTensorsKept) {
+    // Counted by hand from what backward needs, per block (S bytes per element, 4 per statistic):
+    // ln1, atty, res2, ln2: 4·BTd; qkv 3·BTd; fch, fch_gelu 8·BTd; att B·H·T²; 4 LayerNorm
+    // statistics of BT floats. Plus the L+1 residual-stream inputs (BTd each) and the head:
+    // ln_f output BTd, its 2 statistics, logits BT·V.
+    const GPTConfig c{64, 16, 3, 32, 4, 4};
+    const std::size_t B = 2, T = 16, BT = B * T, d = 32, H = 4, L = 3, V = 64;
+    for (std::size_t S : {std::size_t(4), std::size_t(2)}) {
+        const std::size_t block = S * (15 * BT * d + B * H * T * T) + 4 * BT * 4;
+        const std::size_t inputs = (L + 1) * BT * d * S;
+        const std::size_t head = BT * d * S + 2 * BT * 4 + BT * V * S;
+        std::size_t none = 0, all = 0;
+        if (S == 4) {
+            run_step<float>(c, {0}, int(B), int(T), &none);
+            run_step<float>(c, {1}, int(B), int(T), &all);
+        } else {
+            run_step<bf16_t>(c, {0}, int(B), int(T), &none);
+            run_step<bf16_t>(c, {1}, int(B), int(T), &all);
+        }
+        EXPECT_EQ(none, inputs + L * block + head) << "S=" << S;
+        // Checkpointed: only the inputs stay; one block's tensors exist at a time (forward, or
+        // recompute in backward), and the head only after the last block.
+        EXPECT_EQ(all, inputs + std::max(block, head)) << "S=" << S;
+    }
+}
+
+TEST(LossScaler, SkipsHalvesAndGrows) {
+    LossScaler s(1024.0f, 3);
+    EXPECT_FALSE(s.update(true));
+    EXPECT_EQ(s.scale(), 512.0f);
+    EXPECT_TRUE(s.update(false));
+    EXPECT_TRUE(s.update(false));
+    EXPECT_EQ(s.scale(), 512.0f);
+    EXPECT_TRUE(s.update(false)); // third good step in a row
+    EXPECT_EQ(s.scale(), 1024.0f);
+    EXPECT_EQ(s.skipped(), 1);
+    std::uint16_t h[3] = {f32_to_f16(1.0f), f32_to_f16(65504.0f), f32_to_f16(-2.0f)};
+    EXPECT_FALSE(has_non_finite(h, DType::f16, 3));
+    h[1] = f32_to_f16(1e6f); // overflows fp16 -> Inf
+    EXPECT_TRUE(has_non_finite(h, DType::f16, 3));
+    float f[2] = {1.0f, NAN};
+    EXPECT_TRUE(has_non_finite(f, DType::f32, 2));
+}
+
+TEST(GPTModel, Fp16GradientsOverflowAtAHugeLossScale) {
+    const GPTConfig c = small_config();
+    MemoryTracker tracker(Device::cpu());
+    const ParamLayout layout(c);
+    ResidentParams params(layout, DType::f16, tracker);
+    load_init<f16_t>(params, c, 3);
+    GPTModel<f16_t> model(c, 2, 8, {}, tracker);
+    const Batch b = make_batch(2, 8, c.vocab);
+    auto overflowed = [&] {
+        bool any = false;
+        for (std::size_t u = 0; u < layout.num_units(); ++u)
+            any = any || has_non_finite(params.grads(int(u)), DType::f16, layout.units()[u].numel);
+        return any;
+    };
+    model.forward_backward(params, b.in.data(), b.tg.data(), 1024.0f);
+    EXPECT_FALSE(overflowed());
+    params.zero_grads();
+    model.forward_backward(params, b.in.data(), b.tg.data(), 1e9f);
+    EXPECT_TRUE(overflowed());
+}
