@@ -69,7 +69,8 @@ CallSizes call_sizes(CollectiveOp op, std::size_t count, int n, int rank, int ro
 }
 
 Communicator::Communicator(MPI_Comm comm, MemoryTracker& tracker)
-    : transport_(comm), scratch_(tracker, Category::comm_buffers), context_{transport_, tracker, scratch_, nullptr},
+    : transport_(comm),
+      scratch_(tracker, Category::comm_buffers), context_{transport_, tracker, scratch_, nullptr},
       native_(transport_.comm()) {}
 
 template <typename Body>

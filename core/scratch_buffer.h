@@ -10,7 +10,8 @@ namespace shardlab {
 
 class ScratchBuffer {
   public:
-    ScratchBuffer(MemoryTracker& tracker, Category category) : tracker_(tracker), category_(category) {}
+    ScratchBuffer(MemoryTracker& tracker, Category category)
+        : tracker_(tracker), category_(category) {}
     void* get(std::size_t bytes) {
         if (bytes > buffer_.bytes()) {
             buffer_.release();

@@ -3,14 +3,25 @@
 // see run_guarded in launch/cli_util.h.
 #include "launch/cli_util.h"
 #include "launch/commands.h"
+#include "model/kernels/cpu/blas_kernel.h"
 
 #include <CLI/CLI.hpp>
+#include <unistd.h>
+
+#include <cstdlib>
 #include <map>
 #include <set>
+#include <string>
 
 using namespace shardlab;
 
 int main(int argc, char** argv) {
+    // Before anything else: if OpenBLAS fell back to its generic kernel on this CPU, run again
+    // with the right one (OpenBLAS reads OPENBLAS_CORETYPE only when it loads).
+    if (const std::string core = cpu::openblas_kernel_override(); !core.empty()) {
+        setenv("OPENBLAS_CORETYPE", core.c_str(), 1);
+        execv("/proc/self/exe", argv); // returns only on failure: carry on with the slow kernel
+    }
     CLI::App app{"shardlab: data-parallel training with ZeRO 0-3, and the bytes behind it"};
     app.require_subcommand(1);
     std::map<CLI::App*, CommandRunner> runners;
@@ -32,7 +43,11 @@ int main(int argc, char** argv) {
     runners[init] = add_init_command(*init);
     runners[eval] = add_eval_command(*eval);
     runners[ref] = add_reference_command(*ref);
-    const std::set<CLI::App*> without_mpi = {device, init, eval, ref};
+    CLI::App* bench_group = app.add_subcommand("bench", "Benchmarks of shardlab's own parts");
+    bench_group->require_subcommand(1);
+    CLI::App* bench_step = bench_group->add_subcommand("step", "Time a training step on one rank");
+    runners[bench_step] = add_bench_step_command(*bench_step);
+    const std::set<CLI::App*> without_mpi = {device, init, eval, ref, bench_step};
 
     try {
         app.parse(argc, argv);

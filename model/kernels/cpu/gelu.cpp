@@ -1,6 +1,8 @@
 // Element-wise GELU; the derivative is written out by hand from the tanh form.
 #include "model/kernels/cpu/gelu.h"
 
+#include "model/kernels/cpu/vec_math.h"
+
 #include <cmath>
 
 namespace shardlab::cpu {
@@ -12,7 +14,7 @@ void gelu_forward(T* out, const T* inp, std::size_t n) {
 #pragma omp parallel for schedule(static)
     for (std::size_t i = 0; i < n; ++i) {
         const A x = to_acc(inp[i]);
-        out[i] = from_acc<T>(A(0.5) * x * (A(1) + std::tanh(k * (x + A(0.044715) * x * x * x))));
+        out[i] = from_acc<T>(A(0.5) * x * (A(1) + vtanh(k * (x + A(0.044715) * x * x * x))));
     }
 }
 
@@ -24,7 +26,7 @@ void gelu_backward(T* dinp, const T* inp, const T* dout, std::size_t n) {
     for (std::size_t i = 0; i < n; ++i) {
         const A x = to_acc(inp[i]);
         const A u = k * (x + A(0.044715) * x * x * x);
-        const A t = std::tanh(u);
+        const A t = vtanh(u);
         const A sech2 = A(1) - t * t;
         const A grad =
             A(0.5) * (A(1) + t) + A(0.5) * x * sech2 * k * (A(1) + A(3 * 0.044715) * x * x);
