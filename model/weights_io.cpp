@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <set>
 
 namespace shardlab {
@@ -37,21 +38,50 @@ bool ignored(const std::string& name) {
 std::string canonical(const std::string& name) {
     return name.rfind("transformer.", 0) == 0 ? name : "transformer." + name;
 }
+// A Hugging Face GPT-2 checkpoint carries no shardlab config: read V, d from wte, T from wpe and
+// L from the block indices; heads are d / 64, the head size of every GPT-2 model.
+GPTConfig infer_gpt2_config(const SafeTensorsFile& f, const std::string& path) {
+    const SafeTensor* wte = nullptr;
+    const SafeTensor* wpe = nullptr;
+    int layers = 0;
+    for (const SafeTensor& t : f.tensors) {
+        const std::string name = canonical(t.name);
+        if (name == "transformer.wte.weight") wte = &t;
+        if (name == "transformer.wpe.weight") wpe = &t;
+        if (name.rfind("transformer.h.", 0) == 0)
+            layers = std::max(layers, std::stoi(name.substr(14)) + 1);
+    }
+    if (!wte || !wpe || wte->shape.size() != 2 || wpe->shape.size() != 2)
+        throw Error(
+            "'" + path +
+            "' has no shardlab model config in its metadata and no GPT-2 wte / "
+            "wpe tensors to infer one from; write weights with `shardlab init` or --save-weights");
+    const int d = int(wte->shape[1]);
+    if (d % 64 != 0)
+        throw Error(fmt::format(
+            "'{}' has no model config and hidden size {} is not a multiple of 64, "
+            "so the number of heads cannot be inferred; add a \"config\" metadata entry",
+            path, d));
+    GPTConfig c{int(wte->shape[0]), int(wpe->shape[0]), layers, d, d / 64, d / 64};
+    c.validate();
+    return c;
+}
+
+GPTConfig config_of(const SafeTensorsFile& f, const std::string& path) {
+    auto it = f.metadata.find("config");
+    if (it == f.metadata.end()) return infer_gpt2_config(f, path);
+    try {
+        return config_from_json(nlohmann::json::parse(it->second));
+    } catch (const nlohmann::json::exception& e) {
+        throw Error("'" + path + "': the metadata \"config\" is not valid JSON: " + e.what());
+    }
+}
 } // namespace
 
 ModelWeights load_weights(const std::string& path) {
     const SafeTensorsFile f = read_safetensors(path);
-    auto it = f.metadata.find("config");
-    if (it == f.metadata.end())
-        throw Error("'" + path +
-                    "' has no shardlab model config in its metadata (key \"config\"); "
-                    "write weights with `shardlab init` or `--save-weights`");
     ModelWeights w;
-    try {
-        w.config = config_from_json(nlohmann::json::parse(it->second));
-    } catch (const nlohmann::json::exception& e) {
-        throw Error("'" + path + "': the metadata \"config\" is not valid JSON: " + e.what());
-    }
+    w.config = config_of(f, path);
     const ParamLayout layout(w.config);
     for (const auto& u : layout.units()) w.units.emplace_back(u.numel);
 

@@ -22,6 +22,8 @@ void save_weights(const std::string& path, const ModelWeights& weights, DType st
 
 // Reads weights; names with or without the "transformer." prefix are accepted, and the tied
 // "lm_head.weight" and the causal-mask buffers "*.attn.bias" / "*.attn.masked_bias" are ignored.
+// Without a "config" metadata entry (a Hugging Face checkpoint) the config is inferred from the
+// tensor shapes, with GPT-2's head size of 64.
 ModelWeights load_weights(const std::string& path);
 
 } // namespace shardlab

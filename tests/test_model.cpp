@@ -4,11 +4,13 @@
 #include "core/error.h"
 #include "model/gpt_init.h"
 #include "model/gpt_model.h"
+#include "model/kernels/cpu/gemm.h"
 #include "model/safetensors.h"
 #include "model/weights_io.h"
 #include "optim/loss_scaler.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <cstring>
@@ -265,4 +267,50 @@ TEST(GPTModel, Fp16GradientsOverflowAtAHugeLossScale) {
     params.zero_grads();
     model.forward_backward(params, b.in.data(), b.tg.data(), 1e9f);
     EXPECT_TRUE(overflowed());
+}
+
+TEST(Gemm, NativeBf16PathAgreesWithTheWidenedPath) {
+    if (!cpu::native_bf16_gemm_available())
+        GTEST_SKIP() << "this CPU has no AVX512-BF16: the widened path is the one in use";
+    MemoryTracker tracker(Device::cpu());
+    ScratchBuffer ws(tracker, Category::workspace);
+    const int M = 37, N = 29, K = 53;
+    std::vector<bf16_t> a(std::size_t(M) * K), b(std::size_t(K) * N), c1(std::size_t(M) * N), c2;
+    for (std::size_t i = 0; i < a.size(); ++i)
+        a[i] = {f32_to_bf16(float((i * 37) % 101) / 50.0f - 1.0f)};
+    for (std::size_t i = 0; i < b.size(); ++i)
+        b[i] = {f32_to_bf16(float((i * 53) % 97) / 48.0f - 1.0f)};
+    for (std::size_t i = 0; i < c1.size(); ++i) c1[i] = {f32_to_bf16(float(i % 7))};
+    c2 = c1;
+    cpu::gemm_bf16_widened(false, false, M, N, K, 0.5f, a.data(), K, b.data(), N, 1.0f, c1.data(),
+                           N, ws);
+    cpu::gemm_bf16_native(false, false, M, N, K, 0.5f, a.data(), K, b.data(), N, 1.0f, c2.data(), N,
+                          ws);
+    // Both accumulate exact bf16 products in fp32, in possibly different orders: at most one bf16
+    // rounding step apart.
+    for (std::size_t i = 0; i < c1.size(); ++i) {
+        const float x = bf16_to_f32(c1[i].bits), y = bf16_to_f32(c2[i].bits);
+        EXPECT_LE(std::fabs(x - y), std::fabs(x) * 0x1p-7f + 1e-6f) << i;
+    }
+}
+
+TEST(WeightsIO, ReadsAHuggingFaceStyleCheckpointWithoutConfig) {
+    // As Hugging Face saves GPT2Model: no "transformer." prefix, causal-mask buffers, a tied
+    // lm_head copy, and no shardlab metadata. d = 128 gives 2 heads of 64.
+    const GPTConfig c{64, 16, 2, 128, 2, 2};
+    const ModelWeights w{c, gpt2_init(ParamLayout(c), 9, c.layers)};
+    const std::string path = temp_path("hf.safetensors");
+    save_weights(path, w, DType::f32);
+    SafeTensorsFile f = read_safetensors(path);
+    f.metadata.clear();
+    for (auto& t : f.tensors) t.name = t.name.substr(std::string("transformer.").size());
+    f.tensors.push_back(
+        {"h.0.attn.bias", DType::f32, {1, 1, 16, 16}, std::vector<unsigned char>(16 * 16 * 4)});
+    f.tensors.push_back(
+        {"lm_head.weight", DType::f32, {64, 128}, std::vector<unsigned char>(64 * 128 * 4)});
+    write_safetensors(path, f);
+    const ModelWeights got = load_weights(path);
+    EXPECT_EQ(config_to_json(got.config), config_to_json(c));
+    EXPECT_EQ(got.units, w.units);
+    std::filesystem::remove(path);
 }

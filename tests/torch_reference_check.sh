@@ -58,3 +58,13 @@ for b in 4 3 1; do
   got=$("$shardlab" eval --weights w.safetensors --data four_windows.txt --seq 64 --batch $b --json)
   /usr/bin/python3 -c "import json,sys; g=json.loads('$got'); assert g['windows']==4 and g['tokens']==256, g; assert abs(g['loss']-$want) < 1e-5*abs($want), (g, $want); print('ok: eval --batch $b', g)"
 done
+
+echo "== the same tokens as an llm.c shard give the same eval loss"
+/usr/bin/python3 - <<'PY'
+import struct
+data = open("four_windows.txt", "rb").read()
+header = struct.pack("<256i", 20240520, 1, len(data), *([0] * 253))
+open("four_windows.bin", "wb").write(header + struct.pack(f"<{len(data)}H", *data))
+PY
+got=$("$shardlab" eval --weights w.safetensors --data four_windows.bin --seq 64 --batch 4 --json)
+/usr/bin/python3 -c "import json; g=json.loads('$got'); assert abs(g['loss']-$want) < 1e-5*abs($want), (g, $want); print('ok: llm.c shard', g)"

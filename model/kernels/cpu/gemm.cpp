@@ -1,7 +1,10 @@
 // gemm<T>: BLAS directly for fp32 / double; widen-multiply-round for 16-bit storage.
 #include "model/kernels/cpu/gemm.h"
 
+#include "core/error.h"
+
 #include <cblas.h>
+#include <dlfcn.h>
 
 #include <cstddef>
 
@@ -34,9 +37,10 @@ void gemm<double>(bool ta, bool tb, int M, int N, int K, float alpha, const doub
     cblas_dgemm(CblasRowMajor, tr(ta), tr(tb), M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
+// Widen both operands (and C when it is read) to fp32, sgemm, round C once.
 template <typename T>
-void gemm(bool ta, bool tb, int M, int N, int K, float alpha, const T* A, int lda, const T* B,
-          int ldb, float beta, T* C, int ldc, ScratchBuffer& workspace) {
+void gemm_widened(bool ta, bool tb, int M, int N, int K, float alpha, const T* A, int lda,
+                  const T* B, int ldb, float beta, T* C, int ldc, ScratchBuffer& workspace) {
     // Stored shapes: op(A) is M x K, so A is (ta ? K x M : M x K); likewise B.
     const int a_rows = ta ? K : M, a_cols = ta ? M : K;
     const int b_rows = tb ? N : K, b_cols = tb ? K : N;
@@ -54,9 +58,53 @@ void gemm(bool ta, bool tb, int M, int N, int K, float alpha, const T* A, int ld
             C[std::size_t(r) * ldc + col] = from_acc<T>(c[std::size_t(r) * N + col]);
 }
 
-template void gemm<bf16_t>(bool, bool, int, int, int, float, const bf16_t*, int, const bf16_t*, int,
-                           float, bf16_t*, int, ScratchBuffer&);
-template void gemm<f16_t>(bool, bool, int, int, int, float, const f16_t*, int, const f16_t*, int,
-                          float, f16_t*, int, ScratchBuffer&);
+namespace {
+// Debian's OpenBLAS 0.3.21 is built without BUILD_BFLOAT16: cblas.h declares cblas_sbgemm but the
+// library does not export it. Look it up at run time so an OpenBLAS that has it gets used.
+using SbgemmFn = decltype(&cblas_sbgemm);
+SbgemmFn find_sbgemm() {
+    return reinterpret_cast<SbgemmFn>(dlsym(RTLD_DEFAULT, "cblas_sbgemm"));
+}
+} // namespace
+
+bool native_bf16_gemm_available() {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512bf16") && find_sbgemm() != nullptr;
+}
+
+void gemm_bf16_widened(bool ta, bool tb, int M, int N, int K, float alpha, const bf16_t* A, int lda,
+                       const bf16_t* B, int ldb, float beta, bf16_t* C, int ldc,
+                       ScratchBuffer& ws) {
+    gemm_widened(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ws);
+}
+
+void gemm_bf16_native(bool ta, bool tb, int M, int N, int K, float alpha, const bf16_t* A, int lda,
+                      const bf16_t* B, int ldb, float beta, bf16_t* C, int ldc, ScratchBuffer& ws) {
+    static_assert(sizeof(bf16_t) == sizeof(bfloat16));
+    float* c = ws.get_as<float>(std::size_t(M) * N);
+    if (beta != 0.0f) widen(C, M, N, ldc, c);
+    static const SbgemmFn sbgemm = find_sbgemm();
+    check(sbgemm != nullptr, "this OpenBLAS has no cblas_sbgemm (built without BUILD_BFLOAT16)");
+    sbgemm(CblasRowMajor, tr(ta), tr(tb), M, N, K, alpha, reinterpret_cast<const bfloat16*>(A), lda,
+           reinterpret_cast<const bfloat16*>(B), ldb, beta, c, N);
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < M; ++r)
+        for (int col = 0; col < N; ++col)
+            C[std::size_t(r) * ldc + col] = from_acc<bf16_t>(c[std::size_t(r) * N + col]);
+}
+
+template <>
+void gemm<f16_t>(bool ta, bool tb, int M, int N, int K, float alpha, const f16_t* A, int lda,
+                 const f16_t* B, int ldb, float beta, f16_t* C, int ldc, ScratchBuffer& ws) {
+    gemm_widened(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ws);
+}
+
+template <>
+void gemm<bf16_t>(bool ta, bool tb, int M, int N, int K, float alpha, const bf16_t* A, int lda,
+                  const bf16_t* B, int ldb, float beta, bf16_t* C, int ldc, ScratchBuffer& ws) {
+    static const bool native = native_bf16_gemm_available();
+    if (native) return gemm_bf16_native(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ws);
+    gemm_widened(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ws);
+}
 
 } // namespace shardlab::cpu
