@@ -47,7 +47,9 @@ int main(int argc, char** argv) {
     bench_group->require_subcommand(1);
     CLI::App* bench_step = bench_group->add_subcommand("step", "Time a training step on one rank");
     runners[bench_step] = add_bench_step_command(*bench_step);
-    const std::set<CLI::App*> without_mpi = {device, init, eval, ref, bench_step};
+    CLI::App* plan = app.add_subcommand("plan", "Predict per-rank memory and traffic for any size");
+    runners[plan] = add_plan_command(*plan);
+    const std::set<CLI::App*> without_mpi = {device, init, eval, ref, bench_step, plan};
 
     try {
         app.parse(argc, argv);

@@ -1,0 +1,278 @@
+// `shardlab plan`: does it fit, on which ZeRO stage, and what does it cost on the wire? Prints
+// the per-rank memory (exact bytes, GB and GiB) and the per-step traffic of plan/memory_plan.h;
+// --compare puts stages 0-3 x offload side by side, --sweep-ranks shows memory falling with N.
+#include "core/error.h"
+#include "launch/cli_util.h"
+#include "launch/commands.h"
+#include "plan/memory_plan.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <memory>
+
+namespace shardlab {
+
+namespace {
+struct PlanFlags {
+    std::string preset, arch = "gpt2", precision = "bf16", opt_states = "fp32", checkpoint = "none";
+    std::string gpu, json_path, sweep;
+    int layers = 0, hidden = 0, heads = 0, kv_heads = 0, ffn = 0, vocab = 0, seq = 0;
+    double params = 0;
+    int ranks = 1, nodes = 0, gpus_per_node = 0, zero = 0, micro_batch = 1, grad_accum = 1,
+        prefetch = 0, rank = 0;
+    bool offload = false, no_master = false, inference = false, compare = false;
+};
+
+PlanModel build_model(const PlanFlags& f) {
+    if (f.params > 0) {
+        if (!f.preset.empty() || f.layers || f.hidden)
+            throw UsageError("--params describes the model by its size alone; drop --preset and "
+                             "the model fields");
+        return plan_model_params_only(f.params);
+    }
+    const bool llama = f.preset == "7b" || f.preset == "13b" || f.preset == "70b" ||
+                       (f.preset.empty() && f.arch == "llama");
+    if (f.arch != "gpt2" && f.arch != "llama") throw UsageError("--arch must be gpt2 or llama");
+    PlanModel base = f.preset.empty()
+                         ? (llama ? plan_model_preset("7b") : plan_model_preset("gpt2"))
+                         : plan_model_preset(f.preset);
+    auto pick = [](int flag, int preset) { return flag ? flag : preset; };
+    const int L = pick(f.layers, base.layers), d = pick(f.hidden, base.hidden),
+              H = pick(f.heads, base.heads);
+    const int V = pick(f.vocab, base.vocab), T = pick(f.seq, base.context);
+    const int Hkv = pick(f.kv_heads, f.heads ? H : base.kv_heads);
+    const std::string name =
+        f.preset.empty() ? std::string(llama ? "llama" : "gpt2") + " (fields)" : f.preset;
+    if (llama) return plan_model_llama(L, d, H, Hkv, pick(f.ffn, base.ffn), V, T, name);
+    if (f.ffn && f.ffn != 4 * d)
+        throw UsageError("GPT-2 uses ffn = 4 x hidden; for another ffn use --arch llama");
+    return plan_model_from_gpt2(GPTConfig{V, T, L, d, H, Hkv}, name);
+}
+
+PlanOptions build_options(const PlanFlags& f) {
+    PlanOptions o;
+    if (f.nodes || f.gpus_per_node) {
+        if (f.nodes < 1 || f.gpus_per_node < 1)
+            throw UsageError("give both --nodes and --gpus-per-node (>= 1)");
+        o.ranks = f.nodes * f.gpus_per_node;
+    } else {
+        o.ranks = f.ranks;
+    }
+    o.zero = f.zero;
+    o.offload = f.offload;
+    o.precision = parse_precision(f.precision);
+    o.master = !f.no_master;
+    if (f.opt_states == "fp32")
+        o.optimizer_states = OptimizerStates::fp32;
+    else if (f.opt_states == "bf16")
+        o.optimizer_states = OptimizerStates::bf16;
+    else if (f.opt_states == "8bit")
+        o.optimizer_states = OptimizerStates::int8;
+    else
+        throw UsageError("--optimizer-states must be fp32, bf16 or 8bit");
+    o.checkpoint = parse_checkpoint(f.checkpoint);
+    o.micro_batch = f.micro_batch;
+    o.seq = f.seq;
+    o.grad_accum = f.grad_accum;
+    o.prefetch = f.prefetch;
+    o.inference = f.inference;
+    if (!f.gpu.empty()) o.gpu_bytes = parse_gpu(f.gpu), o.gpu_name = f.gpu;
+    if (f.rank < 0 || f.rank >= o.ranks)
+        throw UsageError(fmt::format("--rank {} is not one of 0..{}", f.rank, o.ranks - 1));
+    return o;
+}
+
+nlohmann::json plan_json(const Plan& p) {
+    const MemoryPlan& m = p.memory;
+    nlohmann::json by_op = nlohmann::json::object();
+    for (const auto& [op, b] : p.comm.by_op) by_op[op] = b;
+    return {{"model",
+             {{"name", p.model.name},
+              {"params", p.model.params},
+              {"layers", p.model.layers},
+              {"hidden", p.model.hidden},
+              {"heads", p.model.heads},
+              {"kv_heads", p.model.kv_heads},
+              {"ffn", p.model.ffn},
+              {"vocab", p.model.vocab},
+              {"seq", p.options.seq ? p.options.seq : p.model.context}}},
+            {"zero", p.options.zero},
+            {"offload", p.options.offload},
+            {"ranks", p.options.ranks},
+            {"micro_batch", p.options.micro_batch},
+            {"per_rank",
+             {{"params", m.params},
+              {"grads", m.grads},
+              {"master", m.master},
+              {"optimizer", m.optimizer},
+              {"activations", m.activations},
+              {"activations_generic", m.activations_generic},
+              {"activations_exact", m.activations_exact},
+              {"buffers", m.buffers},
+              {"kv_cache", m.kv_cache},
+              {"host_master", m.host_master},
+              {"host_optimizer", m.host_optimizer},
+              {"host_grads", m.host_grads},
+              {"device_total", m.device_total},
+              {"host_total", m.host_total}}},
+            {"comm",
+             {{"bytes_per_step", p.comm.bytes_per_step},
+              {"by_op", by_op},
+              {"ratio_to_dp", p.comm.ratio_to_dp}}},
+            {"host_device_bytes_per_step", p.comm.host_to_device + p.comm.device_to_host},
+            {"fits", p.fits},
+            {"max_micro_batch", p.max_micro_batch}};
+}
+
+std::string gb(std::uint64_t b) {
+    return fmt::format("{:.2f} GB / {:.2f} GiB", double(b) / 1e9, double(b) / double(1ull << 30));
+}
+
+void print_plan(const Plan& p) {
+    const MemoryPlan& m = p.memory;
+    const PlanOptions& o = p.options;
+    fmt::print(
+        "{}: {} parameters; {} rank(s), ZeRO-{}{}, {}{}, micro-batch {} x {}, checkpoint {}\n\n",
+        p.model.name, p.model.params, o.ranks, o.zero, o.offload ? " + offload" : "",
+        o.inference ? "inference " : "",
+        o.precision == Precision::fp32 ? "fp32"
+                                       : (o.precision == Precision::bf16 ? "bf16" : "fp16"),
+        o.micro_batch, o.seq ? o.seq : p.model.context,
+        o.checkpoint.every == 0   ? "none"
+        : o.checkpoint.every == 1 ? "all"
+                                  : fmt::format("every:{}", o.checkpoint.every));
+    fmt::print("per rank, device:            bytes\n");
+    auto row = [](const char* name, std::uint64_t b) {
+        fmt::print("  {:<24} {:>16}  {}\n", name, b, gb(b));
+    };
+    row("params", m.params);
+    row("grads", m.grads);
+    row("master (fp32)", m.master);
+    row("optimizer (m, v)", m.optimizer);
+    row(m.activations_exact ? "activations (exact)" : "activations (generic)", m.activations);
+    if (m.activations_exact) row("  generic formula", m.activations_generic);
+    row("gathered + comm buffers", m.buffers);
+    if (o.inference) row("KV cache", m.kv_cache);
+    row("device total", m.device_total);
+    if (m.host_total) {
+        fmt::print("per rank, host (offload):\n");
+        row("master (fp32)", m.host_master);
+        row("optimizer (m, v)", m.host_optimizer);
+        row("grads (fp32)", m.host_grads);
+        row("host total", m.host_total);
+    }
+    if (o.gpu_bytes)
+        fmt::print("\n{} ({} B): {}; largest micro-batch that fits: {}\n", o.gpu_name, o.gpu_bytes,
+                   p.fits ? "fits" : "DOES NOT FIT", p.max_micro_batch);
+    if (o.inference) return;
+    fmt::print("\nper step, bytes this rank sends:\n");
+    for (const auto& [op, b] : p.comm.by_op)
+        fmt::print("  {:<24} {:>16}  {}  ({} calls)\n", op, b, gb(b), p.comm.calls.at(op));
+    fmt::print("  {:<24} {:>16}  {}  ({:.3f}x data parallel)\n", "total", p.comm.bytes_per_step,
+               gb(p.comm.bytes_per_step), p.comm.ratio_to_dp);
+    if (o.offload)
+        fmt::print("  {:<24} {:>16}  device->host {} + host->device {}\n", "offload copies",
+                   p.comm.device_to_host + p.comm.host_to_device, p.comm.device_to_host,
+                   p.comm.host_to_device);
+}
+
+void print_table_row(const Plan& p, bool header) {
+    if (header)
+        fmt::print("{:>6} {:>5} {:>8} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>14}\n",
+                   "ranks", "zero", "offload", "params GB", "grads GB", "optim GB", "activ GB",
+                   "buffers GB", "device GB", "host GB", "comm GB/step");
+    const MemoryPlan& m = p.memory;
+    auto g = [](std::uint64_t b) { return double(b) / 1e9; };
+    fmt::print("{:>6} {:>5} {:>8} {:>12.3f} {:>12.3f} {:>12.3f} {:>12.3f} {:>12.3f} {:>12.3f} "
+               "{:>12.3f} {:>14.3f}\n",
+               p.options.ranks, p.options.zero, p.options.offload ? "yes" : "no", g(m.params),
+               g(m.grads), g(m.master + m.optimizer), g(m.activations), g(m.buffers),
+               g(m.device_total), g(m.host_total), g(p.comm.bytes_per_step));
+}
+
+int run_plan(const PlanFlags& f) {
+    const PlanModel model = build_model(f);
+    PlanOptions o = build_options(f);
+    std::vector<Plan> plans;
+    if (f.compare && !f.sweep.empty()) throw UsageError("use --compare or --sweep-ranks, not both");
+    if (f.compare) {
+        for (int zero = 0; zero <= 3; ++zero)
+            for (bool offload : {false, true}) {
+                PlanOptions t = o;
+                t.zero = zero, t.offload = offload, t.prefetch = zero == 3 ? o.prefetch : 0;
+                plans.push_back(make_plan(model, t, f.rank));
+            }
+    } else if (!f.sweep.empty()) {
+        for (const auto& n : split_list(f.sweep)) {
+            PlanOptions t = o;
+            try {
+                t.ranks = std::stoi(n);
+            } catch (const std::exception&) {
+                throw UsageError(
+                    "--sweep-ranks takes a comma-separated list of rank counts, e.g. 1,4,16,64");
+            }
+            plans.push_back(make_plan(model, t, 0));
+        }
+    } else {
+        plans.push_back(make_plan(model, o, f.rank));
+    }
+    if (plans.size() == 1) {
+        print_plan(plans[0]);
+    } else {
+        fmt::print("{}: {} parameters, per rank (GB = 1e9 B)\n", model.name, model.params);
+        for (std::size_t i = 0; i < plans.size(); ++i) print_table_row(plans[i], i == 0);
+    }
+    if (!f.json_path.empty()) {
+        nlohmann::json out;
+        if (plans.size() == 1)
+            out = plan_json(plans[0]);
+        else
+            for (const auto& p : plans) out.push_back(plan_json(p));
+        std::ofstream file(f.json_path);
+        check(bool(file),
+              "cannot write --json file '" + f.json_path + "'; check the directory exists");
+        file << out.dump(2) << "\n";
+    }
+    return 0;
+}
+} // namespace
+
+CommandRunner add_plan_command(CLI::App& cmd) {
+    auto f = std::make_shared<PlanFlags>();
+    cmd.add_option("--preset", f->preset,
+                   "tiny, gpt2, gpt2-medium, gpt2-large, gpt2-xl, 7b, 13b, 70b");
+    cmd.add_option("--arch", f->arch, "Architecture for explicit fields: gpt2 | llama");
+    cmd.add_option("--layers", f->layers, "Transformer blocks");
+    cmd.add_option("--hidden", f->hidden, "Hidden size");
+    cmd.add_option("--heads", f->heads, "Attention heads");
+    cmd.add_option("--kv-heads", f->kv_heads, "Key/value heads (GQA / MQA)");
+    cmd.add_option("--ffn", f->ffn, "MLP width (llama)");
+    cmd.add_option("--vocab", f->vocab, "Vocabulary");
+    cmd.add_option("--seq", f->seq, "Sequence length");
+    cmd.add_option("--params", f->params, "A bare parameter count (model states only), e.g. 7.5e9");
+    cmd.add_option("--ranks,-n", f->ranks, "Data-parallel ranks N");
+    cmd.add_option("--nodes", f->nodes, "Nodes (with --gpus-per-node)");
+    cmd.add_option("--gpus-per-node", f->gpus_per_node, "GPUs per node");
+    cmd.add_option("--zero", f->zero, "ZeRO stage 0-3");
+    cmd.add_flag("--offload", f->offload, "Optimizer state and update on the host");
+    cmd.add_option("--precision", f->precision, "fp32 | bf16 | fp16");
+    cmd.add_flag("--no-master", f->no_master,
+                 "Mixed precision without an fp32 master copy (K = 8)");
+    cmd.add_option("--optimizer-states", f->opt_states, "fp32 | bf16 | 8bit (block-wise)");
+    cmd.add_option("--checkpoint", f->checkpoint, "none | all | every:K");
+    cmd.add_option("--micro-batch", f->micro_batch, "Micro-batch per rank");
+    cmd.add_option("--grad-accum", f->grad_accum, "Micro-batches per step");
+    cmd.add_option("--prefetch", f->prefetch, "ZeRO-3: units gathered ahead");
+    cmd.add_option("--gpu", f->gpu, "a100-40 | a100-80 | h100-80 | h200-141 | bytes");
+    cmd.add_flag("--inference", f->inference, "Weights + KV cache instead of training");
+    cmd.add_flag("--compare", f->compare, "Stages 0-3 x offload side by side");
+    cmd.add_option("--sweep-ranks", f->sweep, "Comma-separated rank counts, e.g. 1,4,16,64");
+    cmd.add_option("--rank", f->rank,
+                   "Which rank's traffic to show (ranks differ only in tiny scalar collectives)");
+    cmd.add_option("--json", f->json_path, "Write every number to this JSON file");
+    return [f] { return run_plan(*f); };
+}
+
+} // namespace shardlab

@@ -1,0 +1,274 @@
+// Model states, activations, buffers and traffic, stage by stage (docs/MEMORY.md).
+#include "plan/memory_plan.h"
+
+#include "comm/comm_model.h"
+#include "core/error.h"
+#include "plan/gather_schedule.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace shardlab {
+
+std::uint64_t padded_numel(std::size_t numel, int ranks) {
+    return (std::uint64_t(numel) + ranks - 1) / ranks * ranks;
+}
+
+std::uint64_t param_bytes_per_element(Precision p) {
+    return p == Precision::fp32 ? 4 : 2;
+}
+
+std::uint64_t gpt2_activation_bytes(const GPTConfig& c, int batch, int seq, Precision p,
+                                    CheckpointPolicy ck) {
+    const std::uint64_t S = param_bytes_per_element(p), BT = std::uint64_t(batch) * seq,
+                        d = c.hidden;
+    const std::uint64_t block =
+        S * (15 * BT * d + std::uint64_t(batch) * c.heads * seq * seq) + 4 * BT * 4;
+    const std::uint64_t inputs = (c.layers + 1) * BT * d * S;
+    const std::uint64_t head = BT * d * S + 2 * BT * 4 + BT * std::uint64_t(c.vocab) * S;
+    // Forward: kept blocks accumulate; a checkpointed block exists only while it runs (and again
+    // while it is recomputed in backward, with no more kept blocks live than in forward).
+    std::uint64_t kept = 0, peak = 0;
+    for (int l = 0; l < c.layers; ++l) {
+        if (ck.checkpointed(l))
+            peak = std::max(peak, kept + block);
+        else
+            kept += block;
+    }
+    return inputs + std::max(peak, kept + head);
+}
+
+std::uint64_t generic_activation_bytes(int layers, int hidden, int heads, int batch, int seq,
+                                       Precision p, CheckpointPolicy ck) {
+    const double s = seq, b = batch, h = hidden, a = heads;
+    const double width = p == Precision::fp32 ? 2.0 : 1.0; // the formula is for 16-bit tensors
+    double total = 0;
+    for (int l = 0; l < layers; ++l)
+        total += ck.checkpointed(l) ? 2 * s * b * h : s * b * h * (34 + 5 * a * s / h);
+    return std::uint64_t(std::llround(total * width));
+}
+
+std::uint64_t parse_gpu(const std::string& name) {
+    // Total memory as the CUDA runtime reports it on these cards.
+    if (name == "a100-40") return 42505273344ull;
+    if (name == "a100-80") return 85198045184ull;
+    if (name == "h100-80") return 85520809984ull;
+    if (name == "h200-141") return 150754820096ull;
+    try {
+        std::size_t pos = 0;
+        const double v = std::stod(name, &pos);
+        if (pos == name.size() && v >= 1) return std::uint64_t(std::llround(v));
+    } catch (const std::exception&) {
+    }
+    throw UsageError("unknown GPU '" + name +
+                     "'; use a100-40, a100-80, h100-80, h200-141 or a byte count");
+}
+
+namespace {
+void check_options(const PlanModel& m, const PlanOptions& o) {
+    if (o.ranks < 1) throw UsageError(fmt::format("ranks must be at least 1, got {}", o.ranks));
+    if (o.zero < 0 || o.zero > 3)
+        throw UsageError(fmt::format("--zero {} is not a ZeRO stage; use 0, 1, 2 or 3", o.zero));
+    if (o.micro_batch < 1 || o.grad_accum < 1)
+        throw UsageError("--micro-batch and --grad-accum must be at least 1");
+    if (o.prefetch < 0) throw UsageError("--prefetch must be >= 0");
+    if (o.prefetch > 0 && o.zero != 3)
+        throw UsageError("--prefetch applies to ZeRO-3 only; drop it or use --zero 3");
+    if (o.precision == Precision::fp32 && !o.master)
+        throw UsageError(
+            "--no-master applies to mixed precision; fp32 training has no separate master copy");
+    if (m.arch != Architecture::params_only && (o.seq < 0 || o.seq > m.context))
+        throw UsageError(fmt::format("--seq {} exceeds the model's context {}", o.seq, m.context));
+    if (m.arch == Architecture::params_only && o.inference)
+        throw UsageError("--inference needs the model's shape (layers, hidden, heads) for the KV "
+                         "cache; give a preset or fields");
+}
+
+std::uint64_t moment_bytes(OptimizerStates t, std::uint64_t n) {
+    switch (t) {
+    case OptimizerStates::fp32:
+        return 4 * n;
+    case OptimizerStates::bf16:
+        return 2 * n;
+    case OptimizerStates::int8:
+        return n + (n + 2047) / 2048 * 4; // one fp32 absmax per 2048
+    }
+    return 0;
+}
+
+// Model states per rank (device or host), for the training engine.
+void model_states(const PlanModel& m, const PlanOptions& o, MemoryPlan& mem) {
+    const int N = o.ranks;
+    const std::uint64_t pb = param_bytes_per_element(o.precision), gb = pb;
+    const bool mixed = o.precision != Precision::fp32;
+    const bool has_master = o.offload || (mixed && o.master);
+    std::uint64_t full = 0, owned = 0, owned_moments = 0, max_block = 0;
+    for (std::size_t u = 0; u < m.unit_numel.size(); ++u) {
+        const std::uint64_t P = padded_numel(m.unit_numel[u], N);
+        const std::uint64_t own = o.zero == 0 ? P : P / N;
+        full += P;
+        owned += own;
+        owned_moments += 2 * moment_bytes(o.optimizer_states, own); // m and v, per unit
+        if (int(u) != m.embedding_unit && int(u) != m.final_unit)
+            max_block = std::max(max_block, P);
+    }
+    mem.params = (o.zero == 3 ? owned : full) * pb;
+    if (o.zero <= 1) {
+        mem.grads = full * gb;
+    } else { // the owned shard, plus full unit gradients from first use to reduce-scatter
+        const std::uint64_t emb = padded_numel(m.unit_numel[m.embedding_unit], N);
+        const std::uint64_t fin = padded_numel(m.unit_numel[m.final_unit], N);
+        // A bare parameter count has no units: model states only, as in the ZeRO paper.
+        const std::uint64_t transient =
+            m.arch == Architecture::params_only ? 0 : emb + std::max(fin, max_block);
+        mem.grads = (owned + transient) * gb;
+    }
+    const std::uint64_t master = has_master ? owned * 4 : 0;
+    (o.offload ? mem.host_master : mem.master) = master;
+    (o.offload ? mem.host_optimizer : mem.optimizer) = owned_moments;
+    if (o.offload) mem.host_grads = owned * 4; // the fp32 gradient the host update reads
+}
+
+// Collective scratch (ring reduce-scatter keeps two chunks) and, in stage 3, gathered units.
+void buffers(const PlanModel& m, const PlanOptions& o, MemoryPlan& mem, GatherSimulation* sim) {
+    const int N = o.ranks;
+    const std::uint64_t gb = param_bytes_per_element(o.precision);
+    std::uint64_t scratch = 0;
+    if (m.arch == Architecture::params_only) return; // model states only: no units, no buffers
+    if (N > 1) {
+        scratch = 2 * 4; // the scalar all-reduces: two one-element fp32 chunks
+        for (auto n : m.unit_numel) scratch = std::max(scratch, 2 * padded_numel(n, N) / N * gb);
+    }
+    mem.buffers = scratch;
+    if (o.zero == 3 && sim) mem.buffers += sim->peak_live_bytes;
+}
+
+void add_op(CommPlan& c, const std::string& op, std::uint64_t bytes, std::uint64_t calls) {
+    c.by_op[op] += bytes;
+    c.calls[op] += calls;
+    c.bytes_per_step += bytes;
+}
+
+CommPlan communication(const PlanModel& m, const PlanOptions& o, int rank,
+                       const GatherSimulation* sim) {
+    const int N = o.ranks, A = o.grad_accum;
+    const std::uint64_t pb = param_bytes_per_element(o.precision), gb = pb;
+    CommPlan c;
+    auto sent = [&](CollectiveOp op, std::uint64_t count, std::uint64_t es) {
+        return ring_bytes_sent(op, count, es, N, rank, 0);
+    };
+    const std::size_t units = m.unit_numel.size();
+    for (std::size_t u = 0; u < units; ++u) {
+        const std::uint64_t P = padded_numel(m.unit_numel[u], N);
+        switch (o.zero) {
+        case 0:
+            add_op(c, "allreduce", sent(CollectiveOp::allreduce, P, gb), 1);
+            break;
+        case 1:
+            add_op(c, "reduce_scatter", sent(CollectiveOp::reduce_scatter, P, gb), 1);
+            add_op(c, "allgather", sent(CollectiveOp::allgather, P, pb), 1);
+            break;
+        case 2:
+            add_op(c, "reduce_scatter", A * sent(CollectiveOp::reduce_scatter, P, gb), A);
+            add_op(c, "allgather", sent(CollectiveOp::allgather, P, pb), 1);
+            break;
+        default:
+            add_op(c, "reduce_scatter", A * sent(CollectiveOp::reduce_scatter, P, gb), A);
+            break;
+        }
+    }
+    if (o.zero == 3 && sim)
+        for (int u : sim->gathers)
+            add_op(c, "allgather",
+                   A * sent(CollectiveOp::allgather, padded_numel(m.unit_numel[u], N), pb), A);
+    // The gradient norm and the mean loss: one fp32 each (and the fp16 overflow flag).
+    const int scalars = o.precision == Precision::fp16 ? 3 : 2;
+    add_op(c, "allreduce", scalars * sent(CollectiveOp::allreduce, 1, 4), scalars);
+    if (o.offload) {
+        std::uint64_t owned = 0;
+        for (auto n : m.unit_numel)
+            owned += o.zero == 0 ? padded_numel(n, N) : padded_numel(n, N) / N;
+        c.device_to_host = owned * gb; // gradients of the owned range, once per step
+        c.host_to_device = owned * pb; // updated parameters back
+    }
+    return c;
+}
+
+std::uint64_t device_total(const MemoryPlan& m) {
+    return m.params + m.grads + m.master + m.optimizer + m.activations + m.buffers + m.kv_cache;
+}
+
+Plan plan_once(const PlanModel& model, const PlanOptions& o, int rank) {
+    check_options(model, o);
+    Plan p{model, o, {}, {}, true, 0};
+    const int seq = o.seq ? o.seq : model.context;
+    MemoryPlan& mem = p.memory;
+    if (o.inference) {
+        const std::uint64_t pb = param_bytes_per_element(o.precision);
+        const std::uint64_t kv_hidden = std::uint64_t(model.hidden) / model.heads * model.kv_heads;
+        mem.params = model.params * pb;
+        mem.kv_cache = 2ull * model.layers * o.micro_batch * seq * kv_hidden * pb;
+    } else {
+        model_states(model, o, mem);
+        GatherSimulation sim;
+        const bool has_units = model.arch != Architecture::params_only;
+        if (o.zero == 3 && has_units) {
+            std::vector<std::uint64_t> unit_bytes;
+            for (auto n : model.unit_numel)
+                unit_bytes.push_back(padded_numel(n, o.ranks) *
+                                     param_bytes_per_element(o.precision));
+            sim = simulate_gathers(step_schedule(model.layers), unit_bytes, o.prefetch);
+        } else if (o.zero ==
+                   3) { // a bare parameter count: forward and backward each gather everything once
+            sim.gathers = {0, 0};
+        }
+        buffers(model, o, mem, o.zero == 3 ? &sim : nullptr);
+        p.comm = communication(model, o, rank, o.zero == 3 ? &sim : nullptr);
+        if (model.arch != Architecture::params_only) {
+            mem.activations_generic =
+                generic_activation_bytes(model.layers, model.hidden, model.heads, o.micro_batch,
+                                         seq, o.precision, o.checkpoint);
+            mem.activations_exact = model.arch == Architecture::gpt2;
+            mem.activations = mem.activations_exact
+                                  ? gpt2_activation_bytes(model.gpt2_config(), o.micro_batch, seq,
+                                                          o.precision, o.checkpoint)
+                                  : mem.activations_generic;
+        }
+    }
+    mem.device_total = device_total(mem);
+    mem.host_total = mem.host_grads + mem.host_master + mem.host_optimizer;
+    if (o.gpu_bytes) p.fits = mem.device_total <= o.gpu_bytes;
+    return p;
+}
+} // namespace
+
+Plan make_plan(const PlanModel& model, const PlanOptions& o, int rank) {
+    Plan p = plan_once(model, o, rank);
+    if (!o.inference) {
+        PlanOptions dp = o;
+        dp.zero = 0;
+        dp.offload = false;
+        dp.prefetch = 0;
+        const std::uint64_t base = plan_once(model, dp, rank).comm.bytes_per_step;
+        p.comm.ratio_to_dp = base ? double(p.comm.bytes_per_step) / double(base) : 0.0;
+    }
+    if (o.gpu_bytes && model.arch != Architecture::params_only) { // largest micro-batch that fits
+        int lo = 0, hi = 1;
+        auto fits = [&](int b) {
+            PlanOptions t = o;
+            t.micro_batch = b;
+            return plan_once(model, t, rank).memory.device_total <= o.gpu_bytes;
+        };
+        while (hi <= (1 << 16) && fits(hi)) lo = hi, hi *= 2;
+        while (hi - lo > 1) {
+            const int mid = (lo + hi) / 2;
+            (fits(mid) ? lo : hi) = mid;
+        }
+        p.max_micro_batch = lo;
+    }
+    return p;
+}
+
+} // namespace shardlab

@@ -1,0 +1,87 @@
+// The analytical memory and communication model: for a model, a rank count and a training
+// configuration, the bytes each rank holds (per category, device and host) and sends per step
+// (per collective). It describes exactly what shardlab's ZeRO engine does — units padded to a
+// multiple of N, the gather schedule of plan/gather_schedule.h, the activations GPTModel keeps —
+// so a training report can hold measurement against it byte for byte. docs/MEMORY.md derives
+// every line.
+#pragma once
+
+#include "model/gpt_model.h"
+#include "model/precision.h"
+#include "plan/plan_model.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace shardlab {
+
+enum class OptimizerStates {
+    fp32,
+    bf16,
+    int8
+}; // m and v; int8 is block-wise (2048) with fp32 scales
+
+struct PlanOptions {
+    int ranks = 1;
+    int zero = 0;
+    bool offload = false;
+    Precision precision = Precision::bf16;
+    bool master = true; // fp32 master weights in mixed precision (K = 12); false: K = 8
+    OptimizerStates optimizer_states = OptimizerStates::fp32;
+    CheckpointPolicy checkpoint{};
+    int micro_batch = 1;
+    int seq = 0; // 0: the model's context
+    int grad_accum = 1;
+    int prefetch = 0; // ZeRO-3: units gathered ahead of use
+    bool inference = false;
+    std::uint64_t gpu_bytes = 0; // 0: no GPU given
+    std::string gpu_name;
+};
+
+struct MemoryPlan {
+    // Device (or, on the CPU backend, the device arena), per category: the peak of each.
+    std::uint64_t params = 0, grads = 0, master = 0, optimizer = 0, activations = 0, buffers = 0,
+                  kv_cache = 0;
+    // Host arena (offload): master, m and v, and the fp32 gradient of the owned range.
+    std::uint64_t host_grads = 0, host_master = 0, host_optimizer = 0;
+    std::uint64_t activations_generic = 0; // s·b·h·(34 + 5as/h) per layer (16-bit)
+    bool activations_exact = false;        // activations is the implementation-exact count
+    std::uint64_t device_total = 0, host_total = 0;
+};
+
+struct CommPlan {
+    std::map<std::string, std::uint64_t> by_op; // bytes this rank sends per step, per collective
+    std::uint64_t bytes_per_step = 0;
+    std::map<std::string, std::uint64_t> calls;           // calls per step, per collective
+    std::uint64_t host_to_device = 0, device_to_host = 0; // offload traffic per step
+    double ratio_to_dp = 0;                               // bytes_per_step / stage 0's
+};
+
+struct Plan {
+    PlanModel model;
+    PlanOptions options;
+    MemoryPlan memory;
+    CommPlan comm;
+    bool fits = true;
+    int max_micro_batch = 0; // largest that fits the GPU; 0 when none does or no GPU given
+};
+
+// Throws UsageError on options that contradict each other or the model.
+Plan make_plan(const PlanModel& model, const PlanOptions& options, int rank = 0);
+
+// Pieces the engine and tests use directly.
+std::uint64_t padded_numel(std::size_t numel, int ranks);
+std::uint64_t param_bytes_per_element(Precision p);
+// GPTModel's activation peak for one micro-batch (implementation-exact; GPT-2 architecture).
+std::uint64_t gpt2_activation_bytes(const GPTConfig& c, int batch, int seq, Precision p,
+                                    CheckpointPolicy ck);
+// The generic per-model formula: per layer s·b·h·(34 + 5·a·s/h) bytes at 16 bits (x2 for fp32),
+// 2·s·b·h for a checkpointed layer.
+std::uint64_t generic_activation_bytes(int layers, int hidden, int heads, int batch, int seq,
+                                       Precision p, CheckpointPolicy ck);
+// Named GPU capacities: a100-40, a100-80, h100-80, h200-141; or a byte count ("80e9",
+// "85899345920").
+std::uint64_t parse_gpu(const std::string& name);
+
+} // namespace shardlab

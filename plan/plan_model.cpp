@@ -1,0 +1,72 @@
+// Parameter counts and units per architecture.
+#include "plan/plan_model.h"
+
+#include "core/error.h"
+#include "model/param_layout.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+namespace shardlab {
+
+GPTConfig PlanModel::gpt2_config() const {
+    return GPTConfig{vocab, context, layers, hidden, heads, kv_heads};
+}
+
+PlanModel plan_model_from_gpt2(const GPTConfig& c, const std::string& name) {
+    c.validate();
+    PlanModel m{name,    Architecture::gpt2, c.layers, c.hidden, c.heads, c.kv_heads, c.ffn(),
+                c.vocab, c.context,          0,        {},       0,       0};
+    const ParamLayout layout(c);
+    for (const auto& u : layout.units()) m.unit_numel.push_back(u.numel);
+    m.params = layout.total_numel();
+    m.final_unit = layout.final_unit();
+    return m;
+}
+
+PlanModel plan_model_llama(int L, int d, int H, int Hkv, int ffn, int V, int T,
+                           const std::string& name) {
+    if (L <= 0 || d <= 0 || H <= 0 || Hkv <= 0 || ffn <= 0 || V <= 0 || T <= 0)
+        throw UsageError("every model field must be positive");
+    if (d % H != 0) throw UsageError(fmt::format("hidden {} is not divisible by heads {}", d, H));
+    if (H % Hkv != 0)
+        throw UsageError(
+            fmt::format("kv-heads {} does not divide heads {}; use a divisor of {}", Hkv, H, H));
+    PlanModel m{name, Architecture::llama, L, d, H, Hkv, ffn, V, T, 0, {}, 0, 0};
+    const std::size_t D = d, kv = std::size_t(d) / H * Hkv;
+    const std::size_t block =
+        2 * D * D + 2 * D * kv + 3 * D * std::size_t(ffn) + 2 * D; // q,o,k,v,mlp,norms
+    m.unit_numel.push_back(std::size_t(V) * D);                    // token embedding
+    for (int i = 0; i < L; ++i) m.unit_numel.push_back(block);
+    m.unit_numel.push_back(D + std::size_t(V) * D); // final norm + untied output head
+    m.final_unit = L + 1;
+    for (auto n : m.unit_numel) m.params += n;
+    return m;
+}
+
+PlanModel plan_model_params_only(double params) {
+    if (!(params >= 1) || params > 1e15)
+        throw UsageError(
+            fmt::format("--params {} is not a usable parameter count; give e.g. 7.5e9", params));
+    PlanModel m;
+    m.name = fmt::format("{:.3g} params", params);
+    m.arch = Architecture::params_only;
+    m.params = std::size_t(std::llround(params));
+    m.unit_numel = {m.params};
+    return m;
+}
+
+PlanModel plan_model_preset(const std::string& name) {
+    if (name == "7b") return plan_model_llama(32, 4096, 32, 32, 11008, 32000, 4096, name);
+    if (name == "13b") return plan_model_llama(40, 5120, 40, 40, 13824, 32000, 4096, name);
+    if (name == "70b") return plan_model_llama(80, 8192, 64, 8, 28672, 32000, 4096, name);
+    try {
+        return plan_model_from_gpt2(gpt_preset(name), name);
+    } catch (const UsageError&) {
+        throw UsageError("unknown preset '" + name +
+                         "'; use tiny, gpt2, gpt2-medium, gpt2-large, gpt2-xl, 7b, 13b or 70b");
+    }
+}
+
+} // namespace shardlab

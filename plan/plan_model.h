@@ -1,0 +1,35 @@
+// What the plan is asked about: a model's architecture (a GPT-2 or llama-style preset, explicit
+// fields, or a bare parameter count), reduced to what memory and traffic depend on — the
+// parameter count, the sharding units, and the shapes activations and KV cache scale with.
+#pragma once
+
+#include "model/gpt_config.h"
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace shardlab {
+
+enum class Architecture { gpt2, llama, params_only };
+
+struct PlanModel {
+    std::string name;
+    Architecture arch = Architecture::gpt2;
+    int layers = 0, hidden = 0, heads = 0, kv_heads = 0, ffn = 0, vocab = 0, context = 0;
+    std::size_t params = 0;                 // Ψ
+    std::vector<std::size_t> unit_numel;    // sharding units in order (one unit when params_only)
+    int embedding_unit = 0, final_unit = 0; // indices into unit_numel (equal when params_only)
+
+    GPTConfig gpt2_config() const; // only for Architecture::gpt2
+};
+
+// gpt2, gpt2-medium, gpt2-large, gpt2-xl, tiny (GPT-2 architecture); 7b, 13b, 70b (llama-2).
+PlanModel plan_model_preset(const std::string& name);
+PlanModel plan_model_from_gpt2(const GPTConfig& c, const std::string& name);
+// Llama-style: untied head, SwiGLU MLP (3 matrices of d x ffn), RMSNorm, grouped KV heads.
+PlanModel plan_model_llama(int layers, int hidden, int heads, int kv_heads, int ffn, int vocab,
+                           int context, const std::string& name);
+PlanModel plan_model_params_only(double params);
+
+} // namespace shardlab

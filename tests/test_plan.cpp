@@ -1,0 +1,174 @@
+// The plan model, pinned against numbers worked out by hand in the comments (not by calling the
+// formulas again): the ZeRO paper's per-device table, padding, activations, KV cache, traffic.
+// And the implementation-exact activation model against what the MemoryTracker measures.
+#include "core/error.h"
+#include "model/gpt_init.h"
+#include "plan/gather_schedule.h"
+#include "plan/memory_plan.h"
+
+#include <gtest/gtest.h>
+
+using namespace shardlab;
+
+namespace {
+PlanOptions opts(int ranks, int zero, bool offload = false) {
+    PlanOptions o;
+    o.ranks = ranks;
+    o.zero = zero;
+    o.offload = offload;
+    return o;
+}
+std::uint64_t model_states(const Plan& p) {
+    const MemoryPlan& m = p.memory;
+    return m.params + m.grads + m.master + m.optimizer;
+}
+} // namespace
+
+TEST(Plan, ZeroPaperTableFor7Point5BOn64Ranks) {
+    // Psi = 7.5e9, N = 64, K = 12, bf16: 16 Psi; 4 Psi + 12 Psi/N; 2 Psi + 14 Psi/N; 16 Psi/N.
+    const PlanModel m = plan_model_params_only(7.5e9);
+    EXPECT_EQ(model_states(make_plan(m, opts(64, 0))), 120000000000u);
+    EXPECT_EQ(model_states(make_plan(m, opts(64, 1))), 30000000000u + 1406250000u);
+    EXPECT_EQ(model_states(make_plan(m, opts(64, 2))), 15000000000u + 1640625000u);
+    EXPECT_EQ(model_states(make_plan(m, opts(64, 3))), 1875000000u);
+    // Offload moves master, m, v (12 Psi/N) and the fp32 gradient (4 Psi/N) to the host.
+    const Plan off = make_plan(m, opts(64, 3, true));
+    EXPECT_EQ(off.memory.host_total, 1406250000u + 468750000u);
+    EXPECT_EQ(off.memory.device_total, 234375000u + 234375000u);
+}
+
+TEST(Plan, TrafficPerStepMatchesTheRingFormulas) {
+    // 2(N-1)/N Psi * 2 B = 29,531,250,000 for stages 0-2, 3(N-1)/N Psi * 2 B = 44,296,875,000 for
+    // stage 3; plus, on rank 0, two one-float all-reduces of 4 B each (0 in the reduce-scatter, 4
+    // in the all-gather: rank 0 holds the only non-empty chunk).
+    const PlanModel m = plan_model_params_only(7.5e9);
+    for (int zero : {0, 1, 2})
+        EXPECT_EQ(make_plan(m, opts(64, zero)).comm.bytes_per_step, 29531250000u + 8) << zero;
+    const Plan z3 = make_plan(m, opts(64, 3));
+    EXPECT_EQ(z3.comm.bytes_per_step, 44296875000u + 8);
+    EXPECT_NEAR(z3.comm.ratio_to_dp, 1.5, 1e-9);
+    // Rank N-1 holds no chunk of the scalars and its right neighbour (rank 0) does: 4 B in the
+    // reduce-scatter, 0 in the all-gather.
+    EXPECT_EQ(make_plan(m, opts(64, 0), 63).comm.bytes_per_step, 29531250000u + 8);
+    EXPECT_EQ(make_plan(m, opts(1, 3)).comm.bytes_per_step, 0u); // N = 1 sends nothing
+}
+
+TEST(Plan, UnevenUnitsArePaddedToAMultipleOfN) {
+    // tiny: embeddings 2 * 256 * 256 = 131072, blocks 12*256^2 + 13*256 = 789760, ln_f 512.
+    // N = 3 pads them to 131073, 789762, 513: stage-3 bf16 params per rank
+    // (131073 + 4 * 789762 + 513) / 3 * 2 = 2,193,756 B.
+    PlanModel m = plan_model_preset("tiny");
+    ASSERT_EQ(m.unit_numel.size(), 6u);
+    EXPECT_EQ(m.unit_numel[0], 131072u);
+    EXPECT_EQ(m.unit_numel[1], 789760u);
+    EXPECT_EQ(m.unit_numel[5], 512u);
+    const Plan p = make_plan(m, opts(3, 3));
+    EXPECT_EQ(p.memory.params, 2193756u);
+    // Shards of 1 element when N exceeds a unit: ln_f (512) on 1024 ranks pads to 1024.
+    EXPECT_EQ(padded_numel(512, 1024), 1024u);
+    EXPECT_EQ(padded_numel(0, 4), 0u);
+}
+
+TEST(Plan, ActivationFormulas) {
+    // Generic, GPT-2 small at s = 1024, b = 1: per layer 1024 * 768 * (34 + 5 * 12 * 1024 / 768)
+    // = 89,653,248 B; 12 layers = 1,075,838,976; full recompute 2 * 1024 * 768 * 12 = 18,874,368.
+    EXPECT_EQ(generic_activation_bytes(12, 768, 12, 1, 1024, Precision::bf16, {0}), 1075838976u);
+    EXPECT_EQ(generic_activation_bytes(12, 768, 12, 1, 1024, Precision::bf16, {1}), 18874368u);
+    EXPECT_EQ(generic_activation_bytes(12, 768, 12, 1, 1024, Precision::fp32, {0}),
+              2 * 1075838976u);
+    // every:2 checkpoints blocks 0, 2, ...: 6 full layers + 6 recomputed.
+    EXPECT_EQ(generic_activation_bytes(12, 768, 12, 1, 1024, Precision::bf16, {2}),
+              6 * 89653248u + 6 * 1572864u);
+}
+
+TEST(Plan, ExactActivationsEqualWhatTheTrackerMeasures) {
+    for (const GPTConfig c : {GPTConfig{64, 16, 3, 32, 4, 4}, GPTConfig{96, 24, 5, 48, 3, 3}})
+        for (int every : {0, 1, 2, 3})
+            for (Precision p : {Precision::fp32, Precision::bf16}) {
+                MemoryTracker tracker(Device::cpu());
+                const ParamLayout layout(c);
+                const int B = 3, T = c.context - 1;
+                std::vector<std::uint16_t> in(B * T), tg(B * T);
+                for (int i = 0; i < B * T; ++i)
+                    in[i] = std::uint16_t(i % c.vocab), tg[i] = std::uint16_t((i + 1) % c.vocab);
+                with_storage_type(p, [&]<typename T_>() {
+                    ResidentParams params(layout, dtype_of<T_>(), tracker);
+                    GPTModel<T_> model(c, B, T, {every}, tracker);
+                    model.forward_backward(params, in.data(), tg.data(), 1.0f);
+                });
+                EXPECT_EQ(tracker.peak(Category::activations),
+                          gpt2_activation_bytes(c, B, T, p, {every}))
+                    << "layers " << c.layers << " every " << every;
+            }
+}
+
+TEST(Plan, LlamaPresetsAndKvCache) {
+    EXPECT_EQ(plan_model_preset("7b").params, 6738415616u); // the published llama-2 counts
+    EXPECT_EQ(plan_model_preset("13b").params, 13015864320u);
+    EXPECT_EQ(plan_model_preset("70b").params, 68976648192u);
+    // 70b, GQA with 8 KV heads of 128: 2 * 80 layers * 4096 tokens * 1024 * 2 B = 1,342,177,280.
+    PlanOptions o;
+    o.inference = true;
+    const Plan p = make_plan(plan_model_preset("70b"), o);
+    EXPECT_EQ(p.memory.kv_cache, 1342177280u);
+    EXPECT_EQ(p.memory.params, 2 * 68976648192u);
+}
+
+TEST(Plan, OptimizerStateFormatsAndNoMaster) {
+    // 1,000,000 params, N = 1: 8-bit moments take n + ceil(n / 2048) * 4 = 1,001,956 B each.
+    PlanOptions o;
+    o.optimizer_states = OptimizerStates::int8;
+    Plan p = make_plan(plan_model_params_only(1e6), o);
+    EXPECT_EQ(p.memory.optimizer, 2 * 1001956u);
+    o.optimizer_states = OptimizerStates::fp32;
+    o.master = false; // K = 8: bf16 params, bf16 grads, fp32 m and v
+    EXPECT_EQ(model_states(make_plan(plan_model_params_only(1e6), o)), 12000000u);
+    o.master = true;
+    o.precision = Precision::fp32; // 4 + 4 + 8 = 16 bytes per parameter
+    EXPECT_EQ(model_states(make_plan(plan_model_params_only(1e6), o)), 16000000u);
+}
+
+TEST(Plan, FitsAndLargestMicroBatch) {
+    PlanOptions o;
+    o.gpu_bytes = parse_gpu("h100-80");
+    o.checkpoint = {1};
+    const Plan p = make_plan(plan_model_preset("gpt2"), o);
+    EXPECT_TRUE(p.fits);
+    ASSERT_GT(p.max_micro_batch, 1);
+    PlanOptions at = o;
+    at.micro_batch = p.max_micro_batch;
+    EXPECT_LE(make_plan(plan_model_preset("gpt2"), at).memory.device_total, o.gpu_bytes);
+    at.micro_batch = p.max_micro_batch + 1;
+    EXPECT_GT(make_plan(plan_model_preset("gpt2"), at).memory.device_total, o.gpu_bytes);
+    EXPECT_FALSE(make_plan(plan_model_params_only(7e9),
+                           [] {
+                               PlanOptions x;
+                               x.gpu_bytes = parse_gpu("a100-40");
+                               return x;
+                           }())
+                     .fits);
+}
+
+TEST(Plan, Stage3GatherScheduleMoves3PsiLessLnF) {
+    // Forward gathers every unit once and the embeddings again for the tied head; backward
+    // gathers the blocks only: L=2 -> 0 1 2 3 0 2 1.
+    const auto sim = simulate_gathers(step_schedule(2), {10, 20, 20, 1}, 0);
+    EXPECT_EQ(sim.gathers, (std::vector<int>{0, 1, 2, 3, 0, 2, 1}));
+    EXPECT_EQ(sim.peak_live_bytes, 20u); // one block at a time; at the head ln_f + embeddings = 11
+    const auto pre = simulate_gathers(step_schedule(2), {10, 20, 20, 1}, 1);
+    EXPECT_EQ(pre.gathers, (std::vector<int>{0, 1, 2, 3, 0, 2, 1}));
+    EXPECT_EQ(pre.peak_live_bytes, 40u); // a block and the next one
+}
+
+TEST(Plan, BadInputIsAClearError) {
+    EXPECT_THROW(plan_model_preset("gpt9"), UsageError);
+    EXPECT_THROW(plan_model_llama(2, 64, 8, 3, 128, 100, 16, "x"),
+                 UsageError); // 3 does not divide 8
+    EXPECT_THROW(plan_model_params_only(-5), UsageError);
+    EXPECT_THROW(make_plan(plan_model_preset("tiny"), opts(4, 5)), UsageError);
+    PlanOptions o = opts(2, 2);
+    o.prefetch = 1;
+    EXPECT_THROW(make_plan(plan_model_preset("tiny"), o), UsageError);
+    EXPECT_THROW(parse_gpu("tpu-v5"), UsageError);
+    EXPECT_EQ(parse_gpu("80e9"), 80000000000u);
+}
