@@ -133,16 +133,21 @@ std::string gb(std::uint64_t b) {
 void print_plan(const Plan& p) {
     const MemoryPlan& m = p.memory;
     const PlanOptions& o = p.options;
-    fmt::print(
-        "{}: {} parameters; {} rank(s), ZeRO-{}{}, {}{}, micro-batch {} x {}, checkpoint {}\n\n",
-        p.model.name, p.model.params, o.ranks, o.zero, o.offload ? " + offload" : "",
-        o.inference ? "inference " : "",
-        o.precision == Precision::fp32 ? "fp32"
-                                       : (o.precision == Precision::bf16 ? "bf16" : "fp16"),
-        o.micro_batch, o.seq ? o.seq : p.model.context,
-        o.checkpoint.every == 0   ? "none"
-        : o.checkpoint.every == 1 ? "all"
-                                  : fmt::format("every:{}", o.checkpoint.every));
+    if (p.model.arch == Architecture::params_only)
+        fmt::print("{}: {} parameters (model states only); {} rank(s), ZeRO-{}{}\n\n", p.model.name,
+                   p.model.params, o.ranks, o.zero, o.offload ? " + offload" : "");
+    else
+        fmt::print("{}: {} parameters; {} rank(s), ZeRO-{}{}, {}{}, micro-batch {} x {}, "
+                   "checkpoint {}\n\n",
+                   p.model.name, p.model.params, o.ranks, o.zero, o.offload ? " + offload" : "",
+                   o.inference ? "inference " : "",
+                   o.precision == Precision::fp32
+                       ? "fp32"
+                       : (o.precision == Precision::bf16 ? "bf16" : "fp16"),
+                   o.micro_batch, o.seq ? o.seq : p.model.context,
+                   o.checkpoint.every == 0   ? "none"
+                   : o.checkpoint.every == 1 ? "all"
+                                             : fmt::format("every:{}", o.checkpoint.every));
     fmt::print("per rank, device:            bytes\n");
     auto row = [](const char* name, std::uint64_t b) {
         fmt::print("  {:<24} {:>16}  {}\n", name, b, gb(b));

@@ -20,6 +20,13 @@ class LossScaler {
     // Records a step's outcome; returns true when the update should be applied.
     bool update(bool found_overflow);
     long skipped() const { return skipped_; }
+    int good_steps() const { return good_steps_; }
+    // Resume: continue exactly where a saved run stopped.
+    void restore(float scale, int good_steps, long skipped) {
+        scale_ = scale;
+        good_steps_ = good_steps;
+        skipped_ = skipped;
+    }
 
   private:
     float scale_;

@@ -6,16 +6,16 @@
 
 namespace shardlab {
 
-std::vector<GatherEvent> step_schedule(int layers) {
+std::vector<GatherEvent> step_schedule(int layers, bool tied_head) {
     const int emb = 0, fin = layers + 1;
     std::vector<GatherEvent> s;
     s.push_back({emb, true});
     s.push_back({emb, false});
     for (int l = 1; l <= layers; ++l) s.push_back({l, true}), s.push_back({l, false});
     s.push_back({fin, true});
-    s.push_back({emb, true});
+    if (tied_head) s.push_back({emb, true});
     s.push_back({fin, false}); // after the head's backward
-    s.push_back({emb, false});
+    if (tied_head) s.push_back({emb, false});
     for (int l = layers; l >= 1; --l) s.push_back({l, true}), s.push_back({l, false});
     return s;
 }

@@ -3,9 +3,10 @@
 // follows this schedule and the plan simulates it, so predicted gathers and gathered-unit memory
 // are the engine's by construction.
 //
-// One micro-batch: forward embeddings, blocks 0..L-1, ln_f, embeddings again (the tied head);
-// backward blocks L-1..0 (the head's backward follows its forward at once, so ln_f and the
-// embeddings are still live; embedding backward needs only gradients).
+// One micro-batch: forward embeddings, blocks 0..L-1, the final unit, and — when the output head
+// is tied to the token embedding (GPT-2) — the embeddings again; backward blocks L-1..0 (the
+// head's backward follows its forward at once, so those units are still live; embedding
+// backward needs only gradients).
 #pragma once
 
 #include <cstdint>
@@ -19,7 +20,7 @@ struct GatherEvent {
 };
 
 // Units: 0 = embeddings, 1..layers = blocks, layers + 1 = ln_f.
-std::vector<GatherEvent> step_schedule(int layers);
+std::vector<GatherEvent> step_schedule(int layers, bool tied_head = true);
 
 struct GatherSimulation {
     std::vector<int> gathers;          // unit of each AllGather, in order

@@ -44,9 +44,14 @@ std::uint64_t generic_activation_bytes(int layers, int hidden, int heads, int ba
                                        Precision p, CheckpointPolicy ck) {
     const double s = seq, b = batch, h = hidden, a = heads;
     const double width = p == Precision::fp32 ? 2.0 : 1.0; // the formula is for 16-bit tensors
+    const double full = s * b * h * (34 + 5 * a * s / h);
     double total = 0;
-    for (int l = 0; l < layers; ++l)
-        total += ck.checkpointed(l) ? 2 * s * b * h : s * b * h * (34 + 5 * a * s / h);
+    bool recomputes = false;
+    for (int l = 0; l < layers; ++l) {
+        total += ck.checkpointed(l) ? 2 * s * b * h : full;
+        recomputes = recomputes || ck.checkpointed(l);
+    }
+    if (recomputes) total += full; // the one layer being recomputed in backward
     return std::uint64_t(std::llround(total * width));
 }
 
@@ -79,6 +84,12 @@ void check_options(const PlanModel& m, const PlanOptions& o) {
     if (o.precision == Precision::fp32 && !o.master)
         throw UsageError(
             "--no-master applies to mixed precision; fp32 training has no separate master copy");
+    if (o.offload && !o.master)
+        throw UsageError(
+            "--offload keeps an fp32 master copy on the host; drop --no-master or --offload");
+    if (o.inference && (o.zero != 0 || o.offload))
+        throw UsageError(
+            "--inference models one full replica of the weights per rank; drop --zero / --offload");
     if (m.arch != Architecture::params_only && (o.seq < 0 || o.seq > m.context))
         throw UsageError(fmt::format("--seq {} exceeds the model's context {}", o.seq, m.context));
     if (m.arch == Architecture::params_only && o.inference)
@@ -120,9 +131,13 @@ void model_states(const PlanModel& m, const PlanOptions& o, MemoryPlan& mem) {
     } else { // the owned shard, plus full unit gradients from first use to reduce-scatter
         const std::uint64_t emb = padded_numel(m.unit_numel[m.embedding_unit], N);
         const std::uint64_t fin = padded_numel(m.unit_numel[m.final_unit], N);
-        // A bare parameter count has no units: model states only, as in the ZeRO paper.
-        const std::uint64_t transient =
-            m.arch == Architecture::params_only ? 0 : emb + std::max(fin, max_block);
+        // A bare parameter count has no units: model states only, as in the ZeRO paper. A tied
+        // head writes the embedding gradient first and embedding backward last, so it lives
+        // through the whole backward; untied, each unit's gradient lives alone.
+        std::uint64_t transient = 0;
+        if (m.arch != Architecture::params_only)
+            transient =
+                m.tied_head ? emb + std::max(fin, max_block) : std::max({emb, fin, max_block});
         mem.grads = (owned + transient) * gb;
     }
     const std::uint64_t master = has_master ? owned * 4 : 0;
@@ -219,7 +234,8 @@ Plan plan_once(const PlanModel& model, const PlanOptions& o, int rank) {
             for (auto n : model.unit_numel)
                 unit_bytes.push_back(padded_numel(n, o.ranks) *
                                      param_bytes_per_element(o.precision));
-            sim = simulate_gathers(step_schedule(model.layers), unit_bytes, o.prefetch);
+            sim = simulate_gathers(step_schedule(model.layers, model.tied_head), unit_bytes,
+                                   o.prefetch);
         } else if (o.zero ==
                    3) { // a bare parameter count: forward and backward each gather everything once
             sim.gathers = {0, 0};

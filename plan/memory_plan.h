@@ -77,7 +77,7 @@ std::uint64_t param_bytes_per_element(Precision p);
 std::uint64_t gpt2_activation_bytes(const GPTConfig& c, int batch, int seq, Precision p,
                                     CheckpointPolicy ck);
 // The generic per-model formula: per layer s·b·h·(34 + 5·a·s/h) bytes at 16 bits (x2 for fp32),
-// 2·s·b·h for a checkpointed layer.
+// 2·s·b·h for a checkpointed layer, plus one full layer while it is recomputed.
 std::uint64_t generic_activation_bytes(int layers, int hidden, int heads, int batch, int seq,
                                        Precision p, CheckpointPolicy ck);
 // Named GPU capacities: a100-40, a100-80, h100-80, h200-141; or a byte count ("80e9",

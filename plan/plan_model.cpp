@@ -41,6 +41,7 @@ PlanModel plan_model_llama(int L, int d, int H, int Hkv, int ffn, int V, int T,
     for (int i = 0; i < L; ++i) m.unit_numel.push_back(block);
     m.unit_numel.push_back(D + std::size_t(V) * D); // final norm + untied output head
     m.final_unit = L + 1;
+    m.tied_head = false;
     for (auto n : m.unit_numel) m.params += n;
     return m;
 }

@@ -20,6 +20,7 @@ struct PlanModel {
     std::size_t params = 0;                 // Ψ
     std::vector<std::size_t> unit_numel;    // sharding units in order (one unit when params_only)
     int embedding_unit = 0, final_unit = 0; // indices into unit_numel (equal when params_only)
+    bool tied_head = true;                  // GPT-2 ties the output head to the token embedding
 
     GPTConfig gpt2_config() const; // only for Architecture::gpt2
 };

@@ -71,14 +71,16 @@ TEST(Plan, UnevenUnitsArePaddedToAMultipleOfN) {
 
 TEST(Plan, ActivationFormulas) {
     // Generic, GPT-2 small at s = 1024, b = 1: per layer 1024 * 768 * (34 + 5 * 12 * 1024 / 768)
-    // = 89,653,248 B; 12 layers = 1,075,838,976; full recompute 2 * 1024 * 768 * 12 = 18,874,368.
+    // = 89,653,248 B; 12 layers = 1,075,838,976. Full recompute keeps 2 * 1024 * 768 per layer
+    // (18,874,368 for 12) plus the one layer being recomputed (89,653,248).
     EXPECT_EQ(generic_activation_bytes(12, 768, 12, 1, 1024, Precision::bf16, {0}), 1075838976u);
-    EXPECT_EQ(generic_activation_bytes(12, 768, 12, 1, 1024, Precision::bf16, {1}), 18874368u);
+    EXPECT_EQ(generic_activation_bytes(12, 768, 12, 1, 1024, Precision::bf16, {1}),
+              18874368u + 89653248u);
     EXPECT_EQ(generic_activation_bytes(12, 768, 12, 1, 1024, Precision::fp32, {0}),
               2 * 1075838976u);
-    // every:2 checkpoints blocks 0, 2, ...: 6 full layers + 6 recomputed.
+    // every:2 checkpoints blocks 0, 2, ...: 6 full layers, 6 inputs, one layer recomputing.
     EXPECT_EQ(generic_activation_bytes(12, 768, 12, 1, 1024, Precision::bf16, {2}),
-              6 * 89653248u + 6 * 1572864u);
+              7 * 89653248u + 6 * 1572864u);
 }
 
 TEST(Plan, ExactActivationsEqualWhatTheTrackerMeasures) {
@@ -160,6 +162,18 @@ TEST(Plan, Stage3GatherScheduleMoves3PsiLessLnF) {
     EXPECT_EQ(pre.peak_live_bytes, 40u); // a block and the next one
 }
 
+TEST(Plan, UntiedHeadGathersTheEmbeddingsOnce) {
+    // llama: L=2 -> forward 0 1 2 3, backward 2 1; no second gather of the embeddings.
+    const auto sim = simulate_gathers(step_schedule(2, false), {10, 20, 20, 30}, 0);
+    EXPECT_EQ(sim.gathers, (std::vector<int>{0, 1, 2, 3, 2, 1}));
+    // 7b at ZeRO-3 on 8 ranks: the gradient transient is the largest single unit (the final
+    // unit: norm 4096 + head 32000 * 4096 = 131,076,096 elements, padded to 131,076,096).
+    PlanOptions o = opts(8, 3);
+    const Plan p = make_plan(plan_model_preset("7b"), o);
+    const std::uint64_t owned = p.memory.params / 2;
+    EXPECT_EQ(p.memory.grads, (owned + 131076096u) * 2);
+}
+
 TEST(Plan, BadInputIsAClearError) {
     EXPECT_THROW(plan_model_preset("gpt9"), UsageError);
     EXPECT_THROW(plan_model_llama(2, 64, 8, 3, 128, 100, 16, "x"),
@@ -170,5 +184,11 @@ TEST(Plan, BadInputIsAClearError) {
     o.prefetch = 1;
     EXPECT_THROW(make_plan(plan_model_preset("tiny"), o), UsageError);
     EXPECT_THROW(parse_gpu("tpu-v5"), UsageError);
+    PlanOptions off = opts(2, 3, true);
+    off.master = false;
+    EXPECT_THROW(make_plan(plan_model_preset("gpt2"), off), UsageError);
+    PlanOptions inf = opts(2, 3);
+    inf.inference = true;
+    EXPECT_THROW(make_plan(plan_model_preset("gpt2"), inf), UsageError);
     EXPECT_EQ(parse_gpu("80e9"), 80000000000u);
 }
