@@ -166,12 +166,12 @@ TEST(Plan, UntiedHeadGathersTheEmbeddingsOnce) {
     // llama: L=2 -> forward 0 1 2 3, backward 2 1; no second gather of the embeddings.
     const auto sim = simulate_gathers(step_schedule(2, false), {10, 20, 20, 30}, 0);
     EXPECT_EQ(sim.gathers, (std::vector<int>{0, 1, 2, 3, 2, 1}));
-    // 7b at ZeRO-3 on 8 ranks: the gradient transient is the largest single unit (the final
-    // unit: norm 4096 + head 32000 * 4096 = 131,076,096 elements, padded to 131,076,096).
-    PlanOptions o = opts(8, 3);
-    const Plan p = make_plan(plan_model_preset("7b"), o);
+    // 7b at ZeRO-3 on 8 ranks: untied, each unit's gradient lives alone, so the transient is the
+    // largest unit: a block, 2*4096^2 (q, o) + 2*4096^2 (k, v) + 3*4096*11008 + 2*4096 =
+    // 202,383,360 elements (the head unit is only 4096 + 32000*4096 = 131,076,096).
+    const Plan p = make_plan(plan_model_preset("7b"), opts(8, 3));
     const std::uint64_t owned = p.memory.params / 2;
-    EXPECT_EQ(p.memory.grads, (owned + 131076096u) * 2);
+    EXPECT_EQ(p.memory.grads, (owned + 202383360u) * 2);
 }
 
 TEST(Plan, BadInputIsAClearError) {
