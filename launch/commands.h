@@ -18,5 +18,6 @@ CommandRunner add_eval_command(CLI::App& cmd);
 CommandRunner add_reference_command(CLI::App& cmd);
 CommandRunner add_bench_step_command(CLI::App& cmd);
 CommandRunner add_plan_command(CLI::App& cmd);
+CommandRunner add_train_command(CLI::App& cmd);
 
 } // namespace shardlab

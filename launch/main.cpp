@@ -24,6 +24,8 @@ int main(int argc, char** argv) {
     }
     CLI::App app{"shardlab: data-parallel training with ZeRO 0-3, and the bytes behind it"};
     app.require_subcommand(1);
+    // A flag given twice takes its last value (scripts append overrides); subcommands inherit this.
+    app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
     std::map<CLI::App*, CommandRunner> runners;
     CLI::App* device = app.add_subcommand("device", "Show the CUDA devices this build can use");
     runners[device] = add_device_command(*device);
@@ -47,6 +49,9 @@ int main(int argc, char** argv) {
     bench_group->require_subcommand(1);
     CLI::App* bench_step = bench_group->add_subcommand("step", "Time a training step on one rank");
     runners[bench_step] = add_bench_step_command(*bench_step);
+    CLI::App* train =
+        app.add_subcommand("train", "Train data-parallel with ZeRO 0-3 (run under mpirun)");
+    runners[train] = add_train_command(*train);
     CLI::App* plan = app.add_subcommand("plan", "Predict per-rank memory and traffic for any size");
     runners[plan] = add_plan_command(*plan);
     const std::set<CLI::App*> without_mpi = {device, init, eval, ref, bench_step, plan};

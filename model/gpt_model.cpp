@@ -137,6 +137,7 @@ double GPTModel<T>::forward_impl(UnitParams& params, const std::uint16_t* inputs
                 "token id {} at position {} is not below the vocabulary size {}; "
                 "use a model with --vocab > {} or data of this vocabulary",
                 std::max(inputs[i], targets[i]), i, V, std::max(inputs[i], targets[i])));
+    logits_.release(); // a previous forward's logits (kept for logits()) must not add to this peak
     x_.clear();
     acts_.clear();
     acts_.resize(L);

@@ -31,6 +31,14 @@ class TokenWindows {
         }
     }
 
+    // Like fill, with window indices taken modulo count(): the stream repeats (epochs).
+    void fill_wrapped(std::size_t first, int batch, std::uint16_t* inputs,
+                      std::uint16_t* targets) const {
+        for (int b = 0; b < batch; ++b)
+            fill((first + std::size_t(b)) % count(), 1, inputs + std::size_t(b) * seq_,
+                 targets + std::size_t(b) * seq_);
+    }
+
   private:
     const std::vector<std::uint16_t>& tokens_;
     int seq_;

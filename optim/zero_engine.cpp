@@ -20,9 +20,11 @@ char* at(const Allocation& a, std::uint64_t elements, DType t) {
 } // namespace
 
 ZeroEngine::ZeroEngine(const ParamLayout& layout, const ZeroOptions& options, Communicator& comm,
-                       MemoryTracker& tracker, const std::vector<std::vector<float>>& init, AdamWConfig adam)
-    : layout_(layout), o_(options), comm_(comm), tracker_(tracker), adam_(adam), pdt_(param_dtype(options.precision)),
-      n_(comm.size()), rank_(comm.rank()), schedule_(step_schedule(int(layout.num_units()) - 2)),
+                       MemoryTracker& tracker, const std::vector<std::vector<float>>& init,
+                       AdamWConfig adam)
+    : layout_(layout), o_(options), comm_(comm), tracker_(tracker), adam_(adam),
+      pdt_(param_dtype(options.precision)), n_(comm.size()), rank_(comm.rank()),
+      schedule_(step_schedule(int(layout.num_units()) - 2)),
       scaler_(options.precision == Precision::fp16 ? options.loss_scale : 1.0f) {
     if (o_.stage < 0 || o_.stage > 3)
         throw UsageError(fmt::format("--zero {} is not a ZeRO stage; use 0, 1, 2 or 3", o_.stage));
@@ -59,7 +61,9 @@ ZeroEngine::ZeroEngine(const ParamLayout& layout, const ZeroOptions& options, Co
     }
 }
 
-bool ZeroEngine::has_master() const { return o_.offload || o_.precision != Precision::fp32; }
+bool ZeroEngine::has_master() const {
+    return o_.offload || o_.precision != Precision::fp32;
+}
 
 std::uint64_t ZeroEngine::owned_offset(int unit) const {
     return o_.stage == 0 ? 0 : std::uint64_t(rank_) * (padded_[unit] / n_);
@@ -68,7 +72,9 @@ std::uint64_t ZeroEngine::owned_count(int unit) const {
     return o_.stage == 0 ? padded_[unit] : padded_[unit] / n_;
 }
 
-float ZeroEngine::grad_scale() const { return scaler_.scale(); }
+float ZeroEngine::grad_scale() const {
+    return scaler_.scale();
+}
 
 void ZeroEngine::begin_micro_batch(bool accumulate) {
     pos_ = 0;
@@ -87,7 +93,8 @@ void ZeroEngine::gather(int unit) {
 const void* ZeroEngine::acquire(int unit) {
     if (o_.stage < 3) return units_[unit].params.data();
     check(pos_ < schedule_.size() && schedule_[pos_].unit == unit && schedule_[pos_].acquire,
-          fmt::format("internal: unit {} acquired out of the gather schedule (position {})", unit, pos_));
+          fmt::format("internal: unit {} acquired out of the gather schedule (position {})", unit,
+                      pos_));
     gather(unit);
     for (int u : upcoming_units(schedule_, pos_, o_.prefetch)) gather(u);
     ++pos_;
@@ -97,7 +104,8 @@ const void* ZeroEngine::acquire(int unit) {
 void ZeroEngine::release(int unit) {
     if (o_.stage < 3) return;
     check(pos_ < schedule_.size() && schedule_[pos_].unit == unit && !schedule_[pos_].acquire,
-          fmt::format("internal: unit {} released out of the gather schedule (position {})", unit, pos_));
+          fmt::format("internal: unit {} released out of the gather schedule (position {})", unit,
+                      pos_));
     const auto next = upcoming_units(schedule_, pos_, o_.prefetch);
     ++pos_;
     if (std::find(next.begin(), next.end(), unit) == next.end()) units_[unit].gathered.release();
@@ -121,14 +129,17 @@ void ZeroEngine::grads_done(int unit) {
     const std::uint64_t own = owned_count(unit);
     char* mine = at(x.grads_full, owned_offset(unit), pdt_);
     comm_.reduce_scatter(x.grads_full.data(), mine, padded_[unit], pdt_, ReduceOp::avg); // in place
-    if (accumulate_) reduce_add(x.grads.data(), x.grads.data(), mine, own, pdt_, 1.0f);
-    else std::memcpy(x.grads.data(), mine, own * dtype_size(pdt_));
+    if (accumulate_)
+        reduce_add(x.grads.data(), x.grads.data(), mine, own, pdt_, 1.0f);
+    else
+        std::memcpy(x.grads.data(), mine, own * dtype_size(pdt_));
     x.grads_full.release();
 }
 
 void* ZeroEngine::owned_grad(int unit) {
     // Stage 0 and 1 keep the whole unit's gradient; the owned part starts at the owned offset.
-    return o_.stage <= 1 ? at(units_[unit].grads, owned_offset(unit), pdt_) : units_[unit].grads.data();
+    return o_.stage <= 1 ? at(units_[unit].grads, owned_offset(unit), pdt_)
+                         : units_[unit].grads.data();
 }
 
 // --- the step -------------------------------------------------------------------------------
@@ -173,8 +184,9 @@ void ZeroEngine::update_unit(int unit, float lr, float scale) {
         const std::uint64_t hi = std::min<std::uint64_t>(p.offset + p.numel, off + own);
         if (lo >= hi) continue;
         const std::uint64_t i = lo - off;
-        adamw_update(w + i, x.m.as<float>() + i, x.v.as<float>() + i, static_cast<const char*>(grad) + i * dtype_size(gt),
-                     gt, hi - lo, adam_, lr, step_, p.decay, scale);
+        adamw_update(w + i, x.m.as<float>() + i, x.v.as<float>() + i,
+                     static_cast<const char*>(grad) + i * dtype_size(gt), gt, hi - lo, adam_, lr,
+                     step_, p.decay, scale);
     }
     publish_params(unit);
 }
@@ -182,26 +194,31 @@ void ZeroEngine::update_unit(int unit, float lr, float scale) {
 float* ZeroEngine::master_ptr(int unit) {
     Unit& x = units_[unit];
     if (has_master()) return x.master.as<float>();
-    return reinterpret_cast<float*>(o_.stage == 3 ? x.params.as<char>() : at(x.params, owned_offset(unit), pdt_));
+    return reinterpret_cast<float*>(o_.stage == 3 ? x.params.as<char>()
+                                                  : at(x.params, owned_offset(unit), pdt_));
 }
 
 void ZeroEngine::publish_params(int unit) {
     Unit& x = units_[unit];
     const std::uint64_t own = owned_count(unit);
     char* mine = o_.stage == 3 ? x.params.as<char>() : at(x.params, owned_offset(unit), pdt_);
-    if (has_master()) { // round the master copy to the parameter dtype (host -> device with offload)
+    if (has_master()) { // round the master copy to the parameter dtype (host -> device with
+                        // offload)
         convert(x.master.data(), DType::f32, mine, pdt_, own);
         if (o_.offload) host_to_device_ += own * dtype_size(pdt_);
     }
-    if (o_.stage == 1 || o_.stage == 2) comm_.all_gather(mine, x.params.data(), padded_[unit], pdt_); // in place
+    if (o_.stage == 1 || o_.stage == 2)
+        comm_.all_gather(mine, x.params.data(), padded_[unit], pdt_); // in place
 }
 
 StepResult ZeroEngine::step(float lr) {
     for (std::size_t u = 0; u < units_.size(); ++u) { // stages 0 and 1 reduce at the step
         Unit& x = units_[u];
-        if (o_.stage == 0) comm_.all_reduce(x.grads.data(), x.grads.data(), padded_[u], pdt_, ReduceOp::avg);
+        if (o_.stage == 0)
+            comm_.all_reduce(x.grads.data(), x.grads.data(), padded_[u], pdt_, ReduceOp::avg);
         if (o_.stage == 1)
-            comm_.reduce_scatter(x.grads.data(), owned_grad(int(u)), padded_[u], pdt_, ReduceOp::avg);
+            comm_.reduce_scatter(x.grads.data(), owned_grad(int(u)), padded_[u], pdt_,
+                                 ReduceOp::avg);
     }
     float sq = float(local_sq_norm());
     comm_.all_reduce(&sq, &sq, 1, DType::f32, ReduceOp::sum);
@@ -217,8 +234,11 @@ StepResult ZeroEngine::step(float lr) {
     r.skipped = !scaler_.update(overflow);
     if (!r.skipped) {
         ++step_;
-        const double clip = (o_.grad_clip > 0 && r.grad_norm > o_.grad_clip) ? o_.grad_clip / (r.grad_norm + 1e-6) : 1.0;
-        for (std::size_t u = 0; u < units_.size(); ++u) update_unit(int(u), lr, float(clip / r.loss_scale));
+        const double clip = (o_.grad_clip > 0 && r.grad_norm > o_.grad_clip)
+                                ? o_.grad_clip / (r.grad_norm + 1e-6)
+                                : 1.0;
+        for (std::size_t u = 0; u < units_.size(); ++u)
+            update_unit(int(u), lr, float(clip / r.loss_scale));
     }
     if (o_.stage <= 1)
         for (Unit& x : units_) std::memset(x.grads.data(), 0, x.grads.bytes());
@@ -232,8 +252,10 @@ std::vector<std::vector<float>> ZeroEngine::consolidated_master() {
     for (std::size_t u = 0; u < units_.size(); ++u) {
         std::vector<float> full(padded_[u]);
         const float* mine = master_ptr(int(u));
-        if (o_.stage == 0) std::memcpy(full.data(), mine, padded_[u] * 4);
-        else comm_.all_gather(mine, full.data(), padded_[u], DType::f32);
+        if (o_.stage == 0)
+            std::memcpy(full.data(), mine, padded_[u] * 4);
+        else
+            comm_.all_gather(mine, full.data(), padded_[u], DType::f32);
         full.resize(layout_.units()[u].numel);
         out.push_back(std::move(full));
     }
@@ -257,11 +279,13 @@ ZeroEngine::OwnedState ZeroEngine::save_owned() const {
 }
 
 void ZeroEngine::load_owned(const OwnedState& s) {
-    check(s.master.size() == units_.size(), "checkpoint has the wrong number of units for this model");
+    check(s.master.size() == units_.size(),
+          "checkpoint has the wrong number of units for this model");
     for (std::size_t u = 0; u < units_.size(); ++u) {
         const std::uint64_t own = owned_count(int(u));
         check(s.master[u].size() == own && s.m[u].size() == own && s.v[u].size() == own,
-              fmt::format("checkpoint unit {} holds {} values, this run owns {}", u, s.master[u].size(), own));
+              fmt::format("checkpoint unit {} holds {} values, this run owns {}", u,
+                          s.master[u].size(), own));
         std::memcpy(master_ptr(int(u)), s.master[u].data(), own * 4);
         std::memcpy(units_[u].m.data(), s.m[u].data(), own * 4);
         std::memcpy(units_[u].v.data(), s.v[u].data(), own * 4);

@@ -3,9 +3,9 @@
 // cut into N contiguous shards; rank r "owns" shard r (stage 0: the whole unit).
 //
 //   stage | params          | grads                                   | master, m, v
-//   0     | full            | full, all-reduced at the step           | full (every rank updates all)
-//   1     | full            | full, reduce-scattered at the step      | owned shard
-//   2     | full            | owned shard; a unit's full gradient      | owned shard
+//   0     | full            | full, all-reduced at the step           | full (every rank updates
+//   all) 1     | full            | full, reduce-scattered at the step      | owned shard 2     |
+//   full            | owned shard; a unit's full gradient      | owned shard
 //         |                 | lives from its first use in backward to |
 //         |                 | its reduce-scatter (grads_done)         |
 //   3     | owned shard;    | as stage 2                              | owned shard
@@ -35,8 +35,8 @@ struct ZeroOptions {
     int stage = 0;
     bool offload = false;
     Precision precision = Precision::bf16;
-    int prefetch = 0;        // stage 3: units gathered ahead of use
-    float grad_clip = 1.0f;  // global-norm clipping; 0 disables
+    int prefetch = 0;            // stage 3: units gathered ahead of use
+    float grad_clip = 1.0f;      // global-norm clipping; 0 disables
     float loss_scale = 65536.0f; // fp16's initial dynamic loss scale
 };
 
@@ -50,7 +50,8 @@ class ZeroEngine : public UnitParams {
   public:
     // `init` holds every unit's fp32 values (unpadded), identical on every rank.
     ZeroEngine(const ParamLayout& layout, const ZeroOptions& options, Communicator& comm,
-               MemoryTracker& tracker, const std::vector<std::vector<float>>& init, AdamWConfig adam);
+               MemoryTracker& tracker, const std::vector<std::vector<float>>& init,
+               AdamWConfig adam);
 
     // UnitParams, called by the model.
     const void* acquire(int unit) override;
@@ -77,7 +78,8 @@ class ZeroEngine : public UnitParams {
     // Resume support: this rank's owned state (master, or the fp32 params; m; v), unit by unit.
     struct OwnedState {
         std::vector<std::vector<float>> master, m, v;
-        int step = 0;
+        int step = 0;      // optimizer updates applied (AdamW's bias correction counts these)
+        int iteration = 0; // training-loop steps done, skipped (fp16 overflow) ones included
         float loss_scale = 1;
         int good_steps = 0;
         long skipped = 0;
@@ -91,12 +93,12 @@ class ZeroEngine : public UnitParams {
 
   private:
     struct Unit {
-        Allocation params;      // stage 0-2: full; stage 3: owned shard
-        Allocation gathered;    // stage 3: the full unit while live
-        Allocation grads;       // stage 0-1: full; stage 2-3: owned shard
-        Allocation grads_full;  // stage 2-3: transient full gradient
+        Allocation params;       // stage 0-2: full; stage 3: owned shard
+        Allocation gathered;     // stage 3: the full unit while live
+        Allocation grads;        // stage 0-1: full; stage 2-3: owned shard
+        Allocation grads_full;   // stage 2-3: transient full gradient
         Allocation master, m, v; // owned range, fp32 (host arena with offload)
-        Allocation host_grad;   // offload: fp32 copy of the owned gradient
+        Allocation host_grad;    // offload: fp32 copy of the owned gradient
     };
     bool has_master() const;
     float* master_ptr(int unit);

@@ -9,7 +9,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git clang-format
   openmpi-bin libopenmpi-dev libopenblas-dev libopenblas-openmp-dev
   libgtest-dev libgmock-dev
-  libcli11-dev nlohmann-json3-dev libtomlplusplus-dev libfmt-dev
+  libcli11-dev nlohmann-json3-dev libtomlplusplus-dev libfmt-dev libssl-dev
   python3 python3-numpy python3-matplotlib python3-torch
 )
 

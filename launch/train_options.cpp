@@ -1,0 +1,82 @@
+// Flag registration for `shardlab train`.
+#include "launch/train_options.h"
+
+namespace shardlab {
+
+void add_train_options(CLI::App& cmd, TrainOptions& o) {
+    cmd.set_config("--config", "",
+                   "TOML file of flag = value lines (flags given on the command line win)");
+    add_model_options(cmd, o.model);
+    cmd.add_option("--init", o.init,
+                   "Start from these weights (.safetensors) instead of a fresh init");
+    cmd.add_option("--precision", o.precision, "fp32 | bf16 | fp16");
+    cmd.add_option("--zero", o.zero, "ZeRO stage 0-3");
+    cmd.add_flag("--offload", o.offload,
+                 "Master weights, m, v and the update on the host (any stage)");
+    cmd.add_option("--prefetch", o.prefetch, "ZeRO-3: units gathered ahead of use");
+    cmd.add_option("--checkpoint", o.checkpoint, "Activation checkpointing: none | all | every:K");
+    cmd.add_option("--micro-batch", o.micro_batch, "Sequences per rank per micro-batch");
+    cmd.add_option("--grad-accum", o.grad_accum, "Micro-batches per step");
+    cmd.add_option("--global-batch", o.global_batch,
+                   "Sequences per step over all ranks (sets --grad-accum)");
+    cmd.add_option("--steps", o.steps, "Optimizer steps");
+    cmd.add_option("--lr", o.lr, "Peak learning rate");
+    cmd.add_option("--warmup", o.warmup, "Linear warmup steps");
+    cmd.add_option("--schedule", o.schedule, "cosine | constant (after warmup)");
+    cmd.add_option("--min-lr-ratio", o.min_lr_ratio, "Cosine floor as a fraction of --lr");
+    cmd.add_option("--weight-decay", o.weight_decay, "AdamW decoupled weight decay (2-D weights)");
+    cmd.add_option("--beta1", o.beta1, "AdamW beta1");
+    cmd.add_option("--beta2", o.beta2, "AdamW beta2");
+    cmd.add_option("--eps", o.eps, "AdamW epsilon");
+    cmd.add_option("--grad-clip", o.grad_clip, "Global gradient-norm clip (0: off)");
+    cmd.add_option("--loss-scale", o.loss_scale, "fp16: initial dynamic loss scale");
+    cmd.add_option("--seed", o.seed, "Initialisation and sampling seed");
+    cmd.add_option("--data", o.data,
+                   "Text file or llm.c token shard (default: /usr/share/common-licenses)");
+    cmd.add_option("--val-every", o.val_every,
+                   "Validation loss every K steps (0: only at the end)");
+    cmd.add_option("--val-batches", o.val_batches, "Micro-batches per rank per validation");
+    cmd.add_option("--out", o.out, "Run directory: report.json, steps.jsonl, checkpoint/");
+    cmd.add_option("--save-weights", o.save_weights,
+                   "Write the trained fp32 weights (.safetensors)");
+    cmd.add_option("--sample", o.sample, "Generate this many tokens at the end");
+    cmd.add_option("--save-every", o.save_every,
+                   "Checkpoint the full training state every K steps");
+    cmd.add_option("--resume", o.resume,
+                   "Continue from a run directory's checkpoint (same N and config)");
+    cmd.add_option("--stop-after", o.stop_after,
+                   "Stop after this step, keeping --steps' schedule (resume later)");
+    cmd.add_option("--threads", o.threads,
+                   "Threads per rank (default: cores / ranks on this node)");
+    cmd.add_flag("--quiet", o.quiet, "No per-step lines");
+}
+
+nlohmann::json train_options_json(const TrainOptions& o, const nlohmann::json& model, int seq) {
+    return {{"model", model},
+            {"init", o.init},
+            {"precision", o.precision},
+            {"zero", o.zero},
+            {"offload", o.offload},
+            {"prefetch", o.prefetch},
+            {"checkpoint", o.checkpoint},
+            {"micro_batch", o.micro_batch},
+            {"grad_accum", o.grad_accum},
+            {"seq", seq},
+            {"steps", o.steps},
+            {"lr", o.lr},
+            {"warmup", o.warmup},
+            {"schedule", o.schedule},
+            {"min_lr_ratio", o.min_lr_ratio},
+            {"weight_decay", o.weight_decay},
+            {"beta1", o.beta1},
+            {"beta2", o.beta2},
+            {"eps", o.eps},
+            {"grad_clip", o.grad_clip},
+            {"loss_scale", o.loss_scale},
+            {"seed", o.seed},
+            {"data", o.data.empty() ? "default corpus (/usr/share/common-licenses)" : o.data},
+            {"val_every", o.val_every},
+            {"val_batches", o.val_batches}};
+}
+
+} // namespace shardlab

@@ -1,0 +1,38 @@
+// Everything `shardlab train` can be told, from flags or a config file (`--config FILE`, TOML
+// `key = value` lines named like the flags; flags win), and its JSON form for the report and
+// checkpoints.
+#pragma once
+
+#include "launch/model_options.h"
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+
+namespace shardlab {
+
+struct TrainOptions {
+    ModelOptions model;
+    std::string init; // start from these weights instead of a fresh init
+    std::string precision = "bf16", checkpoint = "none", schedule = "cosine";
+    int zero = 0, prefetch = 0;
+    bool offload = false;
+    int micro_batch = 8, grad_accum = 1, global_batch = 0, steps = 100, warmup = 10;
+    float lr = 1e-3f, min_lr_ratio = 0.1f, weight_decay = 0.1f, beta1 = 0.9f, beta2 = 0.95f,
+          eps = 1e-8f;
+    float grad_clip = 1.0f, loss_scale = 65536.0f;
+    std::uint64_t seed = 1337;
+    std::string data; // empty: the default corpus
+    int val_every = 0, val_batches = 4;
+    std::string out = "out", save_weights, resume;
+    int sample = 0, save_every = 0, threads = 0;
+    int stop_after = 0; // stop after this step (0: run all --steps), as a time-limited job would
+    bool quiet = false;
+};
+
+void add_train_options(CLI::App& cmd, TrainOptions& o);
+nlohmann::json train_options_json(const TrainOptions& o, const nlohmann::json& model, int seq);
+
+} // namespace shardlab

@@ -1,0 +1,268 @@
+// The training run, top to bottom: validate the request, build data / model / engine, loop over
+// steps (micro-batches -> step -> log), then report.
+#include "launch/trainer.h"
+
+#include "comm/communicator.h"
+#include "core/error.h"
+#include "core/timer.h"
+#include "launch/train_report.h"
+#include "model/corpus.h"
+#include "model/generate.h"
+#include "model/gpt_init.h"
+#include "model/gpt_model.h"
+#include "model/kernels/cpu/threads.h"
+#include "model/token_windows.h"
+#include "model/weights_io.h"
+#include "optim/checkpoint.h"
+#include "optim/lr_schedule.h"
+#include "optim/zero_engine.h"
+#include "plan/memory_plan.h"
+
+#include <fmt/format.h>
+#include <openssl/evp.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+namespace shardlab {
+
+namespace {
+struct RunSetup {
+    GPTConfig config;
+    std::vector<std::vector<float>> init;
+    TrainValSplit data;
+    int seq = 0, grad_accum = 1;
+    Precision precision = Precision::bf16;
+    CheckpointPolicy checkpoint;
+};
+
+// Every check that can fail is made here, before the first message, alike on every rank.
+RunSetup prepare(const TrainOptions& o, int ranks) {
+    RunSetup s;
+    s.precision = parse_precision(o.precision);
+    s.checkpoint = parse_checkpoint(o.checkpoint);
+    if (o.zero < 0 || o.zero > 3)
+        throw UsageError(fmt::format("--zero {} is not a ZeRO stage; use 0, 1, 2 or 3", o.zero));
+    if (o.prefetch < 0 || (o.prefetch > 0 && o.zero != 3))
+        throw UsageError("--prefetch applies to --zero 3 only");
+    if (o.micro_batch < 1 || o.steps < 1 || o.grad_accum < 1)
+        throw UsageError("--micro-batch, --steps and --grad-accum must be at least 1");
+    if (o.schedule != "cosine" && o.schedule != "constant")
+        throw UsageError("--schedule must be cosine or constant");
+    if (o.val_every < 0 || o.val_batches < 1 || o.save_every < 0 || o.sample < 0)
+        throw UsageError("--val-every, --save-every and --sample must be >= 0, --val-batches >= 1");
+    s.grad_accum = o.grad_accum;
+    if (o.global_batch) {
+        const int per_step = ranks * o.micro_batch;
+        if (o.global_batch % per_step != 0)
+            throw UsageError(fmt::format(
+                "--global-batch {} is not divisible by N x micro-batch = {} x {} = {}; use a "
+                "multiple of {}",
+                o.global_batch, ranks, o.micro_batch, per_step, per_step));
+        s.grad_accum = o.global_batch / per_step;
+    }
+    if (!o.init.empty()) {
+        ModelWeights w = load_weights(o.init);
+        s.config = w.config;
+        s.init = std::move(w.units);
+    } else {
+        s.config = o.model.config();
+        s.init = gpt2_init(ParamLayout(s.config), o.seed, s.config.layers);
+    }
+    s.seq = s.config.context;
+    TokenData tokens = o.data.empty() ? default_corpus() : load_tokens(o.data);
+    if (tokens.max_token() >= s.config.vocab)
+        throw UsageError(fmt::format(
+            "the data holds token id {} but the model's vocabulary is {}; use --vocab {} or "
+            "data tokenized for this model",
+            tokens.max_token(), s.config.vocab, tokens.max_token() + 1));
+    s.data = split_train_val(tokens.tokens, 0.1);
+    const std::size_t need = std::size_t(ranks) * o.micro_batch;
+    if (TokenWindows(s.data.train, s.seq).count() < need ||
+        TokenWindows(s.data.val, s.seq).count() < 1)
+        throw UsageError(fmt::format(
+            "the data ({} tokens) is too small for {} ranks x micro-batch {} of {} tokens; "
+            "use more data, a smaller --micro-batch or a shorter --seq",
+            tokens.tokens.size(), ranks, o.micro_batch, s.seq + 1));
+    return s;
+}
+
+std::string sha256_hex(const std::vector<std::vector<float>>& units) {
+    EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+    EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
+    for (const auto& u : units) EVP_DigestUpdate(ctx, u.data(), u.size() * sizeof(float));
+    unsigned char md[32];
+    unsigned int len = 0;
+    EVP_DigestFinal_ex(ctx, md, &len);
+    EVP_MD_CTX_free(ctx);
+    std::string hex;
+    for (unsigned i = 0; i < len; ++i) hex += fmt::format("{:02x}", md[i]);
+    return hex;
+}
+
+std::string printable(const std::vector<std::uint16_t>& tokens) {
+    std::string s;
+    for (auto t : tokens) s += (t == '\n' || (t >= 32 && t < 127)) ? char(t) : '?';
+    return s;
+}
+
+template <typename T>
+int train_loop(const TrainOptions& o, RunSetup& s, Communicator& comm, MemoryTracker& tracker) {
+    const int N = comm.size(), rank = comm.rank(), B = o.micro_batch, A = s.grad_accum, T_ = s.seq;
+    const bool lead = rank == 0;
+    const ParamLayout layout(s.config);
+    const ZeroOptions zopts{o.zero, o.offload, s.precision, o.prefetch, o.grad_clip, o.loss_scale};
+    ZeroEngine engine(layout, zopts, comm, tracker, s.init,
+                      AdamWConfig{o.lr, o.beta1, o.beta2, o.eps, o.weight_decay});
+    s.init.clear();
+    const nlohmann::json config = train_options_json(o, config_to_json(s.config), T_);
+
+    int first = 0;
+    if (!o.resume.empty()) {
+        const ZeroEngine::OwnedState saved = load_checkpoint(o.resume, config, N, rank);
+        engine.load_owned(saved);
+        first = saved.iteration;
+        if (lead) fmt::print("resumed from '{}' at step {}\n", o.resume, first);
+    }
+    comm.stats().reset();
+
+    PlanOptions po;
+    po.ranks = N, po.zero = o.zero, po.offload = o.offload, po.precision = s.precision,
+    po.checkpoint = s.checkpoint;
+    po.micro_batch = B, po.seq = T_, po.grad_accum = A, po.prefetch = o.prefetch;
+    const Plan plan = make_plan(plan_model_from_gpt2(s.config, "gpt2"), po, rank);
+
+    GPTModel<T> model(s.config, B, T_, s.checkpoint, tracker);
+    const TokenWindows train(s.data.train, T_), val(s.data.val, T_);
+    std::vector<std::uint16_t> in(std::size_t(B) * T_), tg(in.size());
+    const LrSchedule lr{o.lr, o.warmup, o.steps, o.min_lr_ratio, o.schedule == "cosine"};
+
+    auto validate = [&] { // validation traffic is kept out of the training statistics
+        const CommStats saved = comm.stats();
+        double sum = 0;
+        for (int k = 0; k < o.val_batches; ++k) {
+            val.fill_wrapped((std::size_t(k) * N + rank) * B, B, in.data(), tg.data());
+            engine.begin_micro_batch(false);
+            sum += model.forward(engine, in.data(), tg.data());
+        }
+        const double loss = engine.average(sum / o.val_batches);
+        comm.stats() = saved;
+        return loss;
+    };
+
+    std::filesystem::create_directories(o.out);
+    std::ofstream steps_log;
+    if (lead)
+        steps_log.open(std::filesystem::path(o.out) / "steps.jsonl",
+                       first > 0 ? std::ios::app : std::ios::trunc);
+    nlohmann::json steps = nlohmann::json::array();
+    if (lead && !o.quiet)
+        fmt::print("training {} on {} rank(s): ZeRO-{}{}, {}, micro-batch {} x {} tokens, "
+                   "grad-accum {}, {} steps\n",
+                   s.config.describe(), N, o.zero, o.offload ? " + offload" : "", o.precision, B,
+                   T_, A, o.steps);
+
+    const int end = o.stop_after > 0 ? std::min(o.stop_after, o.steps) : o.steps;
+    for (int step = first; step < end; ++step) {
+        const double t0 = now_seconds();
+        double loss_sum = 0;
+        for (int a = 0; a < A; ++a) {
+            train.fill_wrapped(((std::size_t(step) * A + a) * N + rank) * B, B, in.data(),
+                               tg.data());
+            engine.begin_micro_batch(a > 0);
+            loss_sum += model.forward_backward(engine, in.data(), tg.data(),
+                                               engine.grad_scale() / float(A));
+        }
+        const double loss = engine.average(loss_sum / A);
+        const float rate = lr.at(step);
+        const StepResult r = engine.step(rate);
+        const double ms = (now_seconds() - t0) * 1e3;
+        nlohmann::json row = {
+            {"step", step + 1}, {"loss", loss},
+            {"lr", rate},       {"grad_norm", r.grad_norm},
+            {"ms", ms},         {"tokens_per_s", double(N) * A * B * T_ / (ms / 1e3)}};
+        if (r.skipped) row["skipped"] = true;
+        const bool last = step + 1 == end;
+        if ((o.val_every && (step + 1) % o.val_every == 0) || (last && o.val_every == 0))
+            row["val_loss"] = validate();
+        if (lead) {
+            steps.push_back(row);
+            steps_log << row.dump() << "\n";
+            steps_log.flush();
+            if (!o.quiet)
+                fmt::print("step {:>5}/{} | loss {:.4f}{} | lr {:.2e} | norm {:.3f} | {:.0f} ms | "
+                           "{:.0f} tok/s | "
+                           "peak {:.1f} MB{}\n",
+                           step + 1, o.steps, loss,
+                           row.contains("val_loss")
+                               ? fmt::format(" | val {:.4f}", row["val_loss"].get<double>())
+                               : "",
+                           rate, r.grad_norm, ms, row["tokens_per_s"].get<double>(),
+                           double(tracker.counts().total[int(Arena::device)].peak) / 1e6,
+                           r.skipped
+                               ? fmt::format(" | overflow: skipped, loss scale {}", r.loss_scale)
+                               : "");
+            std::fflush(stdout);
+        }
+        if (o.save_every && (step + 1) % o.save_every == 0) {
+            const CommStats saved = comm.stats();
+            ZeroEngine::OwnedState st = engine.save_owned();
+            st.iteration = step + 1;
+            save_checkpoint(o.out, config, N, rank, st, comm.mpi_comm());
+            comm.stats() = saved;
+        }
+    }
+
+    // What the report shows is measured here, before consolidation and sampling move more bytes.
+    const MemoryCounts memory = tracker.counts();
+    const CommStats stats = comm.stats();
+    const HostDeviceTraffic traffic{engine.device_to_host_bytes(), engine.host_to_device_bytes()};
+    const int steps_run = end - first;
+
+    const auto weights = engine.consolidated_master();
+    const std::string hash = sha256_hex(weights);
+    if (lead && !o.save_weights.empty())
+        save_weights(o.save_weights, ModelWeights{s.config, weights}, DType::f32);
+    if (o.sample > 0) {
+        GPTModel<T> sampler(s.config, 1, T_, CheckpointPolicy{}, tracker);
+        const std::vector<std::uint16_t> prompt(
+            s.data.val.begin(), s.data.val.begin() + std::min<std::size_t>(64, s.data.val.size()));
+        const auto text = generate(sampler, engine, prompt, o.sample, 0.8f, o.seed,
+                                   [&] { engine.begin_micro_batch(false); });
+        if (lead)
+            fmt::print("\nsample ({} tokens after a {}-token prompt from the validation "
+                       "text):\n---\n{}\n---\n",
+                       o.sample, prompt.size(), printable(text));
+    }
+
+    const auto reports =
+        gather_reports(rank_report(rank, memory, stats, plan, steps_run, traffic), comm.mpi_comm());
+    if (lead) {
+        for (const auto& r : reports) print_rank_report(r);
+        fmt::print("\nfinal fp32 master weights sha256 {}\n", hash);
+        nlohmann::json report = {{"config", config},
+                                 {"steps", steps},
+                                 {"ranks", reports},
+                                 {"final_params_sha256", hash}};
+        std::ofstream f(std::filesystem::path(o.out) / "report.json");
+        f << report.dump(2) << "\n";
+        check(bool(f), "cannot write the report into '" + o.out + "'");
+        fmt::print("report: {}/report.json, per step: {}/steps.jsonl\n", o.out, o.out);
+    }
+    return 0;
+}
+} // namespace
+
+int run_training(const TrainOptions& o) {
+    int ranks = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+    RunSetup setup = prepare(o, ranks);
+    cpu::set_threads(o.threads > 0 ? o.threads : cpu::default_threads());
+    MemoryTracker tracker(Device::cpu());
+    Communicator comm(MPI_COMM_WORLD, tracker);
+    return with_storage_type(setup.precision,
+                             [&]<typename T>() { return train_loop<T>(o, setup, comm, tracker); });
+}
+
+} // namespace shardlab

@@ -1,0 +1,42 @@
+// Reads the license directory; splits by position.
+#include "model/corpus.h"
+
+#include "core/error.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+namespace shardlab {
+
+TokenData default_corpus(const std::string& dir) {
+    namespace fs = std::filesystem;
+    std::vector<fs::path> files;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir, ec))
+        if (e.is_regular_file() && !e.is_symlink()) files.push_back(e.path());
+    if (ec || files.empty())
+        throw Error("no default corpus: '" + dir +
+                    "' is missing or empty (Debian's base-files provides it); "
+                    "give a text file or token shard with --data");
+    std::sort(files.begin(), files.end());
+    TokenData data;
+    data.path = dir;
+    for (const auto& f : files) {
+        std::ifstream in(f, std::ios::binary);
+        for (std::istreambuf_iterator<char> it(in), end; it != end; ++it)
+            data.tokens.push_back(static_cast<unsigned char>(*it));
+    }
+    return data;
+}
+
+TrainValSplit split_train_val(const std::vector<std::uint16_t>& tokens, double val_fraction) {
+    const std::size_t n_val = std::size_t(double(tokens.size()) * val_fraction);
+    TrainValSplit s;
+    s.train.assign(tokens.begin(), tokens.end() - std::ptrdiff_t(n_val));
+    s.val.assign(tokens.end() - std::ptrdiff_t(n_val), tokens.end());
+    return s;
+}
+
+} // namespace shardlab

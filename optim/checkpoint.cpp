@@ -1,0 +1,183 @@
+// Binary layout of rank-R.bin (little-endian): "SHLBCKP1", u32 rank, u32 ranks, u32 units,
+// i32 step, i32 iteration, f32 loss_scale, i32 good_steps, i64 skipped; per unit: u64 count, then
+// count floats each of master, m, v; finally u64 FNV-1a of every byte before it.
+#include "optim/checkpoint.h"
+
+#include "core/error.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+namespace shardlab {
+
+namespace fs = std::filesystem;
+
+namespace {
+constexpr char kMagic[8] = {'S', 'H', 'L', 'B', 'C', 'K', 'P', '1'};
+
+std::uint64_t fnv1a(const std::string& bytes) {
+    std::uint64_t h = 1469598103934665603ull;
+    for (unsigned char c : bytes) h = (h ^ c) * 1099511628211ull;
+    return h;
+}
+
+template <typename V>
+void put(std::string& out, V v) {
+    out.append(reinterpret_cast<const char*>(&v), sizeof(V));
+}
+
+class Reader {
+  public:
+    Reader(const std::string& bytes, const std::string& path) : b_(bytes), path_(path) {}
+    template <typename V>
+    V get() {
+        need(sizeof(V));
+        V v;
+        std::memcpy(&v, b_.data() + pos_, sizeof(V));
+        pos_ += sizeof(V);
+        return v;
+    }
+    std::vector<float> floats(std::uint64_t n) {
+        need(n * 4);
+        std::vector<float> v(n);
+        std::memcpy(v.data(), b_.data() + pos_, n * 4);
+        pos_ += n * 4;
+        return v;
+    }
+    std::size_t pos() const { return pos_; }
+
+  private:
+    void need(std::size_t n) const {
+        if (pos_ + n > b_.size())
+            throw Error("checkpoint file '" + path_ +
+                        "' is truncated; it cannot be resumed (use an earlier "
+                        "checkpoint or start over)");
+    }
+    const std::string& b_;
+    std::string path_;
+    std::size_t pos_ = 0;
+};
+
+// The keys that must match for a bitwise continuation.
+const char* kMustMatch[] = {"model",     "precision",    "zero",   "micro_batch", "grad_accum",
+                            "seq",       "lr",           "warmup", "steps",       "min_lr_ratio",
+                            "schedule",  "weight_decay", "beta1",  "beta2",       "eps",
+                            "grad_clip", "seed",         "data"};
+
+std::string checkpoint_dir(const std::string& dir) {
+    if (fs::exists(fs::path(dir) / "meta.json")) return dir;
+    return (fs::path(dir) / "checkpoint").string();
+}
+} // namespace
+
+void save_checkpoint(const std::string& dir, const nlohmann::json& config, int ranks, int rank,
+                     const ZeroEngine::OwnedState& s, MPI_Comm comm) {
+    const fs::path tmp = fs::path(dir) / "checkpoint.tmp", final_dir = fs::path(dir) / "checkpoint";
+    if (rank == 0) {
+        fs::remove_all(tmp);
+        fs::create_directories(tmp);
+    }
+    MPI_Barrier(comm);
+    std::string bytes(kMagic, 8);
+    put<std::uint32_t>(bytes, std::uint32_t(rank));
+    put<std::uint32_t>(bytes, std::uint32_t(ranks));
+    put<std::uint32_t>(bytes, std::uint32_t(s.master.size()));
+    put<std::int32_t>(bytes, s.step);
+    put<std::int32_t>(bytes, s.iteration);
+    put<float>(bytes, s.loss_scale);
+    put<std::int32_t>(bytes, s.good_steps);
+    put<std::int64_t>(bytes, s.skipped);
+    for (std::size_t u = 0; u < s.master.size(); ++u) {
+        put<std::uint64_t>(bytes, s.master[u].size());
+        for (const auto* part : {&s.master[u], &s.m[u], &s.v[u]})
+            bytes.append(reinterpret_cast<const char*>(part->data()), part->size() * 4);
+    }
+    put<std::uint64_t>(bytes, fnv1a(bytes));
+    const fs::path file = tmp / fmt::format("rank-{}.bin", rank);
+    std::ofstream out(file, std::ios::binary);
+    out.write(bytes.data(), std::streamsize(bytes.size()));
+    check(bool(out), "cannot write checkpoint file '" + file.string() + "'; check free disk space");
+    out.close();
+    MPI_Barrier(comm);
+    if (rank == 0) {
+        std::ofstream meta(tmp / "meta.json");
+        meta << nlohmann::json{{"config", config}, {"ranks", ranks}, {"iteration", s.iteration}}
+                    .dump(2)
+             << "\n";
+        meta.close();
+        fs::remove_all(final_dir);
+        fs::rename(tmp, final_dir);
+    }
+    MPI_Barrier(comm);
+}
+
+ZeroEngine::OwnedState load_checkpoint(const std::string& dir, const nlohmann::json& config,
+                                       int ranks, int rank) {
+    const std::string cdir = checkpoint_dir(dir);
+    std::ifstream meta_in(fs::path(cdir) / "meta.json");
+    if (!meta_in)
+        throw UsageError("no checkpoint in '" + dir +
+                         "' (no meta.json); point --resume at a run's --out directory");
+    nlohmann::json meta;
+    try {
+        meta = nlohmann::json::parse(meta_in);
+    } catch (const nlohmann::json::exception& e) {
+        throw Error("checkpoint '" + cdir + "/meta.json' is corrupt: " + e.what());
+    }
+    if (meta.value("ranks", -1) != ranks)
+        throw UsageError(
+            fmt::format("checkpoint '{}' was written by {} ranks; resume it with mpirun -np {} "
+                        "(shards are cut per rank count)",
+                        cdir, meta.value("ranks", -1), meta.value("ranks", -1)));
+    for (const char* key : kMustMatch) {
+        const auto saved = meta["config"].value(key, nlohmann::json());
+        const auto now = config.value(key, nlohmann::json());
+        if (saved != now)
+            throw UsageError(fmt::format(
+                "checkpoint '{}' was written with {} = {}, this run has {}; resume with "
+                "the same setting",
+                cdir, key, saved.dump(), now.dump()));
+    }
+    const fs::path file = fs::path(cdir) / fmt::format("rank-{}.bin", rank);
+    std::ifstream in(file, std::ios::binary);
+    if (!in)
+        throw Error("checkpoint file '" + file.string() +
+                    "' is missing; the checkpoint is incomplete");
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string where = file.string();
+    if (bytes.size() < 16 || std::memcmp(bytes.data(), kMagic, 8) != 0)
+        throw Error("'" + where + "' is not a shardlab checkpoint file (bad magic)");
+    std::uint64_t stored = 0;
+    std::memcpy(&stored, bytes.data() + bytes.size() - 8, 8);
+    if (stored != fnv1a(bytes.substr(0, bytes.size() - 8)))
+        throw Error("checkpoint file '" + where +
+                    "' is corrupt (checksum mismatch); use an earlier checkpoint");
+    Reader r(bytes, where);
+    r.floats(2); // the magic
+    const auto file_rank = r.get<std::uint32_t>(), file_ranks = r.get<std::uint32_t>();
+    if (int(file_rank) != rank || int(file_ranks) != ranks)
+        throw Error(fmt::format("'{}' belongs to rank {} of {}, not rank {} of {}", where,
+                                file_rank, file_ranks, rank, ranks));
+    const auto units = r.get<std::uint32_t>();
+    ZeroEngine::OwnedState s;
+    s.step = r.get<std::int32_t>();
+    s.iteration = r.get<std::int32_t>();
+    s.loss_scale = r.get<float>();
+    s.good_steps = r.get<std::int32_t>();
+    s.skipped = r.get<std::int64_t>();
+    for (std::uint32_t u = 0; u < units; ++u) {
+        const auto n = r.get<std::uint64_t>();
+        s.master.push_back(r.floats(n));
+        s.m.push_back(r.floats(n));
+        s.v.push_back(r.floats(n));
+    }
+    if (r.pos() + 8 != bytes.size())
+        throw Error("checkpoint file '" + where + "' has trailing bytes; it is corrupt");
+    return s;
+}
+
+} // namespace shardlab

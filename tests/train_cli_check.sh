@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# `shardlab train` bad input, end to end: each a clear message and a non-zero exit, no hang.
+set -euo pipefail
+shardlab=$1 expect=$2
+shift 2
+mpirun=("$@")
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+small=(--layers 1 --hidden 32 --heads 2 --seq 16 --steps 2 --quiet)
+"$expect" 2 "--zero 5 is not a ZeRO stage" "${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --zero 5
+"$expect" 2 "--global-batch 6 is not divisible by N x micro-batch = 2 x 4 = 8" "${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --micro-batch 4 --global-batch 6
+"$expect" 1 "no-such-corpus.txt" "${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --data "$work/no-such-corpus.txt"
+"$expect" 2 "bad --checkpoint 'sometimes'" "${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --checkpoint sometimes
+"$expect" 2 "--prefetch applies to --zero 3 only" "${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --zero 2 --prefetch 1
+head -c 100 /usr/share/common-licenses/GPL-3 > "$work/tiny.txt"
+"$expect" 2 "too small for 2 ranks" "${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --data "$work/tiny.txt"
+# Offload with stage 0 is supported (every rank updates the whole model on its host).
+"${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --zero 0 --offload --out "$work/z0off" >/dev/null
+# A checkpoint must be resumed with the same N and config, and must be intact.
+"${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --steps 4 --save-every 2 --stop-after 2 --out "$work/run" >/dev/null
+"$expect" 2 "was written by 2 ranks; resume it with mpirun -np 2" "${mpirun[@]}" -np 3 "$shardlab" train "${small[@]}" --steps 4 --resume "$work/run" --out "$work/run3"
+"$expect" 2 "was written with lr = " "${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --steps 4 --lr 0.5 --resume "$work/run" --out "$work/run"
+printf 'X' | dd of="$work/run/checkpoint/rank-1.bin" bs=1 seek=100 conv=notrunc status=none
+"$expect" 1 "is corrupt (checksum mismatch)" "${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --steps 4 --resume "$work/run" --out "$work/run"
+"$expect" 2 "no checkpoint in" "${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --steps 4 --resume "$work/nothing" --out "$work/x"
+echo "ok: train bad input"
