@@ -19,5 +19,6 @@ CommandRunner add_reference_command(CLI::App& cmd);
 CommandRunner add_bench_step_command(CLI::App& cmd);
 CommandRunner add_plan_command(CLI::App& cmd);
 CommandRunner add_train_command(CLI::App& cmd);
+CommandRunner add_bench_adamw_command(CLI::App& cmd);
 
 } // namespace shardlab

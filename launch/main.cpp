@@ -49,12 +49,16 @@ int main(int argc, char** argv) {
     bench_group->require_subcommand(1);
     CLI::App* bench_step = bench_group->add_subcommand("step", "Time a training step on one rank");
     runners[bench_step] = add_bench_step_command(*bench_step);
+    CLI::App* bench_adamw =
+        bench_group->add_subcommand("adamw", "Host AdamW throughput against its bandwidth bound");
+    runners[bench_adamw] = add_bench_adamw_command(*bench_adamw);
     CLI::App* train =
         app.add_subcommand("train", "Train data-parallel with ZeRO 0-3 (run under mpirun)");
     runners[train] = add_train_command(*train);
     CLI::App* plan = app.add_subcommand("plan", "Predict per-rank memory and traffic for any size");
     runners[plan] = add_plan_command(*plan);
-    const std::set<CLI::App*> without_mpi = {device, init, eval, ref, bench_step, plan};
+    const std::set<CLI::App*> without_mpi = {device,     init,        eval, ref,
+                                             bench_step, bench_adamw, plan};
 
     try {
         app.parse(argc, argv);

@@ -4,7 +4,7 @@
 namespace shardlab {
 
 void add_train_options(CLI::App& cmd, TrainOptions& o) {
-    cmd.set_config("--config", "",
+    cmd.add_option("--config", o.config_file,
                    "TOML file of flag = value lines (flags given on the command line win)");
     add_model_options(cmd, o.model);
     cmd.add_option("--init", o.init,

@@ -30,6 +30,7 @@ struct TrainOptions {
     int sample = 0, save_every = 0, threads = 0;
     int stop_after = 0; // stop after this step (0: run all --steps), as a time-limited job would
     bool quiet = false;
+    std::string config_file; // applied by add_train_command's runner (flags win)
 };
 
 void add_train_options(CLI::App& cmd, TrainOptions& o);

@@ -71,20 +71,27 @@ RunSetup prepare(const TrainOptions& o, int ranks) {
         s.init = gpt2_init(ParamLayout(s.config), o.seed, s.config.layers);
     }
     s.seq = s.config.context;
-    TokenData tokens = o.data.empty() ? default_corpus() : load_tokens(o.data);
-    if (tokens.max_token() >= s.config.vocab)
+    if (o.data.empty()) {
+        s.data = default_corpus(0.1);
+    } else {
+        const TokenData tokens = load_tokens(o.data);
+        s.data = split_train_val(tokens.tokens, 0.1);
+    }
+    int max_token = -1;
+    for (const auto* part : {&s.data.train, &s.data.val})
+        for (auto t : *part) max_token = std::max(max_token, int(t));
+    if (max_token >= s.config.vocab)
         throw UsageError(fmt::format(
             "the data holds token id {} but the model's vocabulary is {}; use --vocab {} or "
             "data tokenized for this model",
-            tokens.max_token(), s.config.vocab, tokens.max_token() + 1));
-    s.data = split_train_val(tokens.tokens, 0.1);
+            max_token, s.config.vocab, max_token + 1));
     const std::size_t need = std::size_t(ranks) * o.micro_batch;
     if (TokenWindows(s.data.train, s.seq).count() < need ||
         TokenWindows(s.data.val, s.seq).count() < 1)
         throw UsageError(fmt::format(
             "the data ({} tokens) is too small for {} ranks x micro-batch {} of {} tokens; "
             "use more data, a smaller --micro-batch or a shorter --seq",
-            tokens.tokens.size(), ranks, o.micro_batch, s.seq + 1));
+            s.data.train.size() + s.data.val.size(), ranks, o.micro_batch, s.seq + 1));
     return s;
 }
 

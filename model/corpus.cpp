@@ -10,7 +10,7 @@
 
 namespace shardlab {
 
-TokenData default_corpus(const std::string& dir) {
+TrainValSplit default_corpus(double val_fraction, const std::string& dir) {
     namespace fs = std::filesystem;
     std::vector<fs::path> files;
     std::error_code ec;
@@ -21,12 +21,15 @@ TokenData default_corpus(const std::string& dir) {
                     "' is missing or empty (Debian's base-files provides it); "
                     "give a text file or token shard with --data");
     std::sort(files.begin(), files.end());
-    TokenData data;
-    data.path = dir;
+    TrainValSplit data;
     for (const auto& f : files) {
         std::ifstream in(f, std::ios::binary);
+        std::vector<std::uint16_t> tokens;
         for (std::istreambuf_iterator<char> it(in), end; it != end; ++it)
-            data.tokens.push_back(static_cast<unsigned char>(*it));
+            tokens.push_back(static_cast<unsigned char>(*it));
+        const TrainValSplit part = split_train_val(tokens, val_fraction);
+        data.train.insert(data.train.end(), part.train.begin(), part.train.end());
+        data.val.insert(data.val.end(), part.val.begin(), part.val.end());
     }
     return data;
 }

@@ -11,12 +11,15 @@
 
 namespace shardlab {
 
-// Regular files only (symlinks such as GPL -> GPL-3 would repeat text), sorted by name.
-TokenData default_corpus(const std::string& dir = "/usr/share/common-licenses");
-
 struct TrainValSplit {
     std::vector<std::uint16_t> train, val;
 };
+
+// Regular files only (symlinks such as GPL -> GPL-3 would repeat text), sorted by name. The last
+// `val_fraction` of each file is validation, so both parts hold every license's kind of English
+// (a tail split of the concatenation would validate on the Mozilla licenses alone).
+TrainValSplit default_corpus(double val_fraction,
+                             const std::string& dir = "/usr/share/common-licenses");
 // The last `val_fraction` of the tokens is validation: never trained on.
 TrainValSplit split_train_val(const std::vector<std::uint16_t>& tokens, double val_fraction);
 

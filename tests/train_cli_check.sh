@@ -23,4 +23,14 @@ head -c 100 /usr/share/common-licenses/GPL-3 > "$work/tiny.txt"
 printf 'X' | dd of="$work/run/checkpoint/rank-1.bin" bs=1 seek=100 conv=notrunc status=none
 "$expect" 1 "is corrupt (checksum mismatch)" "${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --steps 4 --resume "$work/run" --out "$work/run"
 "$expect" 2 "no checkpoint in" "${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --steps 4 --resume "$work/nothing" --out "$work/x"
-echo "ok: train bad input"
+# Config files: applied (zero, micro-batch), overridden by flags (--hidden, --steps), and checked.
+printf 'hidden = 48\nzero = 2\nmicro-batch = 3\nsteps = 9\n' > "$work/run.toml"
+"${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --config "$work/run.toml" --steps 2 --out "$work/cfg" >/dev/null
+/usr/bin/python3 -c "import json,sys; c=json.load(open(sys.argv[1]))['config']; assert c['model']['hidden']==32 and c['zero']==2 and c['micro_batch']==3 and c['steps']==2, c" "$work/cfg/report.json"
+printf 'bogus = 1\n' > "$work/bad.toml"
+"$expect" 2 "unknown key 'bogus'" "${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --config "$work/bad.toml"
+printf 'zero = "three"\n' > "$work/bad.toml"
+"$expect" 2 "bad value for 'zero'" "${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --config "$work/bad.toml"
+printf 'zero = \n' > "$work/bad.toml"
+"$expect" 2 "is not valid TOML" "${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --config "$work/bad.toml"
+echo "ok: train bad input and config files"

@@ -1,0 +1,58 @@
+// toml++ reads the file; CLI11 converts and stores each value.
+#include "launch/config_file.h"
+
+#include "core/error.h"
+
+#include <toml++/toml.h>
+
+#include <sstream>
+
+namespace shardlab {
+
+namespace {
+std::string value_text(const toml::node& v, const std::string& key, const std::string& path) {
+    if (auto s = v.value<std::string>(); s && v.is_string()) return *s;
+    if (v.is_boolean()) return *v.value<bool>() ? "true" : "false";
+    if (v.is_integer()) return std::to_string(*v.value<std::int64_t>());
+    if (v.is_floating_point()) {
+        std::ostringstream o;
+        o.precision(17);
+        o << *v.value<double>();
+        return o.str();
+    }
+    throw UsageError("config file '" + path + "': key '" + key +
+                     "' must be a string, number or boolean");
+}
+} // namespace
+
+void apply_config_file(CLI::App& cmd, const std::string& path) {
+    toml::table table;
+    try {
+        table = toml::parse_file(path);
+    } catch (const toml::parse_error& e) {
+        std::ostringstream where;
+        where << e.source().begin;
+        throw UsageError("config file '" + path + "' is not valid TOML (" +
+                         std::string(e.description()) + " at " + where.str() + ")");
+    }
+    for (const auto& [k, v] : table) {
+        const std::string key(k.str());
+        CLI::Option* opt = nullptr;
+        try {
+            opt = cmd.get_option("--" + key);
+        } catch (const CLI::OptionNotFound&) {
+            throw UsageError("config file '" + path + "': unknown key '" + key +
+                             "'; keys are the flag names without dashes (see --help)");
+        }
+        if (opt->count() > 0) continue; // given on the command line: the flag wins
+        try {
+            opt->add_result(value_text(v, key, path));
+            opt->run_callback();
+        } catch (const CLI::Error& e) {
+            throw UsageError("config file '" + path + "': bad value for '" + key +
+                             "': " + e.what());
+        }
+    }
+}
+
+} // namespace shardlab

@@ -1,0 +1,16 @@
+// Config files for subcommands: a TOML file of `flag = value` lines, keys named like the flags
+// without the dashes (`micro-batch = 8`, `offload = true`). Each value goes through the same
+// CLI11 option as the flag — the same types, the same checks — unless that flag was given on
+// the command line, which always wins.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+namespace shardlab {
+
+// Throws UsageError naming the file and the key for unknown keys, bad values and TOML errors.
+void apply_config_file(CLI::App& cmd, const std::string& path);
+
+} // namespace shardlab
