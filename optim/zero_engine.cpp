@@ -166,29 +166,45 @@ double ZeroEngine::average(double value) {
     return v;
 }
 
+// Tile by tile over the owned range: the gradient tile comes to the host (offload), AdamW
+// updates the parameters inside it (decay on 2-D weights only; padding is never updated), and
+// the tile's 16-bit parameters go back — three passes while the tile is in cache. (The CUDA
+// backend overlaps the two copies with the update on copy streams; here they are synchronous.)
 void ZeroEngine::update_unit(int unit, float lr, float scale) {
+    constexpr std::uint64_t kTile = 1 << 16;
     Unit& x = units_[unit];
     const std::uint64_t off = owned_offset(unit), own = owned_count(unit);
-    const void* grad = owned_grad(unit);
-    DType gt = pdt_;
-    if (o_.offload) { // device -> host: the owned gradient, widened to fp32 on arrival
-        convert(grad, pdt_, x.host_grad.data(), DType::f32, own);
-        device_to_host_ += own * dtype_size(pdt_);
-        grad = x.host_grad.data();
-        gt = DType::f32;
-    }
+    const std::size_t es = dtype_size(pdt_);
+    const char* grad = static_cast<const char*>(owned_grad(unit));
+    char* params = o_.stage == 3 ? x.params.as<char>() : at(x.params, off, pdt_);
     float* w = master_ptr(unit);
-    // AdamW tensor by tensor over the owned range (decay on 2-D weights only); padding is skipped.
-    for (const ParamInfo& p : layout_.units()[unit].params) {
-        const std::uint64_t lo = std::max<std::uint64_t>(p.offset, off);
-        const std::uint64_t hi = std::min<std::uint64_t>(p.offset + p.numel, off + own);
-        if (lo >= hi) continue;
-        const std::uint64_t i = lo - off;
-        adamw_update(w + i, x.m.as<float>() + i, x.v.as<float>() + i,
-                     static_cast<const char*>(grad) + i * dtype_size(gt), gt, hi - lo, adam_, lr,
-                     step_, p.decay, scale);
+    for (std::uint64_t t0 = 0; t0 < own; t0 += kTile) {
+        const std::uint64_t n = std::min(kTile, own - t0);
+        const void* g = grad + t0 * es;
+        DType gt = pdt_;
+        if (o_.offload) { // device -> host, widened to fp32 on arrival
+            convert(g, pdt_, x.host_grad.as<float>() + t0, DType::f32, n);
+            device_to_host_ += n * es;
+            g = x.host_grad.as<float>() + t0;
+            gt = DType::f32;
+        }
+        for (const ParamInfo& p : layout_.units()[unit].params) {
+            const std::uint64_t lo = std::max<std::uint64_t>(p.offset, off + t0);
+            const std::uint64_t hi = std::min<std::uint64_t>(p.offset + p.numel, off + t0 + n);
+            if (lo >= hi) continue;
+            const std::uint64_t i = lo - off; // index in the owned range
+            adamw_update(w + i, x.m.as<float>() + i, x.v.as<float>() + i,
+                         static_cast<const char*>(g) + (i - t0) * dtype_size(gt), gt, hi - lo,
+                         adam_, lr, step_, p.decay, scale);
+        }
+        if (has_master()) { // round the master tile into the parameters (host -> device with
+                            // offload)
+            convert(w + t0, DType::f32, params + t0 * es, pdt_, n);
+            if (o_.offload) host_to_device_ += n * es;
+        }
     }
-    publish_params(unit);
+    if (o_.stage == 1 || o_.stage == 2)
+        comm_.all_gather(params, x.params.data(), padded_[unit], pdt_); // in place
 }
 
 float* ZeroEngine::master_ptr(int unit) {
@@ -198,6 +214,7 @@ float* ZeroEngine::master_ptr(int unit) {
                                                   : at(x.params, owned_offset(unit), pdt_));
 }
 
+// After a checkpoint is loaded: rebuild the parameters from the master copy, as a step does.
 void ZeroEngine::publish_params(int unit) {
     Unit& x = units_[unit];
     const std::uint64_t own = owned_count(unit);
@@ -293,6 +310,7 @@ void ZeroEngine::load_owned(const OwnedState& s) {
     }
     step_ = s.step;
     scaler_.restore(s.loss_scale, s.good_steps, s.skipped);
+    host_to_device_ = device_to_host_ = 0; // count the resumed run's steps only
 }
 
 } // namespace shardlab

@@ -29,6 +29,7 @@ print("ok: plan JSON keys, compare and sweep lists")
 PY
 /usr/bin/python3 "$here/../tools/plot_plan_memory.py" "$work/compare.json" "$work/compare.png"
 test -s "$work/compare.png"
+"$shardlab" plan --preset gpt2 --inference --json "$work/inf.json" >/dev/null
 "$expect" 2 "unknown preset 'gpt9'" "$shardlab" plan --preset gpt9
 "$expect" 2 "kv-heads 3 does not divide heads 32" "$shardlab" plan --preset 7b --kv-heads 3
 "$expect" 2 "--zero 4 is not a ZeRO stage" "$shardlab" plan --preset gpt2 --zero 4
