@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <mpi.h>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,10 @@ std::string format_bytes(std::uint64_t bytes);
 // before any communication) prints once and returns 2; any other error prints with its rank and
 // aborts every rank through MPI_Abort, so no rank waits forever for one that died.
 int run_guarded(const std::function<int()>& body);
+
+// One string per rank, collected on rank 0 in rank order (empty elsewhere). Plain MPI: for
+// reports and walkthroughs, outside the statistics of shardlab's own collectives.
+std::vector<std::string> gather_to_root(const std::string& mine, MPI_Comm comm);
 
 // MPI_Init / MPI_Finalize for the commands that communicate.
 class MpiSession {

@@ -5,6 +5,7 @@
 #include "comm/comm_model.h"
 #include "comm/communicator.h"
 #include "core/error.h"
+#include "launch/cli_util.h"
 #include "launch/commands.h"
 
 #include <fmt/format.h>
@@ -63,26 +64,6 @@ class ShowTrace : public CollectiveTrace {
     Chunking full_;
     std::ostringstream lines_;
 };
-
-// Gathers one string per rank to rank 0 (plain MPI: not part of the walkthrough's statistics).
-std::vector<std::string> gather_strings(const std::string& mine, MPI_Comm comm) {
-    int n = 0, r = 0;
-    MPI_Comm_size(comm, &n);
-    MPI_Comm_rank(comm, &r);
-    int len = int(mine.size());
-    std::vector<int> lens(n), displs(n);
-    MPI_Gather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, 0, comm);
-    int total = 0;
-    for (int i = 0; i < n; ++i) displs[i] = total, total += lens[i];
-    std::string all(std::size_t(r == 0 ? total : 0), '\0');
-    MPI_Gatherv(mine.data(), len, MPI_CHAR, all.data(), lens.data(), displs.data(), MPI_CHAR, 0,
-                comm);
-    std::vector<std::string> out;
-    if (r == 0)
-        for (int i = 0; i < n; ++i)
-            out.push_back(all.substr(std::size_t(displs[i]), std::size_t(lens[i])));
-    return out;
-}
 
 // A rank's trace, parsed into phases, each a map step -> lines.
 using Steps = std::map<int, std::vector<std::string>>;
@@ -166,10 +147,10 @@ int run_show(const ShowOptions& o) {
     std::string result =
         format_buffer(recv.data(), sz.recv, DType::f32, sz.recv == count ? &ch : nullptr);
     std::string bytes = fmt::format("{}", st.bytes_sent);
-    auto inputs = gather_strings(summary, comm.mpi_comm());
-    auto traces = gather_strings(trace.text(), comm.mpi_comm());
-    auto results = gather_strings(result, comm.mpi_comm());
-    auto sent = gather_strings(bytes, comm.mpi_comm());
+    auto inputs = gather_to_root(summary, comm.mpi_comm());
+    auto traces = gather_to_root(trace.text(), comm.mpi_comm());
+    auto results = gather_to_root(result, comm.mpi_comm());
+    auto sent = gather_to_root(bytes, comm.mpi_comm());
     if (r != 0) return 0;
 
     std::vector<std::size_t> sizes;

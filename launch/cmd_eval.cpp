@@ -28,9 +28,7 @@ double mean_loss(const ModelWeights& w, const TokenWindows& windows, int batch, 
     MemoryTracker tracker(Device::cpu());
     const ParamLayout layout(w.config);
     ResidentParams params(layout, dtype_of<T>(), tracker);
-    for (std::size_t u = 0; u < layout.num_units(); ++u)
-        convert(w.units[u].data(), DType::f32, params.params(int(u)), dtype_of<T>(),
-                layout.units()[u].numel);
+    params.load(w.units);
     double sum = 0; // sum over windows of the window's mean loss
     std::vector<std::uint16_t> in(std::size_t(batch) * seq), tg(std::size_t(batch) * seq);
     std::unique_ptr<GPTModel<T>> model;

@@ -58,9 +58,7 @@ void write_grads(const ReferenceOptions& o, const ModelWeights& w) {
     MemoryTracker tracker(Device::cpu());
     const ParamLayout layout(w.config);
     ResidentParams params(layout, dtype_of<T>(), tracker);
-    for (std::size_t u = 0; u < layout.num_units(); ++u)
-        convert(w.units[u].data(), DType::f32, params.params(int(u)), dtype_of<T>(),
-                layout.units()[u].numel);
+    params.load(w.units);
     const Batch b = load_batch(o, w.config.vocab);
     GPTModel<T> model(w.config, o.batch, o.seq, parse_checkpoint(o.checkpoint), tracker);
     const double loss = model.forward(params, b.inputs.data(), b.targets.data());

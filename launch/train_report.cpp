@@ -1,6 +1,8 @@
 // Measured vs predicted, per rank.
 #include "launch/train_report.h"
 
+#include "launch/cli_util.h"
+
 #include <fmt/format.h>
 
 namespace shardlab {
@@ -56,23 +58,9 @@ nlohmann::json rank_report(int rank, const MemoryCounts& mem, const CommStats& c
 }
 
 std::vector<nlohmann::json> gather_reports(const nlohmann::json& mine, MPI_Comm comm) {
-    int n = 0, r = 0;
-    MPI_Comm_size(comm, &n);
-    MPI_Comm_rank(comm, &r);
-    const std::string text = mine.dump();
-    int len = int(text.size());
-    std::vector<int> lens(n), displs(n);
-    MPI_Gather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, 0, comm);
-    int total = 0;
-    for (int i = 0; i < n; ++i) displs[i] = total, total += lens[i];
-    std::string all(std::size_t(r == 0 ? total : 0), '\0');
-    MPI_Gatherv(text.data(), len, MPI_CHAR, all.data(), lens.data(), displs.data(), MPI_CHAR, 0,
-                comm);
     std::vector<nlohmann::json> out;
-    if (r == 0)
-        for (int i = 0; i < n; ++i)
-            out.push_back(
-                nlohmann::json::parse(all.substr(std::size_t(displs[i]), std::size_t(lens[i]))));
+    for (const auto& text : gather_to_root(mine.dump(), comm))
+        out.push_back(nlohmann::json::parse(text));
     return out;
 }
 

@@ -33,6 +33,8 @@ class ResidentParams : public UnitParams {
     void grads_done(int) override {}
 
     void* params(int unit) { return params_[unit].data(); }
+    // Sets every unit's parameters from fp32 values (rounded to nearest even for 16-bit dtypes).
+    void load(const std::vector<std::vector<float>>& units);
     void zero_grads();
     DType dtype() const { return dtype_; }
     const ParamLayout& layout() const { return layout_; }

@@ -43,10 +43,7 @@ Batch make_batch(int B, int T, int V) {
 
 template <typename T>
 void load_init(ResidentParams& p, const GPTConfig& c, std::uint64_t seed) {
-    const ParamLayout layout(c);
-    auto units = gpt2_init(layout, seed, c.layers);
-    for (std::size_t u = 0; u < units.size(); ++u)
-        convert(units[u].data(), DType::f32, p.params(int(u)), dtype_of<T>(), units[u].size());
+    p.load(gpt2_init(ParamLayout(c), seed, c.layers));
 }
 
 // Loss and every gradient byte of one forward/backward.
