@@ -81,6 +81,10 @@ class Communicator {
 
     void run(const CollectiveCall& call, Algo a);
 
+    // Allocates the collectives' scratch (comm_buffers) up front, so memory does not grow in the
+    // middle of a run and its peak is the same from the first step on.
+    void reserve_scratch(std::size_t bytes) { scratch_.get(bytes); }
+
     CommStats& stats() { return stats_; }
     const CommStats& stats() const { return stats_; }
     // Step-by-step observer for the ring family (nullptr: none). Not owned.

@@ -59,6 +59,13 @@ ZeroEngine::ZeroEngine(const ParamLayout& layout, const ZeroOptions& options, Co
         if (o_.offload) x.host_grad = tracker.allocate(own * 4, Category::grads, Arena::host);
         units_.push_back(std::move(x));
     }
+    // The ring reduce-scatter keeps two chunks of the largest unit (and of the one-float
+    // all-reduces); allocated now, as plan/memory_plan.cpp assumes.
+    if (n_ > 1) {
+        std::size_t scratch = 2 * 4;
+        for (auto P : padded_) scratch = std::max<std::size_t>(scratch, 2 * (P / n_) * pb);
+        comm.reserve_scratch(scratch);
+    }
 }
 
 bool ZeroEngine::has_master() const {
@@ -79,6 +86,9 @@ float ZeroEngine::grad_scale() const {
 void ZeroEngine::begin_micro_batch(bool accumulate) {
     pos_ = 0;
     accumulate_ = accumulate;
+    // A forward-only pass (validation, sampling) stops before the backward and leaves the unit it
+    // prefetched for it gathered: a micro-batch starts with nothing gathered.
+    for (Unit& x : units_) x.gathered.release();
 }
 
 // --- parameters: gather -> compute -> release ----------------------------------------------

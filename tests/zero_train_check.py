@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """ZeRO training end to end under `mpirun -np K` (one CTest case per K):
-  1. stages 0/1/2/3 x offload x checkpointing, grad-accum 1: bitwise-identical losses and final
+  1. stages 0/1/2/3 x offload x checkpointing (and ZeRO-3 with --prefetch 1, 2), grad-accum 1:
+     bitwise-identical losses and final
      weights (sha256 of the consolidated fp32 master);
   2. on every rank, measured bytes equal the prediction for params, grads, master, optimizer,
      activations, comm buffers and host, and bytes sent per collective equal the prediction;
@@ -59,33 +60,33 @@ with tempfile.TemporaryDirectory() as tmp:
     steps = 5
     base = ["--micro-batch", "2", "--steps", str(steps), "--precision", "bf16", "--lr", "3e-3", "--warmup", "2"]
     reference = None
-    for zero in range(4):
-        for offload in (False, True):
-            for ck in ("none", "all"):
-                name = f"zero{zero}{'-offload' if offload else ''}-ck{ck}"
-                args = base + ["--zero", str(zero), "--checkpoint", ck] + (["--offload"] if offload else [])
-                rep = run(args, os.path.join(tmp, name))
-                losses = [s["loss"] for s in rep["steps"]]
-                sig = (losses, rep["final_params_sha256"])
-                if reference is None:
-                    reference = (name, sig)
-                check(sig == reference[1], f"{name}: losses/weights differ from {reference[0]}: {losses} vs {reference[1][0]}")
-                for r in rep["ranks"]:
-                    for cat, m in r["memory"].items():
-                        if m["predicted_bytes"] is not None:
-                            check(m["peak_bytes"] == m["predicted_bytes"],
-                                  f"{name} rank {r['rank']} {cat}: measured {m['peak_bytes']} predicted {m['predicted_bytes']}")
-                    total = 0
-                    for op, s in r["comm"].items():
-                        check(s["bytes_sent"] == s["predicted_bytes"] and s["calls"] == s["predicted_calls"],
-                              f"{name} rank {r['rank']} {op}: sent {s['bytes_sent']} predicted {s['predicted_bytes']}")
-                        total += s["bytes_sent"]
-                    want = expected_bytes_sent(zero, r["rank"], steps)
-                    check(total == want, f"{name} rank {r['rank']}: {total} bytes sent, formula says {want}")
-                    hd = r["host_device_bytes"]
-                    check(hd["total"] == hd["predicted"], f"{name} rank {r['rank']}: offload copies {hd}")
-                    check((hd["total"] > 0) == offload, f"{name}: offload copies present iff --offload")
-    print(f"ok: 16 configurations on {K} rank(s): identical losses {reference[1][0]}")
+    configs = [(z, off, ck, 0) for z in range(4) for off in (False, True) for ck in ("none", "all")]
+    configs += [(3, False, "none", 1), (3, True, "every:2", 2)]  # ZeRO-3 gathering ahead
+    for zero, offload, ck, prefetch in configs:
+        name = f"zero{zero}{'-offload' if offload else ''}-ck{ck}" + (f"-prefetch{prefetch}" if prefetch else "")
+        args = base + ["--zero", str(zero), "--checkpoint", ck, "--prefetch", str(prefetch)] + (["--offload"] if offload else [])
+        rep = run(args, os.path.join(tmp, name))
+        losses = [s["loss"] for s in rep["steps"]]
+        sig = (losses, rep["final_params_sha256"])
+        if reference is None:
+            reference = (name, sig)
+        check(sig == reference[1], f"{name}: losses/weights differ from {reference[0]}: {losses} vs {reference[1][0]}")
+        for r in rep["ranks"]:
+            for cat, m in r["memory"].items():
+                if m["predicted_bytes"] is not None:
+                    check(m["peak_bytes"] == m["predicted_bytes"],
+                          f"{name} rank {r['rank']} {cat}: measured {m['peak_bytes']} predicted {m['predicted_bytes']}")
+            total = 0
+            for op, s in r["comm"].items():
+                check(s["bytes_sent"] == s["predicted_bytes"] and s["calls"] == s["predicted_calls"],
+                      f"{name} rank {r['rank']} {op}: sent {s['bytes_sent']} predicted {s['predicted_bytes']}")
+                total += s["bytes_sent"]
+            want = expected_bytes_sent(zero, r["rank"], steps)
+            check(total == want, f"{name} rank {r['rank']}: {total} bytes sent, formula says {want}")
+            hd = r["host_device_bytes"]
+            check(hd["total"] == hd["predicted"], f"{name} rank {r['rank']}: offload copies {hd}")
+            check((hd["total"] > 0) == offload, f"{name}: offload copies present iff --offload")
+    print(f"ok: {len(configs)} configurations on {K} rank(s): identical losses {reference[1][0]}")
 
     # Gradient accumulation: the stages round in different places; fp32 keeps that small.
     acc = ["--micro-batch", "1", "--grad-accum", "2", "--steps", "4", "--precision", "fp32", "--lr", "3e-3"]
