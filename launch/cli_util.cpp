@@ -66,17 +66,20 @@ int run_guarded(const std::function<int()>& body) {
             MPI_Comm_rank(MPI_COMM_WORLD, &rank);
             MPI_Comm_size(MPI_COMM_WORLD, &size);
         }
-        if (usage) {
+        if (usage && !(mpi_live && size > 1)) {
             if (rank == 0) fmt::print(stderr, "shardlab: error: {}\n", e.what());
             return 2;
         }
         fmt::print(stderr, "shardlab: rank {}: error: {}\n", rank, e.what());
         std::fflush(stderr);
-        if (mpi_live && size > 1) MPI_Abort(MPI_COMM_WORLD, 1); // the other ranks stop too
-        return 1;
+        if (mpi_live && size > 1)
+            MPI_Abort(MPI_COMM_WORLD, usage ? 2 : 1); // the other ranks stop too
+        return usage ? 2 : 1;
     };
     try {
         return body();
+    } catch (const AgreedFailure&) {
+        return 2;
     } catch (const UsageError& e) {
         return report(e, true);
     } catch (const std::exception& e) {
@@ -101,6 +104,33 @@ std::vector<std::string> gather_to_root(const std::string& mine, MPI_Comm comm) 
         for (int i = 0; i < n; ++i)
             out.push_back(all.substr(std::size_t(displs[i]), std::size_t(lens[i])));
     return out;
+}
+
+void collectively(const std::function<void()>& fn, MPI_Comm comm) {
+    std::string message;
+    try {
+        fn();
+    } catch (const std::exception& e) {
+        message = e.what();
+        if (message.empty()) message = "unknown error";
+    }
+    int failed = message.empty() ? 0 : 1;
+    MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, comm);
+    if (!failed) return;
+    const auto all = gather_to_root(message, comm);
+    for (std::size_t i = 0; i < all.size(); ++i) {
+        if (all[i].empty()) continue;
+        bool first = true; // print each distinct message once, with every rank that raised it
+        for (std::size_t j = 0; j < i; ++j) first = first && all[j] != all[i];
+        if (!first) continue;
+        std::string ranks;
+        for (std::size_t j = i; j < all.size(); ++j)
+            if (all[j] == all[i]) ranks += (ranks.empty() ? "" : ",") + std::to_string(j);
+        fmt::print(stderr, "shardlab: error{}: {}\n",
+                   all.size() > 1 ? " on rank " + ranks : std::string(), all[i]);
+    }
+    std::fflush(stderr);
+    throw AgreedFailure();
 }
 
 MpiSession::MpiSession(int& argc, char**& argv) {

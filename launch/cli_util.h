@@ -19,10 +19,23 @@ int launcher_rank();
 // "33554432 B (33.55 MB, 32.00 MiB)": exact integer first, then GB = 1e9 and GiB = 2^30 labelled.
 std::string format_bytes(std::uint64_t bytes);
 
-// Runs a command body with shardlab's error policy. A UsageError (found alike on every rank
-// before any communication) prints once and returns 2; any other error prints with its rank and
-// aborts every rank through MPI_Abort, so no rank waits forever for one that died.
+// Runs a command body with shardlab's error policy. A UsageError before MPI starts (or on a
+// single rank) prints once and returns 2; one after MPI started, on one rank of several, cannot be
+// known to the others, so — like any other error — it prints with its rank and aborts every rank
+// through MPI_Abort: no rank waits forever for one that stopped.
 int run_guarded(const std::function<int()>& body);
+
+// Thrown on every rank once `collectively` has reported a failure: exit code 2, nothing more to
+// say.
+struct AgreedFailure : std::exception {
+    const char* what() const noexcept override { return "reported"; }
+};
+
+// Runs fn on every rank at a point every rank reaches (nothing else in flight). If it throws on
+// any rank, rank 0 prints each distinct message once with the ranks that raised it, and every
+// rank throws AgreedFailure — a clean exit instead of a hang or an abort. For checks whose outcome
+// can differ between ranks: files each node reads for itself, checkpoints, data.
+void collectively(const std::function<void()>& fn, MPI_Comm comm);
 
 // One string per rank, collected on rank 0 in rank order (empty elsewhere). Plain MPI: for
 // reports and walkthroughs, outside the statistics of shardlab's own collectives.

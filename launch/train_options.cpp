@@ -51,7 +51,8 @@ void add_train_options(CLI::App& cmd, TrainOptions& o) {
     cmd.add_flag("--quiet", o.quiet, "No per-step lines");
 }
 
-nlohmann::json train_options_json(const TrainOptions& o, const nlohmann::json& model, int seq) {
+nlohmann::json train_options_json(const TrainOptions& o, const nlohmann::json& model, int seq,
+                                  int grad_accum) {
     return {{"model", model},
             {"init", o.init},
             {"precision", o.precision},
@@ -60,7 +61,8 @@ nlohmann::json train_options_json(const TrainOptions& o, const nlohmann::json& m
             {"prefetch", o.prefetch},
             {"checkpoint", o.checkpoint},
             {"micro_batch", o.micro_batch},
-            {"grad_accum", o.grad_accum},
+            {"grad_accum", grad_accum},
+            {"global_batch", o.global_batch},
             {"seq", seq},
             {"steps", o.steps},
             {"lr", o.lr},

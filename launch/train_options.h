@@ -34,6 +34,8 @@ struct TrainOptions {
 };
 
 void add_train_options(CLI::App& cmd, TrainOptions& o);
-nlohmann::json train_options_json(const TrainOptions& o, const nlohmann::json& model, int seq);
+// grad_accum: the effective value (from --grad-accum, or --global-batch / (N x micro-batch)).
+nlohmann::json train_options_json(const TrainOptions& o, const nlohmann::json& model, int seq,
+                                  int grad_accum);
 
 } // namespace shardlab

@@ -5,6 +5,7 @@
 #include "comm/communicator.h"
 #include "core/error.h"
 #include "core/timer.h"
+#include "launch/cli_util.h"
 #include "launch/train_report.h"
 #include "model/corpus.h"
 #include "model/generate.h"
@@ -95,6 +96,21 @@ RunSetup prepare(const TrainOptions& o, int ranks) {
     return s;
 }
 
+// steps.jsonl: fresh for a new run; on resume, the rows up to the checkpoint's step are kept and
+// any written after it (by a run that went on past its last checkpoint) dropped.
+std::ofstream open_steps_log(const std::filesystem::path& path, int resumed_at) {
+    std::vector<std::string> kept;
+    if (resumed_at > 0) {
+        std::ifstream in(path);
+        for (std::string line; std::getline(in, line);)
+            if (!line.empty() && nlohmann::json::parse(line).value("step", 0) <= resumed_at)
+                kept.push_back(line);
+    }
+    std::ofstream out(path, std::ios::trunc);
+    for (const auto& line : kept) out << line << "\n";
+    return out;
+}
+
 std::string sha256_hex(const std::vector<std::vector<float>>& units) {
     EVP_MD_CTX* ctx = EVP_MD_CTX_new();
     EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
@@ -123,11 +139,20 @@ int train_loop(const TrainOptions& o, RunSetup& s, Communicator& comm, MemoryTra
     ZeroEngine engine(layout, zopts, comm, tracker, s.init,
                       AdamWConfig{o.lr, o.beta1, o.beta2, o.eps, o.weight_decay});
     s.init.clear();
-    const nlohmann::json config = train_options_json(o, config_to_json(s.config), T_);
+    const nlohmann::json config = train_options_json(o, config_to_json(s.config), T_, A);
 
     int first = 0;
     if (!o.resume.empty()) {
-        const ZeroEngine::OwnedState saved = load_checkpoint(o.resume, config, N, rank);
+        ZeroEngine::OwnedState saved;
+        collectively(
+            [&] {
+                saved = load_checkpoint(o.resume, config, N, rank);
+                if (o.stop_after > 0 && o.stop_after <= saved.iteration)
+                    throw UsageError(fmt::format(
+                        "--stop-after {} is not after the checkpoint's step {}; nothing to do",
+                        o.stop_after, saved.iteration));
+            },
+            comm.mpi_comm());
         engine.load_owned(saved);
         first = saved.iteration;
         if (lead) fmt::print("resumed from '{}' at step {}\n", o.resume, first);
@@ -160,9 +185,7 @@ int train_loop(const TrainOptions& o, RunSetup& s, Communicator& comm, MemoryTra
 
     std::filesystem::create_directories(o.out);
     std::ofstream steps_log;
-    if (lead)
-        steps_log.open(std::filesystem::path(o.out) / "steps.jsonl",
-                       first > 0 ? std::ios::app : std::ios::trunc);
+    if (lead) steps_log = open_steps_log(std::filesystem::path(o.out) / "steps.jsonl", first);
     nlohmann::json steps = nlohmann::json::array();
     if (lead && !o.quiet)
         fmt::print("training {} on {} rank(s): ZeRO-{}{}, {}, micro-batch {} x {} tokens, "
@@ -264,7 +287,8 @@ int train_loop(const TrainOptions& o, RunSetup& s, Communicator& comm, MemoryTra
 int run_training(const TrainOptions& o) {
     int ranks = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &ranks);
-    RunSetup setup = prepare(o, ranks);
+    RunSetup setup;
+    collectively([&] { setup = prepare(o, ranks); }, MPI_COMM_WORLD); // files may differ per node
     cpu::set_threads(o.threads > 0 ? o.threads : cpu::default_threads());
     MemoryTracker tracker(Device::cpu());
     Communicator comm(MPI_COMM_WORLD, tracker);

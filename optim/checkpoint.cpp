@@ -7,10 +7,13 @@
 
 #include <fmt/format.h>
 
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+
+#include <unistd.h>
 
 namespace shardlab {
 
@@ -70,17 +73,30 @@ const char* kMustMatch[] = {"model",     "precision",    "zero",   "micro_batch"
 
 std::string checkpoint_dir(const std::string& dir) {
     if (fs::exists(fs::path(dir) / "meta.json")) return dir;
-    return (fs::path(dir) / "checkpoint").string();
+    const fs::path current = fs::path(dir) / "checkpoint", prev = fs::path(dir) / "checkpoint.prev";
+    // A save that died between its two renames leaves only the previous checkpoint.
+    if (!fs::exists(current / "meta.json") && fs::exists(prev / "meta.json")) return prev.string();
+    return current.string();
+}
+
+// Writes bytes to path and makes them durable; throws Error naming the path on any failure.
+void write_durably(const fs::path& path, const std::string& bytes) {
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    bool ok = f != nullptr;
+    ok = ok && std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
+    ok = ok && std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0;
+    ok = (f != nullptr && std::fclose(f) == 0) && ok;
+    if (!ok)
+        throw Error("cannot write checkpoint file '" + path.string() +
+                    "'; check that the run directory is writable and has free space");
 }
 } // namespace
 
 void save_checkpoint(const std::string& dir, const nlohmann::json& config, int ranks, int rank,
                      const ZeroEngine::OwnedState& s, MPI_Comm comm) {
-    const fs::path tmp = fs::path(dir) / "checkpoint.tmp", final_dir = fs::path(dir) / "checkpoint";
-    if (rank == 0) {
-        fs::remove_all(tmp);
-        fs::create_directories(tmp);
-    }
+    const fs::path tmp = fs::path(dir) / "checkpoint.tmp", final_dir = fs::path(dir) / "checkpoint",
+                   prev = fs::path(dir) / "checkpoint.prev";
+    if (rank == 0) fs::remove_all(tmp); // a half-written one from a run that died mid-save
     MPI_Barrier(comm);
     std::string bytes(kMagic, 8);
     put<std::uint32_t>(bytes, std::uint32_t(rank));
@@ -97,20 +113,32 @@ void save_checkpoint(const std::string& dir, const nlohmann::json& config, int r
             bytes.append(reinterpret_cast<const char*>(part->data()), part->size() * 4);
     }
     put<std::uint64_t>(bytes, fnv1a(bytes));
-    const fs::path file = tmp / fmt::format("rank-{}.bin", rank);
-    std::ofstream out(file, std::ios::binary);
-    out.write(bytes.data(), std::streamsize(bytes.size()));
-    check(bool(out), "cannot write checkpoint file '" + file.string() + "'; check free disk space");
-    out.close();
-    MPI_Barrier(comm);
-    if (rank == 0) {
-        std::ofstream meta(tmp / "meta.json");
-        meta << nlohmann::json{{"config", config}, {"ranks", ranks}, {"iteration", s.iteration}}
-                    .dump(2)
-             << "\n";
-        meta.close();
-        fs::remove_all(final_dir);
+    // Every rank must have written its shard before the new checkpoint replaces the old one.
+    int ok = 1;
+    std::string why;
+    try {
+        fs::create_directories(tmp);
+        write_durably(tmp / fmt::format("rank-{}.bin", rank), bytes);
+    } catch (const std::exception& e) {
+        ok = 0;
+        why = e.what();
+    }
+    MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm);
+    if (!ok)
+        throw Error(why.empty() ? "another rank could not write its checkpoint shard; the previous "
+                                  "checkpoint is kept"
+                                : why);
+    if (rank ==
+        0) { // old -> prev, new -> checkpoint, then drop prev: always one complete checkpoint
+        write_durably(
+            tmp / "meta.json",
+            nlohmann::json{{"config", config}, {"ranks", ranks}, {"iteration", s.iteration}}.dump(
+                2) +
+                "\n");
+        fs::remove_all(prev);
+        if (fs::exists(final_dir)) fs::rename(final_dir, prev);
         fs::rename(tmp, final_dir);
+        fs::remove_all(prev);
     }
     MPI_Barrier(comm);
 }

@@ -1,7 +1,9 @@
 // Training checkpoints: DIR/checkpoint/ holds meta.json (the run's config, N, step) and one
 // rank-R.bin per rank with that rank's owned state (fp32 master or params, m, v) and the step and
-// loss-scaler state, closed by a checksum. Ranks write into DIR/checkpoint.tmp/; once all have
-// finished, rank 0 swaps it in, so a crash mid-save leaves the previous checkpoint intact.
+// loss-scaler state, closed by a checksum. Ranks write (and fsync) into DIR/checkpoint.tmp/; once
+// all have succeeded, rank 0 moves the old checkpoint to checkpoint.prev, the new one into place,
+// and drops prev — a crash at any point leaves one complete checkpoint, which loading finds. The
+// run directory is assumed to be on a filesystem every rank shares.
 #pragma once
 
 #include "optim/zero_engine.h"

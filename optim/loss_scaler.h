@@ -1,8 +1,8 @@
 // Dynamic loss scaling for fp16 training. The loss — and so every gradient — is multiplied by
 // scale() so small gradients survive fp16's narrow range. When any gradient overflowed
 // (Inf/NaN) the step is skipped and the scale halved; after `growth_interval` good steps in a
-// row it doubles. (With several ranks, the overflow flag is OR-ed across ranks first, so every
-// rank skips alike.)
+// row it doubles. (With several ranks, overflow is read from the all-reduced gradient norm, so
+// every rank skips alike.)
 #pragma once
 
 #include "core/dtype.h"

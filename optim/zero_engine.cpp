@@ -251,12 +251,9 @@ StepResult ZeroEngine::step(float lr) {
     comm_.all_reduce(&sq, &sq, 1, DType::f32, ReduceOp::sum);
     StepResult r;
     r.loss_scale = scaler_.scale();
-    bool overflow = false;
-    if (o_.precision == Precision::fp16) { // every rank must skip alike
-        float bad = std::isfinite(sq) ? 0.0f : 1.0f;
-        comm_.all_reduce(&bad, &bad, 1, DType::f32, ReduceOp::sum);
-        overflow = bad != 0.0f;
-    }
+    // fp16: an overflowed gradient makes the all-reduced squared norm Inf or NaN — the same value
+    // on every rank — so every rank skips alike without another message.
+    const bool overflow = o_.precision == Precision::fp16 && !std::isfinite(sq);
     r.grad_norm = std::sqrt(double(sq)) / r.loss_scale;
     r.skipped = !scaler_.update(overflow);
     if (!r.skipped) {

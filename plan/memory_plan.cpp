@@ -198,8 +198,9 @@ CommPlan communication(const PlanModel& m, const PlanOptions& o, int rank,
         for (int u : sim->gathers)
             add_op(c, "allgather",
                    A * sent(CollectiveOp::allgather, padded_numel(m.unit_numel[u], N), pb), A);
-    // The gradient norm and the mean loss: one fp32 each (and the fp16 overflow flag).
-    const int scalars = o.precision == Precision::fp16 ? 3 : 2;
+    // The gradient norm and the mean loss: one fp32 each (the norm also tells fp16 ranks alike
+    // whether any gradient overflowed).
+    const int scalars = 2;
     add_op(c, "allreduce", scalars * sent(CollectiveOp::allreduce, 1, 4), scalars);
     if (o.offload) {
         std::uint64_t owned = 0;
