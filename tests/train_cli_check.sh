@@ -28,7 +28,8 @@ head -c 20000 /usr/share/common-licenses/GPL-3 > "$work/a/d.txt"
 "$expect" 2 "was written with lr = " "${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --steps 4 --lr 0.5 --resume "$work/run" --out "$work/run"
 # A save that died between its two renames leaves only checkpoint.prev: resume finds it.
 cp -r "$work/run" "$work/crashed" && mv "$work/crashed/checkpoint" "$work/crashed/checkpoint.prev"
-"${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --steps 4 --save-every 2 --resume "$work/crashed" --out "$work/crashed" | grep -q "resumed from"
+"${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --steps 4 --save-every 2 --resume "$work/crashed" --out "$work/crashed" > "$work/crashed.log"
+grep -q "resumed from" "$work/crashed.log" # (not through a pipe: grep -q would close it early and mpirun take SIGPIPE)
 printf 'X' | dd of="$work/run/checkpoint/rank-1.bin" bs=1 seek=100 conv=notrunc status=none
 "$expect" 2 "is corrupt (checksum mismatch)" "${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --steps 4 --resume "$work/run" --out "$work/run"
 "$expect" 2 "no checkpoint in" "${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --steps 4 --resume "$work/nothing" --out "$work/x"
