@@ -17,4 +17,8 @@ void host_free_pinned(void* p) noexcept;
 void copy(void* dst, const void* src, std::size_t bytes); // cudaMemcpyDefault, synchronous
 GpuQuery query();
 
+// Throws the "built without CUDA" error; defined only in a build without nvcc, where every CUDA
+// entry point (here and in model/kernels/cuda/) calls it.
+[[noreturn]] void not_built();
+
 } // namespace shardlab::cuda

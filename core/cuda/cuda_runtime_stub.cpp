@@ -4,13 +4,11 @@
 
 namespace shardlab::cuda {
 
-namespace {
-[[noreturn]] void not_built() {
+void not_built() {
     throw Error(
         "no GPU support: shardlab was built without CUDA (nvcc not found at configure time); "
         "install the CUDA toolkit and reconfigure with -DSHARDLAB_CUDA=ON");
 }
-} // namespace
 
 bool runtime_built() {
     return false;

@@ -1,16 +1,8 @@
-// Built when nvcc was not found: every CUDA kernel says so instead of linking.
-#include "core/error.h"
+// Built when nvcc was not found: every CUDA kernel says so (cuda::not_built) instead of linking.
+#include "core/cuda/cuda_runtime_api.h"
 #include "model/kernels/cuda/cuda_kernels.h"
 
 namespace shardlab::cuda {
-
-namespace {
-[[noreturn]] void not_built() {
-    throw Error(
-        "no GPU support: shardlab was built without CUDA (nvcc not found at configure time); "
-        "install the CUDA toolkit and reconfigure with -DSHARDLAB_CUDA=ON");
-}
-} // namespace
 
 void gelu_forward(void*, const void*, std::size_t, DType) {
     not_built();
