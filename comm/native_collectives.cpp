@@ -2,6 +2,7 @@
 #include "comm/native_collectives.h"
 
 #include "comm/chunking.h"
+#include "comm/transport.h"
 #include "core/error.h"
 
 #include <climits>
@@ -13,10 +14,6 @@
 namespace shardlab {
 
 namespace {
-void check_mpi(int rc, const char* what) {
-    if (rc != MPI_SUCCESS) throw Error(std::string(what) + " failed");
-}
-
 // MPI user ops are plain functions; one per 16-bit format, adding in fp32.
 void bf16_sum(void* in, void* inout, int* len, MPI_Datatype*) {
     auto* a = static_cast<const std::uint16_t*>(in);

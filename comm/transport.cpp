@@ -13,6 +13,7 @@ namespace shardlab {
 namespace {
 constexpr std::size_t kPiece = std::size_t(1) << 30;
 constexpr int kTag = 7;
+} // namespace
 
 void check_mpi(int rc, const char* what) {
     if (rc != MPI_SUCCESS) {
@@ -22,7 +23,6 @@ void check_mpi(int rc, const char* what) {
         throw Error(std::string(what) + " failed: " + std::string(msg, len));
     }
 }
-} // namespace
 
 Transport::Transport(MPI_Comm comm) {
     check_mpi(MPI_Comm_dup(comm, &comm_), "MPI_Comm_dup");

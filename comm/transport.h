@@ -9,6 +9,9 @@
 
 namespace shardlab {
 
+// Throws Error("<what> failed: <MPI's own message>") unless rc is MPI_SUCCESS.
+void check_mpi(int rc, const char* what);
+
 class Transport {
   public:
     explicit Transport(MPI_Comm comm); // duplicates comm, so our tags never meet the user's

@@ -9,6 +9,7 @@
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <sstream>
 
 namespace shardlab {
@@ -48,6 +49,12 @@ int launcher_rank() {
     for (const char* var : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"})
         if (const char* v = std::getenv(var)) return std::atoi(v);
     return 0;
+}
+
+void write_json_file(const std::string& path, const nlohmann::json& j) {
+    std::ofstream f(path);
+    f << j.dump(2) << "\n";
+    check(bool(f), "cannot write '" + path + "'; check that the directory exists and is writable");
 }
 
 std::string format_bytes(std::uint64_t bytes) {

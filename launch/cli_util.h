@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <mpi.h>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,9 @@ std::size_t parse_size(const std::string& text);
 std::vector<std::string> split_list(const std::string& text);
 // This process's rank as the launcher (mpirun, Slurm) announced it; 0 when run alone.
 int launcher_rank();
+// Writes j (indented) to path; throws Error naming the path when it cannot.
+void write_json_file(const std::string& path, const nlohmann::json& j);
+
 // "33554432 B (33.55 MB, 32.00 MiB)": exact integer first, then GB = 1e9 and GiB = 2^30 labelled.
 std::string format_bytes(std::uint64_t bytes);
 

@@ -4,6 +4,7 @@
 // machine gives a kernel with exactly that traffic and no arithmetic.
 #include "core/error.h"
 #include "core/timer.h"
+#include "launch/cli_util.h"
 #include "launch/commands.h"
 #include "model/kernels/cpu/threads.h"
 #include "optim/adamw.h"
@@ -13,7 +14,6 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <fstream>
 #include <memory>
 #include <vector>
 
@@ -84,11 +84,7 @@ int run(const AdamBenchOptions& o) {
         {"bandwidth_bound_params_per_s", double(n) / touch_s},
         {"fraction_of_bound", touch_s / adam}};
     fmt::print("{}\n", r.dump());
-    if (!o.json_path.empty()) {
-        std::ofstream f(o.json_path);
-        check(bool(f), "cannot write --json file '" + o.json_path + "'");
-        f << r.dump(2) << "\n";
-    }
+    if (!o.json_path.empty()) write_json_file(o.json_path, r);
     return 0;
 }
 } // namespace

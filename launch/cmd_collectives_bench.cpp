@@ -14,7 +14,6 @@
 #include <nlohmann/json.hpp>
 
 #include <cstring>
-#include <fstream>
 #include <memory>
 
 namespace shardlab {
@@ -155,10 +154,7 @@ int run_bench(const BenchOptions& o) {
     std::size_t total_wrong = 0;
     for (const auto& row : rows) total_wrong += row["wrong"].get<std::size_t>();
     if (lead && !o.json_path.empty()) {
-        std::ofstream f(o.json_path);
-        check(bool(f),
-              "cannot write --json file '" + o.json_path + "'; check the directory exists");
-        f << rows.dump(2) << "\n";
+        write_json_file(o.json_path, rows);
     }
     if (total_wrong > 0) {
         if (lead)

@@ -9,7 +9,6 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include <fstream>
 #include <memory>
 
 namespace shardlab {
@@ -235,10 +234,7 @@ int run_plan(const PlanFlags& f) {
             out = plan_json(plans[0]);
         else
             for (const auto& p : plans) out.push_back(plan_json(p));
-        std::ofstream file(f.json_path);
-        check(bool(file),
-              "cannot write --json file '" + f.json_path + "'; check the directory exists");
-        file << out.dump(2) << "\n";
+        write_json_file(f.json_path, out);
     }
     return 0;
 }

@@ -2,6 +2,7 @@
 // compares against — one batch's loss, logits and every gradient; or the losses of a
 // single-rank AdamW loop on a fixed batch.
 #include "core/error.h"
+#include "launch/cli_util.h"
 #include "launch/commands.h"
 #include "model/gpt_model.h"
 #include "model/kernels/cpu/threads.h"
@@ -16,7 +17,6 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include <fstream>
 #include <memory>
 #include <type_traits>
 
@@ -106,13 +106,9 @@ void write_overfit(const ReferenceOptions& o, const ModelWeights& w) {
         else if (s % 10 == 0 || s + 1 == o.steps)
             fmt::print("step {:3d} loss {:.6f}\n", s, losses.back());
     }
-    std::ofstream f(o.out);
-    check(bool(f), "cannot write '" + o.out + "'; check the directory exists");
-    f << nlohmann::json{{"losses", losses},
-                        {"skipped_steps", scaler.skipped()},
-                        {"final_loss_scale", scaler.scale()}}
-             .dump()
-      << "\n";
+    write_json_file(o.out, nlohmann::json{{"losses", losses},
+                                          {"skipped_steps", scaler.skipped()},
+                                          {"final_loss_scale", scaler.scale()}});
 }
 
 void add_common(CLI::App& cmd, ReferenceOptions& o) {

@@ -275,9 +275,7 @@ int train_loop(const TrainOptions& o, RunSetup& s, Communicator& comm, MemoryTra
                                  {"steps", steps},
                                  {"ranks", reports},
                                  {"final_params_sha256", hash}};
-        std::ofstream f(std::filesystem::path(o.out) / "report.json");
-        f << report.dump(2) << "\n";
-        check(bool(f), "cannot write the report into '" + o.out + "'");
+        write_json_file((std::filesystem::path(o.out) / "report.json").string(), report);
         fmt::print("report: {}/report.json, per step: {}/steps.jsonl\n", o.out, o.out);
     }
     return 0;

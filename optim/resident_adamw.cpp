@@ -15,12 +15,12 @@ ResidentAdamW::ResidentAdamW(ResidentParams& params, const std::vector<std::vect
             master_.push_back(tracker.allocate(n * 4, Category::master));
             std::memcpy(master_.back().data(), init[u].data(), n * 4);
         }
-        convert(init[u].data(), DType::f32, params.params(int(u)), params.dtype(), n);
         m_.push_back(tracker.allocate(n * 4, Category::optimizer));
         v_.push_back(tracker.allocate(n * 4, Category::optimizer));
         std::memset(m_.back().data(), 0, n * 4);
         std::memset(v_.back().data(), 0, n * 4);
     }
+    params.load(init);
 }
 
 const float* ResidentAdamW::master(int unit) const {
