@@ -1,4 +1,6 @@
-// The collective algorithms written in shardlab, over Transport point-to-point messages only.
+// The collective algorithms written in shardlab, over the Transport's point-to-point exchanges
+// and the backend's element operations only. Each enqueues its steps on the context's stream and
+// returns: the result is there once the stream has passed them.
 // Buffers hold `count` elements of dtype t; "chunk r" is Chunking{count, N}'s chunk r.
 // In-place conventions follow NCCL: all_gather is in place when send == recv + offset(rank),
 // reduce_scatter when recv == send + offset(rank), all_reduce / broadcast / reduce when
@@ -8,7 +10,7 @@
 #pragma once
 
 #include "comm/collective_context.h"
-#include "comm/reduce_kernels.h"
+#include "comm/collective_op.h"
 
 namespace shardlab::algo {
 

@@ -7,9 +7,9 @@ namespace shardlab::algo {
 
 void dissemination_barrier(CollectiveContext& c) {
     const int n = c.size(), r = c.rank();
-    char token = 0;
     for (int dist = 1; dist < n; dist *= 2)
-        c.transport.sendrecv(&token, 0, ring_mod(r + dist, n), &token, 0, ring_mod(r - dist, n));
+        c.transport.sendrecv(c.stream, nullptr, 0, ring_mod(r + dist, n), nullptr, 0,
+                             ring_mod(r - dist, n));
 }
 
 } // namespace shardlab::algo

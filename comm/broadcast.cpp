@@ -4,8 +4,6 @@
 #include "comm/algorithms.h"
 #include "comm/chunking.h"
 
-#include <cstring>
-
 namespace shardlab::algo {
 
 void scatter_allgather_broadcast(CollectiveContext& c, const void* send, void* recv,
@@ -13,7 +11,7 @@ void scatter_allgather_broadcast(CollectiveContext& c, const void* send, void* r
     const std::size_t es = dtype_size(t);
     const Chunking ch{count, c.size()};
     char* out = static_cast<char*>(recv);
-    if (c.rank() == root && send != recv) std::memcpy(recv, send, count * es);
+    if (c.rank() == root) c.stream.memcpy(recv, send, count * es);
     // Scatter in place: each rank's chunk lands at its own offset of recv.
     direct_scatter(c, recv, out + ch.offset(c.rank()) * es, count, t, root);
     ring_all_gather(c, out + ch.offset(c.rank()) * es, recv, count, t);

@@ -1,25 +1,37 @@
-// What every collective algorithm needs besides its arguments: the transport to move bytes, a
-// scratch buffer (tracked as comm_buffers, grown on demand, reused across calls) and the
-// optional step-by-step trace.
+// What every collective algorithm needs besides its arguments: the transport that moves bytes,
+// the element operations that reduce them, the stream everything runs in, the tracker its scratch
+// is counted by (comm_buffers, allocated per call and released in stream order), and the optional
+// step-by-step trace. Algorithms run on the host and only enqueue; they never wait.
 #pragma once
 
 #include "comm/collective_trace.h"
+#include "comm/element_ops.h"
 #include "comm/transport.h"
 #include "core/memory_tracker.h"
-#include "core/scratch_buffer.h"
+#include "core/stream.h"
 
 #include <cstddef>
+#include <functional>
 
 namespace shardlab {
 
 struct CollectiveContext {
     Transport& transport;
-    MemoryTracker& tracker; // for comm_buffers an algorithm needs beside the shared scratch
-    ScratchBuffer& scratch;
+    ElementOps& elements;
+    Stream& stream;
+    MemoryTracker& tracker;
     CollectiveTrace* trace = nullptr;
 
     int rank() const { return transport.rank(); }
     int size() const { return transport.size(); }
+    // Scratch for one call: released (in stream order) when the returned allocation dies.
+    Allocation scratch(std::size_t bytes) {
+        return tracker.allocate(bytes, Category::comm_buffers, stream);
+    }
+    // Reports to the trace in stream order, when the data it shows is there.
+    void report(std::function<void(CollectiveTrace&)> fn) {
+        if (trace) stream.enqueue([t = trace, fn = std::move(fn)] { fn(*t); });
+    }
 };
 
 } // namespace shardlab

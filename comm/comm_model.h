@@ -3,7 +3,7 @@
 // bandwidth factors. This is the one place these formulas live; `plan`, `show` and `bench` ask it.
 #pragma once
 
-#include "comm/communicator.h"
+#include "comm/collective_op.h"
 
 #include <cstddef>
 #include <cstdint>

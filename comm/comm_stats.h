@@ -1,6 +1,7 @@
 // CommStats: per rank and per operation — calls, bytes sent, bytes received, seconds. Bytes are
-// measured at the transport (what this rank actually handed to MPI point-to-point), not computed
-// from a formula, so tests can hold them against docs/COLLECTIVES.md's formulas.
+// measured at the transport (what this rank actually handed to its point-to-point transfers), not
+// computed from a formula, so tests can hold them against docs/COLLECTIVES.md's formulas. Seconds
+// are the comm stream's time inside the call, waits for peers included.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +25,7 @@ class CommStats {
     // Keys are op names ("allgather", ...), with "/native" appended for the MPI library's own.
     void record(const std::string& key, std::uint64_t sent, std::uint64_t received, double seconds,
                 bool bytes_measured);
+    void add_seconds(const std::string& key, double seconds) { ops_[key].seconds += seconds; }
     const std::map<std::string, OpStats>& ops() const { return ops_; }
     OpStats get(const std::string& key) const; // zeros when never called
     void reset() { ops_.clear(); }

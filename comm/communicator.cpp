@@ -2,16 +2,12 @@
 #include "comm/communicator.h"
 
 #include "comm/algorithms.h"
-#include "comm/chunking.h"
+#include "comm/mpi_error.h"
 #include "core/error.h"
-#include "core/timer.h"
+
+#include <exception>
 
 namespace shardlab {
-
-namespace {
-constexpr const char* kOpNames[] = {"allgather", "reduce_scatter", "allreduce", "broadcast",
-                                    "reduce",    "gather",         "scatter"};
-} // namespace
 
 Algo parse_algo(const std::string& name) {
     if (name == "ring") return Algo::ring;
@@ -23,65 +19,45 @@ const char* algo_name(Algo a) {
     return a == Algo::ring ? "ring" : "native";
 }
 
-CollectiveOp parse_op(const std::string& name) {
-    for (int i = 0; i < 7; ++i)
-        if (name == kOpNames[i]) return CollectiveOp(i);
-    throw UsageError(
-        "unknown collective '" + name +
-        "'; use one of allgather, reduce_scatter, allreduce, broadcast, reduce, gather, "
-        "scatter");
+Communicator::Communicator(MPI_Comm control, std::unique_ptr<Transport> transport,
+                           ElementOps& elements, DeviceContext& context)
+    : transport_(std::move(transport)),
+      stream_(context.comm()), context_{*transport_, elements, stream_, context.tracker(),
+                                        nullptr} {
+    check_mpi(MPI_Comm_dup(control, &control_), "MPI_Comm_dup");
 }
 
-const char* op_name(CollectiveOp op) {
-    return kOpNames[int(op)];
-}
-
-bool op_has_root(CollectiveOp op) {
-    return op == CollectiveOp::broadcast || op == CollectiveOp::reduce ||
-           op == CollectiveOp::gather || op == CollectiveOp::scatter;
-}
-
-bool op_reduces(CollectiveOp op) {
-    return op == CollectiveOp::reduce_scatter || op == CollectiveOp::allreduce ||
-           op == CollectiveOp::reduce;
-}
-
-CallSizes call_sizes(CollectiveOp op, std::size_t count, int n, int rank, int root) {
-    const std::size_t own = Chunking{count, n}.size(rank);
-    const bool is_root = rank == root;
-    switch (op) {
-    case CollectiveOp::allgather:
-        return {own, count};
-    case CollectiveOp::reduce_scatter:
-        return {count, own};
-    case CollectiveOp::allreduce:
-        return {count, count};
-    case CollectiveOp::broadcast:
-        return {is_root ? count : 0, count};
-    case CollectiveOp::reduce:
-        return {count, is_root ? count : 0};
-    case CollectiveOp::gather:
-        return {own, is_root ? count : 0};
-    case CollectiveOp::scatter:
-        return {is_root ? count : 0, own};
+Communicator::~Communicator() {
+    if (std::uncaught_exceptions() > 0) return; // the transport's stream task may still run
+    try {
+        stream_.synchronize(); // nothing of ours may still be in flight
+    } catch (const std::exception&) {
     }
-    return {};
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) MPI_Comm_free(&control_);
 }
-
-Communicator::Communicator(MPI_Comm comm, MemoryTracker& tracker)
-    : transport_(comm),
-      scratch_(tracker, Category::comm_buffers), context_{transport_, tracker, scratch_, nullptr},
-      native_(transport_.comm()) {}
 
 template <typename Body>
 void Communicator::timed(const char* op, Algo a, Body&& body) {
-    const auto sent0 = transport_.bytes_sent(), recv0 = transport_.bytes_received();
-    const double t0 = now_seconds();
+    const auto sent0 = transport_->bytes_sent(), recv0 = transport_->bytes_received();
+    const EventPtr start = stream_.record();
     body();
-    const double dt = now_seconds() - t0;
     const bool ring = a == Algo::ring;
-    stats_.record(ring ? std::string(op) : std::string(op) + "/native",
-                  transport_.bytes_sent() - sent0, transport_.bytes_received() - recv0, dt, ring);
+    const std::string key = ring ? std::string(op) : std::string(op) + "/native";
+    stats_.record(key, transport_->bytes_sent() - sent0, transport_->bytes_received() - recv0, 0.0,
+                  ring);
+    pending_.push_back({key, start, stream_.record()});
+}
+
+CommStats& Communicator::stats() {
+    if (!pending_.empty()) {
+        stream_.synchronize();
+        for (const PendingTime& p : pending_)
+            stats_.add_seconds(p.key, p.end->seconds_since(*p.start));
+        pending_.clear();
+    }
+    return stats_;
 }
 
 void Communicator::check_root(int root) const {
@@ -93,7 +69,8 @@ void Communicator::check_root(int root) const {
 void Communicator::all_gather(const void* send, void* recv, std::size_t count, DType t, Algo a) {
     timed("allgather", a, [&] {
         a == Algo::ring ? algo::ring_all_gather(context_, send, recv, count, t)
-                        : native_.all_gather(send, recv, count, t);
+                        : transport_->native(stream_, {CollectiveOp::allgather, send, recv, count,
+                                                       t, ReduceOp::sum, 0});
     });
 }
 
@@ -101,15 +78,17 @@ void Communicator::reduce_scatter(const void* send, void* recv, std::size_t coun
                                   ReduceOp op, Algo a) {
     timed("reduce_scatter", a, [&] {
         a == Algo::ring ? algo::ring_reduce_scatter(context_, send, recv, count, t, op)
-                        : native_.reduce_scatter(send, recv, count, t, op);
+                        : transport_->native(
+                              stream_, {CollectiveOp::reduce_scatter, send, recv, count, t, op, 0});
     });
 }
 
 void Communicator::all_reduce(const void* send, void* recv, std::size_t count, DType t, ReduceOp op,
                               Algo a) {
     timed("allreduce", a, [&] {
-        a == Algo::ring ? algo::ring_all_reduce(context_, send, recv, count, t, op)
-                        : native_.all_reduce(send, recv, count, t, op);
+        a == Algo::ring
+            ? algo::ring_all_reduce(context_, send, recv, count, t, op)
+            : transport_->native(stream_, {CollectiveOp::allreduce, send, recv, count, t, op, 0});
     });
 }
 
@@ -118,7 +97,8 @@ void Communicator::broadcast(const void* send, void* recv, std::size_t count, DT
     check_root(root);
     timed("broadcast", a, [&] {
         a == Algo::ring ? algo::scatter_allgather_broadcast(context_, send, recv, count, t, root)
-                        : native_.broadcast(send, recv, count, t, root);
+                        : transport_->native(stream_, {CollectiveOp::broadcast, send, recv, count,
+                                                       t, ReduceOp::sum, root});
     });
 }
 
@@ -128,7 +108,7 @@ void Communicator::reduce(const void* send, void* recv, std::size_t count, DType
     timed("reduce", a, [&] {
         a == Algo::ring
             ? algo::reduce_scatter_gather_reduce(context_, send, recv, count, t, op, root)
-            : native_.reduce(send, recv, count, t, op, root);
+            : transport_->native(stream_, {CollectiveOp::reduce, send, recv, count, t, op, root});
     });
 }
 
@@ -137,7 +117,8 @@ void Communicator::gather(const void* send, void* recv, std::size_t count, DType
     check_root(root);
     timed("gather", a, [&] {
         a == Algo::ring ? algo::direct_gather(context_, send, recv, count, t, root)
-                        : native_.gather(send, recv, count, t, root);
+                        : transport_->native(stream_, {CollectiveOp::gather, send, recv, count, t,
+                                                       ReduceOp::sum, root});
     });
 }
 
@@ -146,13 +127,16 @@ void Communicator::scatter(const void* send, void* recv, std::size_t count, DTyp
     check_root(root);
     timed("scatter", a, [&] {
         a == Algo::ring ? algo::direct_scatter(context_, send, recv, count, t, root)
-                        : native_.scatter(send, recv, count, t, root);
+                        : transport_->native(stream_, {CollectiveOp::scatter, send, recv, count, t,
+                                                       ReduceOp::sum, root});
     });
 }
 
 void Communicator::barrier(Algo a) {
-    timed("barrier", a,
-          [&] { a == Algo::ring ? algo::dissemination_barrier(context_) : native_.barrier(); });
+    timed("barrier", a, [&] {
+        a == Algo::ring ? algo::dissemination_barrier(context_)
+                        : transport_->native_barrier(stream_);
+    });
 }
 
 void Communicator::run(const CollectiveCall& c, Algo a) {

@@ -11,14 +11,13 @@ void reduce_scatter_gather_reduce(CollectiveContext& c, const void* send, void* 
     const std::size_t es = dtype_size(t);
     const Chunking ch{count, c.size()};
     const int r = c.rank();
-    // The root reduces its chunk straight into place; the others into scratch, kept apart from
-    // the reduce-scatter's own scratch by living in a separate allocation.
+    // The root reduces its chunk straight into place; the others into a chunk of scratch.
     Allocation chunk;
     void* reduced = nullptr;
     if (r == root) {
         reduced = static_cast<char*>(recv) + ch.offset(r) * es;
     } else {
-        chunk = c.tracker.allocate(ch.size(r) * es, Category::comm_buffers);
+        chunk = c.scratch(ch.size(r) * es);
         reduced = chunk.data();
     }
     ring_reduce_scatter(c, send, reduced, count, t, op);

@@ -5,10 +5,6 @@
 
 namespace shardlab {
 
-const char* reduce_op_name(ReduceOp op) {
-    return op == ReduceOp::sum ? "sum" : "avg";
-}
-
 namespace {
 template <float (*load)(std::uint16_t), std::uint16_t (*store)(float)>
 void add_16(std::uint16_t* out, const std::uint16_t* a, const std::uint16_t* b, std::size_t n,

@@ -3,8 +3,6 @@
 #include "comm/algorithms.h"
 #include "comm/chunking.h"
 
-#include <cstring>
-
 namespace shardlab::algo {
 
 void ring_all_gather(CollectiveContext& c, const void* send, void* recv, std::size_t count,
@@ -15,20 +13,22 @@ void ring_all_gather(CollectiveContext& c, const void* send, void* recv, std::si
     auto* out = static_cast<char*>(recv);
     auto chunk_ptr = [&](int j) { return out + ch.offset(j) * es; };
 
-    if (chunk_ptr(r) != send) std::memcpy(chunk_ptr(r), send, ch.size(r) * es);
-    if (c.trace) c.trace->phase("all-gather");
-    if (c.trace) c.trace->buffer(-1, "recv", recv, count, t);
+    c.stream.memcpy(chunk_ptr(r), send, ch.size(r) * es); // nothing to do in place
+    c.report([=](CollectiveTrace& tr) {
+        tr.phase("all-gather");
+        tr.buffer(-1, "recv", recv, count, t);
+    });
 
     const int right = ring_mod(r + 1, n), left = ring_mod(r - 1, n);
     for (int k = 0; k < n - 1; ++k) {
         const int send_chunk = ring_mod(r - k, n), recv_chunk = ring_mod(r - k - 1, n);
-        c.transport.sendrecv(chunk_ptr(send_chunk), ch.size(send_chunk) * es, right,
+        c.transport.sendrecv(c.stream, chunk_ptr(send_chunk), ch.size(send_chunk) * es, right,
                              chunk_ptr(recv_chunk), ch.size(recv_chunk) * es, left);
-        if (c.trace) {
-            c.trace->transfer(k, true, right, send_chunk, ch.size(send_chunk));
-            c.trace->transfer(k, false, left, recv_chunk, ch.size(recv_chunk));
-            c.trace->buffer(k, "recv", recv, count, t);
-        }
+        c.report([=](CollectiveTrace& tr) {
+            tr.transfer(k, true, right, send_chunk, ch.size(send_chunk));
+            tr.transfer(k, false, left, recv_chunk, ch.size(recv_chunk));
+            tr.buffer(k, "recv", recv, count, t);
+        });
     }
 }
 

@@ -1,40 +1,52 @@
-// Transport: blocking point-to-point byte messages between ranks over MPI, and the byte
-// counters CommStats reads. The collectives of comm/ are written on top of these calls only.
+// Transport: how bytes move between ranks — point-to-point transfers grouped into one exchange
+// and run in a stream's order (the shape of NCCL's ncclGroupStart / ncclSend / ncclRecv /
+// ncclGroupEnd), plus the library's own collectives for comparison. shardlab's collective
+// algorithms (comm/algorithms.h) are written against this interface only: MPI on the CPU
+// (comm/mpi_transport.h), NCCL on GPUs. Bytes are counted here, as they are handed over.
 #pragma once
 
-#include <mpi.h>
+#include "comm/collective_op.h"
+#include "core/stream.h"
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace shardlab {
 
-// Throws Error("<what> failed: <MPI's own message>") unless rc is MPI_SUCCESS.
-void check_mpi(int rc, const char* what);
+// One transfer of an exchange: send `bytes` from buf to peer, or receive them from peer.
+struct Transfer {
+    bool is_send = true;
+    void* buf = nullptr;
+    std::size_t bytes = 0;
+    int peer = 0;
+};
 
 class Transport {
   public:
-    explicit Transport(MPI_Comm comm); // duplicates comm, so our tags never meet the user's
-    ~Transport();
-    Transport(const Transport&) = delete;
-    Transport& operator=(const Transport&) = delete;
+    virtual ~Transport() = default;
+    virtual int rank() const = 0;
+    virtual int size() const = 0;
 
-    int rank() const { return rank_; }
-    int size() const { return size_; }
-    MPI_Comm comm() const { return comm_; }
-
-    void send(const void* buf, std::size_t bytes, int dst);
-    void recv(void* buf, std::size_t bytes, int src);
-    // Sends to dst and receives from src at once: the ring step.
-    void sendrecv(const void* send_buf, std::size_t send_bytes, int dst, void* recv_buf,
+    // Posts all transfers at once and completes them all, in `s`'s order: no transfer waits for
+    // another of the same exchange, so a ring step's send and receive cannot deadlock.
+    void exchange(Stream& s, const std::vector<Transfer>& transfers);
+    void sendrecv(Stream& s, const void* send_buf, std::size_t send_bytes, int dst, void* recv_buf,
                   std::size_t recv_bytes, int src);
+    void send(Stream& s, const void* buf, std::size_t bytes, int dst);
+    void recv(Stream& s, void* buf, std::size_t bytes, int src);
+
+    // The library's own implementation of a collective / barrier (MPI_*, nccl*), in s's order.
+    virtual void native(Stream& s, const CollectiveCall& call) = 0;
+    virtual void native_barrier(Stream& s) = 0;
 
     std::uint64_t bytes_sent() const { return bytes_sent_; }
     std::uint64_t bytes_received() const { return bytes_received_; }
 
+  protected:
+    virtual void post(Stream& s, const std::vector<Transfer>& transfers) = 0;
+
   private:
-    MPI_Comm comm_ = MPI_COMM_NULL;
-    int rank_ = 0, size_ = 1;
     std::uint64_t bytes_sent_ = 0, bytes_received_ = 0;
 };
 

@@ -28,7 +28,7 @@ Allocation& Allocation::operator=(Allocation&& o) noexcept {
         bytes_ = std::exchange(o.bytes_, 0);
         category_ = o.category_;
         arena_ = o.arena_;
-        pinned_ = o.pinned_;
+        stream_ = o.stream_;
     }
     return *this;
 }
@@ -40,16 +40,20 @@ Device Allocation::device() const {
 void Allocation::release() {
     if (!tracker_) return;
     tracker_->on_free(*this);
-    raw_free(tracker_->device_of(arena_), ptr_, pinned_);
+    tracker_->allocator(arena_).free(ptr_, *stream_);
     tracker_ = nullptr;
     ptr_ = nullptr;
     bytes_ = 0;
 }
 
-Allocation MemoryTracker::allocate(std::size_t bytes, Category c, Arena a) {
+MemoryTracker::MemoryTracker(Device device)
+    : device_(device), device_alloc_(device, false),
+      host_alloc_(Device::cpu(), device.kind == DeviceKind::cuda) {}
+
+Allocation MemoryTracker::allocate(std::size_t bytes, Category c, Stream& stream, Arena a) {
     Allocation out;
-    out.pinned_ = a == Arena::host && device_.kind == DeviceKind::cuda;
-    out.ptr_ = raw_allocate(device_of(a), bytes, out.pinned_);
+    out.ptr_ = allocator(a).allocate(bytes, stream);
+    out.stream_ = &stream;
     out.tracker_ = this;
     out.bytes_ = bytes;
     out.category_ = c;
@@ -88,8 +92,25 @@ void MemoryTracker::on_free(const Allocation& a) noexcept {
     remove(since_snapshot_, a.arena_, a.category_, a.bytes_);
 }
 
+namespace {
+void fold(Usage& into, const Usage& u) {
+    into.current = u.current;
+    into.peak = std::max(into.peak, u.peak);
+}
+} // namespace
+
 void MemoryTracker::snapshot(const std::string& phase_name) {
-    snapshots_.push_back({phase_name, since_snapshot_});
+    auto it = std::find_if(phases_.begin(), phases_.end(),
+                           [&](const PhaseSnapshot& p) { return p.name == phase_name; });
+    if (it == phases_.end()) {
+        phases_.push_back({phase_name, since_snapshot_});
+    } else {
+        for (std::size_t a = 0; a < kNumArenas; ++a) {
+            for (std::size_t c = 0; c < kNumCategories; ++c)
+                fold(it->counts.by_category[a][c], since_snapshot_.by_category[a][c]);
+            fold(it->counts.total[a], since_snapshot_.total[a]);
+        }
+    }
     reset_peaks(since_snapshot_);
 }
 

@@ -1,9 +1,14 @@
 // MemoryTracker: every byte shardlab allocates is tagged with a category (what it is for) and an
 // arena (device or host), and counted — current and peak, per category and in total — so a run
-// can report exactly where its memory went and compare it with the plan model.
+// can report exactly where its memory went and compare it with the plan model. The bytes counted
+// are the bytes requested, at the moment the host allocates and releases them; underneath, each
+// arena's caching allocator reuses memory in stream order, and its reserved bytes are reported
+// beside the requested ones.
 #pragma once
 
+#include "core/caching_allocator.h"
 #include "core/device.h"
+#include "core/stream.h"
 
 #include <array>
 #include <cstddef>
@@ -35,14 +40,18 @@ struct MemoryCounts {
     const Usage& at(Arena a, Category c) const { return by_category[int(a)][int(c)]; }
 };
 
+// One phase of a run (init, forward, backward, step, ...) over all its occurrences: the peaks
+// reached while it ran, and the current counts at its latest end.
 struct PhaseSnapshot {
     std::string name;
-    MemoryCounts counts; // current at the snapshot; peaks since the previous snapshot
+    MemoryCounts counts;
 };
 
 class MemoryTracker;
 
-// An owned, tracked allocation. Move-only; frees and uncounts itself on destruction.
+// An owned, tracked allocation. Move-only; frees and uncounts itself on destruction. The memory
+// is released in the order of one stream — the one it was allocated on, unless set_stream()
+// names another: it must be the stream of its last use (which follows every other use).
 class Allocation {
   public:
     Allocation() = default;
@@ -61,7 +70,13 @@ class Allocation {
     Category category() const { return category_; }
     Arena arena() const { return arena_; }
     Device device() const; // where the memory physically is
-    void release();        // frees now (idempotent)
+    Stream& stream() const { return *stream_; }
+    void set_stream(Stream& s) { stream_ = &s; }
+    void release(); // uncounted now, reusable once its stream has passed this point (idempotent)
+    void release(Stream& s) { // the same, after a last use on s
+        if (tracker_) stream_ = &s;
+        release();
+    }
 
   private:
     friend class MemoryTracker;
@@ -70,18 +85,19 @@ class Allocation {
     std::size_t bytes_ = 0;
     Category category_ = Category::workspace;
     Arena arena_ = Arena::device;
-    bool pinned_ = false; // page-locked host memory from CUDA
+    Stream* stream_ = nullptr;
 };
 
 class MemoryTracker {
   public:
-    explicit MemoryTracker(Device device) : device_(device) {}
+    explicit MemoryTracker(Device device);
     MemoryTracker(const MemoryTracker&) = delete;
     MemoryTracker& operator=(const MemoryTracker&) = delete;
 
     // Device-arena memory lives on device(); host-arena memory is host RAM, page-locked when the
-    // device is a GPU (so copies to and from it can run asynchronously).
-    Allocation allocate(std::size_t bytes, Category c, Arena a = Arena::device);
+    // device is a GPU (so copies to and from it can run asynchronously). The memory may be used
+    // by work enqueued on `stream` from now on.
+    Allocation allocate(std::size_t bytes, Category c, Stream& stream, Arena a = Arena::device);
 
     const Device& device() const { return device_; }
     Device device_of(Arena a) const { return a == Arena::device ? device_ : Device::cpu(); }
@@ -91,10 +107,19 @@ class MemoryTracker {
     }
     std::size_t peak(Category c, Arena a = Arena::device) const { return counts_.at(a, c).peak; }
 
-    // Records the current counts and the peaks since the last snapshot under a name
-    // ("forward", "backward", "step"), then restarts the since-snapshot peaks at current.
+    // Ends a phase: the peaks since the previous snapshot are folded into the named phase's (the
+    // larger one stays), its current counts replaced, and the since-snapshot peaks restarted at
+    // current. Phases keep the order in which they first ended.
     void snapshot(const std::string& phase_name);
-    const std::vector<PhaseSnapshot>& snapshots() const { return snapshots_; }
+    const std::vector<PhaseSnapshot>& phases() const { return phases_; }
+
+    // The allocator under an arena: reserved bytes and raw allocations.
+    CachingAllocator& allocator(Arena a) {
+        return a == Arena::device ? device_alloc_ : host_alloc_;
+    }
+    const CachingAllocator& allocator(Arena a) const {
+        return a == Arena::device ? device_alloc_ : host_alloc_;
+    }
 
   private:
     friend class Allocation;
@@ -102,9 +127,10 @@ class MemoryTracker {
     void add(Arena a, Category c, std::size_t bytes);
 
     Device device_;
+    CachingAllocator device_alloc_, host_alloc_;
     MemoryCounts counts_;
     MemoryCounts since_snapshot_; // same currents, peaks reset at each snapshot
-    std::vector<PhaseSnapshot> snapshots_;
+    std::vector<PhaseSnapshot> phases_;
 };
 
 } // namespace shardlab

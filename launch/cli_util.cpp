@@ -141,8 +141,10 @@ void collectively(const std::function<void()>& fn, MPI_Comm comm) {
 }
 
 MpiSession::MpiSession(int& argc, char**& argv) {
+    // Each comm stream calls MPI from its own worker thread while the host thread may make its
+    // own calls (on another communicator): that needs MPI_THREAD_MULTIPLE (checked where used).
     int provided = 0;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
 }
 
 MpiSession::~MpiSession() {

@@ -1,15 +1,18 @@
-// `shardlab bench step`: time one training step (forward, backward, AdamW) on one rank, on
-// synthetic tokens, and measure the activation bytes the tracker saw. For the side-by-side
-// comparison with PyTorch in bench/model_step_vs_torch.sh.
+// `shardlab bench step`: time one training step (forward, backward, AdamW) on one rank — the
+// ZeRO engine at N = 1, as `shardlab train` runs it — on synthetic tokens, and measure the
+// activation bytes the tracker saw. For the side-by-side comparison with PyTorch in
+// bench/model_step_vs_torch.sh.
 #include "core/error.h"
 #include "core/timer.h"
 #include "launch/commands.h"
 #include "launch/model_options.h"
+#include "model/backend.h"
 #include "model/gpt_init.h"
 #include "model/gpt_model.h"
 #include "model/kernels/cpu/threads.h"
 #include "model/precision.h"
-#include "optim/resident_adamw.h"
+#include "optim/device_updater.h"
+#include "optim/zero_engine.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -27,13 +30,19 @@ struct StepBenchOptions {
     bool json = false;
 };
 
-template <typename T>
 nlohmann::json bench_steps(const StepBenchOptions& o, const GPTConfig& c, int seq) {
-    MemoryTracker tracker(Device::cpu());
+    const Precision p = parse_precision(o.precision);
+    const auto backend = make_cpu_backend(o.threads > 0 ? o.threads : cpu::default_threads());
+    const auto comm = backend->communicator(MPI_COMM_SELF);
+    DeviceContext& ctx = backend->context();
+    MemoryTracker& tracker = ctx.tracker();
     const ParamLayout layout(c);
-    ResidentParams params(layout, dtype_of<T>(), tracker);
-    ResidentAdamW adam(params, gpt2_init(layout, 1, c.layers), tracker, AdamWConfig{});
-    GPTModel<T> model(c, o.batch, seq, parse_checkpoint(o.checkpoint), tracker);
+    DeviceUpdater updater(ctx, backend->ops(), AdamWConfig{}, p != Precision::fp32);
+    const ZeroOptions zero{0, p, 0, 0.0f, 65536.0f}; // stage 0, no clipping
+    ZeroEngine engine(layout, zero, *comm, ctx, backend->ops(), updater,
+                      gpt2_init(layout, 1, c.layers));
+    GPTModel model(c, o.batch, seq, parse_checkpoint(o.checkpoint), param_dtype(p), ctx,
+                   backend->ops());
     std::vector<std::uint16_t> in(std::size_t(o.batch) * seq), tg(in.size());
     for (std::size_t i = 0; i < in.size(); ++i) {
         in[i] = std::uint16_t((i * 2654435761u) % unsigned(c.vocab));
@@ -42,9 +51,11 @@ nlohmann::json bench_steps(const StepBenchOptions& o, const GPTConfig& c, int se
     std::vector<double> times;
     for (int s = 0; s < o.warmup + o.steps; ++s) {
         const double t0 = now_seconds();
-        params.zero_grads();
-        model.forward_backward(params, in.data(), tg.data(), 1.0f);
-        adam.step(1e-4f, 1.0f);
+        engine.begin_micro_batch(false);
+        model.forward(engine, in.data(), tg.data(), engine.grad_scale());
+        model.backward(engine);
+        engine.step(1e-4f);
+        model.take_losses(); // waits for the step
         if (s >= o.warmup) times.push_back(now_seconds() - t0);
     }
     std::sort(times.begin(), times.end());
@@ -79,10 +90,7 @@ CommandRunner add_bench_step_command(CLI::App& cmd) {
         const int seq = o->seq ? o->seq : c.context;
         if (o->steps < 1 || o->warmup < 0)
             throw UsageError("--steps must be >= 1 and --warmup >= 0");
-        cpu::set_threads(o->threads > 0 ? o->threads : cpu::default_threads());
-        const nlohmann::json r =
-            with_storage_type(parse_precision(o->precision),
-                              [&]<typename T>() { return bench_steps<T>(*o, c, seq); });
+        const nlohmann::json r = bench_steps(*o, c, seq);
         if (o->json) {
             fmt::print("{}\n", r.dump());
         } else {

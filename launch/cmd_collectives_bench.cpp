@@ -7,6 +7,7 @@
 #include "launch/cli_util.h"
 #include "launch/collective_check.h"
 #include "launch/commands.h"
+#include "model/backend.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -40,21 +41,25 @@ BenchRow bench_one(Communicator& comm, MemoryTracker& tracker, CollectiveCall ca
     const int n = comm.size(), r = comm.rank();
     const CallSizes sz = call_sizes(call.op, call.count, n, r, call.root);
     const std::size_t es = dtype_size(call.dtype);
-    Allocation send = tracker.allocate(sz.send * es, Category::workspace);
-    Allocation recv = tracker.allocate(sz.recv * es, Category::workspace);
+    Allocation send = tracker.allocate(sz.send * es, Category::workspace, comm.stream());
+    Allocation recv = tracker.allocate(sz.recv * es, Category::workspace, comm.stream());
+    comm.synchronize(); // the host writes the inputs itself
     call.send = send.data();
     call.recv = recv.data();
     fill_check_inputs(call, n, r);
 
     comm.stats().reset();
     comm.run(call, algo);
+    comm.synchronize();
     std::size_t wrong = count_wrong(call, n, r);
     const OpStats one = comm.stats().get(
         algo == Algo::ring ? op_name(call.op) : std::string(op_name(call.op)) + "/native");
     for (int i = 0; i < o.warmup; ++i) comm.run(call, algo);
+    comm.synchronize();
     MPI_Barrier(comm.mpi_comm());
     const double t0 = MPI_Wtime();
     for (int i = 0; i < o.iters; ++i) comm.run(call, algo);
+    comm.synchronize();
     double seconds = (MPI_Wtime() - t0) / std::max(1, o.iters);
 
     BenchRow row{call.op, algo, call.dtype, n, call.count * es, call.count, 0, 0, 0, 0, {}};
@@ -91,8 +96,9 @@ nlohmann::json row_json(const BenchRow& row) {
 // The ceiling for shared-memory collectives: every rank copying `bytes` at once (that is what
 // the transport does underneath). Returns the slowest rank's copy rate, bytes copied per second.
 double memcpy_gbps(Communicator& comm, MemoryTracker& tracker, std::size_t bytes, int iters) {
-    Allocation a = tracker.allocate(bytes, Category::workspace);
-    Allocation b = tracker.allocate(bytes, Category::workspace);
+    Allocation a = tracker.allocate(bytes, Category::workspace, comm.stream());
+    Allocation b = tracker.allocate(bytes, Category::workspace, comm.stream());
+    comm.synchronize(); // the host copies itself
     std::memset(a.data(), 1, bytes);
     std::memcpy(b.data(), a.data(), bytes); // touch the pages once
     MPI_Barrier(comm.mpi_comm());
@@ -118,8 +124,10 @@ int run_bench(const BenchOptions& o) {
     if (o.factor < 2) throw UsageError("-f FACTOR must be at least 2");
     if (o.iters < 1 || o.warmup < 0) throw UsageError("--iters must be >= 1 and --warmup >= 0");
 
-    MemoryTracker tracker(Device::cpu());
-    Communicator comm(MPI_COMM_WORLD, tracker);
+    const auto backend = make_cpu_backend(1);
+    const auto communicator = backend->communicator(MPI_COMM_WORLD);
+    Communicator& comm = *communicator;
+    MemoryTracker& tracker = backend->context().tracker();
     if (o.root < 0 || o.root >= comm.size())
         throw UsageError(fmt::format("--root {} does not exist with N={} ranks; use 0..{}", o.root,
                                      comm.size(), comm.size() - 1));

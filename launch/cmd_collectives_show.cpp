@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "launch/cli_util.h"
 #include "launch/commands.h"
+#include "model/backend.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -115,8 +116,9 @@ float show_input(int rank, std::size_t i) {
 
 int run_show(const ShowOptions& o) {
     const CollectiveOp op = parse_op(o.op);
-    MemoryTracker tracker(Device::cpu());
-    Communicator comm(MPI_COMM_WORLD, tracker);
+    const auto backend = make_cpu_backend(1);
+    const auto communicator = backend->communicator(MPI_COMM_WORLD);
+    Communicator& comm = *communicator;
     const int n = comm.size(), r = comm.rank();
     const std::size_t count = o.count ? o.count : std::size_t(2 * n);
     if (count > 64)
@@ -138,6 +140,7 @@ int run_show(const ShowOptions& o) {
     ShowTrace trace(count, n);
     comm.set_trace(&trace);
     comm.run({op, send.data(), recv.data(), count, DType::f32, ReduceOp::sum, o.root}, Algo::ring);
+    comm.synchronize(); // the trace is written in stream order
     comm.set_trace(nullptr);
     const OpStats st = comm.stats().get(op_name(op));
 

@@ -2,6 +2,7 @@
 // into consecutive windows of T+1 tokens, B windows per forward pass.
 #include "core/error.h"
 #include "launch/commands.h"
+#include "model/backend.h"
 #include "model/gpt_model.h"
 #include "model/kernels/cpu/threads.h"
 #include "model/precision.h"
@@ -23,21 +24,22 @@ struct EvalOptions {
     bool json = false;
 };
 
-template <typename T>
-double mean_loss(const ModelWeights& w, const TokenWindows& windows, int batch, int seq) {
-    MemoryTracker tracker(Device::cpu());
+double mean_loss(Backend& backend, const ModelWeights& w, const TokenWindows& windows, int batch,
+                 int seq, DType dtype) {
     const ParamLayout layout(w.config);
-    ResidentParams params(layout, dtype_of<T>(), tracker);
+    ResidentParams params(layout, dtype, backend.context(), backend.ops());
     params.load(w.units);
     double sum = 0; // sum over windows of the window's mean loss
     std::vector<std::uint16_t> in(std::size_t(batch) * seq), tg(std::size_t(batch) * seq);
-    std::unique_ptr<GPTModel<T>> model;
+    std::unique_ptr<GPTModel> model;
     for (std::size_t first = 0; first < windows.count(); first += batch) {
         const int b = int(std::min<std::size_t>(batch, windows.count() - first));
         if (!model || model->batch() != b)
-            model = std::make_unique<GPTModel<T>>(w.config, b, seq, CheckpointPolicy{}, tracker);
+            model = std::make_unique<GPTModel>(w.config, b, seq, CheckpointPolicy{}, dtype,
+                                               backend.context(), backend.ops());
         windows.fill(first, b, in.data(), tg.data());
-        sum += model->forward(params, in.data(), tg.data()) * b;
+        model->forward(params, in.data(), tg.data());
+        sum += model->take_losses().front() * b;
     }
     return sum / double(windows.count());
 }
@@ -57,7 +59,6 @@ CommandRunner add_eval_command(CLI::App& cmd) {
     return [o] {
         const Precision p = parse_precision(o->precision);
         if (o->batch <= 0) throw UsageError("--batch must be positive");
-        cpu::set_threads(o->threads > 0 ? o->threads : cpu::default_threads());
         const ModelWeights w = load_weights(o->weights);
         const int seq = o->seq ? o->seq : w.config.context;
         if (seq > w.config.context || seq <= 0)
@@ -74,8 +75,8 @@ CommandRunner add_eval_command(CLI::App& cmd) {
             throw UsageError(
                 fmt::format("'{}' has {} tokens, fewer than one window of {}; use a smaller --seq",
                             o->data, data.tokens.size(), seq + 1));
-        const double loss = with_storage_type(
-            p, [&]<typename T>() { return mean_loss<T>(w, windows, o->batch, seq); });
+        const auto backend = make_cpu_backend(o->threads > 0 ? o->threads : cpu::default_threads());
+        const double loss = mean_loss(*backend, w, windows, o->batch, seq, param_dtype(p));
         const std::size_t tokens = windows.count() * std::size_t(seq);
         if (o->json)
             fmt::print(

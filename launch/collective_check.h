@@ -3,7 +3,7 @@
 // Inputs are small integers in [-8, 8]; sums over up to 32 ranks stay exact even in bf16.
 #pragma once
 
-#include "comm/communicator.h"
+#include "comm/collective_op.h"
 
 #include <cstddef>
 

@@ -5,11 +5,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace shardlab {
 
-nlohmann::json rank_report(int rank, const MemoryCounts& mem, const CommStats& comm,
-                           const Plan& plan, int steps_run, HostDeviceTraffic traffic) {
-    const MemoryPlan& p = plan.memory;
+namespace {
+nlohmann::json memory_json(const MemoryCounts& mem, const MemoryPlan& p) {
     const std::uint64_t predicted[] = {p.params,      p.grads,   p.master, p.optimizer,
                                        p.activations, p.buffers, 0};
     nlohmann::json memory = nlohmann::json::object();
@@ -24,37 +25,69 @@ nlohmann::json rank_report(int rank, const MemoryCounts& mem, const CommStats& c
     memory["host"] = {{"peak_bytes", host.peak},
                       {"current_bytes", host.current},
                       {"predicted_bytes", p.host_total}};
+    return memory;
+}
 
-    nlohmann::json ops = nlohmann::json::object();
-    for (const auto& [op, bytes] : plan.comm.by_op) {
-        const OpStats s = comm.get(op);
-        ops[op] = {{"calls", s.calls},
-                   {"bytes_sent", s.bytes_sent},
-                   {"predicted_bytes", bytes * std::uint64_t(steps_run)},
-                   {"predicted_calls", plan.comm.calls.at(op) * std::uint64_t(steps_run)},
-                   {"seconds", s.seconds},
-                   {"busbw_gbps", s.seconds > 0 ? double(s.bytes_sent) / s.seconds / 1e9 : 0.0}};
+// Per phase: the device total's peak and each category's, and the host total's peak.
+nlohmann::json phases_json(const std::vector<PhaseSnapshot>& phases) {
+    nlohmann::json out = nlohmann::json::object();
+    for (const PhaseSnapshot& ph : phases) {
+        nlohmann::json cats = nlohmann::json::object();
+        for (std::size_t c = 0; c < kNumCategories; ++c)
+            cats[category_name(Category(c))] = ph.counts.at(Arena::device, Category(c)).peak;
+        out[ph.name] = {{"peak_bytes", ph.counts.total[int(Arena::device)].peak},
+                        {"host_peak_bytes", ph.counts.total[int(Arena::host)].peak},
+                        {"categories", cats}};
     }
-    for (const auto& [op, s] :
-         comm.ops()) // anything the plan does not know about, shown all the same
-        if (!ops.contains(op))
-            ops[op] = {
-                {"calls", s.calls},
-                {"bytes_sent", s.bytes_sent},
-                {"predicted_bytes", nullptr},
-                {"predicted_calls", nullptr},
-                {"seconds", s.seconds},
-                {"busbw_gbps", s.seconds > 0 ? double(s.bytes_sent) / s.seconds / 1e9 : 0.0}};
+    return out;
+}
+
+nlohmann::json op_json(const OpStats& s, nlohmann::json predicted_bytes,
+                       nlohmann::json predicted_calls) {
+    return {{"calls", s.calls},
+            {"bytes_sent", s.bytes_sent},
+            {"predicted_bytes", std::move(predicted_bytes)},
+            {"predicted_calls", std::move(predicted_calls)},
+            {"seconds", s.seconds},
+            {"busbw_gbps", s.seconds > 0 ? double(s.bytes_sent) / s.seconds / 1e9 : 0.0}};
+}
+
+double median(std::vector<double> v) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+} // namespace
+
+nlohmann::json rank_report(int rank, const RankMeasurements& m, const Plan& plan, int steps_run) {
+    nlohmann::json ops = nlohmann::json::object();
+    const std::uint64_t steps = std::uint64_t(steps_run);
+    for (const auto& [op, bytes] : plan.comm.by_op)
+        ops[op] = op_json(m.comm.get(op), bytes * steps, plan.comm.calls.at(op) * steps);
+    for (const auto& [op, s] : m.comm.ops()) // anything the plan does not know of, shown too
+        if (!ops.contains(op)) ops[op] = op_json(s, nullptr, nullptr);
     const std::uint64_t hd_pred =
         (plan.comm.device_to_host + plan.comm.host_to_device) * std::uint64_t(steps_run);
+    const RunTiming& t = m.timing;
     return {{"rank", rank},
-            {"memory", memory},
+            {"memory", memory_json(m.memory, plan.memory)},
+            {"reserved",
+             {{"device_peak_bytes", m.reserved.device}, {"host_peak_bytes", m.reserved.host}}},
+            {"phases", phases_json(m.phases)},
             {"comm", ops},
             {"host_device_bytes",
-             {{"device_to_host", traffic.device_to_host},
-              {"host_to_device", traffic.host_to_device},
-              {"total", traffic.device_to_host + traffic.host_to_device},
-              {"predicted", hd_pred}}}};
+             {{"device_to_host", m.traffic.device_to_host},
+              {"host_to_device", m.traffic.host_to_device},
+              {"total", m.traffic.device_to_host + m.traffic.host_to_device},
+              {"predicted", hd_pred}}},
+            {"time",
+             {{"steps", t.steps_s.size()},
+              {"step_seconds", t.step_seconds},
+              {"exposed_comm_seconds", t.exposed_comm_seconds},
+              {"compute_seconds", t.step_seconds - t.exposed_comm_seconds},
+              {"median_step_ms", median(t.steps_s) * 1e3},
+              {"median_exposed_comm_ms", median(t.exposed_s) * 1e3}}},
+            {"skipped_steps", m.skipped_steps}};
 }
 
 std::vector<nlohmann::json> gather_reports(const nlohmann::json& mine, MPI_Comm comm) {
@@ -75,8 +108,9 @@ std::string text_or_dash(const nlohmann::json& v) {
 } // namespace
 
 void print_rank_report(const nlohmann::json& r) {
-    fmt::print("\nrank {} memory (bytes)     {:>14} {:>14} {:>14}\n", r["rank"].get<int>(), "peak",
-               "current", "predicted");
+    const int rank = r["rank"].get<int>();
+    fmt::print("\nrank {} memory (bytes)     {:>14} {:>14} {:>14}\n", rank, "peak", "current",
+               "predicted");
     for (const char* c : {"params", "grads", "master", "optimizer", "activations", "comm_buffers",
                           "workspace", "host"}) {
         const auto& m = r["memory"][c];
@@ -84,8 +118,15 @@ void print_rank_report(const nlohmann::json& r) {
                    m["current_bytes"].get<std::uint64_t>(), text_or_dash(m["predicted_bytes"]),
                    mark(m["peak_bytes"], m["predicted_bytes"]));
     }
-    fmt::print("rank {} communication     {:>7} {:>14} {:>14} {:>9} {:>11}\n", r["rank"].get<int>(),
-               "calls", "bytes sent", "predicted", "seconds", "busbw GB/s");
+    fmt::print("  {:<24} {:>14} (device; host {}) reserved by the caching allocators\n", "reserved",
+               r["reserved"]["device_peak_bytes"].get<std::uint64_t>(),
+               r["reserved"]["host_peak_bytes"].get<std::uint64_t>());
+    fmt::print("rank {} peak per phase     {:>14} {:>14}\n", rank, "device", "host");
+    for (const auto& [name, ph] : r["phases"].items())
+        fmt::print("  {:<24} {:>14} {:>14}\n", name, ph["peak_bytes"].get<std::uint64_t>(),
+                   ph["host_peak_bytes"].get<std::uint64_t>());
+    fmt::print("rank {} communication     {:>7} {:>14} {:>14} {:>9} {:>11}\n", rank, "calls",
+               "bytes sent", "predicted", "seconds", "busbw GB/s");
     for (const auto& [op, s] : r["comm"].items())
         fmt::print("  {:<24} {:>7} {:>14} {:>14} {:>9.3f} {:>11.2f} {}\n", op,
                    s["calls"].get<std::uint64_t>(), s["bytes_sent"].get<std::uint64_t>(),
@@ -97,6 +138,17 @@ void print_rank_report(const nlohmann::json& r) {
                    "offload copies", "", hd["total"].get<std::uint64_t>(),
                    hd["predicted"].get<std::uint64_t>(), hd["device_to_host"].get<std::uint64_t>(),
                    hd["host_to_device"].get<std::uint64_t>());
+    const auto& t = r["time"];
+    const double step_s = t["step_seconds"].get<double>(),
+                 exposed = t["exposed_comm_seconds"].get<double>();
+    fmt::print("rank {} time: {} steps in {:.3f} s = compute {:.3f} s + exposed communication "
+               "{:.3f} s ({:.1f}%); median step {:.1f} ms, of it exposed {:.1f} ms\n",
+               rank, t["steps"].get<std::size_t>(), step_s, step_s - exposed, exposed,
+               step_s > 0 ? 100.0 * exposed / step_s : 0.0, t["median_step_ms"].get<double>(),
+               t["median_exposed_comm_ms"].get<double>());
+    if (r["skipped_steps"].get<long>() > 0)
+        fmt::print("rank {}: {} step(s) skipped (non-finite gradient norm)\n", rank,
+                   r["skipped_steps"].get<long>());
 }
 
 } // namespace shardlab

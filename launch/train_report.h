@@ -1,6 +1,7 @@
-// The end-of-run report: for every rank, peak and current bytes per memory category and per
-// collective the calls, bytes sent and seconds — each beside the plan model's prediction — as
-// JSON (gathered to rank 0 for report.json) and as tables.
+// The end-of-run report: for every rank, peak and current bytes per memory category (requested,
+// beside the allocator's reserved bytes), the per-phase peaks, and per collective the calls, bytes
+// sent and seconds — each beside the plan model's prediction — and the step time split into
+// compute and exposed communication; as JSON (gathered to rank 0 for report.json) and as tables.
 #pragma once
 
 #include "comm/comm_stats.h"
@@ -18,10 +19,37 @@ struct HostDeviceTraffic {
     std::uint64_t device_to_host = 0, host_to_device = 0;
 };
 
-// This rank's part of report.json: {"rank", "memory": {...}, "comm": {...}, "host_device_bytes":
-// {...}}.
-nlohmann::json rank_report(int rank, const MemoryCounts& memory, const CommStats& comm,
-                           const Plan& plan, int steps_run, HostDeviceTraffic traffic);
+// The caching allocators' most reserved bytes, per arena.
+struct ReservedBytes {
+    std::uint64_t device = 0, host = 0;
+};
+
+// Wall time of the training steps, and the part the compute stream spent waiting for
+// communication.
+struct RunTiming {
+    double step_seconds = 0, exposed_comm_seconds = 0;
+    std::vector<double> steps_s, exposed_s;
+    void add(double step, double exposed) {
+        step_seconds += step;
+        exposed_comm_seconds += exposed;
+        steps_s.push_back(step);
+        exposed_s.push_back(exposed);
+    }
+};
+
+struct RankMeasurements {
+    MemoryCounts memory;
+    CommStats comm;
+    std::vector<PhaseSnapshot> phases;
+    ReservedBytes reserved;
+    HostDeviceTraffic traffic;
+    RunTiming timing;
+    long skipped_steps = 0;
+};
+
+// This rank's part of report.json: {"rank", "memory", "reserved", "phases", "comm",
+// "host_device_bytes", "time", "skipped_steps"}.
+nlohmann::json rank_report(int rank, const RankMeasurements& m, const Plan& plan, int steps_run);
 
 // Every rank's report, on rank 0 (empty elsewhere).
 std::vector<nlohmann::json> gather_reports(const nlohmann::json& mine, MPI_Comm comm);

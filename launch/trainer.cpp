@@ -1,12 +1,12 @@
-// The training run, top to bottom: validate the request, build data / model / engine, loop over
-// steps (micro-batches -> step -> log), then report.
+// The training run, top to bottom: validate the request, build backend / data / model / engine,
+// loop over steps (micro-batches -> step -> log), then report.
 #include "launch/trainer.h"
 
-#include "comm/communicator.h"
 #include "core/error.h"
 #include "core/timer.h"
 #include "launch/cli_util.h"
 #include "launch/train_report.h"
+#include "model/backend.h"
 #include "model/corpus.h"
 #include "model/generate.h"
 #include "model/gpt_init.h"
@@ -14,7 +14,9 @@
 #include "model/kernels/cpu/threads.h"
 #include "model/token_windows.h"
 #include "model/weights_io.h"
+#include "offload/host_updater.h"
 #include "optim/checkpoint.h"
+#include "optim/device_updater.h"
 #include "optim/lr_schedule.h"
 #include "optim/zero_engine.h"
 #include "plan/memory_plan.h"
@@ -22,6 +24,7 @@
 #include <fmt/format.h>
 #include <openssl/evp.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -130,110 +133,190 @@ std::string printable(const std::vector<std::uint16_t>& tokens) {
     return s;
 }
 
-template <typename T>
-int train_loop(const TrainOptions& o, RunSetup& s, Communicator& comm, MemoryTracker& tracker) {
-    const int N = comm.size(), rank = comm.rank(), B = o.micro_batch, A = s.grad_accum, T_ = s.seq;
-    const bool lead = rank == 0;
-    const ParamLayout layout(s.config);
-    const ZeroOptions zopts{o.zero, o.offload, s.precision, o.prefetch, o.grad_clip, o.loss_scale};
-    ZeroEngine engine(layout, zopts, comm, tracker, s.init,
-                      AdamWConfig{o.lr, o.beta1, o.beta2, o.eps, o.weight_decay});
-    s.init.clear();
-    const nlohmann::json config = train_options_json(o, config_to_json(s.config), T_, A);
+// Where the update runs: on the host (offload) or next to the parameters.
+std::unique_ptr<Updater> make_updater(const TrainOptions& o, Precision p, Backend& backend) {
+    const AdamWConfig adam{o.lr, o.beta1, o.beta2, o.eps, o.weight_decay};
+    if (o.offload) return std::make_unique<HostUpdater>(backend.context(), adam, param_dtype(p));
+    return std::make_unique<DeviceUpdater>(backend.context(), backend.ops(), adam,
+                                           p != Precision::fp32);
+}
 
-    int first = 0;
-    if (!o.resume.empty()) {
-        ZeroEngine::OwnedState saved;
-        collectively(
-            [&] {
-                saved = load_checkpoint(o.resume, config, N, rank);
-                if (o.stop_after > 0 && o.stop_after <= saved.iteration)
-                    throw UsageError(fmt::format(
-                        "--stop-after {} is not after the checkpoint's step {}; nothing to do",
-                        o.stop_after, saved.iteration));
-            },
-            comm.mpi_comm());
-        engine.load_owned(saved);
-        first = saved.iteration;
-        if (lead) fmt::print("resumed from '{}' at step {}\n", o.resume, first);
+// Everything one run works with, so the phases below read as steps of one story.
+struct Run {
+    const TrainOptions& o;
+    RunSetup& s;
+    Backend& backend;
+    Communicator& comm;
+    ZeroEngine& engine;
+    Updater& updater;
+    GPTModel& model;
+    const nlohmann::json& config;
+    int N, rank, A;
+    bool lead;
+};
+
+// Resumes from --resume: rank 0 picks the checkpoint directory, every rank loads its state from
+// it, and the step to continue from is rank 0's, checked against every rank's.
+int resume(Run& r) {
+    const std::string cdir = agree_checkpoint_dir(r.o.resume, r.comm.mpi_comm());
+    ZeroEngine::OwnedState saved;
+    collectively(
+        [&] {
+            saved = load_checkpoint(cdir, r.config, r.N, r.rank);
+            if (r.o.stop_after > 0 && r.o.stop_after <= saved.iteration)
+                throw UsageError(
+                    fmt::format("--stop-after {} is not after the checkpoint's step {}; nothing "
+                                "to do",
+                                r.o.stop_after, saved.iteration));
+        },
+        r.comm.mpi_comm());
+    int first = saved.iteration;
+    MPI_Bcast(&first, 1, MPI_INT, 0, r.comm.mpi_comm());
+    collectively(
+        [&] {
+            check(saved.iteration == first,
+                  fmt::format("checkpoint '{}': rank {}'s file is at step {}, rank 0's at step "
+                              "{}; the checkpoint is inconsistent (use checkpoint.prev)",
+                              cdir, r.rank, saved.iteration, first));
+        },
+        r.comm.mpi_comm());
+    r.engine.load_owned(saved);
+    if (r.lead) fmt::print("resumed from '{}' at step {}\n", cdir, first);
+    return first;
+}
+
+// Mean validation loss over --val-batches batches; its traffic is kept out of the statistics.
+double validate(Run& r, const TokenWindows& val, std::vector<std::uint16_t>& in,
+                std::vector<std::uint16_t>& tg) {
+    const CommStats saved = r.comm.stats();
+    const int B = r.o.micro_batch;
+    double sum = 0;
+    for (int k = 0; k < r.o.val_batches; ++k) {
+        val.fill_wrapped((std::size_t(k) * r.N + r.rank) * B, B, in.data(), tg.data());
+        r.engine.begin_micro_batch(false);
+        r.model.forward(r.engine, in.data(), tg.data());
+        sum += r.model.take_losses().front();
     }
+    const double loss = r.engine.average(sum / r.o.val_batches);
+    r.engine.take_exposed_comm_seconds();
+    r.comm.stats() = saved;
+    r.backend.context().tracker().snapshot("validation");
+    return loss;
+}
+
+struct StepOutcome {
+    double loss = 0, seconds = 0, exposed_comm_seconds = 0;
+    StepResult result;
+};
+
+// One training step: A micro-batches of forward + backward, then the engine's step.
+StepOutcome train_step(Run& r, int step, const TokenWindows& train, float lr,
+                       std::vector<std::uint16_t>& in, std::vector<std::uint16_t>& tg) {
+    MemoryTracker& tracker = r.backend.context().tracker();
+    const int B = r.o.micro_batch;
+    StepOutcome out;
+    const double t0 = now_seconds();
+    for (int a = 0; a < r.A; ++a) {
+        train.fill_wrapped(((std::size_t(step) * r.A + a) * r.N + r.rank) * B, B, in.data(),
+                           tg.data());
+        r.engine.begin_micro_batch(a > 0);
+        r.model.forward(r.engine, in.data(), tg.data(), r.engine.grad_scale() / float(r.A));
+        tracker.snapshot("forward");
+        r.model.backward(r.engine);
+        tracker.snapshot("backward");
+    }
+    out.result = r.engine.step(lr);
+    tracker.snapshot("step");
+    double sum = 0;
+    for (double l : r.model.take_losses()) sum += l;
+    out.loss = r.engine.average(sum / r.A);
+    out.exposed_comm_seconds = r.engine.take_exposed_comm_seconds();
+    out.seconds = now_seconds() - t0;
+    return out;
+}
+
+void print_step(const Run& r, const nlohmann::json& row, const StepOutcome& s,
+                const MemoryTracker& tracker) {
+    fmt::print(
+        "step {:>5}/{} | loss {:.4f}{} | lr {:.2e} | norm {:.3f} | {:.0f} ms (comm {:.0f}) "
+        "| {:.0f} tok/s | peak {:.1f} MB{}\n",
+        row["step"].get<int>(), r.o.steps, s.loss,
+        row.contains("val_loss") ? fmt::format(" | val {:.4f}", row["val_loss"].get<double>()) : "",
+        row["lr"].get<double>(), s.result.grad_norm, s.seconds * 1e3, s.exposed_comm_seconds * 1e3,
+        row["tokens_per_s"].get<double>(),
+        double(tracker.counts().total[int(Arena::device)].peak) / 1e6,
+        s.result.skipped && r.s.precision == Precision::fp16
+            ? fmt::format(" | overflow: skipped, loss scale {}", s.result.loss_scale)
+            : "");
+    std::fflush(stdout);
+}
+
+int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicator& comm) {
+    const int N = comm.size(), rank = comm.rank(), B = o.micro_batch, T_ = s.seq;
+    DeviceContext& ctx = backend.context();
+    MemoryTracker& tracker = ctx.tracker();
+    const ParamLayout layout(s.config);
+    const ZeroOptions zopts{o.zero, s.precision, o.prefetch, o.grad_clip, o.loss_scale};
+    const std::unique_ptr<Updater> updater = make_updater(o, s.precision, backend);
+    ZeroEngine engine(layout, zopts, comm, ctx, backend.ops(), *updater, s.init);
+    s.init.clear();
+    const nlohmann::json config = train_options_json(o, config_to_json(s.config), T_, s.grad_accum);
+    GPTModel model(s.config, B, T_, s.checkpoint, param_dtype(s.precision), ctx, backend.ops());
+    Run r{o, s, backend, comm, engine, *updater, model, config, N, rank, s.grad_accum, rank == 0};
+
+    const int first = o.resume.empty() ? 0 : resume(r);
+    engine.take_exposed_comm_seconds();
     comm.stats().reset();
+    tracker.snapshot("init");
 
     PlanOptions po;
     po.ranks = N, po.zero = o.zero, po.offload = o.offload, po.precision = s.precision,
     po.checkpoint = s.checkpoint;
-    po.micro_batch = B, po.seq = T_, po.grad_accum = A, po.prefetch = o.prefetch;
+    po.micro_batch = B, po.seq = T_, po.grad_accum = r.A, po.prefetch = o.prefetch;
     const Plan plan = make_plan(plan_model_from_gpt2(s.config, "gpt2"), po, rank);
 
-    GPTModel<T> model(s.config, B, T_, s.checkpoint, tracker);
     const TokenWindows train(s.data.train, T_), val(s.data.val, T_);
     std::vector<std::uint16_t> in(std::size_t(B) * T_), tg(in.size());
     const LrSchedule lr{o.lr, o.warmup, o.steps, o.min_lr_ratio, o.schedule == "cosine"};
 
-    auto validate = [&] { // validation traffic is kept out of the training statistics
-        const CommStats saved = comm.stats();
-        double sum = 0;
-        for (int k = 0; k < o.val_batches; ++k) {
-            val.fill_wrapped((std::size_t(k) * N + rank) * B, B, in.data(), tg.data());
-            engine.begin_micro_batch(false);
-            sum += model.forward(engine, in.data(), tg.data());
-        }
-        const double loss = engine.average(sum / o.val_batches);
-        comm.stats() = saved;
-        return loss;
-    };
-
     std::filesystem::create_directories(o.out);
     std::ofstream steps_log;
-    if (lead) steps_log = open_steps_log(std::filesystem::path(o.out) / "steps.jsonl", first);
+    if (r.lead) steps_log = open_steps_log(std::filesystem::path(o.out) / "steps.jsonl", first);
     nlohmann::json steps = nlohmann::json::array();
-    if (lead && !o.quiet)
+    if (r.lead && !o.quiet)
         fmt::print("training {} on {} rank(s): ZeRO-{}{}, {}, micro-batch {} x {} tokens, "
                    "grad-accum {}, {} steps\n",
                    s.config.describe(), N, o.zero, o.offload ? " + offload" : "", o.precision, B,
-                   T_, A, o.steps);
+                   T_, r.A, o.steps);
 
+    RunTiming timing;
     const int end = o.stop_after > 0 ? std::min(o.stop_after, o.steps) : o.steps;
     for (int step = first; step < end; ++step) {
-        const double t0 = now_seconds();
-        double loss_sum = 0;
-        for (int a = 0; a < A; ++a) {
-            train.fill_wrapped(((std::size_t(step) * A + a) * N + rank) * B, B, in.data(),
-                               tg.data());
-            engine.begin_micro_batch(a > 0);
-            loss_sum += model.forward_backward(engine, in.data(), tg.data(),
-                                               engine.grad_scale() / float(A));
-        }
-        const double loss = engine.average(loss_sum / A);
         const float rate = lr.at(step);
-        const StepResult r = engine.step(rate);
-        const double ms = (now_seconds() - t0) * 1e3;
-        nlohmann::json row = {
-            {"step", step + 1}, {"loss", loss},
-            {"lr", rate},       {"grad_norm", r.grad_norm},
-            {"ms", ms},         {"tokens_per_s", double(N) * A * B * T_ / (ms / 1e3)}};
-        if (r.skipped) row["skipped"] = true;
+        const StepOutcome so = train_step(r, step, train, rate, in, tg);
+        timing.add(so.seconds, so.exposed_comm_seconds);
+        nlohmann::json row = {{"step", step + 1},
+                              {"loss", so.loss},
+                              {"lr", rate},
+                              {"grad_norm", so.result.grad_norm},
+                              {"ms", so.seconds * 1e3},
+                              {"exposed_comm_ms", so.exposed_comm_seconds * 1e3},
+                              {"compute_ms", (so.seconds - so.exposed_comm_seconds) * 1e3},
+                              {"tokens_per_s", double(N) * r.A * B * T_ / so.seconds}};
+        if (so.result.skipped) row["skipped"] = true;
+        if (so.result.skipped && r.lead && s.precision != Precision::fp16)
+            fmt::print(stderr,
+                       "shardlab: step {}: the gradient norm is {}: the step was skipped and no "
+                       "weight changed\n",
+                       step + 1, so.result.grad_norm);
         const bool last = step + 1 == end;
         if ((o.val_every && (step + 1) % o.val_every == 0) || (last && o.val_every == 0))
-            row["val_loss"] = validate();
-        if (lead) {
+            row["val_loss"] = validate(r, val, in, tg);
+        if (r.lead) {
             steps.push_back(row);
             steps_log << row.dump() << "\n";
             steps_log.flush();
-            if (!o.quiet)
-                fmt::print("step {:>5}/{} | loss {:.4f}{} | lr {:.2e} | norm {:.3f} | {:.0f} ms | "
-                           "{:.0f} tok/s | "
-                           "peak {:.1f} MB{}\n",
-                           step + 1, o.steps, loss,
-                           row.contains("val_loss")
-                               ? fmt::format(" | val {:.4f}", row["val_loss"].get<double>())
-                               : "",
-                           rate, r.grad_norm, ms, row["tokens_per_s"].get<double>(),
-                           double(tracker.counts().total[int(Arena::device)].peak) / 1e6,
-                           r.skipped
-                               ? fmt::format(" | overflow: skipped, loss scale {}", r.loss_scale)
-                               : "");
-            std::fflush(stdout);
+            if (!o.quiet) print_step(r, row, so, tracker);
         }
         if (o.save_every && (step + 1) % o.save_every == 0) {
             const CommStats saved = comm.stats();
@@ -247,33 +330,41 @@ int train_loop(const TrainOptions& o, RunSetup& s, Communicator& comm, MemoryTra
     // What the report shows is measured here, before consolidation and sampling move more bytes.
     const MemoryCounts memory = tracker.counts();
     const CommStats stats = comm.stats();
-    const HostDeviceTraffic traffic{engine.device_to_host_bytes(), engine.host_to_device_bytes()};
+    const std::vector<PhaseSnapshot> phases = tracker.phases();
+    const ReservedBytes reserved{tracker.allocator(Arena::device).peak_reserved(),
+                                 tracker.allocator(Arena::host).peak_reserved()};
+    const HostDeviceTraffic traffic{updater->device_to_host_bytes(),
+                                    updater->host_to_device_bytes()};
     const int steps_run = end - first;
 
     const auto weights = engine.consolidated_master();
     const std::string hash = sha256_hex(weights);
-    if (lead && !o.save_weights.empty())
+    if (r.lead && !o.save_weights.empty())
         save_weights(o.save_weights, ModelWeights{s.config, weights}, DType::f32);
     if (o.sample > 0) {
-        GPTModel<T> sampler(s.config, 1, T_, CheckpointPolicy{}, tracker);
+        GPTModel sampler(s.config, 1, T_, CheckpointPolicy{}, param_dtype(s.precision), ctx,
+                         backend.ops());
         const std::vector<std::uint16_t> prompt(
             s.data.val.begin(), s.data.val.begin() + std::min<std::size_t>(64, s.data.val.size()));
         const auto text = generate(sampler, engine, prompt, o.sample, 0.8f, o.seed,
                                    [&] { engine.begin_micro_batch(false); });
-        if (lead)
+        if (r.lead)
             fmt::print("\nsample ({} tokens after a {}-token prompt from the validation "
                        "text):\n---\n{}\n---\n",
                        o.sample, prompt.size(), printable(text));
     }
 
+    const RankMeasurements measured{
+        memory, stats, phases, reserved, traffic, timing, engine.skipped_steps()};
     const auto reports =
-        gather_reports(rank_report(rank, memory, stats, plan, steps_run, traffic), comm.mpi_comm());
-    if (lead) {
-        for (const auto& r : reports) print_rank_report(r);
+        gather_reports(rank_report(rank, measured, plan, steps_run), comm.mpi_comm());
+    if (r.lead) {
+        for (const auto& rep : reports) print_rank_report(rep);
         fmt::print("\nfinal fp32 master weights sha256 {}\n", hash);
         nlohmann::json report = {{"config", config},
                                  {"steps", steps},
                                  {"ranks", reports},
+                                 {"skipped_steps", engine.skipped_steps()},
                                  {"final_params_sha256", hash}};
         write_json_file((std::filesystem::path(o.out) / "report.json").string(), report);
         fmt::print("report: {}/report.json, per step: {}/steps.jsonl\n", o.out, o.out);
@@ -287,11 +378,10 @@ int run_training(const TrainOptions& o) {
     MPI_Comm_size(MPI_COMM_WORLD, &ranks);
     RunSetup setup;
     collectively([&] { setup = prepare(o, ranks); }, MPI_COMM_WORLD); // files may differ per node
-    cpu::set_threads(o.threads > 0 ? o.threads : cpu::default_threads());
-    MemoryTracker tracker(Device::cpu());
-    Communicator comm(MPI_COMM_WORLD, tracker);
-    return with_storage_type(setup.precision,
-                             [&]<typename T>() { return train_loop<T>(o, setup, comm, tracker); });
+    const std::unique_ptr<Backend> backend =
+        make_cpu_backend(o.threads > 0 ? o.threads : cpu::default_threads());
+    const std::unique_ptr<Communicator> comm = backend->communicator(MPI_COMM_WORLD);
+    return train_loop(o, setup, *backend, *comm);
 }
 
 } // namespace shardlab

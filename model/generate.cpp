@@ -8,10 +8,10 @@
 
 namespace shardlab {
 
-template <typename T>
-std::vector<std::uint16_t>
-generate(GPTModel<T>& model, UnitParams& params, std::vector<std::uint16_t> tokens, int new_tokens,
-         float temperature, std::uint64_t seed, const std::function<void()>& before_forward) {
+std::vector<std::uint16_t> generate(GPTModel& model, UnitParams& params,
+                                    std::vector<std::uint16_t> tokens, int new_tokens,
+                                    float temperature, std::uint64_t seed,
+                                    const std::function<void()>& before_forward) {
     check(model.batch() == 1, "generate needs a model built for batch 1");
     check(!tokens.empty(), "generate needs a non-empty prompt");
     const int T_ = model.seq(), V = int(model.layout().units()[0].params[0].shape[0]);
@@ -23,12 +23,14 @@ generate(GPTModel<T>& model, UnitParams& params, std::vector<std::uint16_t> toke
         std::copy(tokens.end() - std::ptrdiff_t(keep), tokens.end(), window.begin());
         before_forward();
         model.forward(params, window.data(), dummy.data());
-        const T* logits = model.logits() + (keep - 1) * std::size_t(V);
+        model.take_losses(); // (of the dummy targets: not needed)
+        const std::vector<float> all = model.logits();
+        const float* logits = all.data() + (keep - 1) * std::size_t(V);
         std::vector<double> p(V);
         double maxv = -INFINITY, sum = 0;
-        for (int v = 0; v < V; ++v) maxv = std::max(maxv, double(to_acc(logits[v])) / temperature);
+        for (int v = 0; v < V; ++v) maxv = std::max(maxv, double(logits[v]) / temperature);
         for (int v = 0; v < V; ++v)
-            sum += (p[v] = std::exp(double(to_acc(logits[v])) / temperature - maxv));
+            sum += (p[v] = std::exp(double(logits[v]) / temperature - maxv));
         state ^= state >> 12, state ^= state << 25, state ^= state >> 27; // xorshift64*
         const double u = double((state * 2685821657736338717ull) >> 11) * 0x1p-53 * sum;
         double acc = 0;
@@ -42,15 +44,5 @@ generate(GPTModel<T>& model, UnitParams& params, std::vector<std::uint16_t> toke
     }
     return tokens;
 }
-
-template std::vector<std::uint16_t> generate<float>(GPTModel<float>&, UnitParams&,
-                                                    std::vector<std::uint16_t>, int, float,
-                                                    std::uint64_t, const std::function<void()>&);
-template std::vector<std::uint16_t> generate<bf16_t>(GPTModel<bf16_t>&, UnitParams&,
-                                                     std::vector<std::uint16_t>, int, float,
-                                                     std::uint64_t, const std::function<void()>&);
-template std::vector<std::uint16_t> generate<f16_t>(GPTModel<f16_t>&, UnitParams&,
-                                                    std::vector<std::uint16_t>, int, float,
-                                                    std::uint64_t, const std::function<void()>&);
 
 } // namespace shardlab

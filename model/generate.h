@@ -12,9 +12,9 @@
 
 namespace shardlab {
 
-template <typename T>
-std::vector<std::uint16_t>
-generate(GPTModel<T>& model, UnitParams& params, std::vector<std::uint16_t> prompt, int new_tokens,
-         float temperature, std::uint64_t seed, const std::function<void()>& before_forward);
+std::vector<std::uint16_t> generate(GPTModel& model, UnitParams& params,
+                                    std::vector<std::uint16_t> prompt, int new_tokens,
+                                    float temperature, std::uint64_t seed,
+                                    const std::function<void()>& before_forward);
 
 } // namespace shardlab

@@ -1,40 +1,16 @@
-// GPT-2 on the CPU: the data flow of one step, unit by unit — acquire -> compute -> release.
+// GPT-2 as Ops: the data flow of one step, unit by unit — acquire -> compute -> release.
 #include "model/gpt_model.h"
 
 #include "core/error.h"
-#include "model/kernels/cpu/attention.h"
-#include "model/kernels/cpu/cross_entropy.h"
-#include "model/kernels/cpu/embedding.h"
-#include "model/kernels/cpu/gelu.h"
-#include "model/kernels/cpu/gemm.h"
-#include "model/kernels/cpu/layernorm.h"
-#include "model/kernels/cpu/linear.h"
-#include "model/kernels/cpu/residual.h"
 
-#include <cstring>
 #include <fmt/format.h>
 
 namespace shardlab {
 
-CheckpointPolicy parse_checkpoint(const std::string& text) {
-    if (text == "none") return {0};
-    if (text == "all") return {1};
-    if (text.rfind("every:", 0) == 0) {
-        int k = 0;
-        try {
-            k = std::stoi(text.substr(6));
-        } catch (const std::exception&) {
-        }
-        if (k >= 1) return {k};
-    }
-    throw UsageError("bad --checkpoint '" + text + "'; use none, all or every:K with K >= 1");
-}
-
-template <typename T>
-GPTModel<T>::GPTModel(const GPTConfig& config, int batch, int seq, CheckpointPolicy checkpoint,
-                      MemoryTracker& tracker)
-    : c_(config), layout_(config), B_(batch), T_(seq), checkpoint_(checkpoint), tracker_(tracker),
-      workspace_(tracker, Category::workspace) {
+GPTModel::GPTModel(const GPTConfig& config, int batch, int seq, CheckpointPolicy checkpoint,
+                   DType dtype, DeviceContext& context, Ops& ops)
+    : c_(config), layout_(config), B_(batch), T_(seq), checkpoint_(checkpoint), dt_(dtype),
+      ctx_(context), ops_(ops) {
     c_.validate();
     if (batch <= 0) throw UsageError(fmt::format("micro-batch must be positive, got {}", batch));
     if (seq <= 0 || seq > c_.context)
@@ -44,154 +20,210 @@ GPTModel<T>::GPTModel(const GPTConfig& config, int batch, int seq, CheckpointPol
                         seq, c_.context, c_.context));
 }
 
-namespace {
-template <typename U>
-Allocation act(MemoryTracker& t, std::size_t n) {
-    return t.allocate(n * sizeof(U), Category::activations);
-}
-template <typename U>
-U* ptr(const Allocation& a) {
-    return a.as<U>();
-}
-} // namespace
+// --- tensors ----------------------------------------------------------------------------------
 
-template <typename T>
-typename GPTModel<T>::BlockActs GPTModel<T>::allocate_block_acts() {
-    using A = acc_t<T>;
+Allocation GPTModel::activation(std::size_t n, DType t) {
+    return ctx_.tracker().allocate(n * dtype_size(t), Category::activations, ctx_.compute());
+}
+
+Tensor GPTModel::tensor(const Allocation& a, Shape shape) const {
+    return {a.data(), dt_, shape, a.device()};
+}
+
+Tensor GPTModel::stats(const Allocation& a) const {
+    return {a.data(), DType::f32, {std::int64_t(B_) * T_}, a.device()};
+}
+
+Tensor GPTModel::weight(const void* unit, std::size_t offset, Shape shape) const {
+    return Tensor{const_cast<void*>(unit), dt_, {}, ctx_.device()}.view(offset, shape);
+}
+
+GPTModel::BlockActs GPTModel::block_activations() {
     const std::size_t BT = std::size_t(B_) * T_, d = c_.hidden;
     BlockActs a;
-    a.ln1 = act<T>(tracker_, BT * d);
-    a.ln1_mean = act<A>(tracker_, BT);
-    a.ln1_rstd = act<A>(tracker_, BT);
-    a.qkv = act<T>(tracker_, BT * 3 * d);
-    a.att = act<T>(tracker_, std::size_t(B_) * c_.heads * T_ * T_);
-    a.atty = act<T>(tracker_, BT * d);
-    a.res2 = act<T>(tracker_, BT * d);
-    a.ln2 = act<T>(tracker_, BT * d);
-    a.ln2_mean = act<A>(tracker_, BT);
-    a.ln2_rstd = act<A>(tracker_, BT);
-    a.fch = act<T>(tracker_, BT * 4 * d);
-    a.fch_gelu = act<T>(tracker_, BT * 4 * d);
+    a.ln1 = activation(BT * d, dt_);
+    a.ln1_mean = activation(BT, DType::f32);
+    a.ln1_rstd = activation(BT, DType::f32);
+    a.qkv = activation(BT * 3 * d, dt_);
+    a.att = activation(std::size_t(B_) * c_.heads * T_ * T_, dt_);
+    a.atty = activation(BT * d, dt_);
+    a.res2 = activation(BT * d, dt_);
+    a.ln2 = activation(BT * d, dt_);
+    a.ln2_mean = activation(BT, DType::f32);
+    a.ln2_rstd = activation(BT, DType::f32);
+    a.fch = activation(BT * 4 * d, dt_);
+    a.fch_gelu = activation(BT * 4 * d, dt_);
     return a;
 }
 
+// --- layers -----------------------------------------------------------------------------------
+
+// out [BT, out_features] = in @ W + b (GPT-2's Conv1D: W [in_features, out_features]).
+void GPTModel::linear(const Tensor& out, const Tensor& in, const void* unit, std::size_t w_off,
+                      std::size_t b_off, int in_features, int out_features) {
+    const Tensor b = weight(unit, b_off, {out_features});
+    ops_.gemm(ctx_.compute(), in, false, weight(unit, w_off, {in_features, out_features}), false,
+              out, 1.0f, 0.0f, &b);
+}
+
+// din = dout @ W^T (overwritten); dW += in^T @ dout; db += column sums of dout.
+void GPTModel::linear_backward(const Tensor& din, void* dunit, const Tensor& dout, const Tensor& in,
+                               const void* unit, std::size_t w_off, std::size_t b_off,
+                               int in_features, int out_features) {
+    Stream& s = ctx_.compute();
+    ops_.gemm(s, dout, false, weight(unit, w_off, {in_features, out_features}), true, din, 1.0f,
+              0.0f);
+    ops_.gemm(s, in, true, dout, false, weight(dunit, w_off, {in_features, out_features}), 1.0f,
+              1.0f);
+    ops_.bias_grad(s, weight(dunit, b_off, {out_features}), dout);
+}
+
 // x [BT, d] -> out [BT, d]: out = res2 + mlp(ln2(res2)), res2 = x + attn(ln1(x)).
-template <typename T>
-void GPTModel<T>::block_forward(int, const T* w, const T* x, T* out, BlockActs& a) {
-    using A = acc_t<T>;
+void GPTModel::block_forward(const void* w, const Tensor& x, const Tensor& out, BlockActs& a) {
     const BlockOffsets& o = layout_.block();
     const int BT = B_ * T_, d = c_.hidden;
-    const std::size_t n = std::size_t(BT) * d;
-    cpu::layernorm_forward(ptr<T>(a.ln1), ptr<A>(a.ln1_mean), ptr<A>(a.ln1_rstd), x, w + o.ln1_w,
-                           w + o.ln1_b, BT, d);
-    cpu::linear_forward(ptr<T>(a.qkv), ptr<T>(a.ln1), w + o.attn_w, w + o.attn_b, BT, d, 3 * d,
-                        workspace_);
-    cpu::attention_forward(ptr<T>(a.atty), ptr<T>(a.att), ptr<T>(a.qkv), B_, T_, d, c_.heads);
-    cpu::linear_forward(ptr<T>(a.res2), ptr<T>(a.atty), w + o.proj_w, w + o.proj_b, BT, d, d,
-                        workspace_);
-    cpu::accumulate(ptr<T>(a.res2), x, n); // residual
-    cpu::layernorm_forward(ptr<T>(a.ln2), ptr<A>(a.ln2_mean), ptr<A>(a.ln2_rstd), ptr<T>(a.res2),
-                           w + o.ln2_w, w + o.ln2_b, BT, d);
-    cpu::linear_forward(ptr<T>(a.fch), ptr<T>(a.ln2), w + o.fc_w, w + o.fc_b, BT, d, 4 * d,
-                        workspace_);
-    cpu::gelu_forward(ptr<T>(a.fch_gelu), ptr<T>(a.fch), n * 4);
-    cpu::linear_forward(out, ptr<T>(a.fch_gelu), w + o.mproj_w, w + o.mproj_b, BT, 4 * d, d,
-                        workspace_);
-    cpu::accumulate(out, ptr<T>(a.res2), n); // residual
+    Stream& s = ctx_.compute();
+    const Tensor ln1 = tensor(a.ln1, {BT, d}), qkv = tensor(a.qkv, {B_, T_, 3 * d}),
+                 atty = tensor(a.atty, {BT, d}), res2 = tensor(a.res2, {BT, d}),
+                 ln2 = tensor(a.ln2, {BT, d}), fch = tensor(a.fch, {BT, 4 * d}),
+                 fch_gelu = tensor(a.fch_gelu, {BT, 4 * d});
+    ops_.layernorm_forward(s, ln1, stats(a.ln1_mean), stats(a.ln1_rstd), x, weight(w, o.ln1_w, {d}),
+                           weight(w, o.ln1_b, {d}));
+    linear(qkv.view(0, {BT, 3 * d}), ln1, w, o.attn_w, o.attn_b, d, 3 * d);
+    ops_.attention_forward(s, atty.view(0, {B_, T_, d}), tensor(a.att, {B_, c_.heads, T_, T_}), qkv,
+                           c_.heads);
+    linear(res2, atty, w, o.proj_w, o.proj_b, d, d);
+    ops_.accumulate(s, res2, x); // residual
+    ops_.layernorm_forward(s, ln2, stats(a.ln2_mean), stats(a.ln2_rstd), res2,
+                           weight(w, o.ln2_w, {d}), weight(w, o.ln2_b, {d}));
+    linear(fch, ln2, w, o.fc_w, o.fc_b, d, 4 * d);
+    ops_.gelu_forward(s, fch_gelu, fch);
+    linear(out, fch_gelu, w, o.mproj_w, o.mproj_b, 4 * d, d);
+    ops_.accumulate(s, out, res2); // residual
 }
 
 // On entry g.dx holds d(loss)/d(out); on exit d(loss)/d(x). Weight gradients accumulate into dw.
-template <typename T>
-void GPTModel<T>::block_backward(int, const T* w, T* dw, const T* x, BlockActs& a, Grads& g) {
-    using A = acc_t<T>;
+void GPTModel::block_backward(const void* w, void* dw, const Tensor& x, BlockActs& a, Grads& g) {
     const BlockOffsets& o = layout_.block();
     const int BT = B_ * T_, d = c_.hidden;
-    T* dx = ptr<T>(g.dx);
-    T* dsmall = ptr<T>(g.dsmall);
-    T* dbig = ptr<T>(g.dbig);
-    T* dqkv = ptr<T>(g.dqkv);
-    cpu::linear_backward(dbig, dw + o.mproj_w, dw + o.mproj_b, dx, ptr<T>(a.fch_gelu),
-                         w + o.mproj_w, BT, 4 * d, d, workspace_);
-    cpu::gelu_backward(dbig, ptr<T>(a.fch), dbig, std::size_t(BT) * 4 * d);
-    cpu::linear_backward(dsmall, dw + o.fc_w, dw + o.fc_b, dbig, ptr<T>(a.ln2), w + o.fc_w, BT, d,
-                         4 * d, workspace_);
-    cpu::layernorm_backward(dx, dw + o.ln2_w, dw + o.ln2_b, dsmall, ptr<T>(a.res2), w + o.ln2_w,
-                            ptr<A>(a.ln2_mean), ptr<A>(a.ln2_rstd), BT, d); // dx: d(res2)
-    cpu::linear_backward(dsmall, dw + o.proj_w, dw + o.proj_b, dx, ptr<T>(a.atty), w + o.proj_w, BT,
-                         d, d, workspace_);
-    cpu::attention_backward(dqkv, dsmall, ptr<T>(a.qkv), ptr<T>(a.att), B_, T_, d, c_.heads);
-    cpu::linear_backward(dsmall, dw + o.attn_w, dw + o.attn_b, dqkv, ptr<T>(a.ln1), w + o.attn_w,
-                         BT, d, 3 * d, workspace_);
-    cpu::layernorm_backward(dx, dw + o.ln1_w, dw + o.ln1_b, dsmall, x, w + o.ln1_w,
-                            ptr<A>(a.ln1_mean), ptr<A>(a.ln1_rstd), BT, d); // dx: d(x)
+    Stream& s = ctx_.compute();
+    const Tensor dx = tensor(g.dx, {BT, d}), dsmall = tensor(g.dsmall, {BT, d}),
+                 dbig = tensor(g.dbig, {BT, 4 * d}), dqkv = tensor(g.dqkv, {BT, 3 * d});
+    const Tensor ln1 = tensor(a.ln1, {BT, d}), qkv = tensor(a.qkv, {B_, T_, 3 * d}),
+                 atty = tensor(a.atty, {BT, d}), res2 = tensor(a.res2, {BT, d}),
+                 ln2 = tensor(a.ln2, {BT, d}), fch = tensor(a.fch, {BT, 4 * d}),
+                 fch_gelu = tensor(a.fch_gelu, {BT, 4 * d});
+    linear_backward(dbig, dw, dx, fch_gelu, w, o.mproj_w, o.mproj_b, 4 * d, d);
+    ops_.gelu_backward(s, dbig, fch, dbig);
+    linear_backward(dsmall, dw, dbig, ln2, w, o.fc_w, o.fc_b, d, 4 * d);
+    ops_.layernorm_backward(s, dx, weight(dw, o.ln2_w, {d}), weight(dw, o.ln2_b, {d}), dsmall, res2,
+                            weight(w, o.ln2_w, {d}), stats(a.ln2_mean),
+                            stats(a.ln2_rstd)); // dx: d(res2)
+    linear_backward(dsmall, dw, dx, atty, w, o.proj_w, o.proj_b, d, d);
+    ops_.attention_backward(s, dqkv.view(0, {B_, T_, 3 * d}), dsmall.view(0, {B_, T_, d}), qkv,
+                            tensor(a.att, {B_, c_.heads, T_, T_}), c_.heads);
+    linear_backward(dsmall, dw, dqkv, ln1, w, o.attn_w, o.attn_b, d, 3 * d);
+    ops_.layernorm_backward(s, dx, weight(dw, o.ln1_w, {d}), weight(dw, o.ln1_b, {d}), dsmall, x,
+                            weight(w, o.ln1_w, {d}), stats(a.ln1_mean),
+                            stats(a.ln1_rstd)); // dx: d(x)
 }
 
-template <typename T>
-double GPTModel<T>::forward_impl(UnitParams& params, const std::uint16_t* inputs,
-                                 const std::uint16_t* targets, float dlogits_scale) {
-    using A = acc_t<T>;
-    const int L = c_.layers, d = c_.hidden, V = c_.vocab, BT = B_ * T_;
-    for (int i = 0; i < BT; ++i)
+// --- forward and backward ---------------------------------------------------------------------
+
+void GPTModel::check_tokens(const std::uint16_t* inputs, const std::uint16_t* targets) const {
+    const int V = c_.vocab;
+    for (int i = 0; i < B_ * T_; ++i)
         if (inputs[i] >= V || targets[i] >= V)
             throw Error(fmt::format(
                 "token id {} at position {} is not below the vocabulary size {}; "
                 "use a model with --vocab > {} or data of this vocabulary",
                 std::max(inputs[i], targets[i]), i, V, std::max(inputs[i], targets[i])));
+}
+
+void GPTModel::forward(UnitParams& params, const std::uint16_t* inputs,
+                       const std::uint16_t* targets, float grad_scale) {
+    const int L = c_.layers, d = c_.hidden, V = c_.vocab, BT = B_ * T_;
+    const bool training = grad_scale != 0.0f;
+    Stream& s = ctx_.compute();
+    check_tokens(inputs, targets);
+    MemoryTracker& tracker = ctx_.tracker();
+    const std::size_t token_bytes = std::size_t(BT) * sizeof(std::uint16_t);
+    inputs_ = tracker.allocate(token_bytes, Category::workspace, s);
+    targets_ = tracker.allocate(token_bytes, Category::workspace, s);
+    s.upload(inputs_.data(), inputs, token_bytes);
+    s.upload(targets_.data(), targets, token_bytes);
+    losses_.push_back(tracker.allocate(sizeof(double), Category::workspace, s));
     logits_.release(); // a previous forward's logits (kept for logits()) must not add to this peak
     x_.clear();
     acts_.clear();
     acts_.resize(L);
-    for (int l = 0; l <= L; ++l) x_.push_back(act<T>(tracker_, std::size_t(BT) * d));
+    for (int l = 0; l <= L; ++l) x_.push_back(activation(std::size_t(BT) * d, dt_));
+    auto x = [&](int l) { return tensor(x_[l], {BT, d}); };
 
-    const T* emb = static_cast<const T*>(params.acquire(ParamLayout::kEmbeddings));
-    cpu::embedding_forward(ptr<T>(x_[0]), inputs, emb, emb + layout_.wpe_offset(), B_, T_, d);
+    const void* emb = params.acquire(ParamLayout::kEmbeddings);
+    ops_.embedding_forward(s, tensor(x_[0], {B_, T_, d}), inputs_.as<std::uint16_t>(),
+                           weight(emb, layout_.wte_offset(), {V, d}),
+                           weight(emb, layout_.wpe_offset(), {c_.context, d}));
     params.release(ParamLayout::kEmbeddings);
 
     for (int l = 0; l < L; ++l) {
-        const T* w = static_cast<const T*>(params.acquire(layout_.block_unit(l)));
-        acts_[l] = allocate_block_acts();
-        block_forward(l, w, ptr<T>(x_[l]), ptr<T>(x_[l + 1]), acts_[l]);
+        const void* w = params.acquire(layout_.block_unit(l));
+        acts_[l] = block_activations();
+        block_forward(w, x(l), x(l + 1), acts_[l]);
         if (checkpoint_.checkpointed(l)) acts_[l] = BlockActs{}; // keep only the input x_[l]
         params.release(layout_.block_unit(l));
     }
 
     // ln_f, then the head tied to wte: logits = ln_f(x) @ wte^T.
-    const T* fin = head_fin_ = static_cast<const T*>(params.acquire(layout_.final_unit()));
-    emb = head_emb_ = static_cast<const T*>(params.acquire(ParamLayout::kEmbeddings));
-    lnf_ = act<T>(tracker_, std::size_t(BT) * d);
-    lnf_mean_ = act<A>(tracker_, BT);
-    lnf_rstd_ = act<A>(tracker_, BT);
-    logits_ = act<T>(tracker_, std::size_t(BT) * V);
-    cpu::layernorm_forward(ptr<T>(lnf_), ptr<A>(lnf_mean_), ptr<A>(lnf_rstd_), ptr<T>(x_[L]), fin,
-                           fin + d, BT, d);
-    cpu::gemm<T>(false, true, BT, V, d, 1.0f, ptr<T>(lnf_), d, emb, d, 0.0f, ptr<T>(logits_), V,
-                 workspace_);
-    return cpu::softmax_cross_entropy(ptr<T>(logits_), targets, BT, V, dlogits_scale);
+    const void* fin = head_fin_ = params.acquire(layout_.final_unit());
+    emb = head_emb_ = params.acquire(ParamLayout::kEmbeddings);
+    lnf_ = activation(std::size_t(BT) * d, dt_);
+    lnf_mean_ = activation(BT, DType::f32);
+    lnf_rstd_ = activation(BT, DType::f32);
+    logits_ = activation(std::size_t(BT) * V, dt_);
+    const Tensor lnf = tensor(lnf_, {BT, d}), logits = tensor(logits_, {BT, V});
+    ops_.layernorm_forward(s, lnf, stats(lnf_mean_), stats(lnf_rstd_), x(L), weight(fin, 0, {d}),
+                           weight(fin, d, {d}));
+    ops_.gemm(s, lnf, false, weight(emb, layout_.wte_offset(), {V, d}), true, logits, 1.0f, 0.0f);
+    ops_.cross_entropy(s, logits, targets_.as<std::uint16_t>(),
+                       training ? grad_scale / float(BT) : 0.0f, losses_.back().as<double>());
+    if (training) return;
+    params.release(layout_.final_unit());
+    params.release(ParamLayout::kEmbeddings);
+    x_.clear();
+    acts_.clear();
+    lnf_.release();
+    lnf_mean_.release();
+    lnf_rstd_.release();
+    inputs_.release();
+    targets_.release(); // logits_ stay for logits()
 }
 
-template <typename T>
-void GPTModel<T>::backward_impl(UnitParams& params, const std::uint16_t* inputs) {
-    using A = acc_t<T>;
+void GPTModel::backward(UnitParams& params) {
     const int L = c_.layers, d = c_.hidden, V = c_.vocab, BT = B_ * T_;
-    const std::size_t n = std::size_t(BT) * d;
-    Grads g{tracker_.allocate(n * sizeof(T), Category::workspace),
-            tracker_.allocate(n * sizeof(T), Category::workspace),
-            tracker_.allocate(3 * n * sizeof(T), Category::workspace),
-            tracker_.allocate(4 * n * sizeof(T), Category::workspace)};
-    std::memset(g.dx.data(), 0, g.dx.bytes());
+    const std::size_t n = std::size_t(BT) * d, es = dtype_size(dt_);
+    check(!x_.empty(), "internal: backward without a training forward");
+    Stream& s = ctx_.compute();
+    MemoryTracker& tracker = ctx_.tracker();
+    Grads g{tracker.allocate(n * es, Category::workspace, s),
+            tracker.allocate(n * es, Category::workspace, s),
+            tracker.allocate(3 * n * es, Category::workspace, s),
+            tracker.allocate(4 * n * es, Category::workspace, s)};
+    const Tensor dx = tensor(g.dx, {BT, d}), dsmall = tensor(g.dsmall, {BT, d});
+    ops_.fill(s, dx, 0.0f);
 
-    // Head and ln_f (the embeddings and final unit are still acquired from the forward).
-    const T* emb = head_emb_;
-    const T* fin = head_fin_;
-    T* demb = static_cast<T*>(params.grads(ParamLayout::kEmbeddings));
-    T* dfin = static_cast<T*>(params.grads(layout_.final_unit()));
-    T* dsmall = ptr<T>(g.dsmall);
-    cpu::gemm<T>(false, false, BT, d, V, 1.0f, ptr<T>(logits_), V, emb, d, 0.0f, dsmall, d,
-                 workspace_);
-    cpu::gemm<T>(true, false, V, d, BT, 1.0f, ptr<T>(logits_), V, ptr<T>(lnf_), d, 1.0f, demb, d,
-                 workspace_);
-    cpu::layernorm_backward(ptr<T>(g.dx), dfin, dfin + d, dsmall, ptr<T>(x_[L]), fin,
-                            ptr<A>(lnf_mean_), ptr<A>(lnf_rstd_), BT, d);
+    // Head and ln_f (the embeddings and final units are still acquired from the forward).
+    const void* emb = head_emb_;
+    const void* fin = head_fin_;
+    void* demb = params.grads(ParamLayout::kEmbeddings);
+    void* dfin = params.grads(layout_.final_unit());
+    const Tensor dlogits = tensor(logits_, {BT, V}), lnf = tensor(lnf_, {BT, d});
+    ops_.gemm(s, dlogits, false, weight(emb, layout_.wte_offset(), {V, d}), false, dsmall, 1.0f,
+              0.0f);
+    ops_.gemm(s, dlogits, true, lnf, false, weight(demb, layout_.wte_offset(), {V, d}), 1.0f, 1.0f);
+    ops_.layernorm_backward(s, dx, weight(dfin, 0, {d}), weight(dfin, d, {d}), dsmall,
+                            tensor(x_[L], {BT, d}), weight(fin, 0, {d}), stats(lnf_mean_),
+                            stats(lnf_rstd_));
     logits_.release();
     lnf_.release();
     lnf_mean_.release();
@@ -203,50 +235,40 @@ void GPTModel<T>::backward_impl(UnitParams& params, const std::uint16_t* inputs)
 
     for (int l = L - 1; l >= 0; --l) {
         const int unit = layout_.block_unit(l);
-        const T* w = static_cast<const T*>(params.acquire(unit));
+        const void* w = params.acquire(unit);
+        const Tensor x = tensor(x_[l], {BT, d});
         if (checkpoint_.checkpointed(l)) { // recompute; the output goes to scratch, not x_[l+1]
-            acts_[l] = allocate_block_acts();
-            block_forward(l, w, ptr<T>(x_[l]), dsmall, acts_[l]);
+            acts_[l] = block_activations();
+            block_forward(w, x, dsmall, acts_[l]);
         }
-        block_backward(l, w, static_cast<T*>(params.grads(unit)), ptr<T>(x_[l]), acts_[l], g);
+        block_backward(w, params.grads(unit), x, acts_[l], g);
         acts_[l] = BlockActs{};
         x_[l].release();
         params.release(unit);
         params.grads_done(unit);
     }
-    cpu::embedding_backward(demb, demb + layout_.wpe_offset(), ptr<T>(g.dx), inputs, B_, T_, d, V);
+    ops_.embedding_backward(s, weight(demb, layout_.wte_offset(), {V, d}),
+                            weight(demb, layout_.wpe_offset(), {c_.context, d}),
+                            tensor(g.dx, {B_, T_, d}), inputs_.as<std::uint16_t>());
     params.grads_done(ParamLayout::kEmbeddings);
-}
-
-template <typename T>
-double GPTModel<T>::forward(UnitParams& params, const std::uint16_t* inputs,
-                            const std::uint16_t* targets) {
-    const double loss = forward_impl(params, inputs, targets, 0.0f);
-    params.release(layout_.final_unit());
-    params.release(ParamLayout::kEmbeddings);
     x_.clear();
     acts_.clear();
-    lnf_.release();
-    lnf_mean_.release();
-    lnf_rstd_.release();
-    return loss; // logits_ stay for logits()
+    inputs_.release();
+    targets_.release();
 }
 
-template <typename T>
-double GPTModel<T>::forward_backward(UnitParams& params, const std::uint16_t* inputs,
-                                     const std::uint16_t* targets, float grad_scale) {
-    const double loss = forward_impl(params, inputs, targets, grad_scale / float(B_ * T_));
-    backward_impl(params, inputs);
-    return loss;
+std::vector<double> GPTModel::take_losses() {
+    std::vector<double> out(losses_.size());
+    for (std::size_t i = 0; i < out.size(); ++i)
+        ctx_.compute().memcpy(&out[i], losses_[i].data(), sizeof(double));
+    ctx_.compute().synchronize();
+    losses_.clear();
+    return out;
 }
 
-template <typename T>
-const T* GPTModel<T>::logits() const {
-    return logits_.as<const T>();
+std::vector<float> GPTModel::logits() {
+    check(logits_.data() != nullptr, "internal: no logits kept (run an evaluation forward)");
+    return to_host_f32(ctx_.compute(), tensor(logits_, {B_, T_, c_.vocab}));
 }
-
-template class GPTModel<float>;
-template class GPTModel<bf16_t>;
-template class GPTModel<f16_t>;
 
 } // namespace shardlab

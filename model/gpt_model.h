@@ -1,14 +1,17 @@
-// GPTModel<T>: GPT-2 forward and backward on the CPU for one micro-batch of B sequences of T
-// tokens, in storage type T (float, bf16_t, f16_t). It walks the sharding units in order —
-// acquire, compute, release — so the same code runs resident or under ZeRO. Activations are
-// allocated per step under `activations` and freed as backward consumes them; a checkpointed
-// block keeps only its input and recomputes the rest in backward, with bitwise-identical results.
+// GPTModel: GPT-2 forward and backward for one micro-batch of B sequences of T tokens, in one
+// storage dtype (fp32, bf16 or fp16), as a sequence of Ops enqueued on the compute stream. It walks
+// the sharding units in order — acquire, compute, release — so the same code runs resident or
+// under ZeRO, on any backend. Activations are requested from the tracker as each is first written
+// and released as soon as backward has consumed it (the caching allocator hands the same memory
+// back step after step); a checkpointed block keeps only its input and recomputes the rest in
+// backward, with bitwise-identical results.
 #pragma once
 
-#include "core/memory_tracker.h"
-#include "core/scratch_buffer.h"
+#include "core/device_context.h"
+#include "core/tensor.h"
+#include "model/checkpoint_policy.h"
 #include "model/gpt_config.h"
-#include "model/kernels/cpu/numeric.h"
+#include "model/ops.h"
 #include "model/param_layout.h"
 #include "model/unit_params.h"
 
@@ -17,34 +20,32 @@
 
 namespace shardlab {
 
-// Which blocks keep only their input: none (every = 0), all (1), or blocks 0, K, 2K, ... (K).
-struct CheckpointPolicy {
-    int every = 0;
-    bool checkpointed(int layer) const { return every > 0 && layer % every == 0; }
-};
-CheckpointPolicy parse_checkpoint(const std::string& text); // "none" | "all" | "every:K"
-
-template <typename T>
 class GPTModel {
   public:
-    GPTModel(const GPTConfig& config, int batch, int seq, CheckpointPolicy checkpoint,
-             MemoryTracker& tracker);
+    GPTModel(const GPTConfig& config, int batch, int seq, CheckpointPolicy checkpoint, DType dtype,
+             DeviceContext& context, Ops& ops);
 
-    // Mean cross-entropy over B*T positions; keeps the logits (see logits()).
-    double forward(UnitParams& params, const std::uint16_t* inputs, const std::uint16_t* targets);
-    // Forward, then backward accumulating d(loss * grad_scale) into params.grads(); returns the
-    // mean loss. grad_scale carries loss scaling and 1/grad_accum.
-    double forward_backward(UnitParams& params, const std::uint16_t* inputs,
-                            const std::uint16_t* targets, float grad_scale);
-    const T* logits() const; // [B, T, V] after forward()
+    // One forward pass over inputs / targets [B, T] (host memory; ids below the vocabulary size).
+    // Training (grad_scale != 0): keeps what backward needs and turns the logits into their
+    // gradient, d(loss * grad_scale) — grad_scale carries loss scaling and 1/grad_accum.
+    // Evaluation (grad_scale == 0): releases every unit and keeps only the logits.
+    void forward(UnitParams& params, const std::uint16_t* inputs, const std::uint16_t* targets,
+                 float grad_scale = 0.0f);
+    // Backward of the last training forward, accumulating into params.grads().
+    void backward(UnitParams& params);
+    // The mean losses of the forwards since the last call, in order; waits for them.
+    std::vector<double> take_losses();
+    // The logits [B, T, V] of the last evaluation forward, as fp32; waits for them.
+    std::vector<float> logits();
 
     const ParamLayout& layout() const { return layout_; }
     int batch() const { return B_; }
     int seq() const { return T_; }
+    DType dtype() const { return dt_; }
 
   private:
-    // What one block keeps for its backward (T-typed tensors, and LayerNorm statistics in the
-    // compute type). Sizes: ln1, atty, res2, ln2: [BT, d]; qkv: [BT, 3d]; att: [B, H, T, T];
+    // What one block keeps for its backward (dtype tensors, and LayerNorm statistics in fp32).
+    // Sizes: ln1, atty, res2, ln2: [BT, d]; qkv: [BT, 3d]; att: [B, H, T, T];
     // fch, fch_gelu: [BT, 4d]; means and rstds: [BT].
     struct BlockActs {
         Allocation ln1, ln1_mean, ln1_rstd, qkv, att, atty, res2, ln2, ln2_mean, ln2_rstd, fch,
@@ -54,28 +55,38 @@ class GPTModel {
     struct Grads {
         Allocation dx, dsmall, dqkv, dbig;
     };
-    void block_forward(int layer, const T* w, const T* x, T* out, BlockActs& a);
-    void block_backward(int layer, const T* w, T* dw, const T* x, BlockActs& a, Grads& g);
-    BlockActs allocate_block_acts();
-    double forward_impl(UnitParams& params, const std::uint16_t* inputs,
-                        const std::uint16_t* targets, float dlogits_scale);
-    void backward_impl(UnitParams& params, const std::uint16_t* inputs);
+    Allocation activation(std::size_t n, DType t);
+    Tensor tensor(const Allocation& a, Shape shape) const; // in the model's dtype
+    Tensor stats(const Allocation& a) const;               // fp32 [BT]
+    Tensor weight(const void* unit, std::size_t offset, Shape shape) const;
+    void linear(const Tensor& out, const Tensor& in, const void* unit, std::size_t w_off,
+                std::size_t b_off, int in_features, int out_features);
+    void linear_backward(const Tensor& din, void* dunit, const Tensor& dout, const Tensor& in,
+                         const void* unit, std::size_t w_off, std::size_t b_off, int in_features,
+                         int out_features);
+    BlockActs block_activations();
+    void block_forward(const void* w, const Tensor& x, const Tensor& out, BlockActs& a);
+    void block_backward(const void* w, void* dw, const Tensor& x, BlockActs& a, Grads& g);
+    void check_tokens(const std::uint16_t* inputs, const std::uint16_t* targets) const;
 
     GPTConfig c_;
     ParamLayout layout_;
     int B_, T_;
     CheckpointPolicy checkpoint_;
-    MemoryTracker& tracker_;
-    ScratchBuffer workspace_;
+    DType dt_;
+    DeviceContext& ctx_;
+    Ops& ops_;
 
     // Live between forward and backward.
+    Allocation inputs_, targets_; // token ids on the device (workspace)
     std::vector<Allocation> x_;   // x_[l]: input of block l; x_[L]: input of ln_f
     std::vector<BlockActs> acts_; // per block; empty while checkpointed
     Allocation lnf_, lnf_mean_, lnf_rstd_, logits_;
+    std::vector<Allocation> losses_; // one double per forward since take_losses()
     // The embeddings (tied head) and final units stay acquired from the head's forward through
     // its backward, so ZeRO-3 gathers them once for both.
-    const T* head_emb_ = nullptr;
-    const T* head_fin_ = nullptr;
+    const void* head_emb_ = nullptr;
+    const void* head_fin_ = nullptr;
 };
 
 } // namespace shardlab

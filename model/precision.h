@@ -1,9 +1,9 @@
-// Precision modes and the dispatch from a run-time mode to the kernels' storage type.
+// Precision modes: the dtype parameters, gradients and activations are stored in (fp32
+// arithmetic inside every op either way).
 #pragma once
 
 #include "core/dtype.h"
 #include "core/error.h"
-#include "model/kernels/cpu/numeric.h"
 
 #include <string>
 
@@ -20,20 +20,6 @@ inline Precision parse_precision(const std::string& s) {
 
 inline DType param_dtype(Precision p) {
     return p == Precision::fp32 ? DType::f32 : p == Precision::bf16 ? DType::bf16 : DType::f16;
-}
-
-// Calls fn.template operator()<T>() with T = float, bf16_t or f16_t.
-template <typename Fn>
-decltype(auto) with_storage_type(Precision p, Fn&& fn) {
-    switch (p) {
-    case Precision::bf16:
-        return fn.template operator()<bf16_t>();
-    case Precision::fp16:
-        return fn.template operator()<f16_t>();
-    case Precision::fp32:
-        break;
-    }
-    return fn.template operator()<float>();
 }
 
 } // namespace shardlab

@@ -1,81 +1,16 @@
-// The update in PyTorch's order, p *= 1 - lr*wd; m, v moments; p -= (lr/bc1) * m /
-// (sqrt(v)/sqrt(bc2) + eps), with the two per-step divisions turned into multiplications by
-// reciprocals. The fp32 kernel is compiled for AVX-512, AVX2 and baseline x86-64 and picked at run
-// time (target_clones); ISO C++ mode keeps FMA contraction off, so every variant rounds
-// identically.
+// Bias corrections in fp32, as the kernels have always computed them.
 #include "optim/adamw.h"
 
-#include <omp.h>
-
 #include <cmath>
-#include <cstdint>
-#include <vector>
 
 namespace shardlab {
 
-namespace {
-struct Coefficients {
-    float b1, b2, keep, step_size, inv_bc2_sqrt, eps, grad_scale;
-};
-
-Coefficients coefficients(const AdamWConfig& c, float lr, int step, bool decay, float grad_scale) {
+AdamWStep adamw_step(const AdamWConfig& c, float lr, int step, bool decay, float grad_scale) {
     const float bc1 = 1.0f - std::pow(c.beta1, float(step));
     const float bc2_sqrt = std::sqrt(1.0f - std::pow(c.beta2, float(step)));
     return {c.beta1,   c.beta2,         decay ? 1.0f - lr * c.weight_decay : 1.0f,
             lr / bc1,  1.0f / bc2_sqrt, c.eps,
             grad_scale};
-}
-
-__attribute__((target_clones("avx512f", "avx2", "default"))) void
-adamw_f32(float* __restrict p, float* __restrict m, float* __restrict v, const float* __restrict g,
-          std::size_t n, Coefficients k) {
-    for (std::size_t i = 0; i < n; ++i) {
-        const float gi = g[i] * k.grad_scale;
-        const float mi = k.b1 * m[i] + (1.0f - k.b1) * gi;
-        const float vi = k.b2 * v[i] + (1.0f - k.b2) * gi * gi;
-        m[i] = mi;
-        v[i] = vi;
-        p[i] = p[i] * k.keep - k.step_size * mi / (std::sqrt(vi) * k.inv_bc2_sqrt + k.eps);
-    }
-}
-
-// Each thread updates one contiguous range; 16-bit gradients are widened a tile at a time.
-template <typename Widen>
-void parallel_update(float* p, float* m, float* v, const void* grad, std::size_t n, Coefficients k,
-                     Widen widen) {
-#pragma omp parallel
-    {
-        const std::size_t t = std::size_t(omp_get_thread_num()),
-                          nt = std::size_t(omp_get_num_threads());
-        const std::size_t lo = n * t / nt, hi = n * (t + 1) / nt;
-        if constexpr (std::is_same_v<Widen, std::nullptr_t>) {
-            adamw_f32(p + lo, m + lo, v + lo, static_cast<const float*>(grad) + lo, hi - lo, k);
-        } else {
-            constexpr std::size_t kTile = 4096;
-            std::vector<float> g(kTile);
-            for (std::size_t i = lo; i < hi; i += kTile) {
-                const std::size_t len = std::min(kTile, hi - i);
-                widen(grad, i, len, g.data());
-                adamw_f32(p + i, m + i, v + i, g.data(), len, k);
-            }
-        }
-    }
-}
-} // namespace
-
-void adamw_update(float* master, float* m, float* v, const void* grad, DType grad_type,
-                  std::size_t n, const AdamWConfig& cfg, float lr, int step, bool decay,
-                  float grad_scale) {
-    const Coefficients k = coefficients(cfg, lr, step, decay, grad_scale);
-    if (grad_type == DType::f32) return parallel_update(master, m, v, grad, n, k, nullptr);
-    parallel_update(master, m, v, grad, n, k,
-                    [grad_type](const void* src, std::size_t at, std::size_t len, float* out) {
-                        const auto* s = static_cast<const std::uint16_t*>(src) + at;
-                        if (grad_type == DType::bf16)
-                            for (std::size_t i = 0; i < len; ++i) out[i] = bf16_to_f32(s[i]);
-                        else
-                            for (std::size_t i = 0; i < len; ++i) out[i] = f16_to_f32(s[i]);
-                    });
 }
 
 } // namespace shardlab

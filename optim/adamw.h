@@ -1,11 +1,9 @@
 // AdamW with PyTorch's semantics (torch.optim.AdamW): decoupled weight decay, bias correction.
-// Updates fp32 master weights in place from gradients of any storage type, scaled by
-// grad_scale (1 / loss scale, clipping factor). One routine per device: this is the CPU one.
+// The settings of a run, and the per-step coefficients every AdamW kernel applies
+// (model/kernels/adamw_step.h).
 #pragma once
 
-#include "core/dtype.h"
-
-#include <cstddef>
+#include "model/kernels/adamw_step.h"
 
 namespace shardlab {
 
@@ -18,8 +16,7 @@ struct AdamWConfig {
 };
 
 // step is 1-based. decay: apply weight decay to these elements (2-D weights only, by convention).
-void adamw_update(float* master, float* m, float* v, const void* grad, DType grad_type,
-                  std::size_t n, const AdamWConfig& cfg, float lr, int step, bool decay,
-                  float grad_scale);
+// grad_scale multiplies every gradient first (1 / loss scale, times the clipping factor).
+AdamWStep adamw_step(const AdamWConfig& c, float lr, int step, bool decay, float grad_scale);
 
 } // namespace shardlab

@@ -143,12 +143,22 @@ void save_checkpoint(const std::string& dir, const nlohmann::json& config, int r
     MPI_Barrier(comm);
 }
 
-ZeroEngine::OwnedState load_checkpoint(const std::string& dir, const nlohmann::json& config,
+std::string agree_checkpoint_dir(const std::string& dir, MPI_Comm comm) {
+    int rank = 0;
+    MPI_Comm_rank(comm, &rank);
+    std::string chosen = rank == 0 ? checkpoint_dir(dir) : std::string();
+    int len = int(chosen.size());
+    MPI_Bcast(&len, 1, MPI_INT, 0, comm);
+    chosen.resize(std::size_t(len));
+    MPI_Bcast(chosen.data(), len, MPI_CHAR, 0, comm);
+    return chosen;
+}
+
+ZeroEngine::OwnedState load_checkpoint(const std::string& cdir, const nlohmann::json& config,
                                        int ranks, int rank) {
-    const std::string cdir = checkpoint_dir(dir);
     std::ifstream meta_in(fs::path(cdir) / "meta.json");
     if (!meta_in)
-        throw UsageError("no checkpoint in '" + dir +
+        throw UsageError("no checkpoint in '" + cdir +
                          "' (no meta.json); point --resume at a run's --out directory");
     nlohmann::json meta;
     try {

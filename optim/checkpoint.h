@@ -18,10 +18,15 @@ namespace shardlab {
 void save_checkpoint(const std::string& dir, const nlohmann::json& config, int ranks, int rank,
                      const ZeroEngine::OwnedState& state, MPI_Comm comm);
 
-// `dir` is the run directory (holding checkpoint/) or the checkpoint directory itself. Throws
-// Error when it was written with another N or another training config (naming the difference),
-// or when a file is missing, truncated or corrupt.
-ZeroEngine::OwnedState load_checkpoint(const std::string& dir, const nlohmann::json& config,
+// The checkpoint directory a resume reads, decided by rank 0 and broadcast, so that every rank
+// reads the same one: `dir` itself when it holds meta.json, else dir/checkpoint — or, when a save
+// died between its two renames, dir/checkpoint.prev. Call it on every rank.
+std::string agree_checkpoint_dir(const std::string& dir, MPI_Comm comm);
+
+// Reads this rank's state from the checkpoint directory `cdir` (from agree_checkpoint_dir).
+// Throws Error when it was written with another N or another training config (naming the
+// difference), or when a file is missing, truncated or corrupt.
+ZeroEngine::OwnedState load_checkpoint(const std::string& cdir, const nlohmann::json& config,
                                        int ranks, int rank);
 
 } // namespace shardlab

@@ -8,12 +8,12 @@ namespace shardlab {
 
 bool LossScaler::update(bool found_overflow) {
     if (found_overflow) {
-        scale_ = scale_ > 1.0f ? scale_ / 2 : 1.0f;
+        if (dynamic_) scale_ = scale_ > 1.0f ? scale_ / 2 : 1.0f;
         good_steps_ = 0;
         ++skipped_;
         return false;
     }
-    if (++good_steps_ == growth_interval_) {
+    if (dynamic_ && ++good_steps_ == growth_interval_) {
         scale_ *= 2;
         good_steps_ = 0;
     }

@@ -1,8 +1,9 @@
-// Dynamic loss scaling for fp16 training. The loss — and so every gradient — is multiplied by
-// scale() so small gradients survive fp16's narrow range. When any gradient overflowed
-// (Inf/NaN) the step is skipped and the scale halved; after `growth_interval` good steps in a
-// row it doubles. (With several ranks, overflow is read from the all-reduced gradient norm, so
-// every rank skips alike.)
+// Loss scaling, and the rule that a non-finite gradient never reaches the weights. The loss — and
+// so every gradient — is multiplied by scale(). When any gradient is Inf or NaN the step is
+// skipped (and counted). Dynamic scaling (fp16, whose range is narrow) also halves the scale on
+// such a step and doubles it after `growth_interval` good steps in a row; a static scaler (fp32,
+// bf16) keeps its scale. (With several ranks, overflow is read from the all-reduced gradient
+// norm, so every rank skips alike.)
 #pragma once
 
 #include "core/dtype.h"
@@ -13,8 +14,10 @@ namespace shardlab {
 
 class LossScaler {
   public:
-    explicit LossScaler(float initial_scale = 65536.0f, int growth_interval = 1000)
-        : scale_(initial_scale), growth_interval_(growth_interval) {}
+    explicit LossScaler(float initial_scale = 65536.0f, int growth_interval = 1000,
+                        bool dynamic = true)
+        : scale_(initial_scale), growth_interval_(growth_interval), dynamic_(dynamic) {}
+    static LossScaler fixed() { return LossScaler(1.0f, 1, false); } // scale 1, never changes
 
     float scale() const { return scale_; }
     // Records a step's outcome; returns true when the update should be applied.
@@ -31,6 +34,7 @@ class LossScaler {
   private:
     float scale_;
     int growth_interval_;
+    bool dynamic_;
     int good_steps_ = 0;
     long skipped_ = 0;
 };

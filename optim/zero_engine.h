@@ -1,30 +1,35 @@
 // ZeroEngine: data-parallel parameters, gradients and optimizer state, sharded by ZeRO stage.
 // Each sharding unit (embeddings, a block, ln_f) is one flat buffer padded to a multiple of N and
-// cut into N contiguous shards; rank r "owns" shard r (stage 0: the whole unit).
+// cut into N contiguous shards; rank r "owns" shard r (at stage 0, the whole unit):
 //
-//   stage | params          | grads                                   | master, m, v
-//   0     | full            | full, all-reduced at the step           | full (every rank updates
-//   all) 1     | full            | full, reduce-scattered at the step      | owned shard 2     |
-//   full            | owned shard; a unit's full gradient      | owned shard
-//         |                 | lives from its first use in backward to |
-//         |                 | its reduce-scatter (grads_done)         |
-//   3     | owned shard;    | as stage 2                              | owned shard
-//         | gathered on acquire, per plan/gather_schedule.h           |
+//   stage  parameters                  gradients                       master, m, v
+//   0      full                        full; all-reduced at the step   full (every rank updates)
+//   1      full                        full; reduce-scattered at step  owned shard
+//   2      full                        owned shard (+ full gradients   owned shard
+//                                      while a unit's backward runs)
+//   3      owned shard; gathered on    as stage 2                      owned shard
+//          acquire (optim/gather_schedule.h)
 //
 // Every stage uses the same ring collectives on the same padded units, so each gradient element
 // is summed in the same order, and the gradient norm is always taken over shard ranges: losses
-// and parameters are bitwise identical across stages. Offload keeps master, m, v and an fp32
-// copy of the owned gradient in the host arena and runs AdamW there.
+// and parameters are bitwise identical across stages. Where the update runs — on the device or,
+// with offload, on the host — is the Updater's business.
+//
+// Streams: collectives run on the comm stream; compute waits for them through events (each such
+// wait is timed: the step's *exposed* communication). ZeRO-3 gathers `prefetch` units ahead, so
+// their AllGathers overlap the compute of the unit before; stages 2-3 reduce-scatter a unit's
+// gradient while the next unit's backward runs.
 #pragma once
 
 #include "comm/communicator.h"
-#include "core/memory_tracker.h"
+#include "core/device_context.h"
+#include "model/ops.h"
 #include "model/param_layout.h"
 #include "model/precision.h"
 #include "model/unit_params.h"
-#include "optim/adamw.h"
+#include "optim/gather_schedule.h"
 #include "optim/loss_scaler.h"
-#include "plan/gather_schedule.h"
+#include "optim/updater.h"
 
 #include <cstdint>
 #include <vector>
@@ -33,7 +38,6 @@ namespace shardlab {
 
 struct ZeroOptions {
     int stage = 0;
-    bool offload = false;
     Precision precision = Precision::bf16;
     int prefetch = 0;            // stage 3: units gathered ahead of use
     float grad_clip = 1.0f;      // global-norm clipping; 0 disables
@@ -42,7 +46,7 @@ struct ZeroOptions {
 
 struct StepResult {
     double grad_norm = 0; // of the averaged, unscaled gradient, before clipping
-    bool skipped = false; // fp16 overflow: no update
+    bool skipped = false; // the gradient norm was not finite (fp16: overflow): no update
     float loss_scale = 1;
 };
 
@@ -50,8 +54,8 @@ class ZeroEngine : public UnitParams {
   public:
     // `init` holds every unit's fp32 values (unpadded), identical on every rank.
     ZeroEngine(const ParamLayout& layout, const ZeroOptions& options, Communicator& comm,
-               MemoryTracker& tracker, const std::vector<std::vector<float>>& init,
-               AdamWConfig adam);
+               DeviceContext& context, Ops& ops, Updater& updater,
+               const std::vector<std::vector<float>>& init);
 
     // UnitParams, called by the model.
     const void* acquire(int unit) override;
@@ -65,26 +69,26 @@ class ZeroEngine : public UnitParams {
     StepResult step(float lr);
     // Mean of a per-rank value over all ranks (the loss).
     double average(double value);
+    // Seconds the compute stream waited for communication since the last call (waits for it).
+    double take_exposed_comm_seconds();
 
     float grad_scale() const; // what the model multiplies d(loss) by: the loss scale (fp16) or 1
     int step_count() const { return step_; }
+    long skipped_steps() const { return scaler_.skipped(); }
 
     // Full fp32 master weights, unpadded, unit by unit (gathered from every rank's shard).
     std::vector<std::vector<float>> consolidated_master();
-    std::uint64_t host_device_bytes() const { return host_to_device_ + device_to_host_; }
-    std::uint64_t host_to_device_bytes() const { return host_to_device_; }
-    std::uint64_t device_to_host_bytes() const { return device_to_host_; }
 
     // Resume support: this rank's owned state (master, or the fp32 params; m; v), unit by unit.
     struct OwnedState {
         std::vector<std::vector<float>> master, m, v;
         int step = 0;      // optimizer updates applied (AdamW's bias correction counts these)
-        int iteration = 0; // training-loop steps done, skipped (fp16 overflow) ones included
+        int iteration = 0; // training-loop steps done, skipped (non-finite) ones included
         float loss_scale = 1;
         int good_steps = 0;
         long skipped = 0;
     };
-    OwnedState save_owned() const;
+    OwnedState save_owned();
     void load_owned(const OwnedState& s);
 
     std::uint64_t owned_offset(int unit) const;
@@ -93,26 +97,30 @@ class ZeroEngine : public UnitParams {
 
   private:
     struct Unit {
-        Allocation params;       // stage 0-2: full; stage 3: owned shard
-        Allocation gathered;     // stage 3: the full unit while live
-        Allocation grads;        // stage 0-1: full; stage 2-3: owned shard
-        Allocation grads_full;   // stage 2-3: transient full gradient
-        Allocation master, m, v; // owned range, fp32 (host arena with offload)
-        Allocation host_grad;    // offload: fp32 copy of the owned gradient
+        Allocation params;     // stage 0-2: full; stage 3: owned shard
+        Allocation gathered;   // stage 3: the full unit while live (comm_buffers)
+        EventPtr gathered_at;  // where the comm stream finished gathering it
+        Allocation grads;      // stage 0-1: full; stage 2-3: owned shard
+        Allocation grads_full; // stage 2-3: the full gradient while backward needs it
     };
-    bool has_master() const;
-    float* master_ptr(int unit);
-    void* owned_grad(int unit);
+    Tensor flat(const Allocation& a, std::uint64_t offset, std::uint64_t count) const;
+    OwnedShard owned(int unit) const;
+    void expect(int unit, UnitUse use); // stage 3: the model follows the schedule
     void gather(int unit);
-    double local_sq_norm(); // over shard ranges, whatever the stage
-    void update_unit(int unit, float lr, float scale);
-    void publish_params(int unit);
+    void release_gathered();
+    void release_retiring();
+    // The compute stream waits for `done` (default: all communication enqueued so far); timed.
+    void wait_for_comm(const EventPtr& done = nullptr);
+    void reduce_gradients();
+    float global_squared_norm();
+    void publish(const EventPtr& updated);
 
     const ParamLayout& layout_;
     ZeroOptions o_;
     Communicator& comm_;
-    MemoryTracker& tracker_;
-    AdamWConfig adam_;
+    DeviceContext& ctx_;
+    Ops& ops_;
+    Updater& updater_;
     DType pdt_;
     int n_, rank_;
     std::vector<std::uint64_t> padded_;
@@ -120,9 +128,14 @@ class ZeroEngine : public UnitParams {
     std::vector<GatherEvent> schedule_;
     std::size_t pos_ = 0;
     bool accumulate_ = false; // stage 2-3: add this micro-batch's shard to the previous ones
+    int retiring_ = -1;       // stage 2-3: the unit whose reduce-scatter may still read its grads
+    Allocation scalars_;      // two fp32 values on the device: the squared norm, a mean
     LossScaler scaler_;
     int step_ = 0;
-    std::uint64_t host_to_device_ = 0, device_to_host_ = 0;
+    struct Wait {
+        EventPtr before, after;
+    };
+    std::vector<Wait> comm_waits_; // compute-stream waits for communication, to be timed
 };
 
 } // namespace shardlab

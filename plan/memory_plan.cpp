@@ -3,7 +3,9 @@
 
 #include "comm/comm_model.h"
 #include "core/error.h"
-#include "plan/gather_schedule.h"
+#include "offload/host_updater.h"
+#include "optim/gather_schedule.h"
+#include "optim/unit_shards.h"
 
 #include <fmt/format.h>
 
@@ -11,10 +13,6 @@
 #include <cmath>
 
 namespace shardlab {
-
-std::uint64_t padded_numel(std::size_t numel, int ranks) {
-    return (std::uint64_t(numel) + ranks - 1) / ranks * ranks;
-}
 
 std::uint64_t param_bytes_per_element(Precision p) {
     return p == Precision::fp32 ? 4 : 2;
@@ -129,35 +127,49 @@ void model_states(const PlanModel& m, const PlanOptions& o, MemoryPlan& mem) {
     if (o.zero <= 1) {
         mem.grads = full * gb;
     } else { // the owned shard, plus full unit gradients from first use to reduce-scatter
-        const std::uint64_t emb = padded_numel(m.unit_numel[m.embedding_unit], N);
-        const std::uint64_t fin = padded_numel(m.unit_numel[m.final_unit], N);
         // A bare parameter count has no units: model states only, as in the ZeRO paper. A tied
         // head writes the embedding gradient first and embedding backward last, so it lives
-        // through the whole backward; untied, each unit's gradient lives alone.
+        // through the whole backward; the others live two at a time (optim/unit_shards.h), in
+        // backward's order: the final unit, the blocks from the last, untied embeddings last.
         std::uint64_t transient = 0;
-        if (m.arch != Architecture::params_only)
-            transient =
-                m.tied_head ? emb + std::max(fin, max_block) : std::max({emb, fin, max_block});
+        if (m.arch != Architecture::params_only) {
+            auto P = [&](std::size_t u) { return padded_numel(m.unit_numel[u], N); };
+            std::vector<std::uint64_t> order{P(std::size_t(m.final_unit))};
+            for (std::size_t u = m.unit_numel.size(); u-- > 0;)
+                if (int(u) != m.embedding_unit && int(u) != m.final_unit) order.push_back(P(u));
+            if (!m.tied_head) order.push_back(P(std::size_t(m.embedding_unit)));
+            transient = full_gradient_peak(order, m.tied_head ? P(m.embedding_unit) : 0);
+        }
         mem.grads = (owned + transient) * gb;
     }
     const std::uint64_t master = has_master ? owned * 4 : 0;
     (o.offload ? mem.host_master : mem.master) = master;
     (o.offload ? mem.host_optimizer : mem.optimizer) = owned_moments;
-    if (o.offload) mem.host_grads = owned * 4; // the fp32 gradient the host update reads
+    if (o.offload) {
+        mem.host_grads = owned * 4; // the fp32 gradient the host update reads
+        // The copies' staging tiles: an implementation's, so not for a bare parameter count
+        // (model states only, as in the ZeRO paper).
+        if (m.arch != Architecture::params_only) mem.host_staging = offload_staging_bytes(pb);
+    }
 }
 
-// Collective scratch (ring reduce-scatter keeps two chunks) and, in stage 3, gathered units.
+// The ring reduce-scatter's scratch (two chunks, for one call at a time) of a unit.
+std::uint64_t reduce_scratch(std::size_t numel, int N, std::uint64_t elem_bytes) {
+    return N > 1 ? 2 * padded_numel(numel, N) / N * elem_bytes : 0;
+}
+
+// Collective scratch and, in stage 3, gathered units: comm_buffers at its peak.
 void buffers(const PlanModel& m, const PlanOptions& o, MemoryPlan& mem, GatherSimulation* sim) {
     const int N = o.ranks;
     const std::uint64_t gb = param_bytes_per_element(o.precision);
-    std::uint64_t scratch = 0;
     if (m.arch == Architecture::params_only) return; // model states only: no units, no buffers
-    if (N > 1) {
-        scratch = 2 * 4; // the scalar all-reduces: two one-element fp32 chunks
-        for (auto n : m.unit_numel) scratch = std::max(scratch, 2 * padded_numel(n, N) / N * gb);
-    }
-    mem.buffers = scratch;
-    if (o.zero == 3 && sim) mem.buffers += sim->peak_live_bytes;
+    // Stages 0-2: one collective at a time, nothing gathered; the scalar all-reduces use two
+    // one-element fp32 chunks.
+    std::uint64_t scratch = reduce_scratch(1, N, 4);
+    for (auto n : m.unit_numel) scratch = std::max(scratch, reduce_scratch(n, N, gb));
+    // Stage 3: a reduce-scatter may run while prefetched units are live; the simulation knows.
+    mem.buffers =
+        o.zero == 3 && sim ? std::max(sim->peak_buffer_bytes, reduce_scratch(1, N, 4)) : scratch;
 }
 
 void add_op(CommPlan& c, const std::string& op, std::uint64_t bytes, std::uint64_t calls) {
@@ -235,8 +247,11 @@ Plan plan_once(const PlanModel& model, const PlanOptions& o, int rank) {
             for (auto n : model.unit_numel)
                 unit_bytes.push_back(padded_numel(n, o.ranks) *
                                      param_bytes_per_element(o.precision));
+            std::vector<std::uint64_t> scratch;
+            for (auto n : model.unit_numel)
+                scratch.push_back(reduce_scratch(n, o.ranks, param_bytes_per_element(o.precision)));
             sim = simulate_gathers(step_schedule(model.layers, model.tied_head), unit_bytes,
-                                   o.prefetch);
+                                   o.prefetch, scratch);
         } else if (o.zero ==
                    3) { // a bare parameter count: forward and backward each gather everything once
             sim.gathers = {0, 0};
@@ -255,7 +270,7 @@ Plan plan_once(const PlanModel& model, const PlanOptions& o, int rank) {
         }
     }
     mem.device_total = device_total(mem);
-    mem.host_total = mem.host_grads + mem.host_master + mem.host_optimizer;
+    mem.host_total = mem.host_grads + mem.host_master + mem.host_optimizer + mem.host_staging;
     if (o.gpu_bytes) p.fits = mem.device_total <= o.gpu_bytes;
     return p;
 }

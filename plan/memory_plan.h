@@ -1,12 +1,14 @@
 // The analytical memory and communication model: for a model, a rank count and a training
 // configuration, the bytes each rank holds (per category, device and host) and sends per step
-// (per collective). It describes exactly what shardlab's ZeRO engine does — units padded to a
-// multiple of N, the gather schedule of plan/gather_schedule.h, the activations GPTModel keeps —
-// so a training report can hold measurement against it byte for byte. docs/MEMORY.md derives
-// every line.
+// (per collective). It describes exactly what shardlab's ZeRO engine does — it uses the engine's
+// own policy: units padded to a multiple of N and full gradients held two at a time
+// (optim/unit_shards.h), the gather schedule (optim/gather_schedule.h), offload's staging tiles —
+// and the activations GPTModel keeps, so a training report can hold measurement against it byte
+// for byte. docs/MEMORY.md derives every line.
 #pragma once
 
-#include "model/gpt_model.h"
+#include "model/checkpoint_policy.h"
+#include "model/gpt_config.h"
 #include "model/precision.h"
 #include "plan/plan_model.h"
 
@@ -43,8 +45,9 @@ struct MemoryPlan {
     // Device (or, on the CPU backend, the device arena), per category: the peak of each.
     std::uint64_t params = 0, grads = 0, master = 0, optimizer = 0, activations = 0, buffers = 0,
                   kv_cache = 0;
-    // Host arena (offload): master, m and v, and the fp32 gradient of the owned range.
-    std::uint64_t host_grads = 0, host_master = 0, host_optimizer = 0;
+    // Host arena (offload): master, m and v, the fp32 gradient of the owned range, and the
+    // staging tiles the copies go through.
+    std::uint64_t host_grads = 0, host_master = 0, host_optimizer = 0, host_staging = 0;
     std::uint64_t activations_generic = 0; // s·b·h·(34 + 5as/h) per layer (16-bit)
     bool activations_exact = false;        // activations is the implementation-exact count
     std::uint64_t device_total = 0, host_total = 0;
@@ -70,8 +73,7 @@ struct Plan {
 // Throws UsageError on options that contradict each other or the model.
 Plan make_plan(const PlanModel& model, const PlanOptions& options, int rank = 0);
 
-// Pieces the engine and tests use directly.
-std::uint64_t padded_numel(std::size_t numel, int ranks);
+// Pieces the tests use directly.
 std::uint64_t param_bytes_per_element(Precision p);
 // GPTModel's activation peak for one micro-batch (implementation-exact; GPT-2 architecture).
 std::uint64_t gpt2_activation_bytes(const GPTConfig& c, int batch, int seq, Precision p,

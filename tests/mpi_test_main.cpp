@@ -22,7 +22,8 @@ class FailureOnlyPrinter : public ::testing::EmptyTestEventListener {
 } // namespace
 
 int main(int argc, char** argv) {
-    MPI_Init(&argc, &argv);
+    int provided = 0; // shardlab's comm streams call MPI from their own threads
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     ::testing::InitGoogleTest(&argc, argv);

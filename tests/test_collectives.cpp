@@ -6,12 +6,14 @@
 #include "comm/chunking.h"
 #include "comm/communicator.h"
 #include "core/error.h"
+#include "model/backend.h"
 
 #include <gtest/gtest.h>
 #include <mpi.h>
 
 #include <cmath>
 #include <cstring>
+#include <future>
 #include <vector>
 
 using namespace shardlab;
@@ -81,8 +83,10 @@ std::uint64_t schedule_bytes(CollectiveOp op, const Chunking& ch, int r, int roo
 
 class CollectivesTest : public ::testing::Test {
   protected:
-    MemoryTracker tracker{Device::cpu()};
-    Communicator comm{MPI_COMM_WORLD, tracker};
+    std::unique_ptr<Backend> backend = make_cpu_backend(1);
+    std::unique_ptr<Communicator> communicator = backend->communicator(MPI_COMM_WORLD);
+    Communicator& comm = *communicator;
+    MemoryTracker& tracker = backend->context().tracker();
     int n = comm.size(), r = comm.rank();
 
     std::vector<std::size_t> counts() const {
@@ -161,6 +165,7 @@ class CollectivesTest : public ::testing::Test {
         CollectiveCall call{op, send, recv, count, t, red, root};
         comm.stats().reset();
         comm.run(call, algo);
+        comm.synchronize(); // results are there once the comm stream has run the call
 
         std::size_t wrong = 0;
         for (std::size_t j = 0; j < sz.recv; ++j) {
@@ -250,17 +255,37 @@ TEST_F(CollectivesTest, ReduceScatterThenAllGatherEqualsAllReduceBitwise) {
             comm.all_reduce(in.data(), all.data(), count, t, red);
             comm.reduce_scatter(in.data(), shard.data(), count, t, red);
             comm.all_gather(shard.data(), gathered.data(), count, t);
+            comm.synchronize();
             EXPECT_EQ(all, gathered) << dtype_name(t) << " " << reduce_op_name(red);
         }
 }
 
-TEST_F(CollectivesTest, ScratchIsTrackedAsCommBuffers) {
+TEST_F(CollectivesTest, EachCallsScratchIsTrackedAsCommBuffersAndReleasedInStreamOrder) {
     std::vector<float> in(4000, 1.0f), out(4000);
     comm.all_reduce(in.data(), out.data(), 4000, DType::f32);
-    if (n > 1)
-        EXPECT_EQ(tracker.current(Category::comm_buffers), 2 * Chunking({4000, n}).max_size() * 4);
-    else
-        EXPECT_EQ(tracker.current(Category::comm_buffers), 0u);
+    comm.all_reduce(in.data(), out.data(), 4000, DType::f32);
+    // Two reduce-scatter chunks per call, released when the call has been enqueued: the second
+    // call reuses the first one's block (same stream), so nothing grows.
+    const std::size_t scratch = n > 1 ? 2 * Chunking({4000, n}).max_size() * 4 : 0;
+    EXPECT_EQ(tracker.peak(Category::comm_buffers), scratch);
+    EXPECT_EQ(tracker.current(Category::comm_buffers), 0u);
+    EXPECT_EQ(tracker.allocator(Arena::device).raw_allocations(), n > 1 ? 1u : 0u);
+    comm.synchronize();
+    EXPECT_EQ(out, std::vector<float>(4000, float(n)));
+}
+
+TEST_F(CollectivesTest, CallsReturnBeforeTheCommStreamRunsThem) {
+    // The comm stream is held at a gate; a collective enqueued behind it has not happened when
+    // the call returns, and has once the stream is released.
+    std::promise<void> gate;
+    auto opened = gate.get_future().share();
+    comm.stream().enqueue([opened] { opened.wait(); });
+    std::vector<float> in(64, 2.0f), out(64, 0.0f);
+    comm.all_reduce(in.data(), out.data(), 64, DType::f32);
+    EXPECT_EQ(out[0], 0.0f);
+    gate.set_value();
+    comm.synchronize();
+    EXPECT_EQ(out[0], 2.0f * float(n));
 }
 
 TEST_F(CollectivesTest, RootOutsideTheCommunicatorIsAClearErrorOnEveryRank) {
@@ -272,6 +297,7 @@ TEST_F(CollectivesTest, RootOutsideTheCommunicatorIsAClearErrorOnEveryRank) {
         EXPECT_NE(std::string(e.what()).find("outside"), std::string::npos) << e.what();
     }
     comm.barrier(); // everyone is still in step: no rank went into the collective
+    comm.synchronize();
     EXPECT_EQ(comm.stats().get("barrier").bytes_sent, 0u);
 }
 

@@ -2,6 +2,7 @@
 // comments) and against a step-by-step count of the chunks each algorithm's schedule sends.
 #include "comm/chunking.h"
 #include "comm/comm_model.h"
+#include "comm/communicator.h"
 #include "core/error.h"
 
 #include <gtest/gtest.h>

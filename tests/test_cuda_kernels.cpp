@@ -2,8 +2,10 @@
 // within 1e-5 (CUDA's tanhf and our vectorized tanh differ by a few ulp), bf16 within 1e-2 (one
 // bf16 rounding apart at most). Outputs are poisoned with NaN first, so an element a kernel never
 // writes fails. Without a GPU every test is skipped, and says so (CTest lists them as skipped).
+#include "core/cpu_stream.h"
 #include "core/device.h"
 #include "core/memory_tracker.h"
+#include "model/kernels/cpu/adamw.h"
 #include "model/kernels/cpu/gelu.h"
 #include "model/kernels/cuda/cuda_kernels.h"
 #include "optim/adamw.h"
@@ -39,11 +41,17 @@ std::vector<float> random_floats(std::size_t n, std::uint64_t seed, float scale)
     return v;
 }
 
+// The order allocations are released in: these kernels are synchronous, so a host-side stream.
+CpuStream& host_order() {
+    static CpuStream s("host", std::make_shared<StreamGroupState>());
+    return s;
+}
+
 // A device copy of host values in dtype t, tracked.
 Allocation to_device(MemoryTracker& t, const std::vector<float>& host, DType dt) {
     std::vector<unsigned char> bytes(host.size() * dtype_size(dt));
     convert(host.data(), DType::f32, bytes.data(), dt, host.size());
-    Allocation a = t.allocate(bytes.size(), Category::workspace);
+    Allocation a = t.allocate(bytes.size(), Category::workspace, host_order());
     copy_bytes(a.data(), a.device(), bytes.data(), Device::cpu(), bytes.size());
     return a;
 }
@@ -117,13 +125,12 @@ TEST(CudaKernels, FusedAdamWMatchesTheCpuUpdate) {
                dv = to_device(tracker, v, DType::f32), dg = to_device(tracker, grad, DType::bf16),
                dp = to_device(tracker, std::vector<float>(n, NAN), DType::bf16);
     for (int step = 1; step <= 3; ++step) {
+        const AdamWStep k = adamw_step(cfg, cfg.lr, step, true, 0.5f);
         cuda::adamw_update_fused(dm.as<float>(), dmm.as<float>(), dv.as<float>(), dg.data(),
-                                 DType::bf16, dp.data(), DType::bf16, n, cfg, cfg.lr, step, true,
-                                 0.5f);
+                                 DType::bf16, dp.data(), DType::bf16, n, k);
         std::vector<std::uint16_t> g16(n);
         convert(grad.data(), DType::f32, g16.data(), DType::bf16, n);
-        adamw_update(master.data(), m.data(), v.data(), g16.data(), DType::bf16, n, cfg, cfg.lr,
-                     step, true, 0.5f);
+        cpu::adamw(master.data(), m.data(), v.data(), g16.data(), DType::bf16, n, k);
     }
     EXPECT_LE(relative_error(to_host(dm, n, DType::f32), master), 1e-6);
     EXPECT_LE(relative_error(to_host(dmm, n, DType::f32), m), 1e-6);

@@ -19,8 +19,6 @@
 // ~1e-6 at worst: bound 1e-5. bf16 / fp16 compute in fp32 and round what they store (outputs,
 // and attention probabilities before P.V) once, with unit roundoff 2^-9 ~ 2e-3 and 2^-11 ~ 5e-4:
 // bounds 2e-2 and 5e-3, ten times those.
-#include "core/memory_tracker.h"
-#include "core/scratch_buffer.h"
 #include "model/kernels/cpu/attention.h"
 #include "model/kernels/cpu/cross_entropy.h"
 #include "model/kernels/cpu/embedding.h"
@@ -58,10 +56,10 @@ constexpr float kBeta = 0.5f;
 
 using Vec = std::vector<double>;
 
-// A tracked workspace, as the kernels expect one.
+// GEMM workspace for 16-bit widening, more than these small shapes need (gemm_workspace_floats).
 struct Workspace {
-    MemoryTracker tracker{Device::cpu()};
-    ScratchBuffer ws{tracker, Category::workspace};
+    std::vector<float> floats = std::vector<float>(std::size_t(1) << 20);
+    float* ws = floats.data();
 };
 
 struct Dims {
@@ -187,7 +185,7 @@ using Named = std::vector<std::pair<std::string, Vec>>;
 // Runs every kernel, forward and backward, in storage type S on p's inputs (gradient buffers
 // fresh and zeroed); returns every output, widened to double, under a name.
 template <typename S>
-Named run_all(const Problem& p, ScratchBuffer& ws) {
+Named run_all(const Problem& p, float* ws) {
     const int B = p.d.B, T = p.d.T, C = p.d.C, H = p.d.H, OC = p.d.OC, V = p.d.V, N = p.d.N();
     const std::size_t nc = std::size_t(N) * C;
     const auto x = to_s<S>(p.x), w = to_s<S>(p.w), bias = to_s<S>(p.bias);

@@ -1,7 +1,9 @@
-// The GPT-2 model on the CPU: layout and names, initialisation, weights files, bad input,
+// The GPT-2 model on the CPU backend: layout and names, initialisation, weights files, bad input,
 // checkpointing (bitwise-identical results; activation bytes measured by the tracker equal to
-// the tensor-by-tensor count written out here), and fp16 overflow detection.
+// the tensor-by-tensor count written out here), activation memory reused step after step, and
+// fp16 overflow detection.
 #include "core/error.h"
+#include "model/backend.h"
 #include "model/gpt_init.h"
 #include "model/gpt_model.h"
 #include "model/kernels/cpu/gemm.h"
@@ -41,28 +43,27 @@ Batch make_batch(int B, int T, int V) {
     return b;
 }
 
-template <typename T>
-void load_init(ResidentParams& p, const GPTConfig& c, std::uint64_t seed) {
-    p.load(gpt2_init(ParamLayout(c), seed, c.layers));
-}
-
 // Loss and every gradient byte of one forward/backward.
-template <typename T>
 std::pair<double, std::vector<std::vector<char>>> run_step(const GPTConfig& c, CheckpointPolicy ck,
-                                                           int B, int T_,
+                                                           DType dt, int B, int T_,
                                                            std::size_t* activation_peak = nullptr) {
-    MemoryTracker tracker(Device::cpu());
+    const auto backend = make_cpu_backend(2);
+    DeviceContext& ctx = backend->context();
     const ParamLayout layout(c);
-    ResidentParams params(layout, dtype_of<T>(), tracker);
-    load_init<T>(params, c, 7);
-    GPTModel<T> model(c, B, T_, ck, tracker);
+    ResidentParams params(layout, dt, ctx, backend->ops());
+    params.load(gpt2_init(layout, 7, c.layers));
+    GPTModel model(c, B, T_, ck, dt, ctx, backend->ops());
     const Batch b = make_batch(B, T_, c.vocab);
-    const double loss = model.forward_backward(params, b.in.data(), b.tg.data(), 1.0f);
+    model.forward(params, b.in.data(), b.tg.data(), 1.0f);
+    model.backward(params);
+    const double loss = model.take_losses().front();
     std::vector<std::vector<char>> grads;
     for (std::size_t u = 0; u < layout.num_units(); ++u) {
-        const char* g = static_cast<const char*>(params.grads(int(u)));
-        grads.emplace_back(g, g + layout.units()[u].numel * sizeof(T));
+        grads.emplace_back(layout.units()[u].numel * dtype_size(dt));
+        ctx.compute().memcpy(grads.back().data(), params.grads(int(u)), grads.back().size());
     }
+    ctx.compute().synchronize();
+    MemoryTracker& tracker = ctx.tracker();
     if (activation_peak) *activation_peak = tracker.peak(Category::activations);
     EXPECT_EQ(tracker.current(Category::activations), 0u) << "activations leaked past backward";
     return {loss, grads};
@@ -168,10 +169,13 @@ TEST(WeightsIO, RoundTripsAndNamesEveryMismatch) {
 
 TEST(GPTModel, BadInputIsAClearError) {
     const GPTConfig c = small_config();
-    MemoryTracker tracker(Device::cpu());
-    EXPECT_THROW(GPTModel<float>(c, 2, c.context + 1, {}, tracker), UsageError); // T beyond wpe
-    ResidentParams params(ParamLayout(c), DType::f32, tracker);
-    GPTModel<float> model(c, 1, 4, {}, tracker);
+    const auto backend = make_cpu_backend(1);
+    DeviceContext& ctx = backend->context();
+    EXPECT_THROW(GPTModel(c, 2, c.context + 1, {}, DType::f32, ctx, backend->ops()),
+                 UsageError); // T beyond wpe
+    const ParamLayout layout(c);
+    ResidentParams params(layout, DType::f32, ctx, backend->ops());
+    GPTModel model(c, 1, 4, {}, DType::f32, ctx, backend->ops());
     std::vector<std::uint16_t> in = {1, 2, 64, 3}, tg = {2, 3, 4, 5};
     try {
         model.forward(params, in.data(), tg.data());
@@ -186,19 +190,12 @@ TEST(GPTModel, BadInputIsAClearError) {
 
 TEST(GPTModel, CheckpointingIsBitwiseIdenticalInEveryPrecision) {
     const GPTConfig c{64, 16, 3, 32, 4, 4};
-    for (int every : {1, 2}) {
-        const auto ref32 = run_step<float>(c, {0}, 2, 16),
-                   ck32 = run_step<float>(c, {every}, 2, 16);
-        EXPECT_EQ(ref32.first, ck32.first);
-        EXPECT_EQ(ref32.second, ck32.second);
-        const auto refb = run_step<bf16_t>(c, {0}, 2, 16),
-                   ckb = run_step<bf16_t>(c, {every}, 2, 16);
-        EXPECT_EQ(refb.first, ckb.first);
-        EXPECT_EQ(refb.second, ckb.second);
-        const auto refh = run_step<f16_t>(c, {0}, 2, 16), ckh = run_step<f16_t>(c, {every}, 2, 16);
-        EXPECT_EQ(refh.first, ckh.first);
-        EXPECT_EQ(refh.second, ckh.second);
-    }
+    for (int every : {1, 2})
+        for (DType dt : {DType::f32, DType::bf16, DType::f16}) {
+            const auto ref = run_step(c, {0}, dt, 2, 16), ck = run_step(c, {every}, dt, 2, 16);
+            EXPECT_EQ(ref.first, ck.first) << dtype_name(dt) << " every:" << every;
+            EXPECT_EQ(ref.second, ck.second) << dtype_name(dt) << " every:" << every;
+        }
 }
 
 TEST(GPTModel, ActivationBytesAreExactlyTheTensorsKept) {
@@ -213,18 +210,39 @@ TEST(GPTModel, ActivationBytesAreExactlyTheTensorsKept) {
         const std::size_t inputs = (L + 1) * BT * d * S;
         const std::size_t head = BT * d * S + 2 * BT * 4 + BT * V * S;
         std::size_t none = 0, all = 0;
-        if (S == 4) {
-            run_step<float>(c, {0}, int(B), int(T), &none);
-            run_step<float>(c, {1}, int(B), int(T), &all);
-        } else {
-            run_step<bf16_t>(c, {0}, int(B), int(T), &none);
-            run_step<bf16_t>(c, {1}, int(B), int(T), &all);
-        }
+        const DType dt = S == 4 ? DType::f32 : DType::bf16;
+        run_step(c, {0}, dt, int(B), int(T), &none);
+        run_step(c, {1}, dt, int(B), int(T), &all);
         EXPECT_EQ(none, inputs + L * block + head) << "S=" << S;
         // Checkpointed: only the inputs stay; one block's tensors exist at a time (forward, or
         // recompute in backward), and the head only after the last block.
         EXPECT_EQ(all, inputs + std::max(block, head)) << "S=" << S;
     }
+}
+
+TEST(GPTModel, ActivationMemoryIsReusedStepAfterStep) {
+    // Every step requests the same tensors in the same order: after the first, the caching
+    // allocator hands back the memory it kept — no new raw allocation, reserved bytes flat.
+    const GPTConfig c{64, 16, 3, 32, 4, 4};
+    const auto backend = make_cpu_backend(2);
+    DeviceContext& ctx = backend->context();
+    const ParamLayout layout(c);
+    ResidentParams params(layout, DType::bf16, ctx, backend->ops());
+    params.load(gpt2_init(layout, 7, c.layers));
+    GPTModel model(c, 2, 16, {1}, DType::bf16, ctx, backend->ops());
+    const Batch b = make_batch(2, 16, c.vocab);
+    std::vector<std::size_t> raw, reserved;
+    for (int step = 0; step < 4; ++step) {
+        model.forward(params, b.in.data(), b.tg.data(), 1.0f);
+        model.backward(params);
+        model.take_losses();
+        raw.push_back(ctx.tracker().allocator(Arena::device).raw_allocations());
+        reserved.push_back(ctx.tracker().allocator(Arena::device).reserved());
+    }
+    EXPECT_EQ(raw[1], raw[0]);
+    EXPECT_EQ(raw[3], raw[0]);
+    EXPECT_EQ(reserved[3], reserved[0]);
+    EXPECT_GE(reserved[0], ctx.tracker().counts().total[int(Arena::device)].peak);
 }
 
 TEST(LossScaler, SkipsHalvesAndGrows) {
@@ -245,33 +263,45 @@ TEST(LossScaler, SkipsHalvesAndGrows) {
     EXPECT_TRUE(has_non_finite(f, DType::f32, 2));
 }
 
+TEST(LossScaler, AFixedScaleSkipsAndCountsButNeverChanges) {
+    LossScaler s = LossScaler::fixed();
+    for (int i = 0; i < 5000; ++i) EXPECT_TRUE(s.update(false));
+    EXPECT_EQ(s.scale(), 1.0f); // a dynamic scaler would have doubled every 1000 good steps
+    EXPECT_FALSE(s.update(true));
+    EXPECT_EQ(s.scale(), 1.0f);
+    EXPECT_EQ(s.skipped(), 1);
+}
+
 TEST(GPTModel, Fp16GradientsOverflowAtAHugeLossScale) {
     const GPTConfig c = small_config();
-    MemoryTracker tracker(Device::cpu());
+    const auto backend = make_cpu_backend(1);
+    DeviceContext& ctx = backend->context();
     const ParamLayout layout(c);
-    ResidentParams params(layout, DType::f16, tracker);
-    load_init<f16_t>(params, c, 3);
-    GPTModel<f16_t> model(c, 2, 8, {}, tracker);
+    ResidentParams params(layout, DType::f16, ctx, backend->ops());
+    params.load(gpt2_init(layout, 3, c.layers));
+    GPTModel model(c, 2, 8, {}, DType::f16, ctx, backend->ops());
     const Batch b = make_batch(2, 8, c.vocab);
     auto overflowed = [&] {
         bool any = false;
         for (std::size_t u = 0; u < layout.num_units(); ++u)
-            any = any || has_non_finite(params.grads(int(u)), DType::f16, layout.units()[u].numel);
+            for (float g : params.grads_to_host(int(u))) any = any || !std::isfinite(g);
         return any;
     };
-    model.forward_backward(params, b.in.data(), b.tg.data(), 1024.0f);
+    model.forward(params, b.in.data(), b.tg.data(), 1024.0f);
+    model.backward(params);
     EXPECT_FALSE(overflowed());
     params.zero_grads();
-    model.forward_backward(params, b.in.data(), b.tg.data(), 1e9f);
+    model.forward(params, b.in.data(), b.tg.data(), 1e9f);
+    model.backward(params);
     EXPECT_TRUE(overflowed());
 }
 
 TEST(Gemm, NativeBf16PathAgreesWithTheWidenedPath) {
     if (!cpu::native_bf16_gemm_available())
         GTEST_SKIP() << "this CPU has no AVX512-BF16: the widened path is the one in use";
-    MemoryTracker tracker(Device::cpu());
-    ScratchBuffer ws(tracker, Category::workspace);
     const int M = 37, N = 29, K = 53;
+    std::vector<float> workspace(cpu::gemm_workspace_floats<bf16_t>(M, N, K));
+    float* ws = workspace.data();
     std::vector<bf16_t> a(std::size_t(M) * K), b(std::size_t(K) * N), c1(std::size_t(M) * N), c2;
     for (std::size_t i = 0; i < a.size(); ++i)
         a[i] = {f32_to_bf16(float((i * 37) % 101) / 50.0f - 1.0f)};

@@ -2,8 +2,11 @@
 // formulas again): the ZeRO paper's per-device table, padding, activations, KV cache, traffic.
 // And the implementation-exact activation model against what the MemoryTracker measures.
 #include "core/error.h"
+#include "model/backend.h"
 #include "model/gpt_init.h"
-#include "plan/gather_schedule.h"
+#include "model/gpt_model.h"
+#include "optim/gather_schedule.h"
+#include "optim/unit_shards.h"
 #include "plan/memory_plan.h"
 
 #include <gtest/gtest.h>
@@ -87,17 +90,19 @@ TEST(Plan, ExactActivationsEqualWhatTheTrackerMeasures) {
     for (const GPTConfig c : {GPTConfig{64, 16, 3, 32, 4, 4}, GPTConfig{96, 24, 5, 48, 3, 3}})
         for (int every : {0, 1, 2, 3})
             for (Precision p : {Precision::fp32, Precision::bf16}) {
-                MemoryTracker tracker(Device::cpu());
+                const auto backend = make_cpu_backend(1);
+                DeviceContext& ctx = backend->context();
+                MemoryTracker& tracker = ctx.tracker();
                 const ParamLayout layout(c);
                 const int B = 3, T = c.context - 1;
                 std::vector<std::uint16_t> in(B * T), tg(B * T);
                 for (int i = 0; i < B * T; ++i)
                     in[i] = std::uint16_t(i % c.vocab), tg[i] = std::uint16_t((i + 1) % c.vocab);
-                with_storage_type(p, [&]<typename T_>() {
-                    ResidentParams params(layout, dtype_of<T_>(), tracker);
-                    GPTModel<T_> model(c, B, T, {every}, tracker);
-                    model.forward_backward(params, in.data(), tg.data(), 1.0f);
-                });
+                ResidentParams params(layout, param_dtype(p), ctx, backend->ops());
+                GPTModel model(c, B, T, {every}, param_dtype(p), ctx, backend->ops());
+                model.forward(params, in.data(), tg.data(), 1.0f);
+                model.backward(params);
+                model.take_losses();
                 EXPECT_EQ(tracker.peak(Category::activations),
                           gpt2_activation_bytes(c, B, T, p, {every}))
                     << "layers " << c.layers << " every " << every;
@@ -162,16 +167,45 @@ TEST(Plan, Stage3GatherScheduleMoves3PsiLessLnF) {
     EXPECT_EQ(pre.peak_live_bytes, 40u); // a block and the next one
 }
 
+TEST(Plan, ReduceScattersRunWhereTheScheduleSaysWithTheirScratchCounted) {
+    // The model reduces ln_f's gradient after the head, each block's after its backward, the
+    // embeddings' last.
+    std::vector<std::pair<int, UnitUse>> reduces;
+    for (const GatherEvent& e : step_schedule(2))
+        if (e.use == UnitUse::reduce) reduces.push_back({e.unit, e.use});
+    EXPECT_EQ(reduces, (std::vector<std::pair<int, UnitUse>>{{3, UnitUse::reduce},
+                                                             {2, UnitUse::reduce},
+                                                             {1, UnitUse::reduce},
+                                                             {0, UnitUse::reduce}}));
+    // Units {10, 20, 20, 1} bytes, reduce-scatter scratch {5, 7, 7, 3}. Without prefetch nothing
+    // is gathered while a reduce-scatter runs: the peak is a block (20). With prefetch 1, block 1
+    // is already gathered while block 2's gradient is reduced: 20 + 7.
+    const std::vector<std::uint64_t> bytes{10, 20, 20, 1}, scratch{5, 7, 7, 3};
+    EXPECT_EQ(simulate_gathers(step_schedule(2), bytes, 0, scratch).peak_buffer_bytes, 20u);
+    EXPECT_EQ(simulate_gathers(step_schedule(2), bytes, 1, scratch).peak_buffer_bytes, 40u);
+    EXPECT_EQ(simulate_gathers(step_schedule(2), bytes, 1, {5, 30, 30, 3}).peak_buffer_bytes,
+              50u); // while block 2's (30) runs, block 1 (20) is live
+}
+
+TEST(Plan, FullGradientsLiveTwoAtATimePlusTheTiedEmbeddings) {
+    // Backward order ln_f (1), blocks (20, 20), held embeddings 10: 10 + 20 + 20.
+    EXPECT_EQ(full_gradient_peak({1, 20, 20}, 10), 50u);
+    EXPECT_EQ(full_gradient_peak({1, 20}, 10), 31u); // one block: ln_f still retiring
+    EXPECT_EQ(full_gradient_peak({30, 5, 5, 30}, 0), 35u);
+    EXPECT_EQ(full_gradient_peak({}, 7), 7u);
+}
+
 TEST(Plan, UntiedHeadGathersTheEmbeddingsOnce) {
     // llama: L=2 -> forward 0 1 2 3, backward 2 1; no second gather of the embeddings.
     const auto sim = simulate_gathers(step_schedule(2, false), {10, 20, 20, 30}, 0);
     EXPECT_EQ(sim.gathers, (std::vector<int>{0, 1, 2, 3, 2, 1}));
-    // 7b at ZeRO-3 on 8 ranks: untied, each unit's gradient lives alone, so the transient is the
-    // largest unit: a block, 2*4096^2 (q, o) + 2*4096^2 (k, v) + 3*4096*11008 + 2*4096 =
-    // 202,383,360 elements (the head unit is only 4096 + 32000*4096 = 131,076,096).
+    // 7b at ZeRO-3 on 8 ranks: untied, unit gradients live two at a time in backward's order
+    // (head, blocks, embeddings), so the transient is two blocks: a block is 2*4096^2 (q, o) +
+    // 2*4096^2 (k, v) + 3*4096*11008 + 2*4096 = 202,383,360 elements (the head unit is only
+    // 4096 + 32000*4096 = 131,076,096).
     const Plan p = make_plan(plan_model_preset("7b"), opts(8, 3));
     const std::uint64_t owned = p.memory.params / 2;
-    EXPECT_EQ(p.memory.grads, (owned + 202383360u) * 2);
+    EXPECT_EQ(p.memory.grads, (owned + 2 * 202383360u) * 2);
 }
 
 TEST(Plan, BadInputIsAClearError) {

@@ -2,7 +2,10 @@
 
 Subcommands:
   grads  compare loss, logits and every parameter gradient on one batch
-  train  compare the loss curve of S AdamW steps on one fixed batch
+  train  replay a single-rank `shardlab train` run step by step — its data order, gradient
+         accumulation, global-norm clipping, warmup + cosine learning rate, AdamW with weight
+         decay on the 2-D weights only, and the steps it skipped (fp16 overflow) — and compare
+         every step's loss
 
 The reference always runs in float64; --precision only picks the default
 tolerance for what the C++ side computed in (fp32 or bf16). Run with
@@ -21,7 +24,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch_gpt2 as tg  # noqa: E402
 
 GRAD_TOL = {"fp32": 1e-5, "bf16": 1e-2}
-TRAIN_TOL = {"fp32": 1e-4, "bf16": 3e-2}
+# Per-step loss, relative. fp32 replays the same arithmetic up to rounding order: measured
+# ~1e-8 over 30 steps, so 1e-6 still leaves room while catching any misplaced step, clip or
+# learning rate (those move the loss by 1e-3 and more). bf16 / fp16 round every stored tensor
+# (unit roundoff 2^-9 / 2^-11): measured ~3e-4 / ~7e-5, bounds ten times the unit roundoff.
+TRAIN_TOL = {"fp32": 1e-6, "bf16": 2e-2, "fp16": 5e-3}
 
 
 def load_model_and_batch(args):
@@ -119,26 +126,69 @@ def make_optimizer(model, args):
     return torch.optim.AdamW(groups, lr=args.lr, betas=(args.beta1, args.beta2), eps=args.eps)
 
 
-def reference_losses(model, x, y, args):
-    """Loss before each of S updates on the same batch (constant lr, no clip)."""
+def learning_rate(step, args):
+    """shardlab's schedule: linear warmup from 0, then cosine to min_lr_ratio * peak."""
+    if step < args.warmup:
+        return args.lr * (step + 1) / args.warmup
+    if args.schedule != "cosine" or args.steps <= args.warmup + 1:
+        return args.lr
+    progress = min((step - args.warmup) / (args.steps - args.warmup - 1), 1.0)
+    return args.lr * (args.min_lr_ratio + (1 - args.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
+def training_windows(args, seq):
+    """`shardlab train --data FILE` on one rank: the first 90% of the tokens, cut into
+    consecutive windows of seq + 1."""
+    tokens = tg.load_tokens(args.data)
+    n_val = int(tokens.numel() * 0.1)
+    train = tokens[:tokens.numel() - n_val]
+    count = train.numel() // (seq + 1)
+    return train[:count * (seq + 1)].view(count, seq + 1)
+
+
+def reference_losses(model, args, skipped):
+    """Loss of each step (mean over its micro-batches, before the update) of the run shardlab made;
+    steps in `skipped` apply no update, as shardlab skipped them."""
+    seq = model.cfg["context"]
+    windows = training_windows(args, seq)
     opt = make_optimizer(model, args)
-    losses = []
-    for _ in range(args.steps):
+    params = list(model.params.values())
+    losses, clipped = [], 0
+    B, A = args.micro_batch, args.grad_accum
+    for step in range(args.steps):
         opt.zero_grad(set_to_none=True)
-        _, loss = model(x, y)
-        losses.append(loss.item())
-        loss.backward()
+        total = 0.0
+        for a in range(A):
+            first = (step * A + a) * B
+            idx = [(first + b) % windows.shape[0] for b in range(B)]
+            w = windows[idx]
+            _, loss = model(w[:, :-1], w[:, 1:])
+            (loss / A).backward()
+            total += loss.item()
+        losses.append(total / A)
+        if step in skipped:
+            continue
+        norm = torch.sqrt(sum((p.grad ** 2).sum() for p in params)).item()
+        if args.grad_clip > 0 and norm > args.grad_clip:
+            clipped += 1
+            for p in params:
+                p.grad.mul_(args.grad_clip / (norm + 1e-6))
+        for g in opt.param_groups:
+            g["lr"] = learning_rate(step, args)
         opt.step()
-    return losses
+    return losses, clipped
 
 
 def cmd_train(args):
     tol = args.tol if args.tol is not None else TRAIN_TOL[args.precision]
     with open(args.ours) as f:
-        ours = json.load(f)["losses"]
-    model, x, y = load_model_and_batch(args)
-    ref = reference_losses(model, x, y, args)
-    print(f"reference loss: first {ref[0]:.10f}  last {ref[-1]:.10f}")
+        rows = [json.loads(line) for line in f if line.strip()]
+    ours = [r["loss"] for r in rows]
+    skipped = {i for i, r in enumerate(rows) if r.get("skipped")}
+    model = tg.GPT2.from_safetensors(args.weights, dtype=torch.float64)
+    ref, clipped = reference_losses(model, args, skipped)
+    print(f"reference: {len(ref)} steps, loss {ref[0]:.6f} -> {ref[-1]:.6f}; "
+          f"{clipped} clipped, {len(skipped)} skipped by shardlab")
     failed = passed = 0
     if len(ours) != len(ref):
         print(f"ours has {len(ours)} losses, expected {len(ref)}  FAIL")
@@ -178,15 +228,25 @@ def build_parser():
     add_common(g)
     g.add_argument("--ours", required=True, help="safetensors with loss, logits, grad/<name>")
     g.set_defaults(func=cmd_grads)
-    t = sub.add_parser("train", help="compare a full-batch AdamW loss curve")
-    add_common(t)
+    t = sub.add_parser("train", help="replay a single-rank shardlab train run")
+    t.add_argument("--weights", required=True, help="the run's --init weights (.safetensors)")
+    t.add_argument("--data", required=True, help="the run's --data file")
+    t.add_argument("--ours", required=True, help="the run's steps.jsonl")
+    t.add_argument("--precision", choices=["fp32", "bf16", "fp16"], default="fp32",
+                   help="what the run computed in; picks the default tolerance")
+    t.add_argument("--tol", type=float, default=None, help="override the tolerance")
     t.add_argument("--steps", type=int, required=True)
+    t.add_argument("--micro-batch", type=int, required=True)
+    t.add_argument("--grad-accum", type=int, default=1)
     t.add_argument("--lr", type=float, required=True)
+    t.add_argument("--warmup", type=int, default=0)
+    t.add_argument("--schedule", choices=["cosine", "constant"], default="cosine")
+    t.add_argument("--min-lr-ratio", type=float, default=0.1)
+    t.add_argument("--grad-clip", type=float, default=1.0)
     t.add_argument("--beta1", type=float, default=0.9)
-    t.add_argument("--beta2", type=float, default=0.999)
+    t.add_argument("--beta2", type=float, default=0.95)
     t.add_argument("--eps", type=float, default=1e-8)
-    t.add_argument("--weight-decay", type=float, default=0.0)
-    t.add_argument("--ours", required=True, help='JSON {"losses": [...]}')
+    t.add_argument("--weight-decay", type=float, default=0.1)
     t.set_defaults(func=cmd_train)
     return ap
 

@@ -7,6 +7,7 @@
 #include <dlfcn.h>
 
 #include <cstddef>
+#include <type_traits>
 
 namespace shardlab::cpu {
 
@@ -27,25 +28,25 @@ void widen(const T* src, int rows, int cols, int ld, float* dst) {
 
 template <>
 void gemm<float>(bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda,
-                 const float* B, int ldb, float beta, float* C, int ldc, ScratchBuffer&) {
+                 const float* B, int ldb, float beta, float* C, int ldc, float*) {
     cblas_sgemm(CblasRowMajor, tr(ta), tr(tb), M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 template <>
 void gemm<double>(bool ta, bool tb, int M, int N, int K, float alpha, const double* A, int lda,
-                  const double* B, int ldb, float beta, double* C, int ldc, ScratchBuffer&) {
+                  const double* B, int ldb, float beta, double* C, int ldc, float*) {
     cblas_dgemm(CblasRowMajor, tr(ta), tr(tb), M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 // Widen both operands (and C when it is read) to fp32, sgemm, round C once.
 template <typename T>
 void gemm_widened(bool ta, bool tb, int M, int N, int K, float alpha, const T* A, int lda,
-                  const T* B, int ldb, float beta, T* C, int ldc, ScratchBuffer& workspace) {
+                  const T* B, int ldb, float beta, T* C, int ldc, float* workspace) {
     // Stored shapes: op(A) is M x K, so A is (ta ? K x M : M x K); likewise B.
     const int a_rows = ta ? K : M, a_cols = ta ? M : K;
     const int b_rows = tb ? N : K, b_cols = tb ? K : N;
     const std::size_t na = std::size_t(a_rows) * a_cols, nb = std::size_t(b_rows) * b_cols;
-    float* a = workspace.get_as<float>(na + nb + std::size_t(M) * N);
+    float* a = workspace;
     float* b = a + na;
     float* c = b + nb;
     widen(A, a_rows, a_cols, lda, a);
@@ -67,21 +68,31 @@ SbgemmFn find_sbgemm() {
 }
 } // namespace
 
+template <typename T>
+std::size_t gemm_workspace_floats(int M, int N, int K) {
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) return 0;
+    // Widened A, B and C (or, on the native bf16 path, C alone: the larger bound serves both).
+    return std::size_t(M) * K + std::size_t(K) * N + std::size_t(M) * N;
+}
+template std::size_t gemm_workspace_floats<float>(int, int, int);
+template std::size_t gemm_workspace_floats<double>(int, int, int);
+template std::size_t gemm_workspace_floats<bf16_t>(int, int, int);
+template std::size_t gemm_workspace_floats<f16_t>(int, int, int);
+
 bool native_bf16_gemm_available() {
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx512bf16") && find_sbgemm() != nullptr;
 }
 
 void gemm_bf16_widened(bool ta, bool tb, int M, int N, int K, float alpha, const bf16_t* A, int lda,
-                       const bf16_t* B, int ldb, float beta, bf16_t* C, int ldc,
-                       ScratchBuffer& ws) {
+                       const bf16_t* B, int ldb, float beta, bf16_t* C, int ldc, float* ws) {
     gemm_widened(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ws);
 }
 
 void gemm_bf16_native(bool ta, bool tb, int M, int N, int K, float alpha, const bf16_t* A, int lda,
-                      const bf16_t* B, int ldb, float beta, bf16_t* C, int ldc, ScratchBuffer& ws) {
+                      const bf16_t* B, int ldb, float beta, bf16_t* C, int ldc, float* ws) {
     static_assert(sizeof(bf16_t) == sizeof(bfloat16));
-    float* c = ws.get_as<float>(std::size_t(M) * N);
+    float* c = ws;
     if (beta != 0.0f) widen(C, M, N, ldc, c);
     static const SbgemmFn sbgemm = find_sbgemm();
     check(sbgemm != nullptr, "this OpenBLAS has no cblas_sbgemm (built without BUILD_BFLOAT16)");
@@ -95,13 +106,13 @@ void gemm_bf16_native(bool ta, bool tb, int M, int N, int K, float alpha, const 
 
 template <>
 void gemm<f16_t>(bool ta, bool tb, int M, int N, int K, float alpha, const f16_t* A, int lda,
-                 const f16_t* B, int ldb, float beta, f16_t* C, int ldc, ScratchBuffer& ws) {
+                 const f16_t* B, int ldb, float beta, f16_t* C, int ldc, float* ws) {
     gemm_widened(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ws);
 }
 
 template <>
 void gemm<bf16_t>(bool ta, bool tb, int M, int N, int K, float alpha, const bf16_t* A, int lda,
-                  const bf16_t* B, int ldb, float beta, bf16_t* C, int ldc, ScratchBuffer& ws) {
+                  const bf16_t* B, int ldb, float beta, bf16_t* C, int ldc, float* ws) {
     static const bool native = native_bf16_gemm_available();
     if (native) return gemm_bf16_native(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ws);
     gemm_widened(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ws);

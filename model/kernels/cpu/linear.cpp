@@ -18,18 +18,23 @@ void add_column_sums(T* dst, const T* src, int rows, int cols) {
 }
 
 template <typename T>
-void linear_forward(T* out, const T* inp, const T* weight, const T* bias, int N, int IC, int OC,
-                    ScratchBuffer& ws) {
-    // Start from the bias and let the GEMM add into it: one rounding for 16-bit storage.
+void bias_rows(T* out, const T* bias, int rows, int cols) {
 #pragma omp parallel for schedule(static)
-    for (int r = 0; r < N; ++r)
-        for (int c = 0; c < OC; ++c) out[std::size_t(r) * OC + c] = bias[c];
+    for (int r = 0; r < rows; ++r)
+        for (int c = 0; c < cols; ++c) out[std::size_t(r) * cols + c] = bias[c];
+}
+
+template <typename T>
+void linear_forward(T* out, const T* inp, const T* weight, const T* bias, int N, int IC, int OC,
+                    float* ws) {
+    // Start from the bias and let the GEMM add into it: one rounding for 16-bit storage.
+    bias_rows(out, bias, N, OC);
     gemm<T>(false, false, N, OC, IC, 1.0f, inp, IC, weight, OC, 1.0f, out, OC, ws);
 }
 
 template <typename T>
 void linear_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight,
-                     int N, int IC, int OC, ScratchBuffer& ws) {
+                     int N, int IC, int OC, float* ws) {
     gemm<T>(false, true, N, IC, OC, 1.0f, dout, OC, weight, OC, 0.0f, dinp, IC, ws); // dout W^T
     gemm<T>(true, false, IC, OC, N, 1.0f, inp, IC, dout, OC, 1.0f, dweight, OC,
             ws); // += inp^T dout
@@ -38,10 +43,10 @@ void linear_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
 
 #define SHARDLAB_INSTANTIATE(T)                                                                    \
     template void add_column_sums<T>(T*, const T*, int, int);                                      \
-    template void linear_forward<T>(T*, const T*, const T*, const T*, int, int, int,               \
-                                    ScratchBuffer&);                                               \
+    template void bias_rows<T>(T*, const T*, int, int);                                            \
+    template void linear_forward<T>(T*, const T*, const T*, const T*, int, int, int, float*);      \
     template void linear_backward<T>(T*, T*, T*, const T*, const T*, const T*, int, int, int,      \
-                                     ScratchBuffer&);
+                                     float*);
 SHARDLAB_INSTANTIATE(float)
 SHARDLAB_INSTANTIATE(double)
 SHARDLAB_INSTANTIATE(bf16_t)

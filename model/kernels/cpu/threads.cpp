@@ -25,6 +25,10 @@ void set_threads(int threads) {
     openblas_set_num_threads(threads);
 }
 
+void set_thread_team(int threads) {
+    omp_set_num_threads(threads);
+}
+
 int current_threads() {
     return omp_get_max_threads();
 }

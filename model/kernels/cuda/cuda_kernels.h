@@ -1,12 +1,12 @@
 // The CUDA kernels, behind plain C++ declarations (device pointers, no CUDA types) so the rest of
 // shardlab includes no CUDA header. Implemented in *.cu when nvcc is found, and by
 // cuda_kernels_stub.cpp — which says clearly that CUDA was not built — otherwise. Each kernel has
-// the semantics of its CPU twin in model/kernels/cpu/ (and optim/adamw.h), and tests hold the two
-// against each other on a GPU.
+// the semantics of its CPU twin in model/kernels/cpu/, and tests hold the two against each other
+// on a GPU.
 #pragma once
 
 #include "core/dtype.h"
-#include "optim/adamw.h"
+#include "model/kernels/adamw_step.h"
 
 #include <cstddef>
 
@@ -19,9 +19,9 @@ void gelu_backward(void* dinp, const void* inp, const void* dout, std::size_t n,
 
 // AdamW on an fp32 master shard with fp32 m, v and gradients of dtype grad_type, then the
 // parameters (dtype param_type) rewritten from the master copy — one fused pass. Same arithmetic
-// and order as the CPU update (optim/adamw.cpp). params may be nullptr (fp32 without master).
+// and order as the CPU update (model/kernels/cpu/adamw.cpp). params may be nullptr (fp32 without
+// master).
 void adamw_update_fused(float* master, float* m, float* v, const void* grad, DType grad_type,
-                        void* params, DType param_type, std::size_t n, const AdamWConfig& cfg,
-                        float lr, int step, bool decay, float grad_scale);
+                        void* params, DType param_type, std::size_t n, const AdamWStep& k);
 
 } // namespace shardlab::cuda

@@ -11,7 +11,7 @@ void gelu_backward(void*, const void*, const void*, std::size_t, DType) {
     not_built();
 }
 void adamw_update_fused(float*, float*, float*, const void*, DType, void*, DType, std::size_t,
-                        const AdamWConfig&, float, int, bool, float) {
+                        const AdamWStep&) {
     not_built();
 }
 

@@ -1,9 +1,10 @@
 // The same operations through the MPI library's own collectives (MPI_Allgatherv, ...), for
-// comparison in benchmarks and tests. Same argument conventions as comm/algorithms.h. bf16 and
-// fp16 reductions use user-defined MPI ops that add in fp32; average is a sum divided locally.
+// comparison in benchmarks and tests: the MPI transport's `native` algorithm. Same argument
+// conventions as comm/algorithms.h. bf16 and fp16 reductions use user-defined MPI ops that add in
+// fp32; average is a sum divided locally. Blocking: the transport runs them as stream tasks.
 #pragma once
 
-#include "comm/reduce_kernels.h"
+#include "comm/collective_op.h"
 #include "core/dtype.h"
 
 #include <mpi.h>
@@ -12,12 +13,14 @@
 
 namespace shardlab {
 
-class NativeCollectives {
+class MpiCollectives {
   public:
-    explicit NativeCollectives(MPI_Comm comm); // uses comm as given (the Transport's duplicate)
-    ~NativeCollectives();
-    NativeCollectives(const NativeCollectives&) = delete;
-    NativeCollectives& operator=(const NativeCollectives&) = delete;
+    explicit MpiCollectives(MPI_Comm comm); // uses comm as given (the transport's duplicate)
+    ~MpiCollectives();
+    MpiCollectives(const MpiCollectives&) = delete;
+    MpiCollectives& operator=(const MpiCollectives&) = delete;
+
+    void run(const CollectiveCall& call);
 
     void all_gather(const void* send, void* recv, std::size_t count, DType t);
     void reduce_scatter(const void* send, void* recv, std::size_t count, DType t, ReduceOp op);

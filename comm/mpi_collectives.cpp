@@ -1,8 +1,9 @@
 // Thin wrappers over MPI's collectives with shardlab's chunking, in-place conventions and dtypes.
-#include "comm/native_collectives.h"
+#include "comm/mpi_collectives.h"
 
 #include "comm/chunking.h"
-#include "comm/transport.h"
+#include "comm/mpi_error.h"
+#include "comm/reduce_kernels.h"
 #include "core/error.h"
 
 #include <climits>
@@ -33,7 +34,7 @@ int as_int(std::size_t n) {
 }
 } // namespace
 
-NativeCollectives::NativeCollectives(MPI_Comm comm) : comm_(comm) {
+MpiCollectives::MpiCollectives(MPI_Comm comm) : comm_(comm) {
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
     MPI_Type_contiguous(2, MPI_BYTE, &bf16_type_);
@@ -44,7 +45,7 @@ NativeCollectives::NativeCollectives(MPI_Comm comm) : comm_(comm) {
     MPI_Op_create(f16_sum, 1, &f16_sum_);
 }
 
-NativeCollectives::~NativeCollectives() {
+MpiCollectives::~MpiCollectives() {
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (finalized) return;
@@ -54,15 +55,15 @@ NativeCollectives::~NativeCollectives() {
     MPI_Type_free(&f16_type_);
 }
 
-MPI_Datatype NativeCollectives::mpi_type(DType t) const {
+MPI_Datatype MpiCollectives::mpi_type(DType t) const {
     return t == DType::f32 ? MPI_FLOAT : t == DType::bf16 ? bf16_type_ : f16_type_;
 }
 
-MPI_Op NativeCollectives::sum_op(DType t) const {
+MPI_Op MpiCollectives::sum_op(DType t) const {
     return t == DType::f32 ? MPI_SUM : t == DType::bf16 ? bf16_sum_ : f16_sum_;
 }
 
-void NativeCollectives::counts_and_displs(std::size_t count, int* counts, int* displs) const {
+void MpiCollectives::counts_and_displs(std::size_t count, int* counts, int* displs) const {
     const Chunking ch{count, size_};
     for (int j = 0; j < size_; ++j) {
         counts[j] = as_int(ch.size(j));
@@ -70,7 +71,7 @@ void NativeCollectives::counts_and_displs(std::size_t count, int* counts, int* d
     }
 }
 
-void NativeCollectives::all_gather(const void* send, void* recv, std::size_t count, DType t) {
+void MpiCollectives::all_gather(const void* send, void* recv, std::size_t count, DType t) {
     std::vector<int> counts(size_), displs(size_);
     counts_and_displs(count, counts.data(), displs.data());
     const char* own = static_cast<char*>(recv) + std::size_t(displs[rank_]) * dtype_size(t);
@@ -80,8 +81,8 @@ void NativeCollectives::all_gather(const void* send, void* recv, std::size_t cou
               "MPI_Allgatherv");
 }
 
-void NativeCollectives::reduce_scatter(const void* send, void* recv, std::size_t count, DType t,
-                                       ReduceOp op) {
+void MpiCollectives::reduce_scatter(const void* send, void* recv, std::size_t count, DType t,
+                                    ReduceOp op) {
     std::vector<int> counts(size_), displs(size_);
     counts_and_displs(count, counts.data(), displs.data());
     const std::size_t es = dtype_size(t);
@@ -103,29 +104,28 @@ void NativeCollectives::reduce_scatter(const void* send, void* recv, std::size_t
     if (out != recv) std::memcpy(recv, out, staged.size());
 }
 
-void NativeCollectives::all_reduce(const void* send, void* recv, std::size_t count, DType t,
-                                   ReduceOp op) {
+void MpiCollectives::all_reduce(const void* send, void* recv, std::size_t count, DType t,
+                                ReduceOp op) {
     const void* s = send == recv ? MPI_IN_PLACE : send;
     check_mpi(MPI_Allreduce(s, recv, as_int(count), mpi_type(t), sum_op(t), comm_),
               "MPI_Allreduce");
     if (op == ReduceOp::avg) scale_down(recv, recv, count, t, float(size_));
 }
 
-void NativeCollectives::broadcast(const void* send, void* recv, std::size_t count, DType t,
-                                  int root) {
+void MpiCollectives::broadcast(const void* send, void* recv, std::size_t count, DType t, int root) {
     if (rank_ == root && send != recv) std::memcpy(recv, send, count * dtype_size(t));
     check_mpi(MPI_Bcast(recv, as_int(count), mpi_type(t), root, comm_), "MPI_Bcast");
 }
 
-void NativeCollectives::reduce(const void* send, void* recv, std::size_t count, DType t,
-                               ReduceOp op, int root) {
+void MpiCollectives::reduce(const void* send, void* recv, std::size_t count, DType t, ReduceOp op,
+                            int root) {
     const void* s = (rank_ == root && send == recv) ? MPI_IN_PLACE : send;
     check_mpi(MPI_Reduce(s, recv, as_int(count), mpi_type(t), sum_op(t), root, comm_),
               "MPI_Reduce");
     if (rank_ == root && op == ReduceOp::avg) scale_down(recv, recv, count, t, float(size_));
 }
 
-void NativeCollectives::gather(const void* send, void* recv, std::size_t count, DType t, int root) {
+void MpiCollectives::gather(const void* send, void* recv, std::size_t count, DType t, int root) {
     std::vector<int> counts(size_), displs(size_);
     counts_and_displs(count, counts.data(), displs.data());
     const char* own = static_cast<char*>(recv) + std::size_t(displs[rank_]) * dtype_size(t);
@@ -135,8 +135,7 @@ void NativeCollectives::gather(const void* send, void* recv, std::size_t count, 
               "MPI_Gatherv");
 }
 
-void NativeCollectives::scatter(const void* send, void* recv, std::size_t count, DType t,
-                                int root) {
+void MpiCollectives::scatter(const void* send, void* recv, std::size_t count, DType t, int root) {
     std::vector<int> counts(size_), displs(size_);
     counts_and_displs(count, counts.data(), displs.data());
     const char* own = static_cast<const char*>(send) + std::size_t(displs[rank_]) * dtype_size(t);
@@ -146,7 +145,26 @@ void NativeCollectives::scatter(const void* send, void* recv, std::size_t count,
               "MPI_Scatterv");
 }
 
-void NativeCollectives::barrier() {
+void MpiCollectives::run(const CollectiveCall& c) {
+    switch (c.op) {
+    case CollectiveOp::allgather:
+        return all_gather(c.send, c.recv, c.count, c.dtype);
+    case CollectiveOp::reduce_scatter:
+        return reduce_scatter(c.send, c.recv, c.count, c.dtype, c.reduce);
+    case CollectiveOp::allreduce:
+        return all_reduce(c.send, c.recv, c.count, c.dtype, c.reduce);
+    case CollectiveOp::broadcast:
+        return broadcast(c.send, c.recv, c.count, c.dtype, c.root);
+    case CollectiveOp::reduce:
+        return reduce(c.send, c.recv, c.count, c.dtype, c.reduce, c.root);
+    case CollectiveOp::gather:
+        return gather(c.send, c.recv, c.count, c.dtype, c.root);
+    case CollectiveOp::scatter:
+        return scatter(c.send, c.recv, c.count, c.dtype, c.root);
+    }
+}
+
+void MpiCollectives::barrier() {
     check_mpi(MPI_Barrier(comm_), "MPI_Barrier");
 }
 

@@ -1,6 +1,6 @@
 // Fused AdamW over a shard on the GPU: read the gradient, update master, m and v, write the 16-bit
 // parameters — one pass, one thread per element, in the CPU update's order of operations
-// (optim/adamw.cpp), with fused multiply-adds disabled so both round alike.
+// (model/kernels/cpu/adamw.cpp), with fused multiply-adds disabled so both round alike.
 #include "core/error.h"
 #include "model/kernels/cuda/cuda_kernels.h"
 
@@ -13,17 +13,13 @@
 namespace shardlab::cuda {
 
 namespace {
-struct Coefficients {
-    float b1, b2, keep, step_size, inv_bc2_sqrt, eps, grad_scale;
-};
-
 __device__ float load_grad(const void* g, int type, std::size_t i) {
     if (type == 0) return static_cast<const float*>(g)[i];
     return __bfloat162float(static_cast<const __nv_bfloat16*>(g)[i]);
 }
 
 __global__ void adamw_kernel(float* p, float* m, float* v, const void* g, int grad_type,
-                             void* params, int param_type, std::size_t n, Coefficients k) {
+                             void* params, int param_type, std::size_t n, AdamWStep k) {
     const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
     if (i >= n) return;
     const float gi = __fmul_rn(load_grad(g, grad_type, i), k.grad_scale);
@@ -50,14 +46,8 @@ int type_code(DType t, const char* what) {
 } // namespace
 
 void adamw_update_fused(float* master, float* m, float* v, const void* grad, DType grad_type,
-                        void* params, DType param_type, std::size_t n, const AdamWConfig& c,
-                        float lr, int step, bool decay, float grad_scale) {
+                        void* params, DType param_type, std::size_t n, const AdamWStep& k) {
     if (n == 0) return;
-    const float bc1 = 1.0f - std::pow(c.beta1, float(step));
-    const float bc2_sqrt = std::sqrt(1.0f - std::pow(c.beta2, float(step)));
-    const Coefficients k{c.beta1,   c.beta2,         decay ? 1.0f - lr * c.weight_decay : 1.0f,
-                         lr / bc1,  1.0f / bc2_sqrt, c.eps,
-                         grad_scale};
     adamw_kernel<<<unsigned((n + 255) / 256), 256>>>(master, m, v, grad,
                                                      type_code(grad_type, "gradients"), params,
                                                      type_code(param_type, "parameters"), n, k);

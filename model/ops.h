@@ -1,0 +1,79 @@
+// Ops: every computation the model and the optimizer make, as one interface with run-time dtypes
+// (fp32, bf16 or fp16 storage; fp32 arithmetic inside, rounded once on store). Each op runs in the
+// order of the stream it is given and returns at once: it never synchronises. The CPU backend
+// implements it with the kernels of model/kernels/cpu (model/ops_cpu.h); the CUDA backend with
+// cuBLAS and CUDA kernels. Tensors are dense and row-major; "+=" marks an op that accumulates into
+// its output instead of overwriting it (so gradients add up over micro-batches).
+#pragma once
+
+#include "core/stream.h"
+#include "core/tensor.h"
+#include "model/kernels/adamw_step.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace shardlab {
+
+class Ops {
+  public:
+    virtual ~Ops() = default;
+
+    // c = alpha * op(a) @ op(b) + beta * c, op = transpose when asked; with a bias, c =
+    // alpha * op(a) @ op(b) + bias (bias [n] added to every row; beta must be 0). 2-D tensors, or
+    // 3-D ones batched over the first dimension (strided-batched GEMM). fp32 accumulation.
+    virtual void gemm(Stream& s, const Tensor& a, bool trans_a, const Tensor& b, bool trans_b,
+                      const Tensor& c, float alpha, float beta, const Tensor* bias = nullptr) = 0;
+    // dbias [n] += the column sums of dout [rows, n].
+    virtual void bias_grad(Stream& s, const Tensor& dbias, const Tensor& dout) = 0;
+
+    // LayerNorm over the last dimension of in [N, C] (eps 1e-5); mean and rstd [N] are fp32.
+    virtual void layernorm_forward(Stream& s, const Tensor& out, const Tensor& mean,
+                                   const Tensor& rstd, const Tensor& in, const Tensor& weight,
+                                   const Tensor& bias) = 0;
+    // din += , dweight += , dbias += .
+    virtual void layernorm_backward(Stream& s, const Tensor& din, const Tensor& dweight,
+                                    const Tensor& dbias, const Tensor& dout, const Tensor& in,
+                                    const Tensor& weight, const Tensor& mean,
+                                    const Tensor& rstd) = 0;
+
+    // Causal attention over qkv [B, T, 3C]: out [B, T, C], probabilities att [B, H, T, T] kept.
+    virtual void attention_forward(Stream& s, const Tensor& out, const Tensor& att,
+                                   const Tensor& qkv, int heads) = 0;
+    // dqkv is overwritten.
+    virtual void attention_backward(Stream& s, const Tensor& dqkv, const Tensor& dout,
+                                    const Tensor& qkv, const Tensor& att, int heads) = 0;
+
+    // GELU, tanh form. Backward overwrites din with gelu'(in) * dout.
+    virtual void gelu_forward(Stream& s, const Tensor& out, const Tensor& in) = 0;
+    virtual void gelu_backward(Stream& s, const Tensor& din, const Tensor& in,
+                               const Tensor& dout) = 0;
+
+    // out [B, T, C] = wte[token] + wpe[t]; tokens [B, T] are device memory.
+    virtual void embedding_forward(Stream& s, const Tensor& out, const std::uint16_t* tokens,
+                                   const Tensor& wte, const Tensor& wpe) = 0;
+    // dwte += , dwpe += ; deterministic (no atomics on the sums).
+    virtual void embedding_backward(Stream& s, const Tensor& dwte, const Tensor& dwpe,
+                                    const Tensor& dout, const std::uint16_t* tokens) = 0;
+
+    // Mean cross-entropy of softmax(logits [N, V]) against targets [N] (device memory), written
+    // to *loss (device memory). With dlogits_scale != 0 the logits are overwritten with
+    // (softmax - onehot) * dlogits_scale: the fused backward.
+    virtual void cross_entropy(Stream& s, const Tensor& logits, const std::uint16_t* targets,
+                               float dlogits_scale, double* loss) = 0;
+
+    // dst += src (residual connections; gradient accumulation).
+    virtual void accumulate(Stream& s, const Tensor& dst, const Tensor& src) = 0;
+    // dst = src in dst's dtype (rounded to nearest even).
+    virtual void convert(Stream& s, const Tensor& dst, const Tensor& src) = 0;
+    virtual void fill(Stream& s, const Tensor& dst, float value) = 0;
+    // *out = float(sum over the parts, in order, of every element squared, summed in double).
+    virtual void squared_norm(Stream& s, const std::vector<Tensor>& parts, float* out) = 0;
+
+    // AdamW on master, m, v (fp32) from grad (any dtype); then, when params is given, params =
+    // master rounded to params' dtype.
+    virtual void adamw(Stream& s, const Tensor& master, const Tensor& m, const Tensor& v,
+                       const Tensor& grad, const Tensor* params, const AdamWStep& k) = 0;
+};
+
+} // namespace shardlab

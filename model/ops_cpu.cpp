@@ -1,0 +1,214 @@
+// Each op: read the shapes on the host, pick the kernel for the dtype, enqueue it.
+#include "model/ops_cpu.h"
+
+#include "core/error.h"
+#include "model/kernels/cpu/adamw.h"
+#include "model/kernels/cpu/attention.h"
+#include "model/kernels/cpu/cross_entropy.h"
+#include "model/kernels/cpu/embedding.h"
+#include "model/kernels/cpu/gelu.h"
+#include "model/kernels/cpu/gemm.h"
+#include "model/kernels/cpu/layernorm.h"
+#include "model/kernels/cpu/linear.h"
+#include "model/kernels/cpu/residual.h"
+
+#include <cstring>
+
+namespace shardlab {
+
+namespace {
+// Calls fn(T{}) with T the kernels' storage type for dtype t.
+template <typename Fn>
+void for_dtype(DType t, Fn&& fn) {
+    switch (t) {
+    case DType::f32:
+        return fn(float{});
+    case DType::bf16:
+        return fn(bf16_t{});
+    case DType::f16:
+        return fn(f16_t{});
+    }
+}
+
+int last_dim(const Tensor& t) {
+    return int(t.dim(t.shape.rank - 1));
+}
+int rows(const Tensor& t) {
+    return int(t.numel() / std::size_t(last_dim(t)));
+}
+} // namespace
+
+void CpuOps::gemm(Stream& s, const Tensor& a, bool ta, const Tensor& b, bool tb, const Tensor& c,
+                  float alpha, float beta, const Tensor* bias) {
+    const int r = c.shape.rank;
+    check(r == 2 || r == 3, "internal: gemm takes 2-D or 3-D tensors");
+    check(!bias || beta == 0.0f, "internal: gemm with a bias takes beta = 0");
+    const int batch = r == 3 ? int(c.dim(0)) : 1;
+    const int M = int(c.dim(r - 2)), N = int(c.dim(r - 1));
+    const int K = ta ? int(a.dim(r - 2)) : int(a.dim(r - 1));
+    const int lda = last_dim(a), ldb = last_dim(b);
+    const std::size_t sa = a.numel() / batch, sb = b.numel() / batch, sc = c.numel() / batch;
+    for_dtype(c.dtype, [&](auto tag) {
+        using T = decltype(tag);
+        Allocation ws;
+        if (const std::size_t floats = cpu::gemm_workspace_floats<T>(M, N, K))
+            ws = tracker_.allocate(floats * sizeof(float), Category::workspace, s);
+        s.enqueue([=, A = a.as<const T>(), B = b.as<const T>(), C = c.as<T>(),
+                   bias_p = bias ? bias->as<const T>() : nullptr, w = ws.as<float>()] {
+            for (int i = 0; i < batch; ++i) {
+                T* Ci = C + i * sc;
+                if (bias_p) cpu::bias_rows(Ci, bias_p, M, N); // then add the product onto it
+                cpu::gemm<T>(ta, tb, M, N, K, alpha, A + i * sa, lda, B + i * sb, ldb,
+                             bias_p ? 1.0f : beta, Ci, N, w);
+            }
+        });
+    });
+}
+
+void CpuOps::bias_grad(Stream& s, const Tensor& dbias, const Tensor& dout) {
+    for_dtype(dout.dtype, [&](auto tag) {
+        using T = decltype(tag);
+        s.enqueue([db = dbias.as<T>(), d = dout.as<const T>(), n = rows(dout), c = last_dim(dout)] {
+            cpu::add_column_sums(db, d, n, c);
+        });
+    });
+}
+
+void CpuOps::layernorm_forward(Stream& s, const Tensor& out, const Tensor& mean, const Tensor& rstd,
+                               const Tensor& in, const Tensor& weight, const Tensor& bias) {
+    for_dtype(in.dtype, [&](auto tag) {
+        using T = decltype(tag);
+        s.enqueue([o = out.as<T>(), m = mean.as<float>(), r = rstd.as<float>(),
+                   x = in.as<const T>(), w = weight.as<const T>(), b = bias.as<const T>(),
+                   n = rows(in),
+                   c = last_dim(in)] { cpu::layernorm_forward(o, m, r, x, w, b, n, c); });
+    });
+}
+
+void CpuOps::layernorm_backward(Stream& s, const Tensor& din, const Tensor& dweight,
+                                const Tensor& dbias, const Tensor& dout, const Tensor& in,
+                                const Tensor& weight, const Tensor& mean, const Tensor& rstd) {
+    for_dtype(in.dtype, [&](auto tag) {
+        using T = decltype(tag);
+        s.enqueue(
+            [dx = din.as<T>(), dw = dweight.as<T>(), db = dbias.as<T>(), dy = dout.as<const T>(),
+             x = in.as<const T>(), w = weight.as<const T>(), m = mean.as<const float>(),
+             r = rstd.as<const float>(), n = rows(in),
+             c = last_dim(in)] { cpu::layernorm_backward(dx, dw, db, dy, x, w, m, r, n, c); });
+    });
+}
+
+void CpuOps::attention_forward(Stream& s, const Tensor& out, const Tensor& att, const Tensor& qkv,
+                               int heads) {
+    for_dtype(qkv.dtype, [&](auto tag) {
+        using T = decltype(tag);
+        s.enqueue([o = out.as<T>(), p = att.as<T>(), q = qkv.as<const T>(), B = int(qkv.dim(0)),
+                   T_ = int(qkv.dim(1)), C = int(qkv.dim(2)) / 3,
+                   heads] { cpu::attention_forward(o, p, q, B, T_, C, heads); });
+    });
+}
+
+void CpuOps::attention_backward(Stream& s, const Tensor& dqkv, const Tensor& dout,
+                                const Tensor& qkv, const Tensor& att, int heads) {
+    for_dtype(qkv.dtype, [&](auto tag) {
+        using T = decltype(tag);
+        s.enqueue([dq = dqkv.as<T>(), d = dout.as<const T>(), q = qkv.as<const T>(),
+                   p = att.as<const T>(), B = int(qkv.dim(0)), T_ = int(qkv.dim(1)),
+                   C = int(qkv.dim(2)) / 3,
+                   heads] { cpu::attention_backward(dq, d, q, p, B, T_, C, heads); });
+    });
+}
+
+void CpuOps::gelu_forward(Stream& s, const Tensor& out, const Tensor& in) {
+    for_dtype(in.dtype, [&](auto tag) {
+        using T = decltype(tag);
+        s.enqueue([o = out.as<T>(), x = in.as<const T>(), n = in.numel()] {
+            cpu::gelu_forward(o, x, n);
+        });
+    });
+}
+
+void CpuOps::gelu_backward(Stream& s, const Tensor& din, const Tensor& in, const Tensor& dout) {
+    for_dtype(in.dtype, [&](auto tag) {
+        using T = decltype(tag);
+        s.enqueue([dx = din.as<T>(), x = in.as<const T>(), dy = dout.as<const T>(),
+                   n = in.numel()] { cpu::gelu_backward(dx, x, dy, n); });
+    });
+}
+
+void CpuOps::embedding_forward(Stream& s, const Tensor& out, const std::uint16_t* tokens,
+                               const Tensor& wte, const Tensor& wpe) {
+    for_dtype(out.dtype, [&](auto tag) {
+        using T = decltype(tag);
+        s.enqueue([o = out.as<T>(), tokens, te = wte.as<const T>(), pe = wpe.as<const T>(),
+                   B = int(out.dim(0)), T_ = int(out.dim(1)),
+                   C = int(out.dim(2))] { cpu::embedding_forward(o, tokens, te, pe, B, T_, C); });
+    });
+}
+
+void CpuOps::embedding_backward(Stream& s, const Tensor& dwte, const Tensor& dwpe,
+                                const Tensor& dout, const std::uint16_t* tokens) {
+    for_dtype(dout.dtype, [&](auto tag) {
+        using T = decltype(tag);
+        s.enqueue(
+            [te = dwte.as<T>(), pe = dwpe.as<T>(), d = dout.as<const T>(), tokens,
+             B = int(dout.dim(0)), T_ = int(dout.dim(1)), C = int(dout.dim(2)),
+             V = int(dwte.dim(0))] { cpu::embedding_backward(te, pe, d, tokens, B, T_, C, V); });
+    });
+}
+
+void CpuOps::cross_entropy(Stream& s, const Tensor& logits, const std::uint16_t* targets,
+                           float dlogits_scale, double* loss) {
+    for_dtype(logits.dtype, [&](auto tag) {
+        using T = decltype(tag);
+        s.enqueue([z = logits.as<T>(), targets, n = rows(logits), v = last_dim(logits),
+                   dlogits_scale,
+                   loss] { *loss = cpu::softmax_cross_entropy(z, targets, n, v, dlogits_scale); });
+    });
+}
+
+void CpuOps::accumulate(Stream& s, const Tensor& dst, const Tensor& src) {
+    for_dtype(dst.dtype, [&](auto tag) {
+        using T = decltype(tag);
+        s.enqueue([d = dst.as<T>(), x = src.as<const T>(), n = dst.numel()] {
+            cpu::accumulate(d, x, n);
+        });
+    });
+}
+
+void CpuOps::convert(Stream& s, const Tensor& dst, const Tensor& src) {
+    s.enqueue([d = dst.data, dt = dst.dtype, x = src.data, st = src.dtype, n = src.numel()] {
+        shardlab::convert(x, st, d, dt, n);
+    });
+}
+
+void CpuOps::fill(Stream& s, const Tensor& dst, float value) {
+    s.enqueue([d = dst.data, t = dst.dtype, n = dst.numel(), value] {
+        if (value == 0.0f) return void(std::memset(d, 0, n * dtype_size(t))); // +0 in every dtype
+        for (std::size_t i = 0; i < n; ++i) store_from_f32(d, t, i, value);
+    });
+}
+
+void CpuOps::squared_norm(Stream& s, const std::vector<Tensor>& parts, float* out) {
+    s.enqueue([parts, out] {
+        double sum = 0; // one running sum, in order: the same bits whatever the sharding stage
+        for (const Tensor& p : parts)
+            for (std::size_t i = 0, n = p.numel(); i < n; ++i) {
+                const double v = load_as_f32(p.data, p.dtype, i);
+                sum += v * v;
+            }
+        *out = float(sum);
+    });
+}
+
+void CpuOps::adamw(Stream& s, const Tensor& master, const Tensor& m, const Tensor& v,
+                   const Tensor& grad, const Tensor* params, const AdamWStep& k) {
+    s.enqueue([w = master.as<float>(), m = m.as<float>(), v = v.as<float>(), g = grad.data,
+               gt = grad.dtype, n = master.numel(), p = params ? params->data : nullptr,
+               pt = params ? params->dtype : DType::f32, k] {
+        cpu::adamw(w, m, v, g, gt, n, k);
+        if (p) shardlab::convert(w, DType::f32, p, pt, n);
+    });
+}
+
+} // namespace shardlab

@@ -1,0 +1,47 @@
+// The CPU backend's Ops: each op becomes one task on the given stream that runs the templated
+// kernel of model/kernels/cpu for the tensors' dtype (OpenMP threads inside the task). GEMM
+// workspace for 16-bit widening is allocated per call from the tracker (`workspace`) and released
+// in stream order, so calls in flight never share it.
+#pragma once
+
+#include "core/memory_tracker.h"
+#include "model/ops.h"
+
+namespace shardlab {
+
+class CpuOps : public Ops {
+  public:
+    explicit CpuOps(MemoryTracker& tracker) : tracker_(tracker) {}
+
+    void gemm(Stream& s, const Tensor& a, bool trans_a, const Tensor& b, bool trans_b,
+              const Tensor& c, float alpha, float beta, const Tensor* bias) override;
+    void bias_grad(Stream& s, const Tensor& dbias, const Tensor& dout) override;
+    void layernorm_forward(Stream& s, const Tensor& out, const Tensor& mean, const Tensor& rstd,
+                           const Tensor& in, const Tensor& weight, const Tensor& bias) override;
+    void layernorm_backward(Stream& s, const Tensor& din, const Tensor& dweight,
+                            const Tensor& dbias, const Tensor& dout, const Tensor& in,
+                            const Tensor& weight, const Tensor& mean, const Tensor& rstd) override;
+    void attention_forward(Stream& s, const Tensor& out, const Tensor& att, const Tensor& qkv,
+                           int heads) override;
+    void attention_backward(Stream& s, const Tensor& dqkv, const Tensor& dout, const Tensor& qkv,
+                            const Tensor& att, int heads) override;
+    void gelu_forward(Stream& s, const Tensor& out, const Tensor& in) override;
+    void gelu_backward(Stream& s, const Tensor& din, const Tensor& in, const Tensor& dout) override;
+    void embedding_forward(Stream& s, const Tensor& out, const std::uint16_t* tokens,
+                           const Tensor& wte, const Tensor& wpe) override;
+    void embedding_backward(Stream& s, const Tensor& dwte, const Tensor& dwpe, const Tensor& dout,
+                            const std::uint16_t* tokens) override;
+    void cross_entropy(Stream& s, const Tensor& logits, const std::uint16_t* targets,
+                       float dlogits_scale, double* loss) override;
+    void accumulate(Stream& s, const Tensor& dst, const Tensor& src) override;
+    void convert(Stream& s, const Tensor& dst, const Tensor& src) override;
+    void fill(Stream& s, const Tensor& dst, float value) override;
+    void squared_norm(Stream& s, const std::vector<Tensor>& parts, float* out) override;
+    void adamw(Stream& s, const Tensor& master, const Tensor& m, const Tensor& v,
+               const Tensor& grad, const Tensor* params, const AdamWStep& k) override;
+
+  private:
+    MemoryTracker& tracker_;
+};
+
+} // namespace shardlab

@@ -1,0 +1,103 @@
+// The caching allocator's rules: memory comes back to the same stream at once, to another stream
+// once the first has passed the release point — and if it has not, the other stream waits for it
+// (never the host, and never a fresh block while a cached one fits); sizes round to 512 B and a
+// block serves requests down to half its size, best fit first.
+#include "core/caching_allocator.h"
+#include "core/cpu_stream.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <thread>
+
+using namespace shardlab;
+using namespace std::chrono_literals;
+
+namespace {
+struct Streams {
+    std::shared_ptr<StreamGroupState> g = std::make_shared<StreamGroupState>();
+    CpuStream a{"a", g}, b{"b", g};
+};
+} // namespace
+
+TEST(CachingAllocator, SameStreamReusesAtOnce) {
+    Streams s;
+    CachingAllocator alloc(Device::cpu(), false);
+    void* p = alloc.allocate(1000, s.a);
+    alloc.free(p, s.a);
+    EXPECT_EQ(alloc.allocate(1000, s.a), p);
+    EXPECT_EQ(alloc.raw_allocations(), 1u);
+    EXPECT_EQ(alloc.reserved(), 1024u);
+}
+
+TEST(CachingAllocator, AnotherStreamReusesOnceTheFirstHasPassedTheRelease) {
+    Streams s;
+    CachingAllocator alloc(Device::cpu(), false);
+    void* p = alloc.allocate(4096, s.a);
+    alloc.free(p, s.a);
+    s.a.synchronize();
+    EXPECT_EQ(alloc.allocate(4096, s.b), p);
+    EXPECT_EQ(alloc.raw_allocations(), 1u);
+}
+
+TEST(CachingAllocator, AnotherStreamWaitsForAPendingReleaseInsteadOfGrowing) {
+    Streams s;
+    CachingAllocator alloc(Device::cpu(), false);
+    std::promise<void> gate;
+    auto opened = gate.get_future().share();
+    std::atomic<bool> a_wrote{false}, b_saw_a_done{false};
+    auto* p = static_cast<int*>(alloc.allocate(4096, s.a));
+    s.a.enqueue([&, opened] {
+        opened.wait_for(10s);
+        p[0] = 1; // the last use on a, still pending when b asks
+        a_wrote = true;
+    });
+    alloc.free(p, s.a);
+    EXPECT_EQ(alloc.allocate(4096, s.b), p); // handed over, not a new block
+    s.b.enqueue([&] { b_saw_a_done = a_wrote.load(); });
+    const EventPtr b_end = s.b.record();
+    std::this_thread::sleep_for(20ms);
+    EXPECT_FALSE(b_end->query()); // b waits for a's release point
+    gate.set_value();
+    s.b.synchronize();
+    EXPECT_TRUE(b_saw_a_done.load());
+    EXPECT_EQ(alloc.raw_allocations(), 1u);
+}
+
+TEST(CachingAllocator, PrefersABlockFreeNowOverOneToWaitFor) {
+    Streams s;
+    CachingAllocator alloc(Device::cpu(), false);
+    std::promise<void> gate;
+    auto opened = gate.get_future().share();
+    void* busy = alloc.allocate(2048, s.a);
+    void* idle = alloc.allocate(2048, s.a);
+    s.a.synchronize();
+    alloc.free(idle, s.a); // a has passed this release: free now
+    s.a.enqueue([opened] { opened.wait_for(10s); });
+    alloc.free(busy, s.a); // behind the gate
+    EXPECT_EQ(alloc.allocate(2048, s.b), idle);
+    gate.set_value();
+    s.a.synchronize();
+}
+
+TEST(CachingAllocator, RoundsToBlocksAndServesDownToHalfABlockBestFitFirst) {
+    Streams s;
+    CachingAllocator alloc(Device::cpu(), false);
+    EXPECT_EQ(CachingAllocator::rounded(1), 512u);
+    EXPECT_EQ(CachingAllocator::rounded(600), 1024u);
+    void* big = alloc.allocate(4096, s.a);
+    void* mid = alloc.allocate(1536, s.a);
+    void* small = alloc.allocate(1024, s.a);
+    alloc.free(big, s.a);
+    alloc.free(mid, s.a);
+    alloc.free(small, s.a);
+    EXPECT_EQ(alloc.allocate(1000, s.a), small); // best fit
+    EXPECT_EQ(alloc.allocate(1000, s.a), mid);   // 1536 <= 2 x 1024
+    void* fresh = alloc.allocate(1000, s.a);     // 4096 is more than twice the request
+    EXPECT_NE(fresh, big);
+    EXPECT_EQ(alloc.raw_allocations(), 4u);
+    EXPECT_EQ(alloc.reserved(), 4096u + 1536u + 1024u + 1024u);
+    EXPECT_EQ(alloc.peak_reserved(), alloc.reserved());
+}
