@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <pthread.h>
 #include <vector>
 
 namespace shardlab {
@@ -58,7 +59,8 @@ CpuStream::CpuStream(std::string name, std::shared_ptr<StreamGroupState> group,
                      const std::function<void()>& thread_init)
     : name_(std::move(name)), q_(std::make_shared<Queue>()) {
     q_->group = std::move(group);
-    worker_ = std::thread([q = q_, thread_init] {
+    worker_ = std::thread([q = q_, thread_init, name = "sl-" + name_] {
+        pthread_setname_np(pthread_self(), name.substr(0, 15).c_str()); // as top -H shows it
         if (thread_init) thread_init();
         run(*q);
     });

@@ -29,10 +29,13 @@ void DeviceContext::synchronize() {
     copy_->synchronize();
 }
 
-std::unique_ptr<DeviceContext> make_cpu_context(const std::function<void()>& thread_init) {
+std::unique_ptr<DeviceContext>
+make_cpu_context(const std::function<void(const std::string&)>& thread_init) {
     auto group = std::make_shared<StreamGroupState>();
-    auto make = [&](const char* name) {
-        return std::make_unique<CpuStream>(name, group, thread_init);
+    auto make = [&](const std::string& name) {
+        std::function<void()> init;
+        if (thread_init) init = [thread_init, name] { thread_init(name); };
+        return std::make_unique<CpuStream>(name, group, init);
     };
     return std::make_unique<DeviceContext>(Device::cpu(), make("compute"), make("comm"),
                                            make("copy"));

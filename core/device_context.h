@@ -36,7 +36,8 @@ class DeviceContext {
     std::unique_ptr<Stream> compute_, comm_, copy_;
 };
 
-// Three worker-thread streams on the CPU; thread_init runs first on each worker.
-std::unique_ptr<DeviceContext> make_cpu_context(const std::function<void()>& thread_init = {});
+// Three worker-thread streams on the CPU; thread_init(stream name) runs first on each worker.
+std::unique_ptr<DeviceContext>
+make_cpu_context(const std::function<void(const std::string&)>& thread_init = {});
 
 } // namespace shardlab

@@ -48,6 +48,9 @@ void add_train_options(CLI::App& cmd, TrainOptions& o) {
                    "Stop after this step, keeping --steps' schedule (resume later)");
     cmd.add_option("--threads", o.threads,
                    "Threads per rank (default: cores / ranks on this node)");
+    cmd.add_option("--comm-cpus", o.comm_cpus,
+                   "Run the comm and copy streams on these CPUs (e.g. 1 or 6,7): on a CPU, "
+                   "communication overlaps compute only on cores compute leaves free");
     cmd.add_flag("--quiet", o.quiet, "No per-step lines");
 }
 

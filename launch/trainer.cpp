@@ -46,6 +46,7 @@ RunSetup prepare(const TrainOptions& o, int ranks) {
     RunSetup s;
     s.precision = parse_precision(o.precision);
     s.checkpoint = parse_checkpoint(o.checkpoint);
+    cpu::parse_cpu_list(o.comm_cpus); // a bad --comm-cpus stops every rank here
     if (o.zero < 0 || o.zero > 3)
         throw UsageError(fmt::format("--zero {} is not a ZeRO stage; use 0, 1, 2 or 3", o.zero));
     if (o.prefetch < 0 || (o.prefetch > 0 && o.zero != 3))
@@ -379,7 +380,7 @@ int run_training(const TrainOptions& o) {
     RunSetup setup;
     collectively([&] { setup = prepare(o, ranks); }, MPI_COMM_WORLD); // files may differ per node
     const std::unique_ptr<Backend> backend =
-        make_cpu_backend(o.threads > 0 ? o.threads : cpu::default_threads());
+        make_cpu_backend(o.threads > 0 ? o.threads : cpu::default_threads(), o.comm_cpus);
     const std::unique_ptr<Communicator> comm = backend->communicator(MPI_COMM_WORLD);
     return train_loop(o, setup, *backend, *comm);
 }

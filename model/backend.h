@@ -12,6 +12,7 @@
 #include <mpi.h>
 
 #include <memory>
+#include <string>
 
 namespace shardlab {
 
@@ -32,7 +33,9 @@ class Backend {
 };
 
 // The CPU backend: worker-thread streams, host memory, the CPU kernels, MPI. `threads` OpenMP
-// threads per stream (and on the calling thread).
-std::unique_ptr<Backend> make_cpu_backend(int threads);
+// threads per stream (and on the calling thread). comm_cpus (a CPU list, e.g. "1"): where the
+// comm and copy streams' threads run — on a CPU communication is memory copying, so it overlaps
+// compute for real only on a core compute does not use; empty: wherever the system puts them.
+std::unique_ptr<Backend> make_cpu_backend(int threads, const std::string& comm_cpus = "");
 
 } // namespace shardlab

@@ -10,10 +10,14 @@ namespace shardlab {
 namespace {
 class CpuBackend : public Backend {
   public:
-    explicit CpuBackend(int threads) {
+    CpuBackend(int threads, const std::string& comm_cpus) {
         cpu::set_threads(threads);
+        const std::vector<int> pinned = cpu::parse_cpu_list(comm_cpus);
         // OpenMP's thread count is per calling thread: each stream's worker sets its own.
-        context_ = make_cpu_context([threads] { cpu::set_thread_team(threads); });
+        context_ = make_cpu_context([threads, pinned](const std::string& stream) {
+            cpu::set_thread_team(threads);
+            if (stream != "compute") cpu::pin_thread(pinned);
+        });
         elements_ = std::make_unique<CpuElementOps>();
         ops_ = std::make_unique<CpuOps>(context_->tracker());
     }
@@ -24,8 +28,8 @@ class CpuBackend : public Backend {
 };
 } // namespace
 
-std::unique_ptr<Backend> make_cpu_backend(int threads) {
-    return std::make_unique<CpuBackend>(threads);
+std::unique_ptr<Backend> make_cpu_backend(int threads, const std::string& comm_cpus) {
+    return std::make_unique<CpuBackend>(threads, comm_cpus);
 }
 
 } // namespace shardlab

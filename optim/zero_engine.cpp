@@ -102,9 +102,13 @@ void ZeroEngine::expect(int unit, UnitUse use) {
                       kUse[int(use)], pos_));
 }
 
+// A gather starts once the compute stream has let go of the units released before it — so at
+// most `prefetch` units are gathered ahead in time, not just in the host's order of calls (the
+// host runs far ahead of the streams): ZeRO-3's memory stays what the schedule says.
 void ZeroEngine::gather(int unit) {
     Unit& x = units_[unit];
     if (x.gathered.data()) return; // live already (prefetched)
+    if (last_release_) comm_.stream().wait(last_release_);
     x.gathered = ctx_.tracker().allocate(padded_[unit] * dtype_size(pdt_), Category::comm_buffers,
                                          comm_.stream());
     comm_.all_gather(x.params.data(), x.gathered.data(), padded_[unit], pdt_);
@@ -126,8 +130,10 @@ void ZeroEngine::release(int unit) {
     expect(unit, UnitUse::release);
     const auto next = upcoming_units(schedule_, pos_, o_.prefetch);
     ++pos_;
-    if (std::find(next.begin(), next.end(), unit) == next.end())
+    if (std::find(next.begin(), next.end(), unit) == next.end()) {
         units_[unit].gathered.release(ctx_.compute()); // after the compute that read it
+        last_release_ = ctx_.compute().record();
+    }
 }
 
 void ZeroEngine::release_gathered() {
@@ -136,6 +142,7 @@ void ZeroEngine::release_gathered() {
     if (!any) return;
     wait_for_comm(); // a prefetched unit's last use may be its gather
     for (Unit& x : units_) x.gathered.release(ctx_.compute());
+    last_release_ = ctx_.compute().record();
 }
 
 // --- gradients ------------------------------------------------------------------------------

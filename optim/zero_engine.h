@@ -129,6 +129,7 @@ class ZeroEngine : public UnitParams {
     std::size_t pos_ = 0;
     bool accumulate_ = false; // stage 2-3: add this micro-batch's shard to the previous ones
     int retiring_ = -1;       // stage 2-3: the unit whose reduce-scatter may still read its grads
+    EventPtr last_release_;   // stage 3: compute's point where it last let go of a gathered unit
     Allocation scalars_;      // two fp32 values on the device: the squared norm, a mean
     LossScaler scaler_;
     int step_ = 0;

@@ -2,6 +2,9 @@
 // mpirun placed on it (OMPI_COMM_WORLD_LOCAL_SIZE), at least 1.
 #pragma once
 
+#include <string>
+#include <vector>
+
 namespace shardlab::cpu {
 
 int default_threads();
@@ -10,5 +13,10 @@ void set_threads(int threads); // OpenMP (for the calling thread) and OpenBLAS (
 // OpenMP's thread count is a per-thread setting and a new thread starts from the default.
 void set_thread_team(int threads);
 int current_threads();
+// A CPU list ("1", "2,3", "4-7") checked against the CPUs this process may run on; throws
+// UsageError naming the problem. Empty text: no pinning.
+std::vector<int> parse_cpu_list(const std::string& text);
+// Runs the calling thread on these CPUs only (a list from parse_cpu_list; empty: no change).
+void pin_thread(const std::vector<int>& cpus);
 
 } // namespace shardlab::cpu
