@@ -21,6 +21,9 @@ nlohmann::json memory_json(const MemoryCounts& mem, const MemoryPlan& p) {
         memory[category_name(Category(c))] = {
             {"peak_bytes", u.peak}, {"current_bytes", u.current}, {"predicted_bytes", pred}};
     }
+    memory["device_total"] = {{"peak_bytes", mem.total[int(Arena::device)].peak},
+                              {"current_bytes", mem.total[int(Arena::device)].current},
+                              {"predicted_bytes", nullptr}};
     const Usage& host = mem.total[int(Arena::host)];
     memory["host"] = {{"peak_bytes", host.peak},
                       {"current_bytes", host.current},
@@ -112,7 +115,7 @@ void print_rank_report(const nlohmann::json& r) {
     fmt::print("\nrank {} memory (bytes)     {:>14} {:>14} {:>14}\n", rank, "peak", "current",
                "predicted");
     for (const char* c : {"params", "grads", "master", "optimizer", "activations", "comm_buffers",
-                          "workspace", "host"}) {
+                          "workspace", "device_total", "host"}) {
         const auto& m = r["memory"][c];
         fmt::print("  {:<24} {:>14} {:>14} {:>14} {}\n", c, m["peak_bytes"].get<std::uint64_t>(),
                    m["current_bytes"].get<std::uint64_t>(), text_or_dash(m["predicted_bytes"]),
@@ -122,9 +125,15 @@ void print_rank_report(const nlohmann::json& r) {
                r["reserved"]["device_peak_bytes"].get<std::uint64_t>(),
                r["reserved"]["host_peak_bytes"].get<std::uint64_t>());
     fmt::print("rank {} peak per phase     {:>14} {:>14}\n", rank, "device", "host");
+    std::vector<std::string> order = {"init", "forward", "backward", "step", "validation"};
     for (const auto& [name, ph] : r["phases"].items())
+        if (std::find(order.begin(), order.end(), name) == order.end()) order.push_back(name);
+    for (const std::string& name : order) {
+        if (!r["phases"].contains(name)) continue;
+        const auto& ph = r["phases"][name];
         fmt::print("  {:<24} {:>14} {:>14}\n", name, ph["peak_bytes"].get<std::uint64_t>(),
                    ph["host_peak_bytes"].get<std::uint64_t>());
+    }
     fmt::print("rank {} communication     {:>7} {:>14} {:>14} {:>9} {:>11}\n", rank, "calls",
                "bytes sent", "predicted", "seconds", "busbw GB/s");
     for (const auto& [op, s] : r["comm"].items())

@@ -309,7 +309,7 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
             fmt::print(stderr,
                        "shardlab: step {}: the gradient norm is {}: the step was skipped and no "
                        "weight changed\n",
-                       step + 1, so.result.grad_norm);
+                       step + 1, std::isnan(so.result.grad_norm) ? "NaN" : "Inf");
         const bool last = step + 1 == end;
         if ((o.val_every && (step + 1) % o.val_every == 0) || (last && o.val_every == 0))
             row["val_loss"] = validate(r, val, in, tg);

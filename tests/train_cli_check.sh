@@ -30,6 +30,21 @@ head -c 20000 /usr/share/common-licenses/GPL-3 > "$work/a/d.txt"
 cp -r "$work/run" "$work/crashed" && mv "$work/crashed/checkpoint" "$work/crashed/checkpoint.prev"
 "${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --steps 4 --save-every 2 --resume "$work/crashed" --out "$work/crashed" > "$work/crashed.log"
 grep -q "resumed from" "$work/crashed.log" # (not through a pipe: grep -q would close it early and mpirun take SIGPIPE)
+# Every rank resumes at rank 0's step: a rank whose file says otherwise (checksum intact) stops
+# the job with both steps named.
+cp -r "$work/run" "$work/skewed"
+/usr/bin/python3 - "$work/skewed/checkpoint/rank-1.bin" <<'PY'
+import struct, sys
+path = sys.argv[1]
+b = bytearray(open(path, "rb").read())
+struct.pack_into("<i", b, 24, 3)  # iteration (after magic, rank, ranks, units, step)
+h = 1469598103934665603
+for c in b[:-8]:
+    h = ((h ^ c) * 1099511628211) % (1 << 64)
+struct.pack_into("<Q", b, len(b) - 8, h)
+open(path, "wb").write(bytes(b))
+PY
+"$expect" 2 "rank 1's file is at step 3, rank 0's at step 2" "${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --steps 4 --resume "$work/skewed" --out "$work/skewed"
 printf 'X' | dd of="$work/run/checkpoint/rank-1.bin" bs=1 seek=100 conv=notrunc status=none
 "$expect" 2 "is corrupt (checksum mismatch)" "${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --steps 4 --resume "$work/run" --out "$work/run"
 "$expect" 2 "no checkpoint in" "${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --steps 4 --resume "$work/nothing" --out "$work/x"
@@ -43,4 +58,34 @@ printf 'zero = "three"\n' > "$work/bad.toml"
 "$expect" 2 "bad value for 'zero'" "${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --config "$work/bad.toml"
 printf 'zero = \n' > "$work/bad.toml"
 "$expect" 2 "is not valid TOML" "${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --config "$work/bad.toml"
+# A non-finite gradient never reaches the weights: with token 'e''s embedding at 1e38 (finite,
+# but its LayerNorm overflows) every step is skipped, said so, counted, and the weights end as
+# they began.
+"$shardlab" init --layers 1 --hidden 32 --heads 2 --seq 16 --out "$work/w.safetensors" >/dev/null
+/usr/bin/python3 - "$work/w.safetensors" <<'PY'
+import json, struct, sys
+path = sys.argv[1]
+b = bytearray(open(path, "rb").read())
+n = struct.unpack_from("<Q", b, 0)[0]
+info = json.loads(b[8:8 + n])["transformer.wte.weight"]
+row = ord("e") * 32 * 4
+start = 8 + n + info["data_offsets"][0] + row
+for i in range(32):
+    struct.pack_into("<f", b, start + 4 * i, 1e38)
+open(path, "wb").write(bytes(b))
+PY
+"${mpirun[@]}" -np 2 "$shardlab" train --init "$work/w.safetensors" --steps 2 --quiet --precision bf16 --zero 3 --save-weights "$work/after.safetensors" --out "$work/nan" > "$work/nan.log" 2>&1
+grep -q "step 1: the gradient norm is NaN: the step was skipped and no weight changed" "$work/nan.log"
+/usr/bin/python3 - "$work/w.safetensors" "$work/after.safetensors" "$work/nan/report.json" <<'PY'
+import json, struct, sys
+def tensors(path):
+    b = open(path, "rb").read()
+    n = struct.unpack_from("<Q", b, 0)[0]
+    h = json.loads(b[8:8 + n]); h.pop("__metadata__", None)
+    return {k: b[8 + n + v["data_offsets"][0]: 8 + n + v["data_offsets"][1]] for k, v in h.items()}
+before, after = tensors(sys.argv[1]), tensors(sys.argv[2])
+assert before.keys() == after.keys() and all(before[k] == after[k] for k in before), "weights changed"
+r = json.load(open(sys.argv[3]))
+assert r["skipped_steps"] == 2 and all(s.get("skipped") for s in r["steps"]), r["steps"]
+PY
 echo "ok: train bad input and config files"

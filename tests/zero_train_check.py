@@ -9,7 +9,10 @@
      (docs/MEMORY.md), independently of the C++ plan: stages 0-2 2(N-1)/N*sum(P_u)*2 B,
      stage 3 (N-1)/N*(3*sum(P_u) - P_lnf)*2 B, plus the scalar all-reduces;
   4. grad-accum 2 (fp32): stages agree within a tolerance (rounding order differs);
-  5. resume from a checkpoint continues bitwise.
+  5. resume from a checkpoint continues bitwise;
+  6. the report's time split (compute + exposed communication = the step) and per-phase peaks
+     (init, forward, backward, step: the largest of them is the run's device peak, and the
+     caching allocators reserved at least that).
 Usage: zero_train_check.py K SHARDLAB MPIRUN [MPIRUN ARGS...]"""
 import json
 import os
@@ -86,6 +89,18 @@ with tempfile.TemporaryDirectory() as tmp:
             hd = r["host_device_bytes"]
             check(hd["total"] == hd["predicted"], f"{name} rank {r['rank']}: offload copies {hd}")
             check((hd["total"] > 0) == offload, f"{name}: offload copies present iff --offload")
+            t = r["time"]
+            check(t["steps"] == steps and 0 <= t["exposed_comm_seconds"] <= t["step_seconds"]
+                  and abs(t["compute_seconds"] + t["exposed_comm_seconds"] - t["step_seconds"]) < 1e-9,
+                  f"{name} rank {r['rank']}: time split {t}")
+            phases = r["phases"]
+            check({"init", "forward", "backward", "step"} <= set(phases), f"{name}: phases {sorted(phases)}")
+            device_peak = r["memory"]["device_total"]["peak_bytes"]
+            check(max(p["peak_bytes"] for p in phases.values()) == device_peak,
+                  f"{name} rank {r['rank']}: phase peaks {phases} vs device peak {device_peak}")
+            check(r["reserved"]["device_peak_bytes"] >= device_peak, f"{name}: reserved {r['reserved']}")
+        for s in rep["steps"]:
+            check(abs(s["compute_ms"] + s["exposed_comm_ms"] - s["ms"]) < 1e-6, f"{name}: step row {s}")
     print(f"ok: {len(configs)} configurations on {K} rank(s): identical losses {reference[1][0]}")
 
     # Gradient accumulation: the stages round in different places; fp32 keeps that small.
