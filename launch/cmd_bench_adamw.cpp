@@ -7,6 +7,7 @@
 #include "launch/cli_util.h"
 #include "launch/commands.h"
 #include "model/kernels/cpu/adamw.h"
+#include "model/kernels/cpu/target_clones.h"
 #include "model/kernels/cpu/threads.h"
 #include "optim/adamw.h"
 
@@ -28,9 +29,8 @@ struct AdamBenchOptions {
 };
 
 // Reads g, p, m, v and writes p, m, v — the update's traffic — compiled like the update itself.
-__attribute__((target_clones("avx512f", "avx2", "default"))) void
-touch(float* __restrict p, float* __restrict m, float* __restrict v, const float* __restrict g,
-      std::size_t n) {
+SHARDLAB_TARGET_CLONES void touch(float* __restrict p, float* __restrict m, float* __restrict v,
+                                  const float* __restrict g, std::size_t n) {
     for (std::size_t i = 0; i < n; ++i) {
         const float x = g[i];
         p[i] += x;

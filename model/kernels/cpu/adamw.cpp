@@ -3,6 +3,8 @@
 // -ffp-contract=off, so no variant fuses a multiply-add and all of them round identically.
 #include "model/kernels/cpu/adamw.h"
 
+#include "model/kernels/cpu/target_clones.h"
+
 #include <omp.h>
 
 #include <cmath>
@@ -13,9 +15,8 @@
 namespace shardlab::cpu {
 
 namespace {
-__attribute__((target_clones("avx512f", "avx2", "default"))) void
-adamw_f32(float* __restrict p, float* __restrict m, float* __restrict v, const float* __restrict g,
-          std::size_t n, AdamWStep k) {
+SHARDLAB_TARGET_CLONES void adamw_f32(float* __restrict p, float* __restrict m, float* __restrict v,
+                                      const float* __restrict g, std::size_t n, AdamWStep k) {
     for (std::size_t i = 0; i < n; ++i) {
         const float gi = g[i] * k.grad_scale;
         const float mi = k.b1 * m[i] + (1.0f - k.b1) * gi;
