@@ -114,6 +114,7 @@ nlohmann::json plan_json(const Plan& p) {
               {"host_master", m.host_master},
               {"host_optimizer", m.host_optimizer},
               {"host_grads", m.host_grads},
+              {"host_staging", m.host_staging},
               {"device_total", m.device_total},
               {"host_total", m.host_total}}},
             {"comm",
@@ -165,6 +166,7 @@ void print_plan(const Plan& p) {
         row("master (fp32)", m.host_master);
         row("optimizer (m, v)", m.host_optimizer);
         row("grads (fp32)", m.host_grads);
+        if (m.host_staging) row("copy staging tiles", m.host_staging);
         row("host total", m.host_total);
     }
     if (o.gpu_bytes)

@@ -15,7 +15,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 DEVICE = ["params", "grads", "master", "optimizer", "activations", "buffers", "kv_cache"]
-HOST = ["host_master", "host_optimizer", "host_grads"]
+HOST = ["host_master", "host_optimizer", "host_grads", "host_staging"]
 
 
 def label(p, rows):
