@@ -31,7 +31,7 @@ REPORT = ["params", "grads", "master", "optimizer", "activations", "comm_buffers
 def plot_report(rep, png):
     ranks = rep["ranks"]
     fig, ax = plt.subplots(figsize=(max(6, 1.4 * len(ranks) + 2), 4.5))
-    colors = plt.cm.tab10.colors
+    colors = plt.cm.tab20.colors
     for i, r in enumerate(ranks):
         for side, key in ((-0.2, "peak_bytes"), (0.2, "predicted_bytes")):
             bottom = 0.0
@@ -56,7 +56,7 @@ def main(path, png):
         return plot_report(data, png)
     rows = data if isinstance(data, list) else [data]
     fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(rows) + 2), 4.5))
-    colors = plt.cm.tab10.colors
+    colors = plt.cm.tab20.colors
     for i, p in enumerate(rows):
         m = p["per_rank"]
         bottom = 0.0
