@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # No-slowdown check: `shardlab bench step` (tiny, 8 x 256 tokens, 2 threads, fp32 and bf16) of two
-# binaries, alternating, five rounds each — e.g. the previous commit's build against this one:
+# binaries, alternating, seven rounds each — e.g. the previous commit's build against this one:
 #   git worktree add /tmp/base <commit> && (cd /tmp/base && scripts/build.sh)
 #   bench/step_regression.sh /tmp/base/build/shardlab build/shardlab
 # Prints every run and the median tokens/s of each binary, with their ratio.
 set -euo pipefail
 base=$1 new=${2:-build/shardlab}
 declare -A runs
-for round in 1 2 3 4 5; do
+for round in 1 2 3 4 5 6 7; do
   for p in fp32 bf16; do
     for which in base new; do
       bin=$base; [ $which = new ] && bin=$new
