@@ -17,6 +17,7 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -69,6 +70,7 @@ class Communicator {
   private:
     template <typename Body>
     void timed(const char* op, Algo a, Body&& body);
+    void fold_times();
     void check_root(int root) const;
 
     struct PendingTime {
@@ -80,7 +82,7 @@ class Communicator {
     Stream& stream_;
     CollectiveContext context_;
     CommStats stats_;
-    std::vector<PendingTime> pending_;
+    std::deque<PendingTime> pending_; // calls whose seconds the stream has not yet given
 };
 
 } // namespace shardlab

@@ -1,12 +1,15 @@
 // CachingAllocator: raw memory for one arena (device, or host), kept and reused instead of being
-// returned — and reused in stream order, as CUDA's caching allocator and cudaMallocAsync's pools
-// do. A block freed on stream S at some point is
-//   - handed again at once to work on S (S runs in order, so it has passed its last use), or
-//   - handed to another stream T once S has passed the free point; if S has not yet, T is made to
-//     wait for it (a stream-side wait, never the host), so memory never grows just because the
-//     host runs ahead of the streams.
-// Blocks are rounded up to 512 bytes and never split; a cached block serves a request of at least
-// half its size. Called from the host thread only (tasks on worker threads never allocate).
+// returned — in stream order, as CUDA's caching allocator and cudaMallocAsync's pools do. Every
+// block belongs to the stream that allocated it, and comes back to that stream:
+//   - at once when that stream also released it (it runs in order, so it has passed the release);
+//   - when another stream released it (its last user), after that stream's release point: the
+//     allocating stream is made to wait for it — a stream-side wait, never the host — so memory
+//     does not grow just because the host runs ahead of the streams.
+// Another stream gets the block only once it is free, and then keeps it. Streams never take each
+// other's blocks that are still in use: that is what would make one stream wait for another's
+// work it does not depend on. Blocks are rounded up to 512 bytes and never split; a cached block
+// serves a request of at least half its size. Called from the host thread only (tasks on worker
+// threads never allocate). The waits it inserts are not timed as anyone's exposed communication.
 #pragma once
 
 #include "core/device.h"
@@ -25,7 +28,7 @@ class CachingAllocator {
     CachingAllocator(const CachingAllocator&) = delete;
     CachingAllocator& operator=(const CachingAllocator&) = delete;
 
-    // A block of at least `bytes`, safe to use on `stream` in stream order.
+    // A block of at least `bytes`, safe to use on `stream` in stream order; it belongs to `stream`.
     void* allocate(std::size_t bytes, Stream& stream);
     // Returns p to the cache; its last use was enqueued on `stream`.
     void free(void* p, Stream& stream);
@@ -42,13 +45,19 @@ class CachingAllocator {
   private:
     struct Cached {
         void* ptr;
-        Stream* stream; // where its last use was enqueued
-        EventPtr freed; // that stream's point of release
+        Stream* owner;                        // the stream it belongs to (allocated it)
+        Stream* freed_on;                     // where its last use was enqueued
+        EventPtr freed;                       // that stream's point of release
+        bool free_now(const Stream& s) const; // may s use it without waiting?
+    };
+    struct InUse {
+        std::size_t size;
+        Stream* owner;
     };
     Device device_;
     bool pinned_;
-    std::multimap<std::size_t, Cached> cache_;      // by block size
-    std::unordered_map<void*, std::size_t> in_use_; // block sizes
+    std::multimap<std::size_t, Cached> cache_; // by block size
+    std::unordered_map<void*, InUse> in_use_;
     std::size_t reserved_ = 0, peak_reserved_ = 0, raw_allocations_ = 0;
     bool leak_ = false;
 };

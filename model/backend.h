@@ -22,11 +22,12 @@ class Backend {
     DeviceContext& context() { return *context_; }
     Ops& ops() { return *ops_; }
     ElementOps& element_ops() { return *elements_; }
-    // Collectives among the ranks of `comm`, run on this backend's comm stream.
+    // Collectives among the ranks of `comm`, run on this backend's comm stream. The communicator
+    // refers to this backend's streams and element operations: destroy it first.
     virtual std::unique_ptr<Communicator> communicator(MPI_Comm comm) = 0;
 
   protected:
-    // Declared first, destroyed last: ops and communicators may hold its memory.
+    // Declared first, destroyed last: the ops allocate from its tracker.
     std::unique_ptr<DeviceContext> context_;
     std::unique_ptr<ElementOps> elements_;
     std::unique_ptr<Ops> ops_;

@@ -1,10 +1,11 @@
 // GPTModel: GPT-2 forward and backward for one micro-batch of B sequences of T tokens, in one
 // storage dtype (fp32, bf16 or fp16), as a sequence of Ops enqueued on the compute stream. It walks
 // the sharding units in order — acquire, compute, release — so the same code runs resident or
-// under ZeRO, on any backend. Activations are requested from the tracker as each is first written
-// and released as soon as backward has consumed it (the caching allocator hands the same memory
-// back step after step); a checkpointed block keeps only its input and recomputes the rest in
-// backward, with bitwise-identical results.
+// under ZeRO, on any backend. Activations are requested from the tracker — the residual stream's
+// L+1 tensors when forward starts, each block's and the head's as they come — and released as soon
+// as backward has consumed them (the caching allocator hands the same memory back step after
+// step); a checkpointed block keeps only its input and recomputes the rest in backward, with
+// bitwise-identical results.
 #pragma once
 
 #include "core/device_context.h"

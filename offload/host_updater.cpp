@@ -92,6 +92,8 @@ EventPtr HostUpdater::update(const EventPtr& grads_ready, float lr, int step, fl
 }
 
 EventPtr HostUpdater::publish() {
+    // After whatever the compute stream last wrote into the parameters (their initial values).
+    ctx_.copy().wait(ctx_.compute().record());
     for (std::size_t k = 0; k < tiles_.size(); ++k) {
         send_parameters(tiles_[k], staging_out_[k % 2].data());
         ctx_.copy().synchronize(); // one tile at a time: this runs once, after a load

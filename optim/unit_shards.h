@@ -15,10 +15,11 @@ inline std::uint64_t padded_numel(std::size_t numel, int ranks) {
 }
 
 // Stages 2-3 hold a unit's full gradient from its first use in backward until the *next* unit's
-// gradient has been reduce-scattered: its own reduce-scatter runs on the comm stream while the next
-// unit's backward computes, so its memory must not be handed to that unit. Given the units' full
-// gradient bytes in the order backward first uses them, and the bytes held throughout backward (a
-// tied head's embeddings), the most live at once: two consecutive units plus what is held.
+// backward is done: its reduce-scatter runs on the comm stream while the next unit's backward
+// computes, and if it were released at once, the next unit's gradient would get the same memory
+// and wait for that reduce-scatter. Given the units' full gradient bytes in the order backward
+// first uses them, and the bytes held throughout backward (a tied head's embeddings), the most live
+// at once: two consecutive units plus what is held.
 inline std::uint64_t full_gradient_peak(const std::vector<std::uint64_t>& backward_order,
                                         std::uint64_t held_throughout) {
     std::uint64_t peak = held_throughout, retiring = 0;

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 namespace shardlab {
 
@@ -74,14 +75,22 @@ void ZeroEngine::wait_for_comm(const EventPtr& done) {
     const EventPtr before = s.record();
     s.wait(done ? done : comm_.stream().record());
     comm_waits_.push_back({before, s.record()});
+    fold_comm_waits();
+}
+
+// Adds up the waits the compute stream has already passed, so the list stays short however long
+// nobody asks for the total.
+void ZeroEngine::fold_comm_waits() {
+    while (!comm_waits_.empty() && comm_waits_.front().after->query()) {
+        exposed_seconds_ += comm_waits_.front().after->seconds_since(*comm_waits_.front().before);
+        comm_waits_.pop_front();
+    }
 }
 
 double ZeroEngine::take_exposed_comm_seconds() {
     ctx_.compute().synchronize();
-    double seconds = 0;
-    for (const Wait& w : comm_waits_) seconds += w.after->seconds_since(*w.before);
-    comm_waits_.clear();
-    return seconds;
+    fold_comm_waits();
+    return std::exchange(exposed_seconds_, 0.0);
 }
 
 void ZeroEngine::begin_micro_batch(bool accumulate) {
@@ -151,6 +160,9 @@ void* ZeroEngine::grads(int unit) {
     Unit& x = units_[unit];
     if (o_.stage <= 1) return x.grads.data();
     if (!x.grads_full.data()) { // first use in this backward
+        // The memory may be a full gradient released on the comm stream: wait for that (timed)
+        // rather than let the allocator insert an uncounted wait.
+        if (grads_released_) wait_for_comm(grads_released_);
         x.grads_full = ctx_.tracker().allocate(padded_[unit] * dtype_size(pdt_), Category::grads,
                                                ctx_.compute());
         ops_.fill(ctx_.compute(), flat(x.grads_full, 0, padded_[unit]), 0.0f);
@@ -160,13 +172,16 @@ void* ZeroEngine::grads(int unit) {
 
 // Stages 2-3: the unit's gradient is final once its backward has run: reduce-scatter it on the
 // comm stream while the compute stream goes on with the next unit. Its full gradient is released
-// one unit later, so the next unit's cannot be handed that memory while the reduce-scatter reads.
+// at the next unit's grads_done, before that unit's reduce-scatter is enqueued: the memory then
+// comes back once *this* reduce-scatter is over, for the unit after next — so no unit's backward
+// ever waits for the reduce-scatter of the unit just before it.
 void ZeroEngine::grads_done(int unit) {
     if (o_.stage <= 1) return;
     if (o_.stage == 3) {
         expect(unit, UnitUse::reduce);
         ++pos_;
     }
+    release_retiring();
     Unit& x = units_[unit];
     const std::uint64_t own = owned_count(unit), P = padded_[unit];
     Stream& cs = comm_.stream();
@@ -177,13 +192,13 @@ void ZeroEngine::grads_done(int unit) {
         ops_.accumulate(cs, flat(x.grads, 0, own), mine);
     else
         cs.memcpy(x.grads.data(), mine.data, own * dtype_size(pdt_));
-    release_retiring();
     retiring_ = unit;
 }
 
 void ZeroEngine::release_retiring() {
     if (retiring_ < 0) return;
     units_[retiring_].grads_full.release(comm_.stream()); // after its reduce-scatter
+    grads_released_ = comm_.stream().record();
     retiring_ = -1;
 }
 

@@ -32,6 +32,7 @@
 #include "optim/updater.h"
 
 #include <cstdint>
+#include <deque>
 #include <vector>
 
 namespace shardlab {
@@ -111,6 +112,7 @@ class ZeroEngine : public UnitParams {
     void release_retiring();
     // The compute stream waits for `done` (default: all communication enqueued so far); timed.
     void wait_for_comm(const EventPtr& done = nullptr);
+    void fold_comm_waits();
     void reduce_gradients();
     float global_squared_norm();
     void publish(const EventPtr& updated);
@@ -129,6 +131,7 @@ class ZeroEngine : public UnitParams {
     std::size_t pos_ = 0;
     bool accumulate_ = false; // stage 2-3: add this micro-batch's shard to the previous ones
     int retiring_ = -1;       // stage 2-3: the unit whose reduce-scatter may still read its grads
+    EventPtr grads_released_; // stage 2-3: where the comm stream last let go of a full gradient
     EventPtr last_release_;   // stage 3: compute's point where it last let go of a gathered unit
     Allocation scalars_;      // two fp32 values on the device: the squared norm, a mean
     LossScaler scaler_;
@@ -136,7 +139,8 @@ class ZeroEngine : public UnitParams {
     struct Wait {
         EventPtr before, after;
     };
-    std::vector<Wait> comm_waits_; // compute-stream waits for communication, to be timed
+    std::deque<Wait> comm_waits_; // compute-stream waits for communication, not yet timed
+    double exposed_seconds_ = 0;  // the waits timed so far
 };
 
 } // namespace shardlab

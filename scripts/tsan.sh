@@ -2,7 +2,7 @@
 # ThreadSanitizer: builds build-tsan/ (-DSHARDLAB_TSAN=ON, no CUDA) and runs under it the unit
 # tests, the collectives and ZeRO engine tests on 2 ranks, and 2-rank training in the stages and
 # modes whose streams interact most (ZeRO-2 and ZeRO-3 with prefetch, offload, fp16, gradient
-# accumulation, checkpointing, resume). Any report fails the run (exit code 66). Part of
+# accumulation, checkpointing, resume with offload). Any report fails the run (exit code 66). Part of
 # scripts/test.sh, so CI runs it too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,14 +33,14 @@ done
 small=(--layers 2 --hidden 64 --heads 4 --seq 32 --vocab 256 --micro-batch 2 --steps 3 --quiet)
 for cfg in "--zero 3 --prefetch 1" "--zero 3 --prefetch 2 --checkpoint all --grad-accum 2" \
            "--zero 2 --grad-accum 2" "--zero 3 --offload" "--zero 1 --offload --precision fp16" \
-           "--zero 0 --precision fp32 --steps 4 --save-every 2 --stop-after 2"; do
+           "--zero 3 --offload --steps 4 --save-every 2 --stop-after 2"; do
   rm -rf "$work/run"
   # shellcheck disable=SC2086
   "${mpirun[@]}" -np 2 build-tsan/shardlab train "${small[@]}" $cfg --out "$work/run" > "$work/train.log" 2>&1 \
     || { cat "$work/train.log"; echo "tsan: train $cfg FAILED"; exit 1; }
   echo "tsan: train $cfg on 2 ranks clean"
 done
-"${mpirun[@]}" -np 2 build-tsan/shardlab train "${small[@]}" --zero 0 --precision fp32 --steps 4 --resume "$work/run" --out "$work/run" > "$work/train.log" 2>&1 \
+"${mpirun[@]}" -np 2 build-tsan/shardlab train "${small[@]}" --zero 3 --offload --steps 4 --resume "$work/run" --out "$work/run" > "$work/train.log" 2>&1 \
   || { cat "$work/train.log"; echo "tsan: resume FAILED"; exit 1; }
 echo "tsan: resume on 2 ranks clean"
 echo "tsan: all clean"

@@ -1,7 +1,8 @@
-// The caching allocator's rules: memory comes back to the same stream at once, to another stream
-// once the first has passed the release point — and if it has not, the other stream waits for it
-// (never the host, and never a fresh block while a cached one fits); sizes round to 512 B and a
-// block serves requests down to half its size, best fit first.
+// The caching allocator's rules: a block comes back to the stream that allocated it — at once when
+// that stream released it, after the release point when another stream (its last user) did, the
+// allocating stream waiting for it (never the host, and never a fresh block); another stream gets
+// it only once it is free, and never one still in use; sizes round to 512 B and a block serves
+// requests down to half its size, best fit first.
 #include "core/caching_allocator.h"
 #include "core/cpu_stream.h"
 
@@ -42,20 +43,22 @@ TEST(CachingAllocator, AnotherStreamReusesOnceTheFirstHasPassedTheRelease) {
     EXPECT_EQ(alloc.raw_allocations(), 1u);
 }
 
-TEST(CachingAllocator, AnotherStreamWaitsForAPendingReleaseInsteadOfGrowing) {
+TEST(CachingAllocator, TheOwnerWaitsForItsBlockToBeReleasedInsteadOfGrowing) {
+    // Allocated on b (a ZeRO-3 gather on the comm stream), last used on a (compute): b asks again
+    // before a has got to the release, and is made to wait for it.
     Streams s;
     CachingAllocator alloc(Device::cpu(), false);
     std::promise<void> gate;
     auto opened = gate.get_future().share();
     std::atomic<bool> a_wrote{false}, b_saw_a_done{false};
-    auto* p = static_cast<int*>(alloc.allocate(4096, s.a));
+    auto* p = static_cast<int*>(alloc.allocate(4096, s.b));
     s.a.enqueue([&, opened] {
         opened.wait_for(10s);
         p[0] = 1; // the last use on a, still pending when b asks
         a_wrote = true;
     });
     alloc.free(p, s.a);
-    EXPECT_EQ(alloc.allocate(4096, s.b), p); // handed over, not a new block
+    EXPECT_EQ(alloc.allocate(4096, s.b), p); // handed back, not a new block
     s.b.enqueue([&] { b_saw_a_done = a_wrote.load(); });
     const EventPtr b_end = s.b.record();
     std::this_thread::sleep_for(20ms);
@@ -64,6 +67,24 @@ TEST(CachingAllocator, AnotherStreamWaitsForAPendingReleaseInsteadOfGrowing) {
     s.b.synchronize();
     EXPECT_TRUE(b_saw_a_done.load());
     EXPECT_EQ(alloc.raw_allocations(), 1u);
+}
+
+TEST(CachingAllocator, NoStreamTakesAnothersBlockStillInUse) {
+    // a's block is released behind a gate: b gets fresh memory rather than wait for work of a's
+    // it does not depend on.
+    Streams s;
+    CachingAllocator alloc(Device::cpu(), false);
+    std::promise<void> gate;
+    auto opened = gate.get_future().share();
+    void* p = alloc.allocate(4096, s.a);
+    s.a.enqueue([opened] { opened.wait_for(10s); });
+    alloc.free(p, s.a);
+    void* q = alloc.allocate(4096, s.b);
+    EXPECT_NE(q, p);
+    s.b.synchronize(); // not held at a's gate
+    EXPECT_EQ(alloc.raw_allocations(), 2u);
+    gate.set_value();
+    s.a.synchronize();
 }
 
 TEST(CachingAllocator, PrefersABlockFreeNowOverOneToWaitFor) {
@@ -80,6 +101,18 @@ TEST(CachingAllocator, PrefersABlockFreeNowOverOneToWaitFor) {
     EXPECT_EQ(alloc.allocate(2048, s.b), idle);
     gate.set_value();
     s.a.synchronize();
+}
+
+TEST(CachingAllocator, AStreamTakesItsOwnBlockBeforeAnothers) {
+    Streams s;
+    CachingAllocator alloc(Device::cpu(), false);
+    void* theirs = alloc.allocate(1024, s.b);
+    void* mine = alloc.allocate(2048, s.a);
+    alloc.free(theirs, s.b);
+    alloc.free(mine, s.a);
+    s.b.synchronize(); // b's block is free now, and fits better
+    EXPECT_EQ(alloc.allocate(1024, s.a), mine);
+    EXPECT_EQ(alloc.allocate(1024, s.a), theirs); // then another stream's, once it has let go
 }
 
 TEST(CachingAllocator, RoundsToBlocksAndServesDownToHalfABlockBestFitFirst) {

@@ -1,6 +1,7 @@
 // The ZeRO engine under `mpirun -np K`, every stage: a step whose gradient norm is not finite is
 // skipped — on every rank alike, counted, with the weights unchanged to the bit — while a finite
-// one updates them; and every stage ends a micro-batch with the same weights.
+// one updates them; every stage ends a micro-batch with the same weights; and a unit's backward
+// does not wait for the reduce-scatter of the unit before it.
 #include "model/backend.h"
 #include "model/gpt_init.h"
 #include "model/gpt_model.h"
@@ -10,8 +11,10 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
+#include <thread>
 
 using namespace shardlab;
 
@@ -89,4 +92,50 @@ TEST(ZeroEngine, AFiniteStepUpdatesTheSameWayInEveryStage) {
         EXPECT_EQ(o.result.grad_norm, first.result.grad_norm) << "stage " << stage;
         EXPECT_TRUE(same_bits(o.after, first.after)) << "stage " << stage;
     }
+}
+
+TEST(ZeroEngine, ABlocksBackwardNeverWaitsForTheReduceScatterOfTheBlockBefore) {
+    // Stage 2 at N >= 2, driven unit by unit as backward would: rank 1 holds back block 3's
+    // reduce-scatter for a second; meanwhile rank 0 must get block 2's gradient buffer and run
+    // compute-stream work at once — its reduce-scatter of block 3 waits for rank 1, its backward
+    // must not.
+    int n = 1, rank = 0;
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (n < 2) GTEST_SKIP() << "needs a peer to hold a reduce-scatter back";
+    const GPTConfig c{64, 16, 4, 32, 4, 4}; // units: 0 embeddings, 1..4 blocks, 5 ln_f
+    const auto backend = make_cpu_backend(1);
+    const auto comm = backend->communicator(MPI_COMM_WORLD);
+    DeviceContext& ctx = backend->context();
+    const ParamLayout layout(c);
+    DeviceUpdater updater(ctx, backend->ops(), AdamWConfig{}, true);
+    ZeroEngine engine(layout, {2, Precision::bf16, 0, 1.0f, 65536.0f}, *comm, ctx, backend->ops(),
+                      updater, gpt2_init(layout, 3, c.layers));
+    engine.begin_micro_batch(false);
+    engine.grads(0);
+    engine.grads(5);
+    engine.grads_done(5);
+    engine.grads(4);
+    engine.grads_done(4);
+    comm->synchronize(); // both ranks' earlier reduce-scatters are done
+    MPI_Barrier(MPI_COMM_WORLD);
+    engine.grads(3);
+    if (rank == 1) std::this_thread::sleep_for(std::chrono::seconds(1));
+    engine.grads_done(3);
+    const auto t0 = std::chrono::steady_clock::now();
+    engine.grads(2);
+    const EventPtr next_backward = ctx.compute().record();
+    while (!next_backward->query() &&
+           std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5))
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const double waited =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (rank == 0) {
+        EXPECT_LT(waited, 0.5) << "block 2's backward waited for block 3's reduce-scatter";
+    }
+    engine.grads_done(2);
+    engine.grads(1);
+    engine.grads_done(1);
+    engine.grads_done(0);
+    engine.step(1e-3f);
 }
