@@ -87,15 +87,15 @@ TEST(CachingAllocator, NoStreamTakesAnothersBlockStillInUse) {
     s.a.synchronize();
 }
 
-TEST(CachingAllocator, PrefersABlockFreeNowOverOneToWaitFor) {
+TEST(CachingAllocator, AnotherStreamTakesTheBlockThatIsFreeNowNotTheBusyOne) {
     Streams s;
     CachingAllocator alloc(Device::cpu(), false);
     std::promise<void> gate;
     auto opened = gate.get_future().share();
     void* busy = alloc.allocate(2048, s.a);
     void* idle = alloc.allocate(2048, s.a);
-    s.a.synchronize();
-    alloc.free(idle, s.a); // a has passed this release: free now
+    alloc.free(idle, s.a);
+    s.a.synchronize(); // a has passed this release: free now
     s.a.enqueue([opened] { opened.wait_for(10s); });
     alloc.free(busy, s.a); // behind the gate
     EXPECT_EQ(alloc.allocate(2048, s.b), idle);
