@@ -40,4 +40,8 @@ class DeviceContext {
 std::unique_ptr<DeviceContext>
 make_cpu_context(const std::function<void(const std::string&)>& thread_init = {});
 
+// Three CUDA streams on GPU `device` (core/cuda/cuda_stream.h); device memory, pinned host
+// memory. An Error naming the build to make in a build without CUDA.
+std::unique_ptr<DeviceContext> make_cuda_context(int device);
+
 } // namespace shardlab

@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "core/timer.h"
 #include "launch/commands.h"
+#include "launch/device_options.h"
 #include "launch/model_options.h"
 #include "model/backend.h"
 #include "model/gpt_init.h"
@@ -26,13 +27,14 @@ namespace {
 struct StepBenchOptions {
     ModelOptions model;
     std::string precision = "fp32", checkpoint = "none";
-    int batch = 8, seq = 0, threads = 0, steps = 10, warmup = 2;
+    int batch = 8, seq = 0, steps = 10, warmup = 2;
     bool json = false;
+    DeviceOptions device;
 };
 
 nlohmann::json bench_steps(const StepBenchOptions& o, const GPTConfig& c, int seq) {
     const Precision p = parse_precision(o.precision);
-    const auto backend = make_cpu_backend(o.threads > 0 ? o.threads : cpu::default_threads());
+    const auto backend = make_backend(o.device, MPI_COMM_WORLD);
     const auto comm = backend->communicator(MPI_COMM_SELF);
     DeviceContext& ctx = backend->context();
     MemoryTracker& tracker = ctx.tracker();
@@ -65,7 +67,8 @@ nlohmann::json bench_steps(const StepBenchOptions& o, const GPTConfig& c, int se
             {"checkpoint", o.checkpoint},
             {"batch", o.batch},
             {"seq", seq},
-            {"threads", cpu::current_threads()},
+            {"device", o.device.device},
+            {"threads", o.device.device == "cpu" ? cpu::current_threads() : 0},
             {"params", c.num_params()},
             {"ms_per_step", median * 1e3},
             {"tokens_per_s", tokens / median},
@@ -81,7 +84,7 @@ CommandRunner add_bench_step_command(CLI::App& cmd) {
     cmd.add_option("--seq-len", o->seq, "Tokens per sequence (default: the model's context)");
     cmd.add_option("--precision", o->precision, "fp32 | bf16 | fp16");
     cmd.add_option("--checkpoint", o->checkpoint, "none | all | every:K");
-    cmd.add_option("--threads", o->threads, "Threads (default: cores / ranks on this node)");
+    add_device_options(cmd, o->device);
     cmd.add_option("--steps", o->steps, "Timed steps (the median is reported)");
     cmd.add_option("--warmup", o->warmup, "Untimed steps first");
     cmd.add_flag("--json", o->json, "Print one JSON object");
@@ -94,12 +97,14 @@ CommandRunner add_bench_step_command(CLI::App& cmd) {
         if (o->json) {
             fmt::print("{}\n", r.dump());
         } else {
-            fmt::print("{}, {} x {} tokens, {}, checkpoint {}, {} threads: {:.1f} ms/step, {:.0f} "
+            fmt::print("{}, {} x {} tokens, {}, checkpoint {}, {}: {:.1f} ms/step, {:.0f} "
                        "tokens/s, "
                        "activations peak {} B\n",
                        c.describe(), o->batch, seq, o->precision, o->checkpoint,
-                       r["threads"].get<int>(), r["ms_per_step"].get<double>(),
-                       r["tokens_per_s"].get<double>(),
+                       o->device.device == "cpu"
+                           ? fmt::format("{} threads", r["threads"].get<int>())
+                           : std::string("cuda"),
+                       r["ms_per_step"].get<double>(), r["tokens_per_s"].get<double>(),
                        r["activation_peak_bytes"].get<std::size_t>());
         }
         return 0;

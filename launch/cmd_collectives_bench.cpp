@@ -7,6 +7,7 @@
 #include "launch/cli_util.h"
 #include "launch/collective_check.h"
 #include "launch/commands.h"
+#include "launch/device_options.h"
 #include "model/backend.h"
 
 #include <fmt/format.h>
@@ -14,8 +15,8 @@
 #include <mpi.h>
 #include <nlohmann/json.hpp>
 
-#include <cstring>
 #include <memory>
+#include <vector>
 
 namespace shardlab {
 
@@ -24,6 +25,7 @@ struct BenchOptions {
     std::string ops = "allreduce", algos = "ring", dtype = "fp32", json_path;
     std::string min_bytes = "1M", max_bytes = "64M";
     int factor = 2, iters = 20, warmup = 5, root = 0;
+    DeviceOptions device;
 };
 
 struct BenchRow {
@@ -41,17 +43,24 @@ BenchRow bench_one(Communicator& comm, MemoryTracker& tracker, CollectiveCall ca
     const int n = comm.size(), r = comm.rank();
     const CallSizes sz = call_sizes(call.op, call.count, n, r, call.root);
     const std::size_t es = dtype_size(call.dtype);
+    // The inputs are made and the results checked on the host, in copies of the device buffers.
+    std::vector<char> host_send(sz.send * es), host_recv(sz.recv * es);
+    CollectiveCall on_host = call;
+    on_host.send = host_send.data();
+    on_host.recv = host_recv.data();
+    fill_check_inputs(on_host, n, r);
     Allocation send = tracker.allocate(sz.send * es, Category::workspace, comm.stream());
     Allocation recv = tracker.allocate(sz.recv * es, Category::workspace, comm.stream());
-    comm.synchronize(); // the host writes the inputs itself
+    comm.stream().upload(send.data(), host_send.data(), host_send.size());
+    comm.stream().upload(recv.data(), host_recv.data(), host_recv.size());
     call.send = send.data();
     call.recv = recv.data();
-    fill_check_inputs(call, n, r);
 
     comm.stats().reset();
     comm.run(call, algo);
+    comm.stream().memcpy(host_recv.data(), recv.data(), host_recv.size());
     comm.synchronize();
-    std::size_t wrong = count_wrong(call, n, r);
+    std::size_t wrong = count_wrong(on_host, n, r);
     const OpStats one = comm.stats().get(
         algo == Algo::ring ? op_name(call.op) : std::string(op_name(call.op)) + "/native");
     for (int i = 0; i < o.warmup; ++i) comm.run(call, algo);
@@ -79,7 +88,7 @@ BenchRow bench_one(Communicator& comm, MemoryTracker& tracker, CollectiveCall ca
 }
 
 std::string sent_text(const BenchRow& row) {
-    if (row.sent_per_rank.empty()) return "n/a (inside MPI)";
+    if (row.sent_per_rank.empty()) return "n/a (inside the library)";
     return fmt::format("{}", fmt::join(row.sent_per_rank, "/"));
 }
 
@@ -93,17 +102,18 @@ nlohmann::json row_json(const BenchRow& row) {
         {"wrong", row.wrong},     {"bytes_sent_per_rank", sent}};
 }
 
-// The ceiling for shared-memory collectives: every rank copying `bytes` at once (that is what
-// the transport does underneath). Returns the slowest rank's copy rate, bytes copied per second.
+// A ceiling to read the bandwidths against: every rank copying `bytes` within its device at once
+// (on a CPU that is what a shared-memory transport does underneath). Returns the slowest rank's
+// copy rate, bytes copied per second.
 double memcpy_gbps(Communicator& comm, MemoryTracker& tracker, std::size_t bytes, int iters) {
     Allocation a = tracker.allocate(bytes, Category::workspace, comm.stream());
     Allocation b = tracker.allocate(bytes, Category::workspace, comm.stream());
-    comm.synchronize(); // the host copies itself
-    std::memset(a.data(), 1, bytes);
-    std::memcpy(b.data(), a.data(), bytes); // touch the pages once
+    comm.stream().memcpy(b.data(), a.data(), bytes); // touch the pages once
+    comm.synchronize();
     MPI_Barrier(comm.mpi_comm());
     const double t0 = MPI_Wtime();
-    for (int i = 0; i < iters; ++i) std::memcpy(b.data(), a.data(), bytes);
+    for (int i = 0; i < iters; ++i) comm.stream().memcpy(b.data(), a.data(), bytes);
+    comm.synchronize();
     double seconds = (MPI_Wtime() - t0) / iters;
     MPI_Allreduce(MPI_IN_PLACE, &seconds, 1, MPI_DOUBLE, MPI_MAX, comm.mpi_comm());
     return double(bytes) / seconds / 1e9;
@@ -124,7 +134,9 @@ int run_bench(const BenchOptions& o) {
     if (o.factor < 2) throw UsageError("-f FACTOR must be at least 2");
     if (o.iters < 1 || o.warmup < 0) throw UsageError("--iters must be >= 1 and --warmup >= 0");
 
-    const auto backend = make_cpu_backend(1);
+    DeviceOptions device = o.device;
+    if (device.threads == 0) device.threads = 1; // the transport copies; no compute to share
+    const auto backend = make_backend(device, MPI_COMM_WORLD);
     const auto communicator = backend->communicator(MPI_COMM_WORLD);
     Communicator& comm = *communicator;
     MemoryTracker& tracker = backend->context().tracker();
@@ -138,10 +150,11 @@ int run_bench(const BenchOptions& o) {
                    copy_rate, comm.size(), hi);
     if (lead)
         fmt::print(
-            "# shardlab collectives bench: {} ranks, {}, iters {}, warmup {}; GB/s = 1e9 B/s\n"
+            "# shardlab collectives bench: {} ranks on {}, {}, iters {}, warmup {}; GB/s = 1e9 "
+            "B/s\n"
             "# {:>14} {:>6} {:>12} {:>11} {:>5} {:>11} {:>8} {:>8} {:>6}  {}\n",
-            comm.size(), dtype_name(dtype), o.iters, o.warmup, "op", "algo", "size(B)", "count",
-            "type", "time(us)", "algbw", "busbw", "#wrong", "sent/rank(B)");
+            comm.size(), o.device.device, dtype_name(dtype), o.iters, o.warmup, "op", "algo",
+            "size(B)", "count", "type", "time(us)", "algbw", "busbw", "#wrong", "sent/rank(B)");
     nlohmann::json rows = nlohmann::json::array();
     for (CollectiveOp op : ops)
         for (Algo algo : algos)
@@ -180,7 +193,8 @@ CommandRunner add_collectives_bench_command(CLI::App& cmd) {
                    "Operations, comma-separated: allgather, reduce_scatter, "
                    "allreduce, broadcast, reduce, gather, scatter");
     cmd.add_option("--algo", o->algos,
-                   "Algorithms, comma-separated: ring (shardlab's), native (MPI's)");
+                   "Algorithms, comma-separated: ring (shardlab's), native (the transport's: "
+                   "MPI's or NCCL's)");
     cmd.add_option("--dtype", o->dtype, "fp32 | bf16 | fp16");
     cmd.add_option("-b,--minbytes", o->min_bytes, "Smallest buffer S (K/M/G suffixes)");
     cmd.add_option("-e,--maxbytes", o->max_bytes, "Largest buffer S (K/M/G suffixes)");
@@ -189,6 +203,7 @@ CommandRunner add_collectives_bench_command(CLI::App& cmd) {
     cmd.add_option("--warmup", o->warmup, "Untimed iterations per size");
     cmd.add_option("--root", o->root, "Root rank of rooted operations");
     cmd.add_option("--json", o->json_path, "Also write the rows to this JSON file");
+    add_device_options(cmd, o->device);
     return [o] { return run_bench(*o); };
 }
 

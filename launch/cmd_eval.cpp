@@ -2,9 +2,9 @@
 // into consecutive windows of T+1 tokens, B windows per forward pass.
 #include "core/error.h"
 #include "launch/commands.h"
+#include "launch/device_options.h"
 #include "model/backend.h"
 #include "model/gpt_model.h"
-#include "model/kernels/cpu/threads.h"
 #include "model/precision.h"
 #include "model/token_data.h"
 #include "model/token_windows.h"
@@ -20,8 +20,9 @@ namespace shardlab {
 namespace {
 struct EvalOptions {
     std::string weights, data, precision = "fp32";
-    int batch = 8, seq = 0, threads = 0;
+    int batch = 8, seq = 0;
     bool json = false;
+    DeviceOptions device;
 };
 
 double mean_loss(Backend& backend, const ModelWeights& w, const TokenWindows& windows, int batch,
@@ -54,7 +55,7 @@ CommandRunner add_eval_command(CLI::App& cmd) {
     cmd.add_option("--batch", o->batch, "Windows per forward pass");
     cmd.add_option("--seq", o->seq, "Tokens per window T (default: the model's context)");
     cmd.add_option("--precision", o->precision, "fp32 | bf16 | fp16");
-    cmd.add_option("--threads", o->threads, "Threads (default: cores / ranks on this node)");
+    add_device_options(cmd, o->device);
     cmd.add_flag("--json", o->json, "Print a JSON object {loss, tokens, windows}");
     return [o] {
         const Precision p = parse_precision(o->precision);
@@ -75,9 +76,14 @@ CommandRunner add_eval_command(CLI::App& cmd) {
             throw UsageError(
                 fmt::format("'{}' has {} tokens, fewer than one window of {}; use a smaller --seq",
                             o->data, data.tokens.size(), seq + 1));
-        const auto backend = make_cpu_backend(o->threads > 0 ? o->threads : cpu::default_threads());
+        const auto backend = make_backend(o->device, MPI_COMM_WORLD);
         const double loss = mean_loss(*backend, w, windows, o->batch, seq, param_dtype(p));
         const std::size_t tokens = windows.count() * std::size_t(seq);
+        // Every rank evaluates every window on its own device (same weights, same result); one
+        // of them speaks.
+        int rank = 0;
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        if (rank != 0) return 0;
         if (o->json)
             fmt::print(
                 "{}\n",

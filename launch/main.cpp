@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
     runners[train] = add_train_command(*train);
     CLI::App* plan = app.add_subcommand("plan", "Predict per-rank memory and traffic for any size");
     runners[plan] = add_plan_command(*plan);
-    const std::set<CLI::App*> without_mpi = {device, init, eval, ref, bench_adamw, plan};
+    const std::set<CLI::App*> without_mpi = {device, init, ref, bench_adamw, plan};
 
     try {
         app.parse(argc, argv);

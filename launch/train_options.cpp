@@ -46,11 +46,7 @@ void add_train_options(CLI::App& cmd, TrainOptions& o) {
                    "Continue from a run directory's checkpoint (same N and config)");
     cmd.add_option("--stop-after", o.stop_after,
                    "Stop after this step, keeping --steps' schedule (resume later)");
-    cmd.add_option("--threads", o.threads,
-                   "Threads per rank (default: cores / ranks on this node)");
-    cmd.add_option("--comm-cpus", o.comm_cpus,
-                   "Run the comm and copy streams on these CPUs (e.g. 1 or 6,7): on a CPU, "
-                   "communication overlaps compute only on cores compute leaves free");
+    add_device_options(cmd, o.device, true);
     cmd.add_flag("--quiet", o.quiet, "No per-step lines");
 }
 

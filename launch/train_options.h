@@ -3,6 +3,7 @@
 // checkpoints.
 #pragma once
 
+#include "launch/device_options.h"
 #include "launch/model_options.h"
 
 #include <CLI/CLI.hpp>
@@ -27,9 +28,9 @@ struct TrainOptions {
     std::string data; // empty: the default corpus
     int val_every = 0, val_batches = 4;
     std::string out = "out", save_weights, resume;
-    int sample = 0, save_every = 0, threads = 0;
-    std::string comm_cpus; // the comm and copy streams' CPUs (empty: unpinned)
-    int stop_after = 0;    // stop after this step (0: run all --steps), as a time-limited job would
+    int sample = 0, save_every = 0;
+    DeviceOptions device;
+    int stop_after = 0; // stop after this step (0: run all --steps), as a time-limited job would
     bool quiet = false;
     std::string config_file; // applied by add_train_command's runner (flags win)
 };

@@ -72,25 +72,35 @@ nlohmann::json rank_report(int rank, const RankMeasurements& m, const Plan& plan
     const std::uint64_t hd_pred =
         (plan.comm.device_to_host + plan.comm.host_to_device) * std::uint64_t(steps_run);
     const RunTiming& t = m.timing;
-    return {{"rank", rank},
-            {"memory", memory_json(m.memory, plan.memory)},
-            {"reserved",
-             {{"device_peak_bytes", m.reserved.device}, {"host_peak_bytes", m.reserved.host}}},
-            {"phases", phases_json(m.phases)},
-            {"comm", ops},
-            {"host_device_bytes",
-             {{"device_to_host", m.traffic.device_to_host},
-              {"host_to_device", m.traffic.host_to_device},
-              {"total", m.traffic.device_to_host + m.traffic.host_to_device},
-              {"predicted", hd_pred}}},
-            {"time",
-             {{"steps", t.steps_s.size()},
-              {"step_seconds", t.step_seconds},
-              {"exposed_comm_seconds", t.exposed_comm_seconds},
-              {"compute_seconds", t.step_seconds - t.exposed_comm_seconds},
-              {"median_step_ms", median(t.steps_s) * 1e3},
-              {"median_exposed_comm_ms", median(t.exposed_s) * 1e3}}},
-            {"skipped_steps", m.skipped_steps}};
+    nlohmann::json out = {
+        {"rank", rank},
+        {"device", m.device},
+        {"memory", memory_json(m.memory, plan.memory)},
+        {"reserved",
+         {{"device_peak_bytes", m.reserved.device}, {"host_peak_bytes", m.reserved.host}}},
+        {"phases", phases_json(m.phases)},
+        {"comm", ops},
+        {"host_device_bytes",
+         {{"device_to_host", m.traffic.device_to_host},
+          {"host_to_device", m.traffic.host_to_device},
+          {"total", m.traffic.device_to_host + m.traffic.host_to_device},
+          {"predicted", hd_pred}}},
+        {"time",
+         {{"steps", t.steps_s.size()},
+          {"step_seconds", t.step_seconds},
+          {"exposed_comm_seconds", t.exposed_comm_seconds},
+          {"compute_seconds", t.step_seconds - t.exposed_comm_seconds},
+          {"median_step_ms", median(t.steps_s) * 1e3},
+          {"median_exposed_comm_ms", median(t.exposed_s) * 1e3}}},
+        {"skipped_steps", m.skipped_steps}};
+    if (m.driver) {
+        const DriverMemory& d = *m.driver;
+        out["gpu_driver"] = {
+            {"in_use_bytes", d.in_use},
+            {"allocator_reserved_bytes", d.reserved},
+            {"untracked_bytes", d.in_use > d.reserved ? d.in_use - d.reserved : 0}};
+    }
+    return out;
 }
 
 std::vector<nlohmann::json> gather_reports(const nlohmann::json& mine, MPI_Comm comm) {
@@ -112,6 +122,8 @@ std::string text_or_dash(const nlohmann::json& v) {
 
 void print_rank_report(const nlohmann::json& r) {
     const int rank = r["rank"].get<int>();
+    if (r.contains("device"))
+        fmt::print("\nrank {} device: {}", rank, r["device"].get<std::string>());
     fmt::print("\nrank {} memory (bytes)     {:>14} {:>14} {:>14}\n", rank, "peak", "current",
                "predicted");
     for (const char* c : {"params", "grads", "master", "optimizer", "activations", "comm_buffers",
@@ -124,6 +136,14 @@ void print_rank_report(const nlohmann::json& r) {
     fmt::print("  {:<24} {:>14} (device; host {}) reserved by the caching allocators\n", "reserved",
                r["reserved"]["device_peak_bytes"].get<std::uint64_t>(),
                r["reserved"]["host_peak_bytes"].get<std::uint64_t>());
+    if (r.contains("gpu_driver")) {
+        const auto& d = r["gpu_driver"];
+        fmt::print("  {:<24} {:>14} in use on the GPU (cudaMemGetInfo) = {} reserved + {} the "
+                   "tracker cannot see (CUDA context, cuBLAS, NCCL, other processes)\n",
+                   "gpu driver", d["in_use_bytes"].get<std::uint64_t>(),
+                   d["allocator_reserved_bytes"].get<std::uint64_t>(),
+                   d["untracked_bytes"].get<std::uint64_t>());
+    }
     fmt::print("rank {} peak per phase     {:>14} {:>14}\n", rank, "device", "host");
     std::vector<std::string> order = {"init", "forward", "backward", "step", "validation"};
     for (const auto& [name, ph] : r["phases"].items())

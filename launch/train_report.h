@@ -11,6 +11,8 @@
 #include <mpi.h>
 #include <nlohmann/json.hpp>
 
+#include <optional>
+#include <string>
 #include <vector>
 
 namespace shardlab {
@@ -37,7 +39,16 @@ struct RunTiming {
     }
 };
 
+// What the GPU's driver counts as in use (cudaMemGetInfo) beside what the caching allocator holds
+// now: the difference is what the tracker cannot see — the CUDA context, cuBLAS's workspace,
+// NCCL's buffers, and other processes on a shared GPU.
+struct DriverMemory {
+    std::uint64_t in_use = 0, reserved = 0;
+};
+
 struct RankMeasurements {
+    std::string device; // Backend::describe()
+    std::optional<DriverMemory> driver;
     MemoryCounts memory;
     CommStats comm;
     std::vector<PhaseSnapshot> phases;
@@ -47,8 +58,8 @@ struct RankMeasurements {
     long skipped_steps = 0;
 };
 
-// This rank's part of report.json: {"rank", "memory", "reserved", "phases", "comm",
-// "host_device_bytes", "time", "skipped_steps"}.
+// This rank's part of report.json: {"rank", "device", "memory", "reserved", "phases", "comm",
+// "host_device_bytes", "time", "skipped_steps"}, and "gpu_driver" on a GPU.
 nlohmann::json rank_report(int rank, const RankMeasurements& m, const Plan& plan, int steps_run);
 
 // Every rank's report, on rank 0 (empty elsewhere).

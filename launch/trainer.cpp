@@ -46,7 +46,7 @@ RunSetup prepare(const TrainOptions& o, int ranks) {
     RunSetup s;
     s.precision = parse_precision(o.precision);
     s.checkpoint = parse_checkpoint(o.checkpoint);
-    cpu::parse_cpu_list(o.comm_cpus); // a bad --comm-cpus stops every rank here
+    check_device_options(o.device);
     if (o.zero < 0 || o.zero > 3)
         throw UsageError(fmt::format("--zero {} is not a ZeRO stage; use 0, 1, 2 or 3", o.zero));
     if (o.prefetch < 0 || (o.prefetch > 0 && o.zero != 3))
@@ -274,6 +274,7 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
     po.ranks = N, po.zero = o.zero, po.offload = o.offload, po.precision = s.precision,
     po.checkpoint = s.checkpoint;
     po.micro_batch = B, po.seq = T_, po.grad_accum = r.A, po.prefetch = o.prefetch;
+    po.staged_comm = backend.stages_comm_through_host();
     const Plan plan = make_plan(plan_model_from_gpt2(s.config, "gpt2"), po, rank);
 
     const TokenWindows train(s.data.train, T_), val(s.data.val, T_);
@@ -337,6 +338,9 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
     const HostDeviceTraffic traffic{updater->device_to_host_bytes(),
                                     updater->host_to_device_bytes()};
     const int steps_run = end - first;
+    std::optional<DriverMemory> driver;
+    if (const auto in_use = backend.device_bytes_in_use())
+        driver = DriverMemory{*in_use, tracker.allocator(Arena::device).reserved()};
 
     const auto weights = engine.consolidated_master();
     const std::string hash = sha256_hex(weights);
@@ -356,7 +360,8 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
     }
 
     const RankMeasurements measured{
-        memory, stats, phases, reserved, traffic, timing, engine.skipped_steps()};
+        backend.describe(),    driver, memory, stats, phases, reserved, traffic, timing,
+        engine.skipped_steps()};
     const auto reports =
         gather_reports(rank_report(rank, measured, plan, steps_run), comm.mpi_comm());
     if (r.lead) {
@@ -379,8 +384,7 @@ int run_training(const TrainOptions& o) {
     MPI_Comm_size(MPI_COMM_WORLD, &ranks);
     RunSetup setup;
     collectively([&] { setup = prepare(o, ranks); }, MPI_COMM_WORLD); // files may differ per node
-    const std::unique_ptr<Backend> backend =
-        make_cpu_backend(o.threads > 0 ? o.threads : cpu::default_threads(), o.comm_cpus);
+    const std::unique_ptr<Backend> backend = make_backend(o.device, MPI_COMM_WORLD);
     const std::unique_ptr<Communicator> comm = backend->communicator(MPI_COMM_WORLD);
     return train_loop(o, setup, *backend, *comm);
 }

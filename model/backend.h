@@ -11,7 +11,9 @@
 
 #include <mpi.h>
 
+#include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace shardlab {
@@ -25,6 +27,15 @@ class Backend {
     // Collectives among the ranks of `comm`, run on this backend's comm stream. The communicator
     // refers to this backend's streams and element operations: destroy it first.
     virtual std::unique_ptr<Communicator> communicator(MPI_Comm comm) = 0;
+    // Bytes in use on the device as its driver counts them (cudaMemGetInfo: everything on the
+    // GPU, including what the tracker cannot see — the CUDA context, cuBLAS's and NCCL's
+    // buffers, and other processes on a shared GPU); none on the CPU.
+    virtual std::optional<std::size_t> device_bytes_in_use() { return std::nullopt; }
+    // Whether collectives copy device buffers through host memory (the MPI transport on a GPU):
+    // the plan then counts that staging as host comm buffers.
+    virtual bool stages_comm_through_host() const { return false; }
+    // What this rank computes on, in words (e.g. "cuda:0 NVIDIA H100, transport nccl").
+    virtual std::string describe() const = 0;
 
   protected:
     // Declared first, destroyed last: the ops allocate from its tracker.
@@ -38,5 +49,20 @@ class Backend {
 // comm and copy streams' threads run — on a CPU communication is memory copying, so it overlaps
 // compute for real only on a core compute does not use; empty: wherever the system puts them.
 std::unique_ptr<Backend> make_cpu_backend(int threads, const std::string& comm_cpus = "");
+
+// How the CUDA backend's ranks find their GPU and talk.
+struct CudaOptions {
+    // Let more ranks than GPUs run on a node, several to a GPU (tests; teaching on one GPU).
+    bool share_gpu = false;
+    // "nccl", "mpi" (device buffers staged through pinned host memory) or "auto": NCCL, unless
+    // ranks share a GPU, which NCCL does not allow.
+    std::string transport = "auto";
+};
+
+// The CUDA backend (model/backend_cuda.cu): the GPU of this rank's place on its node (an
+// MPI_COMM_TYPE_SHARED split of `world`; CUDA_VISIBLE_DEVICES is respected), CUDA streams, the
+// stream-ordered allocator on device memory, pinned host memory, cuBLAS, NCCL. Collective over
+// `world`. In a build without CUDA, a UsageError naming the build to make.
+std::unique_ptr<Backend> make_cuda_backend(MPI_Comm world, const CudaOptions& options);
 
 } // namespace shardlab

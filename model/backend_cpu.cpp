@@ -10,7 +10,7 @@ namespace shardlab {
 namespace {
 class CpuBackend : public Backend {
   public:
-    CpuBackend(int threads, const std::string& comm_cpus) {
+    CpuBackend(int threads, const std::string& comm_cpus) : threads_(threads) {
         cpu::set_threads(threads);
         const std::vector<int> pinned = cpu::parse_cpu_list(comm_cpus);
         // OpenMP's thread count is per calling thread: each stream's worker sets its own.
@@ -21,10 +21,16 @@ class CpuBackend : public Backend {
         elements_ = std::make_unique<CpuElementOps>();
         ops_ = std::make_unique<CpuOps>(context_->tracker());
     }
+    std::string describe() const override {
+        return "cpu, " + std::to_string(threads_) + " thread" + (threads_ == 1 ? "" : "s");
+    }
     std::unique_ptr<Communicator> communicator(MPI_Comm comm) override {
         return std::make_unique<Communicator>(comm, std::make_unique<MpiTransport>(comm),
                                               *elements_, *context_);
     }
+
+  private:
+    int threads_;
 };
 } // namespace
 

@@ -170,6 +170,9 @@ void buffers(const PlanModel& m, const PlanOptions& o, MemoryPlan& mem, GatherSi
     // Stage 3: a reduce-scatter may run while prefetched units are live; the simulation knows.
     mem.buffers =
         o.zero == 3 && sim ? std::max(sim->peak_buffer_bytes, reduce_scratch(1, N, 4)) : scratch;
+    // Staged through the host, one ring step at a time: its send and receive chunks, which for
+    // the largest unit is the reduce-scatter's scratch.
+    if (o.staged_comm) mem.host_buffers = scratch;
 }
 
 void add_op(CommPlan& c, const std::string& op, std::uint64_t bytes, std::uint64_t calls) {
@@ -270,7 +273,8 @@ Plan plan_once(const PlanModel& model, const PlanOptions& o, int rank) {
         }
     }
     mem.device_total = device_total(mem);
-    mem.host_total = mem.host_grads + mem.host_master + mem.host_optimizer + mem.host_staging;
+    mem.host_total =
+        mem.host_grads + mem.host_master + mem.host_optimizer + mem.host_staging + mem.host_buffers;
     if (o.gpu_bytes) p.fits = mem.device_total <= o.gpu_bytes;
     return p;
 }

@@ -35,7 +35,8 @@ struct PlanOptions {
     int micro_batch = 1;
     int seq = 0; // 0: the model's context
     int grad_accum = 1;
-    int prefetch = 0; // ZeRO-3: units gathered ahead of use
+    int prefetch = 0;         // ZeRO-3: units gathered ahead of use
+    bool staged_comm = false; // collectives stage device buffers through host memory
     bool inference = false;
     std::uint64_t gpu_bytes = 0; // 0: no GPU given
     std::string gpu_name;
@@ -48,6 +49,8 @@ struct MemoryPlan {
     // Host arena (offload): master, m and v, the fp32 gradient of the owned range, and the
     // staging tiles the copies go through.
     std::uint64_t host_grads = 0, host_master = 0, host_optimizer = 0, host_staging = 0;
+    // Host comm buffers: a ring step's send and receive chunks, staged (PlanOptions::staged_comm).
+    std::uint64_t host_buffers = 0;
     std::uint64_t activations_generic = 0; // s·b·h·(34 + 5as/h) per layer (16-bit)
     bool activations_exact = false;        // activations is the implementation-exact count
     std::uint64_t device_total = 0, host_total = 0;

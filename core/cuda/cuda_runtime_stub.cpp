@@ -1,5 +1,6 @@
 // Built when nvcc was not found: every CUDA entry point says so, clearly, instead of linking.
 #include "core/cuda/cuda_runtime_api.h"
+#include "core/device_context.h"
 #include "core/error.h"
 
 namespace shardlab::cuda {
@@ -32,3 +33,9 @@ GpuQuery query() {
 }
 
 } // namespace shardlab::cuda
+
+namespace shardlab {
+std::unique_ptr<DeviceContext> make_cuda_context(int) {
+    cuda::not_built();
+}
+} // namespace shardlab

@@ -1,59 +1,45 @@
-// Fused AdamW over a shard on the GPU: read the gradient, update master, m and v, write the 16-bit
-// parameters — one pass, one thread per element, in the CPU update's order of operations
-// (model/kernels/cpu/adamw.cpp), with fused multiply-adds disabled so both round alike.
-#include "core/error.h"
-#include "model/kernels/cuda/cuda_kernels.h"
-
-#include <cuda_bf16.h>
-#include <cuda_runtime.h>
-
-#include <cmath>
-#include <string>
+// Fused AdamW over a shard: read the gradient, update master, m and v, write the parameters in
+// their dtype — one pass, one thread per element, in the CPU update's order of operations
+// (model/kernels/adamw_step.h). IEEE add, multiply, divide and square root are correctly rounded
+// on both, and neither fuses multiply-adds, so the two produce the same bits.
+#include "core/cuda/element.h"
+#include "core/cuda/launch.h"
+#include "model/kernels/cuda/kernels.h"
 
 namespace shardlab::cuda {
 
 namespace {
-__device__ float load_grad(const void* g, int type, std::size_t i) {
-    if (type == 0) return static_cast<const float*>(g)[i];
-    return __bfloat162float(static_cast<const __nv_bfloat16*>(g)[i]);
-}
+constexpr unsigned kThreads = 256;
 
-__global__ void adamw_kernel(float* p, float* m, float* v, const void* g, int grad_type,
-                             void* params, int param_type, std::size_t n, AdamWStep k) {
+template <typename G, typename P>
+__global__ void adamw_kernel(float* w, float* m, float* v, const G* g, P* params, std::size_t n,
+                             AdamWStep k) {
     const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    const float gi = __fmul_rn(load_grad(g, grad_type, i), k.grad_scale);
+    const float gi = __fmul_rn(to_f32(g[i]), k.grad_scale);
     const float mi = __fadd_rn(__fmul_rn(k.b1, m[i]), __fmul_rn(1.0f - k.b1, gi));
     const float vi = __fadd_rn(__fmul_rn(k.b2, v[i]), __fmul_rn(__fmul_rn(1.0f - k.b2, gi), gi));
     m[i] = mi;
     v[i] = vi;
     const float denom = __fadd_rn(__fmul_rn(__fsqrt_rn(vi), k.inv_bc2_sqrt), k.eps);
-    const float w =
-        __fsub_rn(__fmul_rn(p[i], k.keep), __fdiv_rn(__fmul_rn(k.step_size, mi), denom));
-    p[i] = w;
-    if (params == nullptr) return;
-    if (param_type == 0)
-        static_cast<float*>(params)[i] = w;
-    else
-        static_cast<__nv_bfloat16*>(params)[i] = __float2bfloat16_rn(w);
-}
-
-int type_code(DType t, const char* what) {
-    if (t == DType::f32) return 0;
-    if (t == DType::bf16) return 1;
-    throw Error(std::string("CUDA AdamW: ") + what + " must be fp32 or bf16");
+    const float wi =
+        __fsub_rn(__fmul_rn(w[i], k.keep), __fdiv_rn(__fmul_rn(k.step_size, mi), denom));
+    w[i] = wi;
+    if (params) params[i] = from_f32<P>(wi);
 }
 } // namespace
 
-void adamw_update_fused(float* master, float* m, float* v, const void* grad, DType grad_type,
-                        void* params, DType param_type, std::size_t n, const AdamWStep& k) {
+void adamw(cudaStream_t s, float* master, float* m, float* v, const void* grad, DType grad_type,
+           void* params, DType param_type, std::size_t n, const AdamWStep& k) {
     if (n == 0) return;
-    adamw_kernel<<<unsigned((n + 255) / 256), 256>>>(master, m, v, grad,
-                                                     type_code(grad_type, "gradients"), params,
-                                                     type_code(param_type, "parameters"), n, k);
-    const cudaError_t e = cudaDeviceSynchronize();
-    if (e != cudaSuccess)
-        throw Error(std::string("adamw_update_fused failed: ") + cudaGetErrorString(e));
+    dispatch(grad_type, [&](auto gtag) {
+        dispatch(param_type, [&](auto ptag) {
+            using G = typename decltype(gtag)::type;
+            using P = typename decltype(ptag)::type;
+            launch("adamw", adamw_kernel<G, P>, blocks_for(n, kThreads), kThreads, 0, s, master, m,
+                   v, static_cast<const G*>(grad), static_cast<P*>(params), n, k);
+        });
+    });
 }
 
 } // namespace shardlab::cuda

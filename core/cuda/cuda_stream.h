@@ -1,0 +1,62 @@
+// The CUDA backend's streams and events: Stream and Event (core/stream.h) over cudaStream_t and
+// cudaEvent_t. Host tasks (Stream::enqueue) run through cudaLaunchHostFunc and share the CPU
+// backend's sticky-error rule: a task that throws poisons the device's streams, later host tasks
+// are skipped and the next synchronize() rethrows it. Included by .cu files only.
+#pragma once
+
+#include "core/cpu_stream.h" // StreamGroupState
+#include "core/stream.h"
+
+#include <cuda_runtime.h>
+
+#include <memory>
+#include <string>
+
+namespace shardlab::cuda {
+
+class CudaEvent : public Event {
+  public:
+    CudaEvent(cudaStream_t s, std::shared_ptr<StreamGroupState> group);
+    ~CudaEvent() override;
+    CudaEvent(const CudaEvent&) = delete;
+    CudaEvent& operator=(const CudaEvent&) = delete;
+
+    bool query() const override;
+    void synchronize() override;
+    double seconds_since(const Event& earlier) const override;
+    cudaEvent_t handle() const { return event_; }
+
+  private:
+    cudaEvent_t event_ = nullptr;
+    std::shared_ptr<StreamGroupState> group_;
+};
+
+class CudaStream : public Stream {
+  public:
+    CudaStream(std::string name, int device, std::shared_ptr<StreamGroupState> group);
+    ~CudaStream() override; // waits for the stream to drain, as CpuStream does
+    CudaStream(const CudaStream&) = delete;
+    CudaStream& operator=(const CudaStream&) = delete;
+
+    const std::string& name() const override { return name_; }
+    EventPtr record() override;
+    void wait(const EventPtr& e) override;
+    void synchronize() override;
+    void enqueue(std::function<void()> fn) override;
+    void memcpy(void* dst, const void* src, std::size_t bytes) override;
+    void upload(void* dst, const void* host_src, std::size_t bytes) override;
+
+    cudaStream_t handle() const { return stream_; }
+    int device() const { return device_; }
+
+  private:
+    std::string name_;
+    int device_ = 0;
+    cudaStream_t stream_ = nullptr;
+    std::shared_ptr<StreamGroupState> group_;
+};
+
+// The CUDA stream behind a Stream of the CUDA backend (an Error for any other kind).
+cudaStream_t stream_of(Stream& s);
+
+} // namespace shardlab::cuda

@@ -1,0 +1,415 @@
+// The grid scheduler: blocks over a pool of OS threads, one fiber per CUDA thread inside a block,
+// round-robin until every fiber waits; then barriers and warp rendezvous are released or, when
+// none can be, the fault is reported.
+#include "emu/simt.h"
+
+#include <boost/context/fiber.hpp>
+#include <boost/context/pooled_fixedsize_stack.hpp>
+
+#include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+namespace shardlab::emu {
+
+namespace ctx = boost::context;
+
+namespace {
+
+enum class State { ready, at_barrier, at_warp, done };
+
+struct Fiber {
+    ThreadCtx id;
+    State state = State::ready;
+    ctx::fiber self;  // resumes this CUDA thread
+    ctx::fiber sched; // resumes the block's scheduler
+    std::source_location where;
+    unsigned mask = 0;        // at_warp: the lanes that meet
+    std::uint64_t target = 0; // at_warp: the rendezvous count every lane must reach
+    // Warp operations done so far, counted per mask: the k-th operation with a mask meets the k-th
+    // of every other lane in it, so lanes outside a partial mask never stall it (as on Volta+).
+    std::vector<std::pair<unsigned, std::uint64_t>> warp_counts;
+    std::exception_ptr error;
+};
+
+struct Warp {
+    std::uint64_t slot[32] = {};
+    bool vote[32] = {};
+};
+
+// What the running fiber's calls reach: its block and itself.
+struct Block {
+    const char* kernel = "";
+    std::vector<Fiber> fibers;
+    std::vector<Warp> warps;
+    std::vector<char>* dynamic_shared = nullptr;
+};
+thread_local Block* current_block = nullptr;
+thread_local Fiber* current_fiber = nullptr;
+
+std::uint64_t warp_count(const Fiber& f, unsigned mask) {
+    for (const auto& [m, n] : f.warp_counts)
+        if (m == mask) return n;
+    return 0;
+}
+
+std::uint64_t next_warp_count(Fiber& f, unsigned mask) {
+    for (auto& [m, n] : f.warp_counts)
+        if (m == mask) return ++n;
+    f.warp_counts.emplace_back(mask, 1);
+    return 1;
+}
+
+Fiber& me() {
+    if (!current_fiber)
+        throw KernelError("a CUDA device function (__syncthreads, a shuffle, threadIdx, ...) was "
+                          "called outside a kernel");
+    return *current_fiber;
+}
+
+void yield() {
+    Fiber& f = me();
+    f.sched = std::move(f.sched).resume();
+}
+
+std::string site(const std::source_location& w) {
+    const std::string file = w.file_name();
+    return file.substr(file.find_last_of('/') + 1) + ":" + std::to_string(w.line());
+}
+
+std::string ids(const std::vector<unsigned>& threads) {
+    std::ostringstream s;
+    for (std::size_t i = 0; i < threads.size(); ++i) {
+        std::size_t j = i;
+        while (j + 1 < threads.size() && threads[j + 1] == threads[j] + 1) ++j;
+        s << (i ? "," : "") << threads[i];
+        if (j > i) s << ".." << threads[j];
+        i = j;
+    }
+    return s.str();
+}
+
+std::string where_block(const Block& b, const Fiber& f) {
+    std::ostringstream s;
+    s << "kernel " << b.kernel << ", block (" << f.id.block_idx.x << "," << f.id.block_idx.y << ","
+      << f.id.block_idx.z << ")";
+    return s.str();
+}
+
+// --- one block ------------------------------------------------------------------------------
+
+bool lanes_met(const Block& b, const Fiber& f, std::string* fault) {
+    const unsigned warp_base = f.id.linear / 32 * 32;
+    for (unsigned l = 0; l < 32; ++l) {
+        if (!(f.mask >> l & 1u)) continue;
+        const unsigned t = warp_base + l;
+        if (t < b.fibers.size() && warp_count(b.fibers[t], f.mask) >= f.target) continue;
+        if (t >= b.fibers.size() || b.fibers[t].state == State::done) {
+            *fault = "lane " + std::to_string(l) + " of the mask 0x" +
+                     [&] {
+                         std::ostringstream h;
+                         h << std::hex << f.mask;
+                         return h.str();
+                     }() +
+                     (t >= b.fibers.size() ? " does not exist" : " exited") + " while thread " +
+                     std::to_string(f.id.linear) + " waits in a warp operation at " + site(f.where);
+            return false;
+        }
+        return false; // lane t has not arrived yet
+    }
+    return true;
+}
+
+// Releases what can be released; returns false when nothing can run and not all are done.
+bool release(Block& b) {
+    bool any_ready = false;
+    std::vector<unsigned> waiting, exited;
+    std::string fault;
+    for (Fiber& f : b.fibers) {
+        if (f.state == State::at_warp && lanes_met(b, f, &fault)) f.state = State::ready;
+        if (!fault.empty()) throw KernelError(where_block(b, f) + ": " + fault);
+        any_ready = any_ready || f.state == State::ready;
+    }
+    if (any_ready) return true;
+    for (Fiber& f : b.fibers) {
+        if (f.state == State::at_barrier) waiting.push_back(f.id.linear);
+        if (f.state == State::done) exited.push_back(f.id.linear);
+    }
+    if (exited.size() == b.fibers.size()) return false;
+    const Fiber& first = b.fibers[waiting.empty() ? 0 : waiting.front()];
+    if (waiting.size() + exited.size() == b.fibers.size()) {
+        if (!exited.empty())
+            throw KernelError(where_block(b, first) + ": threads " + ids(exited) +
+                              " exited while threads " + ids(waiting) + " wait at __syncthreads (" +
+                              site(first.where) + "): a barrier every thread must reach");
+        for (unsigned t : waiting) {
+            const Fiber& f = b.fibers[t];
+            if (f.where.line() != first.where.line() ||
+                std::strcmp(f.where.file_name(), first.where.file_name()) != 0 ||
+                f.where.column() != first.where.column()) {
+                std::vector<unsigned> here, there;
+                for (unsigned u : waiting)
+                    (b.fibers[u].where.line() == first.where.line() ? here : there).push_back(u);
+                throw KernelError(where_block(b, first) + ": divergent barrier: threads " +
+                                  ids(here) + " wait at " + site(first.where) + ", threads " +
+                                  ids(there) + " at " + site(f.where));
+            }
+        }
+        for (unsigned t : waiting) b.fibers[t].state = State::ready;
+        return true;
+    }
+    // Some wait in warp operations that cannot complete, others at a barrier: nothing can move.
+    std::ostringstream s;
+    s << where_block(b, first) << ": deadlock:";
+    for (const Fiber& f : b.fibers)
+        if (f.state == State::at_warp)
+            s << " thread " << f.id.linear << " waits in a warp operation at " << site(f.where)
+              << ";";
+    if (!waiting.empty())
+        s << " threads " << ids(waiting) << " wait at __syncthreads (" << site(first.where) << ")";
+    throw KernelError(s.str());
+}
+
+void run_block(Block& b, const char* kernel, uint3 block_idx, dim3 grid, dim3 dim,
+               const std::function<void()>& body, ctx::pooled_fixedsize_stack& stacks) {
+    const unsigned n = dim.x * dim.y * dim.z;
+    b.kernel = kernel;
+    b.fibers.clear();
+    b.fibers.resize(n);
+    b.warps.assign((n + 31) / 32, Warp{});
+    for (unsigned t = 0; t < n; ++t) {
+        Fiber& f = b.fibers[t];
+        f.id.linear = t;
+        f.id.thread_idx = {t % dim.x, (t / dim.x) % dim.y, t / (dim.x * dim.y)};
+        f.id.block_idx = block_idx;
+        f.id.block_dim = dim;
+        f.id.grid_dim = grid;
+        f.self = ctx::fiber(std::allocator_arg, stacks, [&f, &body](ctx::fiber&& sched) {
+            f.sched = std::move(sched);
+            try {
+                body();
+            } catch (const ctx::detail::forced_unwind&) {
+                throw;
+            } catch (...) {
+                f.error = std::current_exception();
+            }
+            f.state = State::done;
+            return std::move(f.sched);
+        });
+    }
+    current_block = &b;
+    for (;;) {
+        for (Fiber& f : b.fibers) {
+            if (f.state != State::ready) continue;
+            current_fiber = &f;
+            f.self = std::move(f.self).resume();
+            current_fiber = nullptr;
+            if (f.error) std::rethrow_exception(f.error);
+        }
+        if (!release(b)) break;
+    }
+    current_block = nullptr;
+}
+
+// --- the pool -------------------------------------------------------------------------------
+
+struct Job {
+    const char* kernel;
+    dim3 grid, block;
+    std::size_t smem;
+    const std::function<void()>* body;
+    std::atomic<unsigned long long> next{0};
+    unsigned long long total = 0;
+    std::mutex mutex;
+    std::condition_variable done_cv;
+    unsigned long long done = 0;
+    std::exception_ptr error;
+};
+
+// Runs blocks of `job` until none are left; returns when this thread has no more to take.
+void work_on(Job& job) {
+    thread_local ctx::pooled_fixedsize_stack stacks(64 * 1024);
+    thread_local Block block;
+    thread_local std::vector<char> dynamic_shared;
+    for (;;) {
+        const unsigned long long i = job.next.fetch_add(1);
+        if (i >= job.total) return;
+        const dim3 g = job.grid;
+        const uint3 idx{unsigned(i % g.x), unsigned((i / g.x) % g.y), unsigned(i / (g.x * g.y))};
+        try {
+            bool failed = false;
+            {
+                std::lock_guard<std::mutex> lock(job.mutex);
+                failed = job.error != nullptr;
+            }
+            if (!failed) {
+                dynamic_shared.assign(job.smem, 0);
+                block.dynamic_shared = &dynamic_shared;
+                run_block(block, job.kernel, idx, g, job.block, *job.body, stacks);
+            }
+        } catch (...) {
+            std::lock_guard<std::mutex> lock(job.mutex);
+            if (!job.error) job.error = std::current_exception();
+        }
+        std::lock_guard<std::mutex> lock(job.mutex);
+        if (++job.done == job.total) job.done_cv.notify_all();
+    }
+}
+
+// OS threads that help with every grid; the thread that launches also works on its own grid, so a
+// grid always makes progress whatever the pool is doing.
+class Pool {
+  public:
+    Pool() {
+        const unsigned n = std::max(1u, std::thread::hardware_concurrency());
+        for (unsigned i = 0; i < n; ++i) workers_.emplace_back([this] { loop(); });
+    }
+    ~Pool() {
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            stop_ = true;
+        }
+        cv_.notify_all();
+        for (auto& w : workers_) w.join();
+    }
+    void post(const std::shared_ptr<Job>& job) {
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            jobs_.push_back(job);
+        }
+        cv_.notify_all();
+    }
+
+  private:
+    void loop() {
+        for (;;) {
+            std::shared_ptr<Job> job;
+            {
+                std::unique_lock<std::mutex> lock(mutex_);
+                cv_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
+                if (stop_) return;
+                job = jobs_.front();
+                if (job->next.load() >= job->total) {
+                    jobs_.pop_front(); // nothing left to take
+                    continue;
+                }
+            }
+            work_on(*job);
+        }
+    }
+    std::mutex mutex_;
+    std::condition_variable cv_;
+    std::deque<std::shared_ptr<Job>> jobs_;
+    std::vector<std::thread> workers_;
+    bool stop_ = false;
+};
+
+Pool& pool() {
+    static Pool p; // the emulated GPU's multiprocessors
+    return p;
+}
+
+} // namespace
+
+ThreadCtx& thread_ctx() {
+    return me().id;
+}
+
+int lane_id() {
+    return int(me().id.linear % 32);
+}
+
+void* dynamic_shared() {
+    me();
+    return current_block->dynamic_shared->data();
+}
+
+void syncthreads(std::source_location where) {
+    Fiber& f = me();
+    f.state = State::at_barrier;
+    f.where = where;
+    yield();
+}
+
+namespace {
+// One rendezvous of the lanes in `mask`: returns once every one of them has arrived.
+void meet(unsigned mask, std::source_location where) {
+    Fiber& f = me();
+    const unsigned lane = f.id.linear % 32;
+    if (!(mask >> lane & 1u))
+        throw KernelError(
+            where_block(*current_block, f) + ": thread " + std::to_string(f.id.linear) +
+            " calls a warp operation whose mask leaves out its own lane (" + site(where) + ")");
+    f.state = State::at_warp;
+    f.mask = mask;
+    f.where = where;
+    f.target = next_warp_count(f, mask);
+    yield();
+}
+} // namespace
+
+void syncwarp(unsigned mask, std::source_location where) {
+    meet(mask, where);
+}
+
+std::uint64_t warp_exchange(unsigned mask, std::uint64_t value, int src,
+                            std::source_location where) {
+    Fiber& f = me();
+    Warp& w = current_block->warps[f.id.linear / 32];
+    const unsigned lane = f.id.linear % 32;
+    w.slot[lane] = value;
+    meet(mask, where); // every lane has deposited
+    if (src < 0 || src > 31 || !(mask >> src & 1u))
+        throw KernelError(where_block(*current_block, f) + ": thread " +
+                          std::to_string(f.id.linear) + " reads lane " + std::to_string(src) +
+                          ", which is not in the shuffle's mask (" + site(where) + ")");
+    const std::uint64_t got = w.slot[src];
+    meet(mask, where); // every lane has read: the slots may be written again
+    return got;
+}
+
+unsigned warp_ballot(unsigned mask, bool predicate, std::source_location where) {
+    Fiber& f = me();
+    Warp& w = current_block->warps[f.id.linear / 32];
+    w.vote[f.id.linear % 32] = predicate;
+    meet(mask, where);
+    unsigned bits = 0;
+    for (unsigned l = 0; l < 32; ++l)
+        if ((mask >> l & 1u) && w.vote[l]) bits |= 1u << l;
+    meet(mask, where);
+    return bits;
+}
+
+void check_aligned(const void* p, std::size_t alignment, const char* what) {
+    if (reinterpret_cast<std::uintptr_t>(p) % alignment == 0) return;
+    std::ostringstream s;
+    s << "misaligned address: " << what << " at " << p << " needs " << alignment
+      << "-byte alignment";
+    if (current_fiber) s << " (" << where_block(*current_block, *current_fiber) << ")";
+    throw KernelError(s.str());
+}
+
+void run_grid(const char* kernel, dim3 grid, dim3 block, std::size_t dynamic_shared_bytes,
+              const std::function<void()>& body) {
+    auto job = std::make_shared<Job>();
+    job->kernel = kernel;
+    job->grid = grid;
+    job->block = block;
+    job->smem = dynamic_shared_bytes;
+    job->body = &body;
+    job->total = 1ull * grid.x * grid.y * grid.z;
+    if (job->total == 0) return;
+    pool().post(job);
+    work_on(*job);
+    std::unique_lock<std::mutex> lock(job->mutex);
+    job->done_cv.wait(lock, [&] { return job->done == job->total; });
+    if (job->error) std::rethrow_exception(job->error);
+}
+
+} // namespace shardlab::emu

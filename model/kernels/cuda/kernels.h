@@ -1,0 +1,73 @@
+// The CUDA kernels' launchers: each enqueues its kernel on the stream it is given and returns at
+// once (no synchronisation), with the semantics of its CPU twin in model/kernels/cpu/ — fp32
+// arithmetic, one rounding on store, and where the CPU sums in a fixed order, the same order, so
+// results match it bit for bit (shardlab compiles its CUDA code without fused multiply-adds, as
+// its C++). One launcher per concept, one file per concept. Included by .cu files only.
+#pragma once
+
+#include "core/dtype.h"
+#include "model/kernels/adamw_step.h"
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace shardlab::cuda {
+
+// elementwise.cu — dst += src; dst = src converted; dst = value; out[r, :] = bias for every row.
+void accumulate(cudaStream_t s, void* dst, const void* src, std::size_t n, DType t);
+void convert(cudaStream_t s, void* dst, DType dst_type, const void* src, DType src_type,
+             std::size_t n);
+void fill(cudaStream_t s, void* dst, DType t, std::size_t n, float value);
+void bias_rows(cudaStream_t s, void* out, const void* bias, int rows, int cols, DType t);
+
+// column_sums.cu — dst [cols] += the sums over rows of src [rows, cols], each in row order.
+void add_column_sums(cudaStream_t s, void* dst, const void* src, int rows, int cols, DType t);
+
+// gelu.cu — tanh form; backward overwrites din with gelu'(in) * dout.
+void gelu_forward(cudaStream_t s, void* out, const void* in, std::size_t n, DType t);
+void gelu_backward(cudaStream_t s, void* din, const void* in, const void* dout, std::size_t n,
+                   DType t);
+
+// layernorm.cu — over rows of C; mean, rstd fp32 [N]. Backward: din, dweight, dbias +=.
+void layernorm_forward(cudaStream_t s, void* out, float* mean, float* rstd, const void* in,
+                       const void* weight, const void* bias, int N, int C, DType t);
+void layernorm_backward(cudaStream_t s, void* din, void* dweight, void* dbias, const void* dout,
+                        const void* in, const void* weight, const float* mean, const float* rstd,
+                        int N, int C, DType t);
+
+// embedding.cu — out = wte[token] + wpe[t]; backward dwte, dwpe += in position order per row,
+// without atomics: each output row is summed by one block.
+void embedding_forward(cudaStream_t s, void* out, const std::uint16_t* tokens, const void* wte,
+                       const void* wpe, int B, int T, int C, DType t);
+// scratch: (2 V + 1 + B*T) ints of device memory, where positions are bucketed by token.
+void embedding_backward(cudaStream_t s, void* dwte, void* dwpe, const void* dout,
+                        const std::uint16_t* tokens, int B, int T, int C, int V, DType t,
+                        int* scratch);
+
+// cross_entropy.cu — per row: loss in double into row_losses [N]; then their mean, summed in row
+// order, into *loss. With dlogits_scale != 0 the logits become (softmax - onehot) * scale.
+void cross_entropy(cudaStream_t s, void* logits, const std::uint16_t* targets, int N, int V,
+                   float dlogits_scale, double* row_losses, double* loss, DType t);
+
+// softmax.cu — attention's causal softmax over fp32 scores [rows of T]: probabilities in t, zero
+// above the diagonal (row i of each T x T matrix keeps columns 0..i). And its backward: from
+// dprob (fp32) and prob (t), dscore = prob * (dprob - sum(prob * dprob)) * scale, in t.
+void causal_softmax(cudaStream_t s, void* prob, const float* scores, int matrices, int T, DType t);
+void causal_softmax_backward(cudaStream_t s, void* dscore, const float* dprob, const void* prob,
+                             int matrices, int T, float scale, DType t);
+
+// squared_norm.cu — *out = float(sum of squares of every element of the parts, in double): each
+// part summed by a fixed tree (blocks of fixed size), parts added in order — the same bits on
+// every call with the same parts. Each part writes squared_norm_scratch(its numel) partials.
+std::size_t squared_norm_scratch(std::size_t numel);
+void squared_norm_part(cudaStream_t s, const void* x, std::size_t n, DType t, double* partial);
+void squared_norm_finish(cudaStream_t s, const double* partials, std::size_t count, float* out);
+
+// adamw.cu — AdamW on master, m, v (fp32) from grad; then params = master in params' dtype
+// (params may be null). The CPU update's arithmetic and order: bitwise the same.
+void adamw(cudaStream_t s, float* master, float* m, float* v, const void* grad, DType grad_type,
+           void* params, DType param_type, std::size_t n, const AdamWStep& k);
+
+} // namespace shardlab::cuda

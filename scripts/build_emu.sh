@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Builds the CUDA backend for the CPU into build-emu/: the same .cu sources compiled by the host
+# compiler against the SIMT emulator and its stand-ins for the CUDA runtime, cuBLAS and NCCL
+# (emu/, test infrastructure). `build-emu/shardlab ... --device cuda` then runs on the CPU, and
+# `cd build-emu && ctest -L cuda` runs the CUDA tests. No GPU and no CUDA toolkit needed.
+# Extra arguments go to CMake.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+generator=()
+command -v ninja >/dev/null && generator=(-G Ninja)
+[ -f build-emu/CMakeCache.txt ] || cmake -S . -B build-emu "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DSHARDLAB_CUDA=EMU "$@" >/dev/null
+[ $# -eq 0 ] || cmake -S . -B build-emu "$@" >/dev/null
+cmake --build build-emu -j "$(nproc)" --target shardlab test_cuda_ops test_simt test_emu_cublas test_emu_nccl

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# `--device cuda` from the command line, under the SIMT emulator (each process one emulated GPU;
+# SHARDLAB_EMU_GPUS says how many a node shows, SHARDLAB_EMU_MEMORY how much memory one has):
+#   - eval, bench step and collectives bench run on it and agree with the CPU;
+#   - bad input is a clear message naming the rank and the fix, exit 2, and no rank hangs: no GPU,
+#     more ranks than GPUs, NCCL asked for ranks that share a GPU, a CUDA error on one rank.
+# Usage: cuda_cli_check.sh SHARDLAB EXPECT MPIRUN [MPIRUN ARGS...]
+set -euo pipefail
+shardlab=$1 expect=$2
+shift 2
+mpirun=("$@")
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+model=(--layers 2 --hidden 64 --heads 4 --seq 32 --vocab 256)
+head -c 3000 /usr/share/common-licenses/GPL-3 > "$work/data.txt" # ~90 windows: the emulator is slow
+data=$work/data.txt
+
+# eval: the same loss on the emulated GPU (2 ranks, NCCL's stand-in in place) as on the CPU. The
+# forward's GEMMs accumulate in another order: 1e-5 relative in fp32.
+"$shardlab" train "${model[@]}" --steps 2 --quiet --out "$work/w" --save-weights "$work/w.safetensors" >/dev/null
+cpu=$("$shardlab" eval --weights "$work/w.safetensors" --data "$data" --precision fp32 --json)
+gpu=$(SHARDLAB_EMU_GPUS=2 "${mpirun[@]}" -np 2 "$shardlab" eval --weights "$work/w.safetensors" --data "$data" --precision fp32 --json --device cuda)
+python3 - "$cpu" "$gpu" <<'PY'
+import json, sys
+cpu, gpu = json.loads(sys.argv[1]), json.loads(sys.argv[2])  # one line: rank 0 speaks
+gap = abs(cpu["loss"] - gpu["loss"]) / cpu["loss"]
+assert gap <= 1e-5 and cpu["tokens"] == gpu["tokens"], (cpu, gpu, gap)
+print(f"ok: eval on cuda {gpu['loss']:.6f} vs cpu {cpu['loss']:.6f} (relative {gap:.1e})")
+PY
+
+# bench step: runs, and says where.
+"$shardlab" bench step --device cuda "${model[@]}" --batch 1 --steps 2 --warmup 1 --json > "$work/step.json"
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['device']=='cuda' and d['tokens_per_s']>0, d; print('ok: bench step on cuda')" "$work/step.json"
+
+# collectives bench: ring and native over NCCL's stand-in, every result checked (#wrong 0).
+SHARDLAB_EMU_GPUS=3 "${mpirun[@]}" -np 3 "$shardlab" collectives bench --device cuda --algo ring,native \
+  --op allgather,reduce_scatter,allreduce --dtype bf16 -b 1K -e 8K -f 8 --iters 1 --warmup 1 --json "$work/coll.json" >/dev/null
+python3 "$(dirname "$0")/check_bench_json.py" "$work/coll.json" 3
+
+# Bad input.
+SHARDLAB_EMU_GPUS=0 "$expect" 2 "no CUDA GPU is usable" "${mpirun[@]}" -np 2 "$shardlab" train "${model[@]}" --steps 1 --device cuda --out "$work/x"
+SHARDLAB_EMU_GPUS=1 "$expect" 2 "2 ranks on this node but 1 GPU visible" "${mpirun[@]}" -np 2 "$shardlab" train "${model[@]}" --steps 1 --device cuda --out "$work/x"
+SHARDLAB_EMU_GPUS=1 "$expect" 2 "pass --share-gpu" "${mpirun[@]}" -np 2 "$shardlab" train "${model[@]}" --steps 1 --device cuda --out "$work/x"
+SHARDLAB_EMU_GPUS=1 "$expect" 2 "NCCL allows one rank per GPU; use --transport mpi" "${mpirun[@]}" -np 2 "$shardlab" train "${model[@]}" --steps 1 --device cuda --share-gpu --transport nccl --out "$work/x"
+"$expect" 2 "--share-gpu and --transport apply to --device cuda only" "$shardlab" train "${model[@]}" --steps 1 --share-gpu --out "$work/x"
+"$expect" 2 "--transport infiniband is not a transport" "$shardlab" train "${model[@]}" --steps 1 --device cuda --transport infiniband --out "$work/x"
+# A CUDA error on one rank (rank 1's GPU is out of memory): it names the rank and the error, and
+# rank 0, waiting for it in a collective, does not hang.
+"$expect" nonzero "rank 1: error: out of GPU memory allocating" timeout 120 env SHARDLAB_EMU_GPUS=2 "${mpirun[@]}" \
+  -np 1 "$shardlab" train "${model[@]}" --steps 2 --device cuda --out "$work/oom" : \
+  -np 1 -x SHARDLAB_EMU_MEMORY=1000000 "$shardlab" train "${model[@]}" --steps 2 --device cuda --out "$work/oom"
+echo "ok: --device cuda from the command line"

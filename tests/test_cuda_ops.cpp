@@ -1,0 +1,464 @@
+// The CUDA backend's Ops against the CPU backend's, on the same random inputs (odd sizes, every
+// storage dtype), both called through the Ops interface on their own streams. Where the CUDA
+// kernel sums in the CPU's order the results are equal bit for bit (element-wise ops,
+// conversions, embedding, bias and LayerNorm parameter gradients, AdamW); elsewhere the bound is
+// argued per op from the precision (reduction order in fp32, one rounding to 16 bits). Runs on a
+// GPU, or on the CPU under the SIMT emulator (-DSHARDLAB_CUDA=EMU); skipped, saying so, where
+// neither is present.
+#include "core/device_context.h"
+#include "model/ops_cpu.h"
+#include "model/ops_cuda.h"
+#include "optim/adamw.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+using namespace shardlab;
+
+namespace {
+
+// One backend's context and ops, and tensors made on it from host values.
+struct Side {
+    std::unique_ptr<DeviceContext> ctx;
+    std::unique_ptr<Ops> ops;
+    std::vector<Allocation> memory;
+
+    Stream& s() { return ctx->compute(); }
+    Tensor make(const std::vector<float>& values, DType t, Shape shape) {
+        Allocation a =
+            ctx->tracker().allocate(values.size() * dtype_size(t), Category::workspace, s());
+        Tensor x{a.data(), t, shape, a.device()};
+        upload_f32(s(), x, values.data());
+        memory.push_back(std::move(a));
+        return x;
+    }
+    template <typename T>
+    T* scalar() {
+        Allocation a = ctx->tracker().allocate(sizeof(T), Category::workspace, s());
+        T* p = a.as<T>();
+        memory.push_back(std::move(a));
+        return p;
+    }
+    std::vector<float> read(const Tensor& x) { return to_host_f32(s(), x); }
+    std::vector<char> bits(const Tensor& x) {
+        std::vector<char> raw(x.bytes());
+        s().memcpy(raw.data(), x.data, raw.size());
+        s().synchronize();
+        return raw;
+    }
+    template <typename T>
+    T value(const T* p) {
+        T v{};
+        s().memcpy(&v, p, sizeof(T));
+        s().synchronize();
+        return v;
+    }
+};
+
+struct Twin {
+    Side cpu, gpu;
+};
+
+// Both backends, or a skip that says why.
+#define MAKE_TWIN(twin)                                                                            \
+    const GpuQuery query = query_gpus();                                                           \
+    if (query.gpus.empty())                                                                        \
+        GTEST_SKIP() << "no CUDA device (" << (query.cuda_built ? query.status : "no CUDA build")  \
+                     << "): the CUDA ops are checked on a GPU or under -DSHARDLAB_CUDA=EMU";       \
+    Twin twin;                                                                                     \
+    twin.cpu.ctx = make_cpu_context();                                                             \
+    twin.cpu.ops = std::make_unique<CpuOps>(twin.cpu.ctx->tracker());                              \
+    twin.gpu.ctx = make_cuda_context(0);                                                           \
+    twin.gpu.ops = make_cuda_ops(twin.gpu.ctx->tracker())
+
+std::vector<float> random_values(std::size_t n, std::uint64_t seed, float scale = 1.0f) {
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<float> u(-scale, scale);
+    std::vector<float> v(n);
+    for (float& x : v) x = u(rng);
+    return v;
+}
+
+// The spacing of dtype t's values around |x| (its unit in the last place), for bounds.
+double ulp(DType t, double x) {
+    const int mantissa = t == DType::f32 ? 23 : t == DType::bf16 ? 7 : 10;
+    const double min_normal = t == DType::f32 ? 0x1p-126 : t == DType::bf16 ? 0x1p-126 : 0x1p-14;
+    const double a = std::max(std::fabs(x), min_normal);
+    return std::ldexp(1.0, std::ilogb(a) - mantissa);
+}
+
+void expect_within(const std::vector<float>& got, const std::vector<float>& want,
+                   const std::vector<double>& bound, const char* what) {
+    ASSERT_EQ(got.size(), want.size());
+    int reported = 0;
+    for (std::size_t i = 0; i < want.size(); ++i) {
+        const double d = std::fabs(double(got[i]) - double(want[i]));
+        if (!(d <= bound[i]) && reported++ < 5)
+            ADD_FAILURE() << what << "[" << i << "]: cuda " << got[i] << " cpu " << want[i]
+                          << " differ by " << d << " > bound " << bound[i];
+    }
+}
+
+// ||got - want|| / ||want||: for ops whose every output mixes many reductions (attention).
+double relative_error(const std::vector<float>& got, const std::vector<float>& want) {
+    double num = 0, den = 0;
+    for (std::size_t i = 0; i < want.size(); ++i) {
+        const double d = double(got[i]) - double(want[i]);
+        num += d * d; // a NaN (an element never written) fails the comparison
+        den += double(want[i]) * double(want[i]);
+    }
+    return std::sqrt(num / den);
+}
+
+const DType kAll[] = {DType::f32, DType::bf16, DType::f16};
+
+} // namespace
+
+// GEMM: both sides accumulate K products in fp32, in different orders, so each differs from the
+// exact value by at most K u sum|a||b| (u = 2^-24), the two by twice that; a 16-bit result is then
+// rounded once on each side, which may land on neighbouring values: one ulp of the output more.
+TEST(CudaOps, GemmMatchesTheCpuWithinTheAccumulationBound) {
+    MAKE_TWIN(t);
+    struct Case {
+        int batch, M, N, K;
+        bool bias;
+    };
+    for (const Case c : {Case{1, 13, 7, 19, false}, Case{1, 33, 65, 17, true},
+                         Case{3, 5, 9, 11, false}, Case{1, 1, 1, 1, true}})
+        for (DType dt : kAll)
+            for (bool ta : {false, true})
+                for (bool tb : {false, true}) {
+                    SCOPED_TRACE(testing::Message() << dtype_name(dt) << " ta " << ta << " tb "
+                                                    << tb << " M " << c.M << " batch " << c.batch);
+                    const int B = c.batch, M = c.M, N = c.N, K = c.K;
+                    const auto a = random_values(std::size_t(B) * M * K, 1);
+                    const auto b = random_values(std::size_t(B) * K * N, 2);
+                    const auto c0 = random_values(std::size_t(B) * M * N, 3);
+                    const auto bias = random_values(std::size_t(N), 4);
+                    const float alpha = 0.75f, beta = c.bias ? 0.0f : 0.5f;
+                    const Shape sa =
+                        B > 1 ? Shape{B, ta ? K : M, ta ? M : K} : Shape{ta ? K : M, ta ? M : K};
+                    const Shape sb =
+                        B > 1 ? Shape{B, tb ? N : K, tb ? K : N} : Shape{tb ? N : K, tb ? K : N};
+                    const Shape sc = B > 1 ? Shape{B, M, N} : Shape{M, N};
+                    std::vector<float> out[2];
+                    std::vector<float> ha, hb; // the inputs as stored (rounded to dt)
+                    for (int side = 0; side < 2; ++side) {
+                        Side& x = side ? t.gpu : t.cpu;
+                        const Tensor ta_ = x.make(a, dt, sa), tb_ = x.make(b, dt, sb),
+                                     tc = x.make(c0, dt, sc), tbias = x.make(bias, dt, {N});
+                        x.ops->gemm(x.s(), ta_, ta, tb_, tb, tc, alpha, beta,
+                                    c.bias ? &tbias : nullptr);
+                        out[side] = x.read(tc);
+                        if (side == 0) ha = x.read(ta_), hb = x.read(tb_);
+                    }
+                    std::vector<double> bound(out[0].size());
+                    for (int i = 0; i < B; ++i)
+                        for (int m = 0; m < M; ++m)
+                            for (int n = 0; n < N; ++n) {
+                                double mag = 0;
+                                for (int k = 0; k < K; ++k) {
+                                    const double av =
+                                        ha[std::size_t(i) * M * K +
+                                           (ta ? std::size_t(k) * M + m : std::size_t(m) * K + k)];
+                                    const double bv =
+                                        hb[std::size_t(i) * K * N +
+                                           (tb ? std::size_t(n) * K + k : std::size_t(k) * N + n)];
+                                    mag += std::fabs(av * bv);
+                                }
+                                const std::size_t o = (std::size_t(i) * M + m) * N + n;
+                                const double rest =
+                                    c.bias ? std::fabs(bias[n]) : 0.5 * std::fabs(c0[o]);
+                                bound[o] = 2.0 * (K + 2) * 0x1p-24 * (alpha * mag + rest) +
+                                           (dt == DType::f32 ? 0.0 : ulp(dt, out[0][o]));
+                            }
+                    expect_within(out[1], out[0], bound, "gemm");
+                }
+}
+
+TEST(CudaOps, BiasGradIsTheCpusColumnSumsBitForBit) {
+    MAKE_TWIN(t);
+    for (DType dt : kAll) {
+        SCOPED_TRACE(dtype_name(dt));
+        const auto dout = random_values(37 * 29, 5), db0 = random_values(29, 6);
+        std::vector<char> bits[2];
+        for (int side = 0; side < 2; ++side) {
+            Side& x = side ? t.gpu : t.cpu;
+            const Tensor db = x.make(db0, dt, {29});
+            x.ops->bias_grad(x.s(), db, x.make(dout, dt, {37, 29}));
+            bits[side] = x.bits(db);
+        }
+        EXPECT_EQ(bits[1], bits[0]);
+    }
+}
+
+// LayerNorm: the row statistics are sums of C terms in another order — within 2 C u of each
+// other, relative — and the output one rounding of values that close. The parameter gradients
+// sum rows in the CPU's order: with the same mean and rstd given to both, bit for bit.
+TEST(CudaOps, LayerNormForwardAndBackward) {
+    MAKE_TWIN(t);
+    const int N = 23, C = 77;
+    for (DType dt : kAll) {
+        SCOPED_TRACE(dtype_name(dt));
+        const auto in = random_values(std::size_t(N) * C, 7, 2.0f);
+        const auto w = random_values(C, 8), b = random_values(C, 9);
+        const auto dout = random_values(std::size_t(N) * C, 10), din0 = random_values(N * C, 11);
+        const auto dw0 = random_values(C, 12), db0 = random_values(C, 13);
+        std::vector<float> out[2], mean[2], rstd[2], din[2];
+        std::vector<char> dw[2], db[2];
+        std::vector<float> cpu_mean, cpu_rstd;
+        for (int side = 0; side < 2; ++side) {
+            Side& x = side ? t.gpu : t.cpu;
+            const Tensor tin = x.make(in, dt, {N, C}), tw = x.make(w, dt, {C}),
+                         tb = x.make(b, dt, {C});
+            const Tensor tout = x.make(std::vector<float>(N * C), dt, {N, C});
+            const Tensor tm = x.make(std::vector<float>(N), DType::f32, {N});
+            const Tensor tr = x.make(std::vector<float>(N), DType::f32, {N});
+            x.ops->layernorm_forward(x.s(), tout, tm, tr, tin, tw, tb);
+            out[side] = x.read(tout), mean[side] = x.read(tm), rstd[side] = x.read(tr);
+            // backward from the CPU's statistics on both sides
+            const Tensor sm = x.make(mean[0], DType::f32, {N}),
+                         sr = x.make(rstd[0], DType::f32, {N});
+            const Tensor tdin = x.make(din0, dt, {N, C}), tdw = x.make(dw0, dt, {C}),
+                         tdb = x.make(db0, dt, {C});
+            x.ops->layernorm_backward(x.s(), tdin, tdw, tdb, x.make(dout, dt, {N, C}), tin, tw, sm,
+                                      sr);
+            din[side] = x.read(tdin), dw[side] = x.bits(tdw), db[side] = x.bits(tdb);
+        }
+        std::vector<double> stat_bound(N), rstd_bound(N), out_bound(out[0].size()),
+            din_bound(din[0].size());
+        for (int r = 0; r < N; ++r) {
+            stat_bound[r] = 4.0 * C * 0x1p-24 * 2.0; // |x| <= 2
+            rstd_bound[r] = 4.0 * C * 0x1p-24 * std::fabs(rstd[0][r]);
+        }
+        for (std::size_t i = 0; i < out_bound.size(); ++i) {
+            out_bound[i] = 8.0 * C * 0x1p-24 * 4.0 + (dt == DType::f32 ? 0.0 : ulp(dt, out[0][i]));
+            din_bound[i] = 8.0 * C * 0x1p-24 * 16.0 + (dt == DType::f32 ? 0.0 : ulp(dt, din[0][i]));
+        }
+        expect_within(mean[1], mean[0], stat_bound, "mean");
+        expect_within(rstd[1], rstd[0], rstd_bound, "rstd");
+        expect_within(out[1], out[0], out_bound, "out");
+        expect_within(din[1], din[0], din_bound, "din");
+        EXPECT_EQ(dw[1], dw[0]);
+        EXPECT_EQ(db[1], db[0]);
+    }
+}
+
+// Attention mixes T-term reductions (scores, softmax sums, P V) and, in 16-bit storage, rounds
+// probabilities and scores' gradients: relative errors of a few ulp of the storage type.
+TEST(CudaOps, CausalAttentionForwardAndBackward) {
+    MAKE_TWIN(t);
+    const int B = 2, T = 19, C = 24, H = 3;
+    for (DType dt : kAll) {
+        SCOPED_TRACE(dtype_name(dt));
+        const auto qkv = random_values(std::size_t(B) * T * 3 * C, 14);
+        const auto dout = random_values(std::size_t(B) * T * C, 15);
+        std::vector<float> out[2], att[2], dqkv[2];
+        for (int side = 0; side < 2; ++side) {
+            Side& x = side ? t.gpu : t.cpu;
+            const Tensor tq = x.make(qkv, dt, {B, T, 3 * C});
+            const Tensor to = x.make(std::vector<float>(B * T * C, NAN), dt, {B, T, C});
+            const Tensor ta = x.make(std::vector<float>(B * H * T * T, NAN), dt, {B, H, T, T});
+            const Tensor td = x.make(std::vector<float>(B * T * 3 * C, NAN), dt, {B, T, 3 * C});
+            x.ops->attention_forward(x.s(), to, ta, tq, H);
+            x.ops->attention_backward(x.s(), td, x.make(dout, dt, {B, T, C}), tq, ta, H);
+            out[side] = x.read(to), att[side] = x.read(ta), dqkv[side] = x.read(td);
+        }
+        const double tol = dt == DType::f32 ? 1e-6 : dt == DType::bf16 ? 2e-2 : 3e-3;
+        EXPECT_LT(relative_error(att[1], att[0]), tol);
+        EXPECT_LT(relative_error(out[1], out[0]), tol);
+        EXPECT_LT(relative_error(dqkv[1], dqkv[0]), 2 * tol);
+        for (int b = 0; b < B * H; ++b) // above the diagonal: exactly zero
+            for (int i = 0; i < T; ++i)
+                for (int j = i + 1; j < T; ++j)
+                    ASSERT_EQ(att[1][(std::size_t(b) * T + i) * T + j], 0.0f);
+    }
+}
+
+// GELU: CUDA's tanhf and the CPU's vectorised tanh differ by a few ulp; 16-bit outputs by one
+// rounding of values that close.
+TEST(CudaOps, GeluForwardAndBackward) {
+    MAKE_TWIN(t);
+    const std::size_t n = 1000 * 3 + 7;
+    for (DType dt : kAll) {
+        SCOPED_TRACE(dtype_name(dt));
+        const auto in = random_values(n, 16, 4.0f), dout = random_values(n, 17);
+        std::vector<float> out[2], din[2];
+        for (int side = 0; side < 2; ++side) {
+            Side& x = side ? t.gpu : t.cpu;
+            const Tensor ti = x.make(in, dt, {std::int64_t(n)});
+            const Tensor to = x.make(std::vector<float>(n, NAN), dt, {std::int64_t(n)});
+            const Tensor td = x.make(std::vector<float>(n, NAN), dt, {std::int64_t(n)});
+            x.ops->gelu_forward(x.s(), to, ti);
+            x.ops->gelu_backward(x.s(), td, ti, x.make(dout, dt, {std::int64_t(n)}));
+            out[side] = x.read(to), din[side] = x.read(td);
+        }
+        std::vector<double> bo(n), bd(n);
+        for (std::size_t i = 0; i < n; ++i) {
+            bo[i] = 16 * 0x1p-24 * 4.0 + (dt == DType::f32 ? 0.0 : ulp(dt, out[0][i]));
+            bd[i] = 16 * 0x1p-24 * 2.0 + (dt == DType::f32 ? 0.0 : ulp(dt, din[0][i]));
+        }
+        expect_within(out[1], out[0], bo, "gelu");
+        expect_within(din[1], din[0], bd, "gelu'");
+    }
+}
+
+TEST(CudaOps, EmbeddingIsTheCpusBitForBitBackwardIncluded) {
+    MAKE_TWIN(t);
+    const int B = 3, T = 7, C = 13, V = 50;
+    std::vector<std::uint16_t> tokens(B * T);
+    for (int i = 0; i < B * T; ++i) tokens[i] = std::uint16_t((i * 7) % 11 * 4 % V); // repeats
+    for (DType dt : kAll) {
+        SCOPED_TRACE(dtype_name(dt));
+        const auto wte = random_values(std::size_t(V) * C, 18), wpe = random_values(T * C, 19);
+        const auto dout = random_values(std::size_t(B) * T * C, 20);
+        std::vector<char> out[2], dwte[2], dwpe[2];
+        for (int side = 0; side < 2; ++side) {
+            Side& x = side ? t.gpu : t.cpu;
+            Allocation tok =
+                x.ctx->tracker().allocate(tokens.size() * 2, Category::workspace, x.s());
+            x.s().upload(tok.data(), tokens.data(), tokens.size() * 2);
+            const Tensor to = x.make(std::vector<float>(B * T * C), dt, {B, T, C});
+            x.ops->embedding_forward(x.s(), to, tok.as<std::uint16_t>(), x.make(wte, dt, {V, C}),
+                                     x.make(wpe, dt, {T, C}));
+            const Tensor dte = x.make(wte, dt, {V, C}), dpe = x.make(wpe, dt, {T, C}); // += onto
+            x.ops->embedding_backward(x.s(), dte, dpe, x.make(dout, dt, {B, T, C}),
+                                      tok.as<std::uint16_t>());
+            out[side] = x.bits(to), dwte[side] = x.bits(dte), dwpe[side] = x.bits(dpe);
+            x.memory.push_back(std::move(tok));
+        }
+        EXPECT_EQ(out[1], out[0]);
+        EXPECT_EQ(dwte[1], dwte[0]);
+        EXPECT_EQ(dwpe[1], dwpe[0]);
+    }
+}
+
+// Cross-entropy: the row's log-sum-exp sums V exponentials in another order (and CUDA's expf and
+// logf are not the host's): a relative difference of a few V u in the loss; the gradient is one
+// rounding of probabilities that close.
+TEST(CudaOps, CrossEntropyLossAndFusedGradient) {
+    MAKE_TWIN(t);
+    const int N = 21, V = 67;
+    std::vector<std::uint16_t> targets(N);
+    for (int i = 0; i < N; ++i) targets[i] = std::uint16_t((i * 13) % V);
+    for (DType dt : kAll)
+        for (float scale : {0.0f, 1.0f / N}) {
+            SCOPED_TRACE(testing::Message() << dtype_name(dt) << " scale " << scale);
+            const auto logits = random_values(std::size_t(N) * V, 21, 3.0f);
+            double loss[2];
+            std::vector<float> grad[2];
+            for (int side = 0; side < 2; ++side) {
+                Side& x = side ? t.gpu : t.cpu;
+                Allocation tg = x.ctx->tracker().allocate(N * 2, Category::workspace, x.s());
+                x.s().upload(tg.data(), targets.data(), N * 2);
+                const Tensor z = x.make(logits, dt, {N, V});
+                double* l = x.scalar<double>();
+                x.ops->cross_entropy(x.s(), z, tg.as<std::uint16_t>(), scale, l);
+                loss[side] = x.value(l);
+                grad[side] = x.read(z);
+                x.memory.push_back(std::move(tg));
+            }
+            EXPECT_NEAR(loss[1], loss[0], 8.0 * V * 0x1p-24 * std::fabs(loss[0]));
+            std::vector<double> bound(grad[0].size());
+            for (std::size_t i = 0; i < bound.size(); ++i)
+                bound[i] = scale == 0.0f ? 0.0
+                                         : 8.0 * V * 0x1p-24 * scale +
+                                               (dt == DType::f32 ? 0.0 : ulp(dt, grad[0][i]));
+            expect_within(grad[1], grad[0], bound, "dlogits");
+        }
+}
+
+TEST(CudaOps, ElementwiseOpsAreTheCpusBitForBit) {
+    MAKE_TWIN(t);
+    const std::size_t n = 4099;
+    const auto a = random_values(n, 22), b = random_values(n, 23, 1e3f);
+    for (DType dt : kAll) {
+        SCOPED_TRACE(dtype_name(dt));
+        std::vector<char> acc[2], filled[2], zeros[2];
+        for (int side = 0; side < 2; ++side) {
+            Side& x = side ? t.gpu : t.cpu;
+            const Tensor ta = x.make(a, dt, {std::int64_t(n)});
+            x.ops->accumulate(x.s(), ta, x.make(b, dt, {std::int64_t(n)}));
+            acc[side] = x.bits(ta);
+            const Tensor f = x.make(a, dt, {std::int64_t(n)});
+            x.ops->fill(x.s(), f, -1.375f);
+            filled[side] = x.bits(f);
+            x.ops->fill(x.s(), f, 0.0f);
+            zeros[side] = x.bits(f);
+        }
+        EXPECT_EQ(acc[1], acc[0]);
+        EXPECT_EQ(filled[1], filled[0]);
+        EXPECT_EQ(zeros[1], std::vector<char>(zeros[1].size(), 0));
+        for (DType to : kAll) { // every conversion, rounding to nearest even
+            std::vector<char> conv[2];
+            for (int side = 0; side < 2; ++side) {
+                Side& x = side ? t.gpu : t.cpu;
+                const Tensor d = x.make(std::vector<float>(n), to, {std::int64_t(n)});
+                x.ops->convert(x.s(), d, x.make(b, dt, {std::int64_t(n)}));
+                conv[side] = x.bits(d);
+            }
+            EXPECT_EQ(conv[1], conv[0]) << dtype_name(dt) << " -> " << dtype_name(to);
+        }
+    }
+}
+
+// The squared norm: both sum squares in double (the GPU by a fixed tree, the CPU in order); the
+// sums differ by far less than a float's ulp, so the float results are equal or adjacent. The GPU
+// gives the same bits on every call.
+TEST(CudaOps, SquaredNormIsDeterministicAndWithinAFloatUlp) {
+    MAKE_TWIN(t);
+    const std::size_t sizes[] = {0, 1, 255, 257, 70001};
+    float result[2] = {0, 0};
+    for (int side = 0; side < 2; ++side) {
+        Side& x = side ? t.gpu : t.cpu;
+        std::vector<Tensor> parts;
+        int k = 0;
+        for (std::size_t n : sizes)
+            parts.push_back(x.make(random_values(n, 30 + k), kAll[k % 3], {std::int64_t(n)})), ++k;
+        float* out = x.scalar<float>();
+        x.ops->squared_norm(x.s(), parts, out);
+        result[side] = x.value(out);
+        if (side == 1)
+            for (int again = 0; again < 3; ++again) {
+                x.ops->squared_norm(x.s(), parts, out);
+                EXPECT_EQ(x.value(out), result[1]) << "the same parts, the same bits";
+            }
+    }
+    EXPECT_NEAR(result[1], result[0], ulp(DType::f32, result[0]));
+}
+
+TEST(CudaOps, AdamWIsTheCpusUpdateBitForBit) {
+    MAKE_TWIN(t);
+    const std::size_t n = 3001;
+    for (DType gt : kAll)
+        for (int params = 0; params < 3; ++params) { // none, fp32, bf16
+            SCOPED_TRACE(testing::Message() << dtype_name(gt) << " params " << params);
+            const DType pt = params == 2 ? DType::bf16 : DType::f32;
+            std::vector<char> w[2], m[2], v[2], p[2];
+            for (int side = 0; side < 2; ++side) {
+                Side& x = side ? t.gpu : t.cpu;
+                const Shape s{std::int64_t(n)};
+                const Tensor tw = x.make(random_values(n, 40), DType::f32, s);
+                const Tensor tm = x.make(random_values(n, 41, 0.1f), DType::f32, s);
+                std::vector<float> v0 = random_values(n, 42, 0.01f);
+                for (float& e : v0) e = std::fabs(e);
+                const Tensor tv = x.make(v0, DType::f32, s);
+                const Tensor tp = x.make(std::vector<float>(n), pt, s);
+                for (int step = 1; step <= 3; ++step) {
+                    const AdamWStep k = adamw_step(AdamWConfig{}, 1e-3f, step, true, 0.5f);
+                    x.ops->adamw(x.s(), tw, tm, tv, x.make(random_values(n, 43 + step), gt, s),
+                                 params ? &tp : nullptr, k);
+                }
+                w[side] = x.bits(tw), m[side] = x.bits(tm), v[side] = x.bits(tv);
+                p[side] = x.bits(tp);
+            }
+            EXPECT_EQ(w[1], w[0]);
+            EXPECT_EQ(m[1], m[0]);
+            EXPECT_EQ(v[1], v[0]);
+            EXPECT_EQ(p[1], p[0]);
+        }
+}

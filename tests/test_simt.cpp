@@ -1,0 +1,393 @@
+// The SIMT emulator's own tests (built with -DSHARDLAB_CUDA=EMU): what CUDA guarantees, kernels
+// rely on, and the emulator must reproduce — shared memory private to each block, barriers that
+// order it, warp shuffles and votes with CUDA's lane arithmetic, atomics that are atomic across
+// blocks running at once, launch limits, stream order — and what CUDA leaves undefined and the
+// emulator reports instead: divergent barriers, threads that exit before a barrier, deadlocks,
+// misaligned vector loads.
+#include "core/cuda/cuda_check.h"
+#include "core/cuda/element.h"
+#include "core/cuda/launch.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <numeric>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace shardlab;
+
+namespace {
+
+// Device memory holding n values of T, copied back to the host on demand.
+template <typename T>
+struct DeviceArray {
+    explicit DeviceArray(std::size_t n, T init = T{}) : n(n) {
+        cuda::check_cuda(cudaMalloc(reinterpret_cast<void**>(&p), n * sizeof(T)), "cudaMalloc");
+        std::vector<T> h(n, init);
+        cuda::check_cuda(cudaMemcpy(p, h.data(), n * sizeof(T), cudaMemcpyHostToDevice), "copy");
+    }
+    ~DeviceArray() { cudaFree(p); }
+    std::vector<T> host() const {
+        std::vector<T> h(n);
+        cuda::check_cuda(cudaMemcpy(h.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost), "copy");
+        return h;
+    }
+    std::size_t n;
+    T* p = nullptr;
+};
+
+// A fault is sticky: the test that provokes one checks it, then starts the device afresh.
+// Launches a kernel that faults. Its fault may already be the device's sticky error when the launch
+// is checked (it can run at once), so unlike cuda::launch this does not check the launch.
+template <typename... KArgs, typename... Args>
+void launch_faulting(const char* name, void (*kernel)(KArgs...), dim3 grid, dim3 block,
+                     std::size_t smem, cudaStream_t stream, Args&&... args) {
+    emu::launch(name, kernel, grid, block, smem, stream, std::forward<Args>(args)...);
+}
+
+std::string expect_fault(cudaError_t expected) {
+    const cudaError_t e = cudaDeviceSynchronize();
+    EXPECT_EQ(e, expected) << cudaGetErrorName(e);
+    EXPECT_EQ(cudaGetLastError(), expected) << "a fault stays until the device is reset";
+    std::string what = emu::last_fault();
+    emu::reset_device();
+    return what;
+}
+
+// --- shared memory and barriers ---------------------------------------------------------------
+
+__global__ void reverse_in_block(int* out, const int* in) {
+    __shared__ int tile[256];
+    const unsigned t = threadIdx.x, base = blockIdx.x * blockDim.x;
+    tile[t] = in[base + t];
+    __syncthreads(); // every write lands before any read
+    out[base + t] = tile[blockDim.x - 1 - t];
+}
+
+TEST(Simt, SharedMemoryIsPrivateToEachBlockAndOrderedByBarriers) {
+    const unsigned blocks = 64, threads = 256;
+    std::vector<int> in(blocks * threads);
+    std::iota(in.begin(), in.end(), 0);
+    DeviceArray<int> din(in.size()), dout(in.size(), -1);
+    cudaMemcpy(din.p, in.data(), in.size() * sizeof(int), cudaMemcpyHostToDevice);
+    cuda::launch("reverse_in_block", reverse_in_block, blocks, threads, 0, nullptr, dout.p,
+                 static_cast<const int*>(din.p));
+    const std::vector<int> out = dout.host();
+    for (unsigned b = 0; b < blocks; ++b)
+        for (unsigned t = 0; t < threads; ++t)
+            ASSERT_EQ(out[b * threads + t], int(b * threads + threads - 1 - t))
+                << "block " << b << " thread " << t;
+}
+
+__global__ void dynamic_shared_sum(int* out, int n_per_thread) {
+    SHARDLAB_DYNAMIC_SHARED(int, buf);
+    const unsigned t = threadIdx.x;
+    for (int i = 0; i < n_per_thread; ++i) buf[t * n_per_thread + i] = int(blockIdx.x);
+    __syncthreads();
+    if (t == 0) {
+        int s = 0;
+        for (unsigned i = 0; i < blockDim.x * unsigned(n_per_thread); ++i) s += buf[i];
+        out[blockIdx.x] = s;
+    }
+}
+
+TEST(Simt, DynamicSharedMemoryIsPerBlockAndItsLimitNeedsTheAttribute) {
+    const int per_thread = 128, threads = 128; // 64 KiB: over the 48 KiB default
+    const std::size_t bytes = std::size_t(per_thread) * threads * sizeof(int);
+    DeviceArray<int> out(32, -1);
+    try {
+        cuda::launch("dynamic_shared_sum", dynamic_shared_sum, 32, threads, bytes, nullptr, out.p,
+                     per_thread);
+        FAIL() << "64 KiB of dynamic shared memory launched without the attribute";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("dynamic_shared_sum"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("cudaFuncSetAttribute"), std::string::npos)
+            << e.what();
+    }
+    ASSERT_EQ(cudaFuncSetAttribute(reinterpret_cast<const void*>(dynamic_shared_sum),
+                                   cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)),
+              cudaSuccess);
+    cuda::launch("dynamic_shared_sum", dynamic_shared_sum, 32, threads, bytes, nullptr, out.p,
+                 per_thread);
+    const std::vector<int> got = out.host();
+    for (int b = 0; b < 32; ++b) EXPECT_EQ(got[b], b * per_thread * threads);
+}
+
+__global__ void write_coordinates(int* out) {
+    const unsigned bx = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+    const unsigned tx = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    const unsigned threads = blockDim.x * blockDim.y * blockDim.z;
+    out[bx * threads + tx] = int(bx * 1000 + tx);
+}
+
+TEST(Simt, ThreeDimensionalGridsAndBlocksCoverEveryThreadOnce) {
+    const dim3 grid(3, 2, 2), block(4, 3, 2);
+    DeviceArray<int> out(12 * 24, -1);
+    cuda::launch("write_coordinates", write_coordinates, grid, block, 0, nullptr, out.p);
+    const std::vector<int> got = out.host();
+    for (int b = 0; b < 12; ++b)
+        for (int t = 0; t < 24; ++t) ASSERT_EQ(got[b * 24 + t], b * 1000 + t);
+}
+
+// --- warp shuffles and votes ------------------------------------------------------------------
+
+__global__ void shuffles(int* out, int width) {
+    const int lane = int(threadIdx.x % 32);
+    const int v = lane * 10;
+    int* o = out + threadIdx.x * 5;
+    o[0] = __shfl_sync(0xffffffffu, v, 3, width);
+    o[1] = __shfl_up_sync(0xffffffffu, v, 2, width);
+    o[2] = __shfl_down_sync(0xffffffffu, v, 3, width);
+    o[3] = __shfl_xor_sync(0xffffffffu, v, 5, width);
+    int s = lane;
+    for (int m = width / 2; m > 0; m /= 2) s += __shfl_xor_sync(0xffffffffu, s, m, width);
+    o[4] = s;
+}
+
+TEST(Simt, ShufflesFollowCudasLaneArithmeticForEveryWidth) {
+    for (int width : {32, 16, 8}) {
+        DeviceArray<int> out(64 * 5, -1);
+        cuda::launch("shuffles", shuffles, 1, 64, 0, nullptr, out.p, width);
+        const std::vector<int> got = out.host();
+        for (int t = 0; t < 64; ++t) {
+            const int lane = t % 32, base = lane - lane % width, in_group = lane % width;
+            const int* o = &got[std::size_t(t) * 5];
+            EXPECT_EQ(o[0], (base + 3 % width) * 10) << "width " << width << " lane " << lane;
+            EXPECT_EQ(o[1], (in_group >= 2 ? lane - 2 : lane) * 10);
+            EXPECT_EQ(o[2], (in_group + 3 < width ? lane + 3 : lane) * 10);
+            EXPECT_EQ(o[3], (((lane ^ 5) < base + width) ? lane ^ 5 : lane) * 10);
+            EXPECT_EQ(o[4], width * base + width * (width - 1) / 2); // the group's lane sum
+        }
+    }
+}
+
+__global__ void votes(unsigned* out) {
+    const int lane = int(threadIdx.x % 32);
+    out[threadIdx.x * 4 + 0] = __ballot_sync(0xffffffffu, lane % 3 == 0);
+    out[threadIdx.x * 4 + 1] = unsigned(__any_sync(0xffffffffu, lane == 17));
+    out[threadIdx.x * 4 + 2] = unsigned(__all_sync(0xffffffffu, lane < 31));
+    out[threadIdx.x * 4 + 3] = unsigned(__all_sync(0xffffffffu, lane < 32));
+}
+
+TEST(Simt, VotesSeeEveryLanesPredicate) {
+    DeviceArray<unsigned> out(32 * 4);
+    cuda::launch("votes", votes, 1, 32, 0, nullptr, out.p);
+    const std::vector<unsigned> got = out.host();
+    unsigned every_third = 0;
+    for (int l = 0; l < 32; l += 3) every_third |= 1u << l;
+    for (int t = 0; t < 32; ++t) {
+        EXPECT_EQ(got[t * 4 + 0], every_third);
+        EXPECT_EQ(got[t * 4 + 1], 1u);
+        EXPECT_EQ(got[t * 4 + 2], 0u);
+        EXPECT_EQ(got[t * 4 + 3], 1u);
+    }
+}
+
+__global__ void half_warp_shuffle(int* out) {
+    const int lane = int(threadIdx.x % 32);
+    if (lane < 16) out[lane] = __shfl_sync(0x0000ffffu, lane + 100, 15 - lane);
+    __syncwarp();
+}
+
+TEST(Simt, AShuffleAmongPartOfAWarpWaitsOnlyForItsMask) {
+    DeviceArray<int> out(16, -1);
+    cuda::launch("half_warp_shuffle", half_warp_shuffle, 1, 32, 0, nullptr, out.p);
+    const std::vector<int> got = out.host();
+    for (int l = 0; l < 16; ++l) EXPECT_EQ(got[l], 115 - l);
+}
+
+// --- atomics ----------------------------------------------------------------------------------
+
+__global__ void count_up(unsigned long long* counter, int* max_seen) {
+    atomicAdd(counter, 1ull);
+    atomicMax(max_seen, int(blockIdx.x * blockDim.x + threadIdx.x));
+}
+
+TEST(Simt, AtomicsAreAtomicAcrossBlocksRunningAtOnce) {
+    DeviceArray<unsigned long long> counter(1, 0);
+    DeviceArray<int> max_seen(1, -1);
+    const unsigned blocks = 512, threads = 128;
+    for (int round = 0; round < 3; ++round)
+        cuda::launch("count_up", count_up, blocks, threads, 0, nullptr, counter.p, max_seen.p);
+    EXPECT_EQ(counter.host()[0], 3ull * blocks * threads);
+    EXPECT_EQ(max_seen.host()[0], int(blocks * threads - 1));
+}
+
+// --- faults the emulator reports ----------------------------------------------------------------
+
+__global__ void divergent_barrier(int* out) {
+    if (threadIdx.x < 16) {
+        __syncthreads();
+    } else {
+        __syncthreads(); // a different barrier: undefined on a GPU
+    }
+    out[threadIdx.x] = 1;
+}
+
+TEST(Simt, ADivergentBarrierIsReportedWithTheBlockAndThreads) {
+    DeviceArray<int> out(64);
+    launch_faulting("divergent_barrier", divergent_barrier, dim3(2, 1, 1), 32, 0, nullptr, out.p);
+    const std::string what = expect_fault(cudaErrorLaunchFailure);
+    EXPECT_NE(what.find("divergent barrier"), std::string::npos) << what;
+    EXPECT_NE(what.find("kernel divergent_barrier"), std::string::npos) << what;
+    EXPECT_NE(what.find("threads 0..15"), std::string::npos) << what;
+    EXPECT_NE(what.find("threads 16..31"), std::string::npos) << what;
+    EXPECT_NE(what.find("test_simt.cpp"), std::string::npos) << "names the source line: " << what;
+}
+
+__global__ void exit_before_barrier(int* out) {
+    if (threadIdx.x == 5) return;
+    __syncthreads();
+    out[threadIdx.x] = 1;
+}
+
+TEST(Simt, AThreadThatExitsBeforeABarrierIsReported) {
+    DeviceArray<int> out(32);
+    launch_faulting("exit_before_barrier", exit_before_barrier, 1, 32, 0, nullptr, out.p);
+    const std::string what = expect_fault(cudaErrorLaunchFailure);
+    EXPECT_NE(what.find("block (0,0,0)"), std::string::npos) << what;
+    EXPECT_NE(what.find("threads 5 exited while threads 0..4,6..31 wait at __syncthreads"),
+              std::string::npos)
+        << what;
+}
+
+__global__ void shuffle_against_barrier(int* out) {
+    if (threadIdx.x == 0)
+        __syncthreads();
+    else
+        out[threadIdx.x] = __shfl_sync(0xffffffffu, 1, 0);
+}
+
+TEST(Simt, ADeadlockBetweenABarrierAndAWarpOperationIsReported) {
+    DeviceArray<int> out(32);
+    launch_faulting("shuffle_against_barrier", shuffle_against_barrier, 1, 32, 0, nullptr, out.p);
+    const std::string what = expect_fault(cudaErrorLaunchFailure);
+    EXPECT_NE(what.find("deadlock"), std::string::npos) << what;
+    EXPECT_NE(what.find("threads 0 wait at __syncthreads"), std::string::npos) << what;
+}
+
+__global__ void shuffle_with_exited_lane(int* out) {
+    if (threadIdx.x == 31) return;
+    out[threadIdx.x] = __shfl_sync(0xffffffffu, int(threadIdx.x), 0);
+}
+
+TEST(Simt, AWarpOperationWhoseMaskNamesAnExitedLaneIsReported) {
+    DeviceArray<int> out(32);
+    launch_faulting("shuffle_with_exited_lane", shuffle_with_exited_lane, 1, 32, 0, nullptr, out.p);
+    const std::string what = expect_fault(cudaErrorLaunchFailure);
+    EXPECT_NE(what.find("lane 31 of the mask 0xffffffff exited"), std::string::npos) << what;
+}
+
+__global__ void vector_load(float* out, const float* in) {
+    const float4 v = cuda::load4(in);
+    out[0] = v.x + v.y + v.z + v.w;
+}
+
+TEST(Simt, AMisalignedVectorLoadIsReported) {
+    DeviceArray<float> in(8, 1.0f), out(1);
+    cuda::launch("vector_load", vector_load, 1, 1, 0, nullptr, out.p,
+                 static_cast<const float*>(in.p));
+    EXPECT_EQ(out.host()[0], 4.0f);
+    launch_faulting("vector_load", vector_load, 1, 1, 0, nullptr, out.p,
+                    static_cast<const float*>(in.p + 1));
+    const std::string what = expect_fault(cudaErrorMisalignedAddress);
+    EXPECT_NE(what.find("misaligned address: a float4 load"), std::string::npos) << what;
+    EXPECT_NE(what.find("kernel vector_load"), std::string::npos) << what;
+}
+
+__global__ void nothing() {}
+
+TEST(Simt, LaunchLimitsAreCheckedAndNamed) {
+    for (dim3 block : {dim3(1025), dim3(32, 33), dim3(1, 1, 65), dim3(0)}) {
+        try {
+            cuda::launch("nothing", nothing, 1, block, 0, nullptr);
+            FAIL() << "launched a block of " << block.x << "x" << block.y << "x" << block.z;
+        } catch (const Error& e) {
+            EXPECT_NE(std::string(e.what()).find("launching kernel nothing"), std::string::npos);
+            EXPECT_NE(std::string(e.what()).find("cudaErrorInvalidConfiguration"),
+                      std::string::npos)
+                << e.what();
+        }
+    }
+    EXPECT_EQ(cudaGetLastError(), cudaSuccess) << "a launch error is returned once, not sticky";
+    cuda::launch("nothing", nothing, dim3(1, 65535), 1024, 0, nullptr);
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+}
+
+// --- streams ------------------------------------------------------------------------------------
+
+__global__ void add_one(int* x, int n) {
+    const int i = int(blockIdx.x * blockDim.x + threadIdx.x);
+    if (i < n) x[i] += 1;
+}
+
+TEST(Simt, StreamsRunInOrderAndEventsOrderOneAfterAnother) {
+    cudaStream_t a = nullptr, b = nullptr;
+    ASSERT_EQ(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking), cudaSuccess);
+    ASSERT_EQ(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking), cudaSuccess);
+    DeviceArray<int> x(1000, 0);
+    std::atomic<bool> released{false};
+    // a: hold until released, then 3 increments; b: waits for a's event, then 1 increment
+    cuda::check_cuda(cudaLaunchHostFunc(
+                         a,
+                         [](void* flag) {
+                             while (!static_cast<std::atomic<bool>*>(flag)->load())
+                                 std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                         },
+                         &released),
+                     "cudaLaunchHostFunc");
+    for (int k = 0; k < 3; ++k) cuda::launch("add_one", add_one, 4, 256, 0, a, x.p, 1000);
+    cudaEvent_t done = nullptr;
+    cudaEventCreate(&done);
+    cudaEventRecord(done, a);
+    cudaStreamWaitEvent(b, done, 0);
+    cuda::launch("add_one", add_one, 4, 256, 0, b, x.p, 1000);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_EQ(cudaStreamQuery(b), cudaErrorNotReady) << "b must wait for a's event";
+    EXPECT_EQ(cudaEventQuery(done), cudaErrorNotReady);
+    released = true;
+    ASSERT_EQ(cudaStreamSynchronize(b), cudaSuccess);
+    for (int v : x.host()) ASSERT_EQ(v, 4);
+    cudaEventDestroy(done);
+    cudaStreamDestroy(a);
+    cudaStreamDestroy(b);
+}
+
+TEST(Simt, CopiesFromPageableMemoryAreStagedAtTheCall) {
+    cudaStream_t s = nullptr;
+    cudaStreamCreate(&s);
+    DeviceArray<int> x(4, 0);
+    std::atomic<bool> released{false};
+    cudaLaunchHostFunc(
+        s,
+        [](void* flag) {
+            while (!static_cast<std::atomic<bool>*>(flag)->load())
+                std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        },
+        &released);
+    std::vector<int> src = {1, 2, 3, 4};
+    ASSERT_EQ(cudaMemcpyAsync(x.p, src.data(), 16, cudaMemcpyHostToDevice, s), cudaSuccess);
+    src.assign(4, -7); // the caller may reuse pageable memory at once
+    released = true;
+    cudaStreamSynchronize(s);
+    EXPECT_EQ(x.host(), (std::vector<int>{1, 2, 3, 4}));
+    cudaStreamDestroy(s);
+}
+
+TEST(Simt, AFaultIsStickyUntilTheDeviceIsReset) {
+    DeviceArray<int> out(32);
+    launch_faulting("exit_before_barrier", exit_before_barrier, 1, 32, 0, nullptr, out.p);
+    EXPECT_NE(cudaDeviceSynchronize(), cudaSuccess);
+    int v = 0;
+    EXPECT_NE(cudaMemcpy(&v, out.p, sizeof v, cudaMemcpyDeviceToHost), cudaSuccess)
+        << "after a fault every call fails";
+    EXPECT_NE(cudaGetLastError(), cudaSuccess);
+    emu::reset_device();
+    EXPECT_EQ(cudaMemcpy(&v, out.p, sizeof v, cudaMemcpyDeviceToHost), cudaSuccess);
+}
+
+} // namespace
