@@ -160,8 +160,8 @@ class NcclTransport : public Transport {
     void check(ncclResult_t r, const char* what) const {
         if (r == ncclSuccess || r == ncclInProgress) return;
         std::string detail = comm_ ? ncclGetLastError(comm_) : "";
-        throw Error("rank " + std::to_string(rank_) + ": " + what + " failed: " +
-                    ncclGetErrorString(r) + (detail.empty() ? "" : " (" + detail + ")") +
+        throw Error(std::string(what) + " failed: " + ncclGetErrorString(r) +
+                    (detail.empty() ? "" : " (" + detail + ")") +
                     "; run with NCCL_DEBUG=WARN for NCCL's own account");
     }
 

@@ -22,6 +22,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <functional>
@@ -537,7 +538,23 @@ void launch(std::vector<Op> ops) {
         enqueue(stream, [batch = std::move(batch)] { Task(batch).run(); });
 }
 
+// SHARDLAB_EMU_NCCL_FAIL=CALL (e.g. ncclSend): every such call fails with ncclSystemError, as an
+// NCCL whose network broke would — how tests reach the backend's handling of an NCCL error.
+bool injected_failure(const char* call) {
+    static const char* const env = std::getenv("SHARDLAB_EMU_NCCL_FAIL");
+    return env && std::strcmp(env, call) == 0;
+}
+
 ncclResult_t submit(Op op) {
+    if (injected_failure(op.name)) {
+        const std::string why =
+            std::string(op.name) + ": a network failure injected by SHARDLAB_EMU_NCCL_FAIL";
+        if (group.depth > 0 && group.error == ncclSuccess) {
+            group.error = ncclSystemError;
+            group.why = why;
+        }
+        return fail(ncclSystemError, why);
+    }
     if (group.depth == 0) {
         launch({std::move(op)});
         return ncclSuccess;

@@ -3,7 +3,8 @@
 # SHARDLAB_EMU_GPUS says how many a node shows, SHARDLAB_EMU_MEMORY how much memory one has):
 #   - eval, bench step and collectives bench run on it and agree with the CPU;
 #   - bad input is a clear message naming the rank and the fix, exit 2, and no rank hangs: no GPU,
-#     more ranks than GPUs, NCCL asked for ranks that share a GPU, a CUDA error on one rank.
+#     more ranks than GPUs, NCCL asked for ranks that share a GPU, a CUDA error (out of memory) and
+#     an NCCL error (SHARDLAB_EMU_NCCL_FAIL) on one rank.
 # Usage: cuda_cli_check.sh SHARDLAB EXPECT MPIRUN [MPIRUN ARGS...]
 set -euo pipefail
 shardlab=$1 expect=$2
@@ -49,4 +50,8 @@ SHARDLAB_EMU_GPUS=1 "$expect" 2 "NCCL allows one rank per GPU; use --transport m
 "$expect" nonzero "rank 1: error: out of GPU memory allocating" timeout 120 env SHARDLAB_EMU_GPUS=2 "${mpirun[@]}" \
   -np 1 "$shardlab" train "${model[@]}" --steps 2 --device cuda --out "$work/oom" : \
   -np 1 -x SHARDLAB_EMU_MEMORY=1000000 "$shardlab" train "${model[@]}" --steps 2 --device cuda --out "$work/oom"
+# An NCCL error on one rank (its network fails at the first send): named, with the fix, no hang.
+"$expect" nonzero "rank 1: error: ncclSend failed" timeout 120 env SHARDLAB_EMU_GPUS=2 "${mpirun[@]}" \
+  -np 1 "$shardlab" train "${model[@]}" --steps 2 --device cuda --out "$work/nccl" : \
+  -np 1 -x SHARDLAB_EMU_NCCL_FAIL=ncclSend "$shardlab" train "${model[@]}" --steps 2 --device cuda --out "$work/nccl"
 echo "ok: --device cuda from the command line"
