@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <utility>
@@ -173,7 +174,30 @@ void* aligned(std::size_t bytes) {
 }
 } // namespace
 
+namespace {
+thread_local bool in_host_function = false; // this thread runs a cudaLaunchHostFunc function
+
+// CUDA forbids CUDA calls inside a host function (cudaLaunchHostFunc): on a GPU they can deadlock
+// or fail. The emulator refuses them, naming the call; the error fails the host function's stream.
+void refuse_in_host_function(const char* call) {
+    if (in_host_function)
+        throw std::logic_error(std::string(call) +
+                               " called inside a host function (cudaLaunchHostFunc), where CUDA "
+                               "forbids CUDA calls: do it before enqueueing the function");
+}
+
+// Marks this thread as running a host function for the scope's life.
+struct HostFunctionScope {
+    HostFunctionScope() { in_host_function = true; }
+    ~HostFunctionScope() { in_host_function = false; }
+    HostFunctionScope(const HostFunctionScope&) = delete;
+    HostFunctionScope& operator=(const HostFunctionScope&) = delete;
+};
+} // namespace
+
 bool check_launch(const char* name, const void* kernel, dim3 g, dim3 b, std::size_t smem) {
+    if (in_host_function)
+        refuse_in_host_function((std::string("launching kernel ") + name).c_str());
     std::string why;
     const unsigned long long threads = 1ull * b.x * b.y * b.z;
     if (g.x == 0 || g.y == 0 || g.z == 0 || threads == 0)
@@ -210,6 +234,7 @@ void enqueue_grid(cudaStream_t s, const char* name, dim3 grid, dim3 block, std::
 }
 
 void enqueue(cudaStream_t s, std::function<void()> fn) {
+    refuse_in_host_function("a cuBLAS or NCCL call");
     stream(s).enqueue(faulting(std::move(fn)));
 }
 
@@ -311,6 +336,7 @@ cudaError_t cudaGetDeviceCount(int* count) {
 }
 
 cudaError_t cudaSetDevice(int d) {
+    refuse_in_host_function("cudaSetDevice");
     if (d < 0 || d >= device().count) return fail(cudaErrorInvalidDevice);
     current_device = d;
     return cudaSuccess;
@@ -338,6 +364,7 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int d) {
 }
 
 cudaError_t cudaMemGetInfo(std::size_t* free, std::size_t* total) {
+    refuse_in_host_function("cudaMemGetInfo");
     std::lock_guard<std::mutex> lock(device().mutex);
     *total = device().capacity;
     *free = device().capacity - std::min(device().capacity, device().allocated);
@@ -345,6 +372,7 @@ cudaError_t cudaMemGetInfo(std::size_t* free, std::size_t* total) {
 }
 
 cudaError_t cudaDeviceSynchronize() {
+    refuse_in_host_function("cudaDeviceSynchronize");
     count(&Stats::device_synchronizations);
     return wait_for([] { synchronize_all(); });
 }
@@ -352,6 +380,7 @@ cudaError_t cudaDeviceSynchronize() {
 // --- memory -------------------------------------------------------------------------------------
 
 cudaError_t cudaMalloc(void** p, std::size_t bytes) {
+    refuse_in_host_function("cudaMalloc");
     count(&Stats::mallocs);
     std::lock_guard<std::mutex> lock(device().mutex);
     if (device().allocated + bytes > device().capacity)
@@ -364,6 +393,7 @@ cudaError_t cudaMalloc(void** p, std::size_t bytes) {
 }
 
 cudaError_t cudaFree(void* p) {
+    refuse_in_host_function("cudaFree");
     if (!p) return cudaSuccess;
     count(&Stats::frees);
     wait_for([] { synchronize_all(); }); // CUDA frees only once the device is idle
@@ -377,6 +407,7 @@ cudaError_t cudaFree(void* p) {
 }
 
 cudaError_t cudaHostAlloc(void** p, std::size_t bytes, unsigned) {
+    refuse_in_host_function("cudaHostAlloc");
     count(&Stats::mallocs);
     *p = aligned(bytes);
     if (!*p) return last_error = cudaErrorMemoryAllocation;
@@ -386,6 +417,7 @@ cudaError_t cudaHostAlloc(void** p, std::size_t bytes, unsigned) {
 }
 
 cudaError_t cudaFreeHost(void* p) {
+    refuse_in_host_function("cudaFreeHost");
     if (!p) return cudaSuccess;
     count(&Stats::frees);
     wait_for([] { synchronize_all(); });
@@ -397,6 +429,7 @@ cudaError_t cudaFreeHost(void* p) {
 }
 
 cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* a, const void* p) {
+    refuse_in_host_function("cudaPointerGetAttributes");
     *a = cudaPointerAttributes{};
     a->type = is_device(p)     ? cudaMemoryTypeDevice
               : is_pageable(p) ? cudaMemoryTypeUnregistered
@@ -414,6 +447,7 @@ cudaError_t cudaStreamCreate(cudaStream_t* s) {
 }
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned flags) {
+    refuse_in_host_function("cudaStreamCreateWithFlags");
     *s = new EmuStream{std::make_unique<shardlab::CpuStream>("emu-stream", device().group),
                        (flags & cudaStreamNonBlocking) == 0};
     std::lock_guard<std::mutex> lock(device().mutex);
@@ -422,6 +456,7 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned flags) {
 }
 
 cudaError_t cudaStreamDestroy(cudaStream_t s) {
+    refuse_in_host_function("cudaStreamDestroy");
     if (!s) return last_error = cudaErrorInvalidResourceHandle;
     {
         std::lock_guard<std::mutex> lock(device().mutex);
@@ -432,22 +467,29 @@ cudaError_t cudaStreamDestroy(cudaStream_t s) {
 }
 
 cudaError_t cudaStreamSynchronize(cudaStream_t s) {
+    refuse_in_host_function("cudaStreamSynchronize");
     return wait_for([s] { stream(s).synchronize(); });
 }
 
 cudaError_t cudaStreamQuery(cudaStream_t s) {
+    refuse_in_host_function("cudaStreamQuery");
     if (sticky() != cudaSuccess) return sticky();
     return stream(s).record()->query() ? cudaSuccess : cudaErrorNotReady;
 }
 
 cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned) {
+    refuse_in_host_function("cudaStreamWaitEvent");
     if (!e) return last_error = cudaErrorInvalidResourceHandle;
     if (e->mark) stream(s).wait(e->mark); // an event never recorded is complete
     return cudaSuccess;
 }
 
 cudaError_t cudaLaunchHostFunc(cudaStream_t s, cudaHostFn_t fn, void* user) {
-    stream(s).enqueue(faulting([fn, user] { fn(user); }));
+    refuse_in_host_function("cudaLaunchHostFunc");
+    stream(s).enqueue(faulting([fn, user] {
+        const HostFunctionScope scope;
+        fn(user);
+    }));
     return cudaSuccess;
 }
 
@@ -456,28 +498,33 @@ cudaError_t cudaEventCreate(cudaEvent_t* e) {
 }
 
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned flags) {
+    refuse_in_host_function("cudaEventCreateWithFlags");
     *e = new EmuEvent{nullptr, (flags & cudaEventDisableTiming) == 0};
     return cudaSuccess;
 }
 
 cudaError_t cudaEventDestroy(cudaEvent_t e) {
+    refuse_in_host_function("cudaEventDestroy");
     delete e;
     return cudaSuccess;
 }
 
 cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
+    refuse_in_host_function("cudaEventRecord");
     if (!e) return last_error = cudaErrorInvalidResourceHandle;
     e->mark = stream(s).record();
     return cudaSuccess;
 }
 
 cudaError_t cudaEventQuery(cudaEvent_t e) {
+    refuse_in_host_function("cudaEventQuery");
     if (!e) return last_error = cudaErrorInvalidResourceHandle;
     if (sticky() != cudaSuccess) return sticky();
     return !e->mark || e->mark->query() ? cudaSuccess : cudaErrorNotReady;
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t e) {
+    refuse_in_host_function("cudaEventSynchronize");
     if (!e) return last_error = cudaErrorInvalidResourceHandle;
     return wait_for([e] {
         if (e->mark) e->mark->synchronize();
@@ -485,6 +532,7 @@ cudaError_t cudaEventSynchronize(cudaEvent_t e) {
 }
 
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
+    refuse_in_host_function("cudaEventElapsedTime");
     if (!start || !end || !start->timing || !end->timing || !start->mark || !end->mark)
         return last_error = cudaErrorInvalidResourceHandle;
     if (!start->mark->query() || !end->mark->query()) return cudaErrorNotReady;
@@ -493,6 +541,7 @@ cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) 
 }
 
 cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind) {
+    refuse_in_host_function("cudaMemcpy");
     count(&Stats::blocking_copies);
     const cudaError_t e = wait_for([] { synchronize_all(/*only_blocking=*/true); });
     if (e != cudaSuccess) return e;
@@ -502,6 +551,7 @@ cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t bytes, cudaMemcpy
 
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind,
                             cudaStream_t s) {
+    refuse_in_host_function("cudaMemcpyAsync");
     if (bytes == 0) return cudaSuccess;
     if (sticky() != cudaSuccess) return sticky();
     if (is_pageable(dst)) { // to pageable host memory: done when the call returns
@@ -519,12 +569,14 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t bytes, cudaM
 }
 
 cudaError_t cudaMemsetAsync(void* dst, int value, std::size_t bytes, cudaStream_t s) {
+    refuse_in_host_function("cudaMemsetAsync");
     if (sticky() != cudaSuccess) return sticky();
     stream(s).enqueue(faulting([=] { std::memset(dst, value, bytes); }));
     return cudaSuccess;
 }
 
 cudaError_t cudaFuncSetAttribute(const void* kernel, cudaFuncAttribute attr, int value) {
+    refuse_in_host_function("cudaFuncSetAttribute");
     if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize || value < 0 ||
         std::size_t(value) > kSharedOptin)
         return last_error = cudaErrorInvalidValue;

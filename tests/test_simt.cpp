@@ -378,6 +378,22 @@ TEST(Simt, CopiesFromPageableMemoryAreStagedAtTheCall) {
     cudaStreamDestroy(s);
 }
 
+// CUDA forbids CUDA calls inside a host function (they can deadlock on a GPU): refused, named.
+TEST(Simt, ACudaCallInsideAHostFunctionIsRefused) {
+    cudaStream_t s = nullptr;
+    ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
+    auto allocate = [](void*) {
+        void* p = nullptr;
+        (void)cudaMalloc(&p, 4);
+    };
+    ASSERT_EQ(cudaLaunchHostFunc(s, allocate, nullptr), cudaSuccess);
+    EXPECT_EQ(cudaStreamSynchronize(s), cudaErrorLaunchFailure);
+    const std::string what = emu::last_fault();
+    EXPECT_NE(what.find("cudaMalloc called inside a host function"), std::string::npos) << what;
+    EXPECT_EQ(cudaStreamDestroy(s), cudaSuccess);
+    emu::reset_device();
+}
+
 TEST(Simt, AFaultIsStickyUntilTheDeviceIsReset) {
     DeviceArray<int> out(32);
     launch_faulting("exit_before_barrier", exit_before_barrier, 1, 32, 0, nullptr, out.p);
