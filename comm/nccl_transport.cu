@@ -24,6 +24,10 @@ class NcclTransport : public Transport {
         check_mpi(MPI_Bcast(&id, int(sizeof id), MPI_BYTE, 0, comm), "MPI_Bcast");
         check(ncclCommInitRank(&comm_, size_, id, rank_), "ncclCommInitRank");
         cuda::check_cuda(cudaMalloc(&barrier_word_, sizeof(float)), "cudaMalloc");
+        // Zero, so that barriers sum zeros (the value is never read, but stays finite).
+        cuda::check_cuda(cudaMemsetAsync(barrier_word_, 0, sizeof(float), nullptr),
+                         "cudaMemsetAsync");
+        cuda::check_cuda(cudaStreamSynchronize(nullptr), "cudaStreamSynchronize");
     }
     ~NcclTransport() override {
         // The streams have drained (the backend's context synchronises before its transports

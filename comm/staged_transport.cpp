@@ -1,9 +1,19 @@
 // Stage out, move, stage in.
 #include "comm/staged_transport.h"
 
+#include <exception>
 #include <vector>
 
 namespace shardlab {
+
+// Unwinding from an error, the host stream may wait for a peer that is gone: do not wait long.
+StagedTransport::~StagedTransport() {
+    if (std::uncaught_exceptions() > 0) host_stream_->abandon(1.0);
+}
+
+void StagedTransport::native_barrier(Stream& s) {
+    on_host(s, [&](Stream& h) { host_->native_barrier(h); });
+}
 
 void StagedTransport::post(Stream& s, const std::vector<Transfer>& transfers) {
     std::vector<Allocation> host(transfers.size());
@@ -13,7 +23,7 @@ void StagedTransport::post(Stream& s, const std::vector<Transfer>& transfers) {
         staged[i].buf = host[i].data();
         if (transfers[i].is_send) s.memcpy(staged[i].buf, transfers[i].buf, transfers[i].bytes);
     }
-    host_->exchange(s, staged);
+    on_host(s, [&](Stream& h) { host_->exchange(h, staged); });
     for (std::size_t i = 0; i < transfers.size(); ++i)
         if (!transfers[i].is_send) s.memcpy(transfers[i].buf, staged[i].buf, transfers[i].bytes);
 }
@@ -48,7 +58,7 @@ void StagedTransport::native(Stream& s, const CollectiveCall& call) {
         staged.send = a.data();
         staged.recv = b.data();
     }
-    host_->native(s, staged);
+    on_host(s, [&](Stream& h) { host_->native(h, staged); });
     if (recv_bytes) s.memcpy(recv, staged.recv, recv_bytes);
 }
 

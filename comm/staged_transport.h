@@ -3,6 +3,10 @@
 // device — all three in the stream's order, so the caller sees an ordinary Transport. This is how
 // ranks that share one GPU talk (NCCL cannot put two ranks on one GPU), and how a GPU job runs
 // without NCCL. The staging is tracked as host `comm_buffers` and released in stream order.
+//
+// The host transport runs on a host stream of its own (a worker thread), ordered with the
+// device stream by events both ways: MPI is never called from a CUDA host function, where a
+// CUDA-aware MPI's own CUDA calls are forbidden, and waiting for a peer holds no CUDA thread.
 #pragma once
 
 #include "comm/transport.h"
@@ -14,13 +18,18 @@ namespace shardlab {
 
 class StagedTransport : public Transport {
   public:
-    StagedTransport(std::unique_ptr<Transport> host, MemoryTracker& tracker)
-        : host_(std::move(host)), tracker_(tracker) {}
+    // `host_stream`: where the host transport's work runs (e.g. a CpuStream).
+    StagedTransport(std::unique_ptr<Transport> host, std::unique_ptr<Stream> host_stream,
+                    MemoryTracker& tracker)
+        : host_(std::move(host)), host_stream_(std::move(host_stream)), tracker_(tracker) {}
+    ~StagedTransport() override;
+    StagedTransport(const StagedTransport&) = delete;
+    StagedTransport& operator=(const StagedTransport&) = delete;
 
     int rank() const override { return host_->rank(); }
     int size() const override { return host_->size(); }
     void native(Stream& s, const CollectiveCall& call) override;
-    void native_barrier(Stream& s) override { host_->native_barrier(s); }
+    void native_barrier(Stream& s) override;
 
   protected:
     void post(Stream& s, const std::vector<Transfer>& transfers) override;
@@ -30,7 +39,16 @@ class StagedTransport : public Transport {
         return tracker_.allocate(bytes, Category::comm_buffers, s, Arena::host);
     }
 
+    // The host transport's work on the host stream, between the device stream's events.
+    template <typename Work>
+    void on_host(Stream& s, Work&& work) {
+        host_stream_->wait(s.record());
+        work(*host_stream_);
+        s.wait(host_stream_->record());
+    }
+
     std::unique_ptr<Transport> host_;
+    std::unique_ptr<Stream> host_stream_;
     MemoryTracker& tracker_;
 };
 

@@ -120,9 +120,12 @@ EventPtr CpuStream::record() {
 }
 
 void CpuStream::wait(const EventPtr& e) {
-    auto cpu = std::dynamic_pointer_cast<CpuEvent>(e);
-    check(cpu != nullptr, "internal: a CPU stream cannot wait for another backend's event");
-    push({[cpu] { cpu->wait_complete(); }, Kind::wait});
+    if (auto cpu = std::dynamic_pointer_cast<CpuEvent>(e)) {
+        push({[cpu] { cpu->wait_complete(); }, Kind::wait});
+        return;
+    }
+    // Another backend's event (a GPU's): the worker waits for it, and fails with its stream.
+    push({[e] { e->synchronize(); }, Kind::wait});
 }
 
 void CpuStream::synchronize() {

@@ -69,7 +69,7 @@ class CpuStream : public Stream {
     // Skips the tasks not yet started and stops the worker without waiting for the running one
     // for longer than `patience_s` (it may be blocked on a peer that is gone). Returns false when
     // the worker had to be left running: its memory must then never be freed.
-    bool abandon(double patience_s);
+    bool abandon(double patience_s) override;
 
   private:
     // After an error only marks and waits run (so no stream waits forever for a skipped mark);

@@ -15,8 +15,7 @@ DeviceContext::DeviceContext(Device device, std::unique_ptr<Stream> compute,
 DeviceContext::~DeviceContext() {
     if (std::uncaught_exceptions() == 0) return; // the streams' destructors drain them
     bool clean = true;
-    for (Stream* s : {compute_.get(), comm_.get(), copy_.get()})
-        if (auto* cpu = dynamic_cast<CpuStream*>(s)) clean = cpu->abandon(1.0) && clean;
+    for (Stream* s : {compute_.get(), comm_.get(), copy_.get()}) clean = s->abandon(1.0) && clean;
     if (!clean) {
         tracker_.allocator(Arena::device).leak_on_destroy();
         tracker_.allocator(Arena::host).leak_on_destroy();

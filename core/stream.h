@@ -31,6 +31,8 @@ class Stream {
     // Marks this point: the event completes when everything enqueued so far has run.
     virtual EventPtr record() = 0;
     // Work enqueued after this call starts only once `e` has completed (cudaStreamWaitEvent).
+    // `e` may come from another backend's stream (a GPU stream and a host worker): then a task
+    // of this stream waits for it on the host.
     virtual void wait(const EventPtr& e) = 0;
     // The host waits for everything enqueued so far; rethrows the first error any task raised.
     virtual void synchronize() = 0;
@@ -42,6 +44,11 @@ class Stream {
     virtual void memcpy(void* dst, const void* src, std::size_t bytes) = 0;
     // Copies host data to dst; the host buffer may be reused as soon as this returns.
     virtual void upload(void* dst, const void* host_src, std::size_t bytes) = 0;
+
+    // When unwinding from an error: skips the work not yet started and stops waiting for what is
+    // running after `patience_s` (it may wait for a peer that is gone), so that destroying the
+    // stream never hangs. False when work may still be running: its memory must never be freed.
+    virtual bool abandon(double patience_s) = 0;
 };
 
 } // namespace shardlab

@@ -474,7 +474,8 @@ cudaError_t cudaStreamSynchronize(cudaStream_t s) {
 cudaError_t cudaStreamQuery(cudaStream_t s) {
     refuse_in_host_function("cudaStreamQuery");
     if (sticky() != cudaSuccess) return sticky();
-    return stream(s).record()->query() ? cudaSuccess : cudaErrorNotReady;
+    // As CUDA does, "not ready" also becomes the thread's last error until cudaGetLastError.
+    return stream(s).record()->query() ? cudaSuccess : last_error = cudaErrorNotReady;
 }
 
 cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned) {
@@ -520,7 +521,7 @@ cudaError_t cudaEventQuery(cudaEvent_t e) {
     refuse_in_host_function("cudaEventQuery");
     if (!e) return last_error = cudaErrorInvalidResourceHandle;
     if (sticky() != cudaSuccess) return sticky();
-    return !e->mark || e->mark->query() ? cudaSuccess : cudaErrorNotReady;
+    return !e->mark || e->mark->query() ? cudaSuccess : last_error = cudaErrorNotReady;
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t e) {
@@ -535,7 +536,7 @@ cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) 
     refuse_in_host_function("cudaEventElapsedTime");
     if (!start || !end || !start->timing || !end->timing || !start->mark || !end->mark)
         return last_error = cudaErrorInvalidResourceHandle;
-    if (!start->mark->query() || !end->mark->query()) return cudaErrorNotReady;
+    if (!start->mark->query() || !end->mark->query()) return last_error = cudaErrorNotReady;
     *ms = float(end->mark->seconds_since(*start->mark) * 1e3);
     return cudaSuccess;
 }

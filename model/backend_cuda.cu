@@ -3,6 +3,7 @@
 #include "comm/mpi_transport.h"
 #include "comm/nccl_transport.h"
 #include "comm/staged_transport.h"
+#include "core/cpu_stream.h"
 #include "core/cuda/cuda_check.h"
 #include "model/backend.h"
 #include "model/ops_cuda.h"
@@ -84,7 +85,7 @@ class CudaBackend : public Backend {
         std::unique_ptr<Transport> t =
             nccl_ ? make_nccl_transport(comm)
                   : std::make_unique<StagedTransport>(std::make_unique<MpiTransport>(comm),
-                                                      context_->tracker());
+                                                      mpi_stream(), context_->tracker());
         return std::make_unique<Communicator>(comm, std::move(t), *elements_, *context_);
     }
     std::string describe() const override { return description_; }
@@ -96,6 +97,13 @@ class CudaBackend : public Backend {
     }
 
   private:
+    // The staged transport's MPI calls run on this host worker (never in a CUDA host function).
+    std::unique_ptr<Stream> mpi_stream() const {
+        const int gpu = context_->device().index;
+        return std::make_unique<CpuStream>("mpi", std::make_shared<StreamGroupState>(),
+                                           [gpu] { cudaSetDevice(gpu); });
+    }
+
     bool nccl_ = true;
     std::string description_;
 };

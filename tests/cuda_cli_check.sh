@@ -33,10 +33,15 @@ PY
 "$shardlab" bench step --device cuda "${model[@]}" --batch 1 --steps 2 --warmup 1 --json > "$work/step.json"
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['device']=='cuda' and d['tokens_per_s']>0, d; print('ok: bench step on cuda')" "$work/step.json"
 
-# collectives bench: ring and native over NCCL's stand-in, every result checked (#wrong 0).
+# collectives bench: ring and native over NCCL's stand-in, every result checked (#wrong 0) ...
 SHARDLAB_EMU_GPUS=3 "${mpirun[@]}" -np 3 "$shardlab" collectives bench --device cuda --algo ring,native \
   --op allgather,reduce_scatter,allreduce --dtype bf16 -b 1K -e 8K -f 8 --iters 1 --warmup 1 --json "$work/coll.json" >/dev/null
 python3 "$(dirname "$0")/check_bench_json.py" "$work/coll.json" 3
+# ... and every collective over the MPI transport between two ranks sharing a GPU (staged
+# through pinned host memory, MPI on the transport's host stream).
+SHARDLAB_EMU_GPUS=1 "${mpirun[@]}" -np 2 "$shardlab" collectives bench --device cuda --share-gpu --algo ring,native \
+  --op allgather,reduce_scatter,allreduce,broadcast,reduce,gather,scatter --dtype fp16 -b 1K -e 8K -f 8 --iters 1 --warmup 1 --json "$work/coll2.json" >/dev/null
+python3 "$(dirname "$0")/check_bench_json.py" "$work/coll2.json" 2
 
 # Bad input.
 SHARDLAB_EMU_GPUS=0 "$expect" 2 "no CUDA GPU is usable" "${mpirun[@]}" -np 2 "$shardlab" train "${model[@]}" --steps 1 --device cuda --out "$work/x"
@@ -50,6 +55,11 @@ SHARDLAB_EMU_GPUS=1 "$expect" 2 "NCCL allows one rank per GPU; use --transport m
 "$expect" nonzero "rank 1: error: out of GPU memory allocating" timeout 120 env SHARDLAB_EMU_GPUS=2 "${mpirun[@]}" \
   -np 1 "$shardlab" train "${model[@]}" --steps 2 --device cuda --out "$work/oom" : \
   -np 1 -x SHARDLAB_EMU_MEMORY=1000000 "$shardlab" train "${model[@]}" --steps 2 --device cuda --out "$work/oom"
+# The same with two ranks sharing a GPU over the MPI transport, failing in the middle of a step:
+# the other rank waits for it inside an exchange on the host stream.
+"$expect" nonzero "rank 1: error: out of GPU memory allocating" timeout 120 env SHARDLAB_EMU_GPUS=1 "${mpirun[@]}" \
+  -np 1 "$shardlab" train "${model[@]}" --steps 3 --zero 3 --device cuda --share-gpu --out "$work/oom2" : \
+  -np 1 -x SHARDLAB_EMU_MEMORY=2400000 "$shardlab" train "${model[@]}" --steps 3 --zero 3 --device cuda --share-gpu --out "$work/oom2"
 # An NCCL error on one rank (its network fails at the first send): named, with the fix, no hang.
 "$expect" nonzero "rank 1: error: ncclSend failed" timeout 120 env SHARDLAB_EMU_GPUS=2 "${mpirun[@]}" \
   -np 1 "$shardlab" train "${model[@]}" --steps 2 --device cuda --out "$work/nccl" : \

@@ -12,8 +12,10 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
+#include <future>
 #include <random>
 #include <vector>
 
@@ -462,3 +464,24 @@ TEST(CudaOps, AdamWIsTheCpusUpdateBitForBit) {
             EXPECT_EQ(p[1], p[0]);
         }
 }
+
+namespace {
+// A query of an event the stream has not reached leaves "not ready" as CUDA's last error; the
+// stream layer must clear it, or the next kernel launch's check reports it as a launch failure.
+TEST(CudaStreams, AnUnfinishedEventDoesNotFailTheNextLaunch) {
+    MAKE_TWIN(t);
+    Side& g = t.gpu;
+    std::promise<void> open;
+    std::shared_future<void> gate = open.get_future().share();
+    g.s().enqueue([gate] { gate.wait_for(std::chrono::seconds(10)); }); // holds the stream
+    const EventPtr e = g.s().record();
+    EXPECT_FALSE(e->query());
+    const Tensor x = g.make(std::vector<float>(33, 1.0f), DType::f32, {33});
+    EXPECT_NO_THROW(g.ops->fill(g.s(), x, 2.0f));
+    open.set_value();
+    const std::vector<float> twos(33, 2.0f);
+    std::vector<char> want(twos.size() * sizeof(float));
+    std::memcpy(want.data(), twos.data(), want.size());
+    EXPECT_EQ(g.bits(x), want);
+}
+} // namespace

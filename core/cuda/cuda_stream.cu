@@ -4,8 +4,10 @@
 #include "core/cuda/cuda_check.h"
 #include "core/device_context.h"
 
+#include <chrono>
 #include <cstring>
 #include <exception>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -23,7 +25,12 @@ CudaEvent::~CudaEvent() {
 
 bool CudaEvent::query() const {
     const cudaError_t e = cudaEventQuery(event_);
-    if (e == cudaErrorNotReady) return false;
+    if (e == cudaErrorNotReady) {
+        // "Not ready" is also left as the thread's last error: clear it, or the next kernel
+        // launch's check would report it.
+        (void)cudaGetLastError();
+        return false;
+    }
     check_cuda(e, "cudaEventQuery");
     return true;
 }
@@ -49,8 +56,24 @@ CudaStream::CudaStream(std::string name, int device, std::shared_ptr<StreamGroup
 }
 
 CudaStream::~CudaStream() {
-    cudaStreamSynchronize(stream_);
-    cudaStreamDestroy(stream_);
+    if (!abandoned_) cudaStreamSynchronize(stream_);
+    cudaStreamDestroy(stream_); // returns at once; CUDA releases the stream when its work is done
+}
+
+// Host functions not yet started see the failed group and return at once; kernels and copies
+// run to their end on their own. What cannot be waited for is a host function blocked on a peer.
+bool CudaStream::abandon(double patience_s) {
+    abandoned_ = true;
+    if (!group_->failed())
+        group_->fail(std::make_exception_ptr(Error("the " + name_ + " stream was abandoned")));
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(patience_s);
+    while (cudaStreamQuery(stream_) == cudaErrorNotReady) {
+        (void)cudaGetLastError(); // "not ready" is not an error
+        if (std::chrono::steady_clock::now() >= until) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    (void)cudaGetLastError();
+    return true;
 }
 
 EventPtr CudaStream::record() {
@@ -58,9 +81,13 @@ EventPtr CudaStream::record() {
 }
 
 void CudaStream::wait(const EventPtr& e) {
-    auto* cuda = dynamic_cast<CudaEvent*>(e.get());
-    check(cuda != nullptr, "internal: a CUDA stream cannot wait for another backend's event");
-    check_cuda(cudaStreamWaitEvent(stream_, cuda->handle(), 0), "cudaStreamWaitEvent");
+    if (auto* cuda = dynamic_cast<CudaEvent*>(e.get())) {
+        check_cuda(cudaStreamWaitEvent(stream_, cuda->handle(), 0), "cudaStreamWaitEvent");
+        return;
+    }
+    // A host stream's event: a host function waits for it (a plain wait, no CUDA call), and
+    // fails this stream's group if that stream failed.
+    enqueue([e] { e->synchronize(); });
 }
 
 void CudaStream::synchronize() {

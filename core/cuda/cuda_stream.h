@@ -45,6 +45,7 @@ class CudaStream : public Stream {
     void enqueue(std::function<void()> fn) override;
     void memcpy(void* dst, const void* src, std::size_t bytes) override;
     void upload(void* dst, const void* host_src, std::size_t bytes) override;
+    bool abandon(double patience_s) override;
 
     cudaStream_t handle() const { return stream_; }
     int device() const { return device_; }
@@ -54,6 +55,7 @@ class CudaStream : public Stream {
     int device_ = 0;
     cudaStream_t stream_ = nullptr;
     std::shared_ptr<StreamGroupState> group_;
+    bool abandoned_ = false; // unwinding: the destructor does not wait
 };
 
 // The CUDA stream behind a Stream of the CUDA backend (an Error for any other kind).
