@@ -48,8 +48,10 @@ class CudaOps : public Ops {
     }
 
     void bias_grad(Stream& s, const Tensor& dbias, const Tensor& dout) override {
-        cuda::add_column_sums(stream_of(s), dbias.data, dout.data, rows(dout), last_dim(dout),
-                              dout.dtype);
+        const int R = rows(dout), C = last_dim(dout);
+        Allocation partials = scratch(s, std::size_t(cuda::column_chunks(R)) * C * sizeof(float));
+        cuda::add_column_sums(stream_of(s), dbias.data, dout.data, R, C, dout.dtype,
+                              partials.as<float>());
     }
 
     void layernorm_forward(Stream& s, const Tensor& out, const Tensor& mean, const Tensor& rstd,
@@ -61,9 +63,12 @@ class CudaOps : public Ops {
     void layernorm_backward(Stream& s, const Tensor& din, const Tensor& dweight,
                             const Tensor& dbias, const Tensor& dout, const Tensor& in,
                             const Tensor& weight, const Tensor& mean, const Tensor& rstd) override {
+        const int N = rows(in), C = last_dim(in);
+        Allocation partials =
+            scratch(s, 2 * std::size_t(cuda::column_chunks(N)) * C * sizeof(float));
         cuda::layernorm_backward(stream_of(s), din.data, dweight.data, dbias.data, dout.data,
                                  in.data, weight.data, mean.as<const float>(),
-                                 rstd.as<const float>(), rows(in), last_dim(in), in.dtype);
+                                 rstd.as<const float>(), N, C, in.dtype, partials.as<float>());
     }
 
     void attention_forward(Stream& s, const Tensor& out, const Tensor& att, const Tensor& qkv,

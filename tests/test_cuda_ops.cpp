@@ -182,6 +182,7 @@ TEST(CudaOps, GemmMatchesTheCpuWithinTheAccumulationBound) {
                 }
 }
 
+// Rows that fit one chunk are summed in the CPU's order: bit for bit.
 TEST(CudaOps, BiasGradIsTheCpusColumnSumsBitForBit) {
     MAKE_TWIN(t);
     for (DType dt : kAll) {
@@ -198,9 +199,37 @@ TEST(CudaOps, BiasGradIsTheCpusColumnSumsBitForBit) {
     }
 }
 
+// Over more rows than one chunk the GPU sums chunks in parallel and then the chunks' sums: another
+// order than the CPU's. Each order's fp32 error is at most rows * u * sum |x| (u = 2^-24), so they
+// differ by at most twice that, plus one rounding of the result into 16-bit storage.
+TEST(CudaOps, BiasGradOverManyChunksIsWithinTheReassociationBound) {
+    MAKE_TWIN(t);
+    const int R = 1000, C = 29; // 8 chunks of 128 rows, the last one short
+    for (DType dt : kAll) {
+        SCOPED_TRACE(dtype_name(dt));
+        const auto dout = random_values(std::size_t(R) * C, 30), db0 = random_values(C, 31);
+        std::vector<float> got[2];
+        for (int side = 0; side < 2; ++side) {
+            Side& x = side ? t.gpu : t.cpu;
+            const Tensor db = x.make(db0, dt, {C});
+            x.ops->bias_grad(x.s(), db, x.make(dout, dt, {R, C}));
+            got[side] = x.read(db);
+        }
+        std::vector<double> bound(C);
+        for (int c = 0; c < C; ++c) {
+            double abs_sum = std::fabs(db0[c]);
+            for (int r = 0; r < R; ++r) abs_sum += std::fabs(dout[std::size_t(r) * C + c]);
+            bound[c] =
+                2.0 * (R + 1) * 0x1p-24 * abs_sum + (dt == DType::f32 ? 0.0 : ulp(dt, got[0][c]));
+        }
+        expect_within(got[1], got[0], bound, "dbias");
+    }
+}
+
 // LayerNorm: the row statistics are sums of C terms in another order — within 2 C u of each
 // other, relative — and the output one rounding of values that close. The parameter gradients
-// sum rows in the CPU's order: with the same mean and rstd given to both, bit for bit.
+// over rows that fit one chunk sum in the CPU's order: with the same mean and rstd given to both,
+// bit for bit.
 TEST(CudaOps, LayerNormForwardAndBackward) {
     MAKE_TWIN(t);
     const int N = 23, C = 77;
@@ -247,6 +276,45 @@ TEST(CudaOps, LayerNormForwardAndBackward) {
         expect_within(din[1], din[0], din_bound, "din");
         EXPECT_EQ(dw[1], dw[0]);
         EXPECT_EQ(db[1], db[0]);
+    }
+}
+
+// LayerNorm's parameter gradients over several chunks of rows: the column sums' bound (above), the
+// terms dy (x - mean) rstd computed alike on both sides from the same statistics.
+TEST(CudaOps, LayerNormParamGradsOverManyChunksAreWithinTheReassociationBound) {
+    MAKE_TWIN(t);
+    const int N = 300, C = 45; // 3 chunks
+    for (DType dt : kAll) {
+        SCOPED_TRACE(dtype_name(dt));
+        const auto in = random_values(std::size_t(N) * C, 32, 2.0f), w = random_values(C, 33);
+        const auto dout = random_values(std::size_t(N) * C, 34);
+        const auto dw0 = random_values(C, 35), db0 = random_values(C, 36);
+        std::vector<float> mean(N), rstd(N); // any statistics, the same for both sides
+        for (int r = 0; r < N; ++r) mean[r] = 0.01f * float(r % 7), rstd[r] = 0.5f + 0.001f * r;
+        std::vector<float> dw[2], db[2];
+        for (int side = 0; side < 2; ++side) {
+            Side& x = side ? t.gpu : t.cpu;
+            const Tensor tin = x.make(in, dt, {N, C}), tw = x.make(w, dt, {C});
+            const Tensor tdin = x.make(std::vector<float>(std::size_t(N) * C), dt, {N, C});
+            const Tensor tdw = x.make(dw0, dt, {C}), tdb = x.make(db0, dt, {C});
+            x.ops->layernorm_backward(x.s(), tdin, tdw, tdb, x.make(dout, dt, {N, C}), tin, tw,
+                                      x.make(mean, DType::f32, {N}), x.make(rstd, DType::f32, {N}));
+            dw[side] = x.read(tdw), db[side] = x.read(tdb);
+        }
+        std::vector<double> bw(C), bb(C);
+        for (int c = 0; c < C; ++c) {
+            double sw = std::fabs(dw0[c]), sb = std::fabs(db0[c]);
+            for (int r = 0; r < N; ++r) {
+                const double dy = dout[std::size_t(r) * C + c];
+                sw += std::fabs(dy * (in[std::size_t(r) * C + c] - mean[r]) * rstd[r]) * 1.01;
+                sb += std::fabs(dy);
+            }
+            const bool f32 = dt == DType::f32;
+            bw[c] = 2.0 * (N + 1) * 0x1p-24 * sw + (f32 ? 0.0 : ulp(dt, dw[0][c]));
+            bb[c] = 2.0 * (N + 1) * 0x1p-24 * sb + (f32 ? 0.0 : ulp(dt, db[0][c]));
+        }
+        expect_within(dw[1], dw[0], bw, "dweight");
+        expect_within(db[1], db[0], bb, "dbias");
     }
 }
 

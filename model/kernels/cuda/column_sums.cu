@@ -1,6 +1,7 @@
-// Column sums (bias gradients): one thread per column walks the rows in order, as the CPU does,
-// so the result is the CPU's bit for bit; neighbouring threads read neighbouring columns, so
-// every row is read coalesced.
+// Column sums (bias gradients), deterministic and parallel: a block of threads per (column block,
+// chunk of kColumnChunkRows rows) sums its chunk in row order into an fp32 partial, then one thread
+// per column adds the partials in chunk order. Neighbouring threads read neighbouring columns, so
+// every row is read coalesced. With one chunk the order is the CPU's, so the bits are too.
 #include "core/cuda/element.h"
 #include "core/cuda/launch.h"
 #include "model/kernels/cuda/kernels.h"
@@ -8,23 +9,50 @@
 namespace shardlab::cuda {
 
 namespace {
+constexpr unsigned kThreads = 128;
+
 template <typename T>
-__global__ void add_column_sums_kernel(T* dst, const T* src, int rows, int cols) {
+__global__ void column_partials_kernel(float* partials, const T* src, int rows, int cols) {
+    const int c = int(blockIdx.x * blockDim.x + threadIdx.x);
+    if (c >= cols) return;
+    const int first = int(blockIdx.y) * kColumnChunkRows;
+    const int last = rows - first < kColumnChunkRows ? rows : first + kColumnChunkRows;
+    float s = 0;
+    for (int r = first; r < last; ++r) s += to_f32(src[std::size_t(r) * cols + c]);
+    partials[std::size_t(blockIdx.y) * cols + c] = s;
+}
+
+template <typename T>
+__global__ void add_partials_kernel(T* dst, const float* partials, int chunks, int cols) {
     const int c = int(blockIdx.x * blockDim.x + threadIdx.x);
     if (c >= cols) return;
     float s = 0;
-    for (int r = 0; r < rows; ++r) s += to_f32(src[std::size_t(r) * cols + c]);
+    for (int k = 0; k < chunks; ++k) s += partials[std::size_t(k) * cols + c];
     dst[c] = from_f32<T>(to_f32(dst[c]) + s);
 }
 } // namespace
 
-void add_column_sums(cudaStream_t s, void* dst, const void* src, int rows, int cols, DType t) {
-    if (cols == 0) return;
+void add_column_partials(cudaStream_t s, void* dst, const float* partials, int chunks, int cols,
+                         DType t) {
     dispatch(t, [&](auto tag) {
         using T = typename decltype(tag)::type;
-        launch("add_column_sums", add_column_sums_kernel<T>, blocks_for(std::size_t(cols), 128),
-               128, 0, s, static_cast<T*>(dst), static_cast<const T*>(src), rows, cols);
+        launch("add_column_partials", add_partials_kernel<T>,
+               blocks_for(std::size_t(cols), kThreads), kThreads, 0, s, static_cast<T*>(dst),
+               partials, chunks, cols);
     });
+}
+
+void add_column_sums(cudaStream_t s, void* dst, const void* src, int rows, int cols, DType t,
+                     float* partials) {
+    if (cols == 0 || rows == 0) return;
+    const int chunks = column_chunks(rows);
+    dispatch(t, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        launch("column_partials", column_partials_kernel<T>,
+               dim3(blocks_for(std::size_t(cols), kThreads), unsigned(chunks)), kThreads, 0, s,
+               partials, static_cast<const T*>(src), rows, cols);
+    });
+    add_column_partials(s, dst, partials, chunks, cols, t);
 }
 
 } // namespace shardlab::cuda

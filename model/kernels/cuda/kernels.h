@@ -22,20 +22,32 @@ void convert(cudaStream_t s, void* dst, DType dst_type, const void* src, DType s
 void fill(cudaStream_t s, void* dst, DType t, std::size_t n, float value);
 void bias_rows(cudaStream_t s, void* out, const void* bias, int rows, int cols, DType t);
 
-// column_sums.cu — dst [cols] += the sums over rows of src [rows, cols], each in row order.
-void add_column_sums(cudaStream_t s, void* dst, const void* src, int rows, int cols, DType t);
+// column_sums.cu — dst [cols] += the sums over rows of src [rows, cols]. Rows are summed in
+// chunks of kColumnChunkRows, the chunks in parallel into fp32 partials, then the partials in
+// chunk order: a fixed order (the same bits every run), the CPU's own when rows fit one chunk.
+constexpr int kColumnChunkRows = 128;
+inline int column_chunks(int rows) {
+    return (rows + kColumnChunkRows - 1) / kColumnChunkRows;
+}
+// partials: column_chunks(rows) * cols floats of device scratch.
+void add_column_sums(cudaStream_t s, void* dst, const void* src, int rows, int cols, DType t,
+                     float* partials);
+// dst [cols] += the sum, in chunk order, of partials [chunks, cols].
+void add_column_partials(cudaStream_t s, void* dst, const float* partials, int chunks, int cols,
+                         DType t);
 
 // gelu.cu — tanh form; backward overwrites din with gelu'(in) * dout.
 void gelu_forward(cudaStream_t s, void* out, const void* in, std::size_t n, DType t);
 void gelu_backward(cudaStream_t s, void* din, const void* in, const void* dout, std::size_t n,
                    DType t);
 
-// layernorm.cu — over rows of C; mean, rstd fp32 [N]. Backward: din, dweight, dbias +=.
+// layernorm.cu — over rows of C; mean, rstd fp32 [N]. Backward: din, dweight, dbias +=; the
+// parameter gradients are column sums (as above), partials: 2 * column_chunks(N) * C floats.
 void layernorm_forward(cudaStream_t s, void* out, float* mean, float* rstd, const void* in,
                        const void* weight, const void* bias, int N, int C, DType t);
 void layernorm_backward(cudaStream_t s, void* din, void* dweight, void* dbias, const void* dout,
                         const void* in, const void* weight, const float* mean, const float* rstd,
-                        int N, int C, DType t);
+                        int N, int C, DType t, float* partials);
 
 // embedding.cu — out = wte[token] + wpe[t]; backward dwte, dwpe += in position order per row,
 // without atomics: each output row is summed by one block.

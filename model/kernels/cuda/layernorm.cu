@@ -60,20 +60,25 @@ __global__ void layernorm_backward_input_kernel(T* din, const T* dout, const T* 
     }
 }
 
+// The parameter gradients' partial column sums over one chunk of rows (column_sums.cu's scheme):
+// dweight's partials first, then dbias's.
 template <typename T>
-__global__ void layernorm_backward_params_kernel(T* dweight, T* dbias, const T* dout, const T* in,
+__global__ void layernorm_params_partials_kernel(float* partials, const T* dout, const T* in,
                                                  const float* mean, const float* rstd, int N,
                                                  int C) {
     const int c = int(blockIdx.x * blockDim.x + threadIdx.x);
     if (c >= C) return;
+    const int first = int(blockIdx.y) * kColumnChunkRows;
+    const int last = N - first < kColumnChunkRows ? N : first + kColumnChunkRows;
     float dw = 0, db = 0;
-    for (int r = 0; r < N; ++r) {
+    for (int r = first; r < last; ++r) {
         const float dy = to_f32(dout[std::size_t(r) * C + c]);
         dw += dy * (to_f32(in[std::size_t(r) * C + c]) - mean[r]) * rstd[r];
         db += dy;
     }
-    dweight[c] = from_f32<T>(to_f32(dweight[c]) + dw);
-    dbias[c] = from_f32<T>(to_f32(dbias[c]) + db);
+    const std::size_t chunks = gridDim.y;
+    partials[std::size_t(blockIdx.y) * C + c] = dw;
+    partials[(chunks + blockIdx.y) * C + c] = db;
 }
 } // namespace
 
@@ -91,19 +96,21 @@ void layernorm_forward(cudaStream_t s, void* out, float* mean, float* rstd, cons
 
 void layernorm_backward(cudaStream_t s, void* din, void* dweight, void* dbias, const void* dout,
                         const void* in, const void* weight, const float* mean, const float* rstd,
-                        int N, int C, DType t) {
+                        int N, int C, DType t, float* partials) {
     if (N == 0) return;
+    const int chunks = column_chunks(N);
     dispatch(t, [&](auto tag) {
         using T = typename decltype(tag)::type;
         launch("layernorm_backward_input", layernorm_backward_input_kernel<T>,
                blocks_for(std::size_t(N), kWarpsPerBlock), kWarpsPerBlock * 32, 0, s,
                static_cast<T*>(din), static_cast<const T*>(dout), static_cast<const T*>(in),
                static_cast<const T*>(weight), mean, rstd, N, C);
-        launch("layernorm_backward_params", layernorm_backward_params_kernel<T>,
-               blocks_for(std::size_t(C), 128), 128, 0, s, static_cast<T*>(dweight),
-               static_cast<T*>(dbias), static_cast<const T*>(dout), static_cast<const T*>(in), mean,
-               rstd, N, C);
+        launch("layernorm_params_partials", layernorm_params_partials_kernel<T>,
+               dim3(blocks_for(std::size_t(C), 128), unsigned(chunks)), 128, 0, s, partials,
+               static_cast<const T*>(dout), static_cast<const T*>(in), mean, rstd, N, C);
     });
+    add_column_partials(s, dweight, partials, chunks, C, t);
+    add_column_partials(s, dbias, partials + std::size_t(chunks) * C, chunks, C, t);
 }
 
 } // namespace shardlab::cuda
