@@ -29,7 +29,7 @@ for placement in per-rank-core reserved-core; do
       fi
       echo "$placement, prefetch $pf, run $rep" >&2
       rm -rf "$work/run"
-      "${cmd[@]}" --prefetch $pf --out "$work/run" >/dev/null
+      "${cmd[@]}" --prefetch $pf --out "$work/run" --overwrite >/dev/null
       /usr/bin/python3 - "$work/run/report.json" "$placement" "$pf" "$rep" >> "$out" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))

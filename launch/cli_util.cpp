@@ -7,8 +7,10 @@
 #include <mpi.h>
 
 #include <cctype>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -51,10 +53,27 @@ int launcher_rank() {
     return 0;
 }
 
+// Written to PATH.tmp, flushed, then renamed over PATH: a reader sees the old file or the whole new
+// one, never a torn one. A failure names the file and the reason (ENOSPC: the disk is full).
 void write_json_file(const std::string& path, const nlohmann::json& j) {
-    std::ofstream f(path);
-    f << j.dump(2) << "\n";
-    check(bool(f), "cannot write '" + path + "'; check that the directory exists and is writable");
+    const std::string tmp = path + ".tmp";
+    const std::string text = j.dump(2) + "\n";
+    auto fail = [&](const std::string& what, int err) {
+        std::remove(tmp.c_str());
+        throw Error(
+            "cannot " + what + " '" + path + "': " +
+            (err == ENOSPC ? std::string("the disk is full (ENOSPC)")
+                           : std::string(std::strerror(err))) +
+            (err == ENOSPC ? "; free some space" : "; check that the directory is writable"));
+    };
+    std::FILE* f = std::fopen(tmp.c_str(), "wb");
+    if (!f) fail("write", errno);
+    const bool written = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+    int err = written ? 0 : errno;
+    if (std::fflush(f) != 0 && !err) err = errno;
+    if (std::fclose(f) != 0 && !err) err = errno;
+    if (err) fail("write", err);
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) fail("replace", errno);
 }
 
 std::string format_bytes(std::uint64_t bytes) {

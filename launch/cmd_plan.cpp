@@ -4,6 +4,7 @@
 #include "core/error.h"
 #include "launch/cli_util.h"
 #include "launch/commands.h"
+#include "launch/flag_checks.h"
 #include "plan/memory_plan.h"
 
 #include <fmt/format.h>
@@ -247,17 +248,18 @@ CommandRunner add_plan_command(CLI::App& cmd) {
     cmd.add_option("--preset", f->preset,
                    "tiny, gpt2, gpt2-medium, gpt2-large, gpt2-xl, 7b, 13b, 70b");
     cmd.add_option("--arch", f->arch, "Architecture for explicit fields: gpt2 | llama");
-    cmd.add_option("--layers", f->layers, "Transformer blocks");
-    cmd.add_option("--hidden", f->hidden, "Hidden size");
-    cmd.add_option("--heads", f->heads, "Attention heads");
-    cmd.add_option("--kv-heads", f->kv_heads, "Key/value heads (GQA / MQA)");
-    cmd.add_option("--ffn", f->ffn, "MLP width (llama)");
-    cmd.add_option("--vocab", f->vocab, "Vocabulary");
-    cmd.add_option("--seq", f->seq, "Sequence length");
-    cmd.add_option("--params", f->params, "A bare parameter count (model states only), e.g. 7.5e9");
-    cmd.add_option("--ranks,-n", f->ranks, "Data-parallel ranks N");
-    cmd.add_option("--nodes", f->nodes, "Nodes (with --gpus-per-node)");
-    cmd.add_option("--gpus-per-node", f->gpus_per_node, "GPUs per node");
+    cmd.add_option("--layers", f->layers, "Transformer blocks")->check(at_least(1));
+    cmd.add_option("--hidden", f->hidden, "Hidden size")->check(at_least(1));
+    cmd.add_option("--heads", f->heads, "Attention heads")->check(at_least(1));
+    cmd.add_option("--kv-heads", f->kv_heads, "Key/value heads (GQA / MQA)")->check(at_least(1));
+    cmd.add_option("--ffn", f->ffn, "MLP width (llama)")->check(at_least(1));
+    cmd.add_option("--vocab", f->vocab, "Vocabulary")->check(at_least(1));
+    cmd.add_option("--seq", f->seq, "Sequence length")->check(at_least(1));
+    cmd.add_option("--params", f->params, "A bare parameter count (model states only), e.g. 7.5e9")
+        ->check(in_range(1, 1e15));
+    cmd.add_option("--ranks,-n", f->ranks, "Data-parallel ranks N")->check(at_least(1));
+    cmd.add_option("--nodes", f->nodes, "Nodes (with --gpus-per-node)")->check(at_least(1));
+    cmd.add_option("--gpus-per-node", f->gpus_per_node, "GPUs per node")->check(at_least(1));
     cmd.add_option("--zero", f->zero, "ZeRO stage 0-3");
     cmd.add_flag("--offload", f->offload, "Optimizer state and update on the host");
     cmd.add_option("--precision", f->precision, "fp32 | bf16 | fp16");
@@ -265,9 +267,9 @@ CommandRunner add_plan_command(CLI::App& cmd) {
                  "Mixed precision without an fp32 master copy (K = 8)");
     cmd.add_option("--optimizer-states", f->opt_states, "fp32 | bf16 | 8bit (block-wise)");
     cmd.add_option("--checkpoint", f->checkpoint, "none | all | every:K");
-    cmd.add_option("--micro-batch", f->micro_batch, "Micro-batch per rank");
-    cmd.add_option("--grad-accum", f->grad_accum, "Micro-batches per step");
-    cmd.add_option("--prefetch", f->prefetch, "ZeRO-3: units gathered ahead");
+    cmd.add_option("--micro-batch", f->micro_batch, "Micro-batch per rank")->check(at_least(1));
+    cmd.add_option("--grad-accum", f->grad_accum, "Micro-batches per step")->check(at_least(1));
+    cmd.add_option("--prefetch", f->prefetch, "ZeRO-3: units gathered ahead")->check(at_least(0));
     cmd.add_option("--gpu", f->gpu, "a100-40 | a100-80 | h100-80 | h200-141 | bytes");
     cmd.add_flag("--inference", f->inference, "Weights + KV cache instead of training");
     cmd.add_flag("--compare", f->compare, "Stages 0-3 x offload side by side");

@@ -5,6 +5,7 @@
 
 #include <toml++/toml.h>
 
+#include <filesystem>
 #include <sstream>
 
 namespace shardlab {
@@ -26,6 +27,11 @@ std::string value_text(const toml::node& v, const std::string& key, const std::s
 } // namespace
 
 void apply_config_file(CLI::App& cmd, const std::string& path) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec))
+        throw UsageError("config file '" + path + "' " +
+                         (std::filesystem::exists(path, ec) ? "is not a file" : "does not exist") +
+                         "; give --config a TOML file");
     toml::table table;
     try {
         table = toml::parse_file(path);

@@ -1,6 +1,8 @@
 // Preset first, then each flag that was given overrides its field.
 #include "launch/model_options.h"
 
+#include "launch/flag_checks.h"
+
 namespace shardlab {
 
 GPTConfig ModelOptions::config() const {
@@ -17,12 +19,15 @@ GPTConfig ModelOptions::config() const {
 
 void add_model_options(CLI::App& cmd, ModelOptions& o) {
     cmd.add_option("--preset", o.preset, "tiny | gpt2 | gpt2-medium | gpt2-large | gpt2-xl");
-    cmd.add_option("--layers", o.layers, "Transformer blocks (overrides the preset)");
-    cmd.add_option("--hidden", o.hidden, "Hidden size d");
-    cmd.add_option("--heads", o.heads, "Attention heads");
-    cmd.add_option("--kv-heads", o.kv_heads, "Key/value heads (must equal heads for now)");
-    cmd.add_option("--vocab", o.vocab, "Vocabulary size");
-    cmd.add_option("--seq", o.seq, "Context length (rows of the position table)");
+    cmd.add_option("--layers", o.layers, "Transformer blocks (overrides the preset)")
+        ->check(at_least(1));
+    cmd.add_option("--hidden", o.hidden, "Hidden size d")->check(at_least(1));
+    cmd.add_option("--heads", o.heads, "Attention heads")->check(at_least(1));
+    cmd.add_option("--kv-heads", o.kv_heads, "Key/value heads (must equal heads for now)")
+        ->check(at_least(1));
+    cmd.add_option("--vocab", o.vocab, "Vocabulary size")->check(at_least(1));
+    cmd.add_option("--seq", o.seq, "Context length (rows of the position table)")
+        ->check(at_least(1));
 }
 
 } // namespace shardlab

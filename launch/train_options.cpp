@@ -1,9 +1,14 @@
 // Flag registration for `shardlab train`.
 #include "launch/train_options.h"
 
+#include "launch/flag_checks.h"
+
+#include <limits>
+
 namespace shardlab {
 
 void add_train_options(CLI::App& cmd, TrainOptions& o) {
+    constexpr double kInf = std::numeric_limits<double>::infinity();
     cmd.add_option("--config", o.config_file,
                    "TOML file of flag = value lines (flags given on the command line win)");
     add_model_options(cmd, o.model);
@@ -20,16 +25,20 @@ void add_train_options(CLI::App& cmd, TrainOptions& o) {
     cmd.add_option("--global-batch", o.global_batch,
                    "Sequences per step over all ranks (sets --grad-accum)");
     cmd.add_option("--steps", o.steps, "Optimizer steps");
-    cmd.add_option("--lr", o.lr, "Peak learning rate");
-    cmd.add_option("--warmup", o.warmup, "Linear warmup steps");
+    cmd.add_option("--lr", o.lr, "Peak learning rate")->check(in_range(0, kInf));
+    cmd.add_option("--warmup", o.warmup, "Linear warmup steps")->check(at_least(0));
     cmd.add_option("--schedule", o.schedule, "cosine | constant (after warmup)");
-    cmd.add_option("--min-lr-ratio", o.min_lr_ratio, "Cosine floor as a fraction of --lr");
-    cmd.add_option("--weight-decay", o.weight_decay, "AdamW decoupled weight decay (2-D weights)");
-    cmd.add_option("--beta1", o.beta1, "AdamW beta1");
-    cmd.add_option("--beta2", o.beta2, "AdamW beta2");
-    cmd.add_option("--eps", o.eps, "AdamW epsilon");
-    cmd.add_option("--grad-clip", o.grad_clip, "Global gradient-norm clip (0: off)");
-    cmd.add_option("--loss-scale", o.loss_scale, "fp16: initial dynamic loss scale");
+    cmd.add_option("--min-lr-ratio", o.min_lr_ratio, "Cosine floor as a fraction of --lr")
+        ->check(in_range(0, 1));
+    cmd.add_option("--weight-decay", o.weight_decay, "AdamW decoupled weight decay (2-D weights)")
+        ->check(in_range(0, kInf));
+    cmd.add_option("--beta1", o.beta1, "AdamW beta1")->check(in_range(0, 1, false, true));
+    cmd.add_option("--beta2", o.beta2, "AdamW beta2")->check(in_range(0, 1, false, true));
+    cmd.add_option("--eps", o.eps, "AdamW epsilon")->check(in_range(0, kInf, true));
+    cmd.add_option("--grad-clip", o.grad_clip, "Global gradient-norm clip (0: off)")
+        ->check(in_range(0, kInf));
+    cmd.add_option("--loss-scale", o.loss_scale, "fp16: initial dynamic loss scale")
+        ->check(in_range(0, kInf, true));
     cmd.add_option("--seed", o.seed, "Initialisation and sampling seed");
     cmd.add_option("--data", o.data,
                    "Text file or llm.c token shard (default: /usr/share/common-licenses)");
@@ -48,6 +57,8 @@ void add_train_options(CLI::App& cmd, TrainOptions& o) {
                    "Stop after this step, keeping --steps' schedule (resume later)");
     add_device_options(cmd, o.device, true);
     cmd.add_flag("--quiet", o.quiet, "No per-step lines");
+    cmd.add_flag("--overwrite", o.overwrite,
+                 "Replace the run already in --out (its report, log and checkpoint)");
 }
 
 nlohmann::json train_options_json(const TrainOptions& o, const nlohmann::json& model, int seq,

@@ -32,6 +32,7 @@ struct TrainOptions {
     DeviceOptions device;
     int stop_after = 0; // stop after this step (0: run all --steps), as a time-limited job would
     bool quiet = false;
+    bool overwrite = false;  // may replace another run's files in --out
     std::string config_file; // applied by add_train_command's runner (flags win)
 };
 

@@ -41,6 +41,21 @@ struct RunSetup {
     CheckpointPolicy checkpoint;
 };
 
+// A run directory holding another run (its report, log or checkpoint) is not overwritten unless
+// asked: --resume continues it, --overwrite replaces it.
+void check_run_directory(const TrainOptions& o) {
+    namespace fs = std::filesystem;
+    const fs::path out(o.out);
+    std::error_code ec;
+    const bool resuming_here = !o.resume.empty() && fs::equivalent(out, o.resume, ec);
+    if (o.overwrite || resuming_here) return;
+    for (const char* f : {"report.json", "steps.jsonl", "checkpoint", "checkpoint.prev"})
+        if (fs::exists(out / f))
+            throw UsageError("--out " + o.out + " holds another run (" + f +
+                             "); continue it with --resume " + o.out +
+                             ", replace it with --overwrite, or choose another --out");
+}
+
 // Every check that can fail is made here, before the first message, alike on every rank.
 RunSetup prepare(const TrainOptions& o, int ranks) {
     RunSetup s;
@@ -57,6 +72,12 @@ RunSetup prepare(const TrainOptions& o, int ranks) {
         throw UsageError("--schedule must be cosine or constant");
     if (o.val_every < 0 || o.val_batches < 1 || o.save_every < 0 || o.sample < 0)
         throw UsageError("--val-every, --save-every and --sample must be >= 0, --val-batches >= 1");
+    if (!o.init.empty() && (o.model.layers || o.model.hidden || o.model.heads || o.model.kv_heads ||
+                            o.model.vocab || o.model.seq))
+        throw UsageError("--init " + o.init +
+                         " takes the model's shape from the file; drop --layers, --hidden, "
+                         "--heads, --kv-heads, --vocab and --seq");
+    check_run_directory(o);
     s.grad_accum = o.grad_accum;
     if (o.global_batch) {
         const int per_step = ranks * o.micro_batch;
@@ -101,14 +122,26 @@ RunSetup prepare(const TrainOptions& o, int ranks) {
 }
 
 // steps.jsonl: fresh for a new run; on resume, the rows up to the checkpoint's step are kept and
-// any written after it (by a run that went on past its last checkpoint) dropped.
+// any written after it (by a run that went on past its last checkpoint) dropped, as is a line a
+// killed run left half written (with a warning).
 std::ofstream open_steps_log(const std::filesystem::path& path, int resumed_at) {
     std::vector<std::string> kept;
     if (resumed_at > 0) {
         std::ifstream in(path);
-        for (std::string line; std::getline(in, line);)
-            if (!line.empty() && nlohmann::json::parse(line).value("step", 0) <= resumed_at)
-                kept.push_back(line);
+        int number = 0;
+        for (std::string line; std::getline(in, line);) {
+            ++number;
+            if (line.empty()) continue;
+            const nlohmann::json row = nlohmann::json::parse(line, nullptr, false);
+            if (row.is_discarded() || !row.is_object()) {
+                fmt::print(stderr,
+                           "shardlab: {} line {} is not a whole JSON row (a run killed "
+                           "while writing it?): dropped\n",
+                           path.string(), number);
+                continue;
+            }
+            if (row.value("step", 0) <= resumed_at) kept.push_back(line);
+        }
     }
     std::ofstream out(path, std::ios::trunc);
     for (const auto& line : kept) out << line << "\n";
@@ -320,7 +353,9 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
             steps_log.flush();
             if (!o.quiet) print_step(r, row, so, tracker);
         }
-        if (o.save_every && (step + 1) % o.save_every == 0) {
+        // A run stopped early always leaves a checkpoint to resume from.
+        const bool stopping_early = step + 1 == end && end < o.steps;
+        if ((o.save_every && (step + 1) % o.save_every == 0) || stopping_early) {
             const CommStats saved = comm.stats();
             ZeroEngine::OwnedState st = engine.save_owned();
             st.iteration = step + 1;

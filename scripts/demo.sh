@@ -7,4 +7,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-exec launch/mpirun_local.sh -np 2 build/shardlab train --config examples/demo.toml --out out/demo "$@"
+exec launch/mpirun_local.sh -np 2 build/shardlab train --config examples/demo.toml --out out/demo --overwrite "$@"

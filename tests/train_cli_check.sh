@@ -26,6 +26,14 @@ head -c 20000 /usr/share/common-licenses/GPL-3 > "$work/a/d.txt"
 "${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --steps 4 --save-every 2 --stop-after 2 --out "$work/run" >/dev/null
 "$expect" 2 "was written by 2 ranks; resume it with mpirun -np 2" "${mpirun[@]}" -np 3 "$shardlab" train "${small[@]}" --steps 4 --resume "$work/run" --out "$work/run3"
 "$expect" 2 "was written with lr = " "${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --steps 4 --lr 0.5 --resume "$work/run" --out "$work/run"
+# --stop-after alone still leaves a checkpoint, and resuming continues from it; a line of
+# steps.jsonl a killed run left half written is dropped with a warning.
+"${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --steps 4 --stop-after 2 --out "$work/stopped" >/dev/null
+test -d "$work/stopped/checkpoint"
+printf '{"step": 3, "loss": 4.' >> "$work/stopped/steps.jsonl"
+"${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --steps 4 --resume "$work/stopped" --out "$work/stopped" > "$work/stopped.log" 2>&1
+grep -q "line 3 is not a whole JSON row" "$work/stopped.log"
+python3 -c "import json,sys; rows=[json.loads(l) for l in open(sys.argv[1])]; assert [r['step'] for r in rows]==[1,2,3,4], rows" "$work/stopped/steps.jsonl"
 # A save that died between its two renames leaves only checkpoint.prev: resume finds it.
 cp -r "$work/run" "$work/crashed" && mv "$work/crashed/checkpoint" "$work/crashed/checkpoint.prev"
 "${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --steps 4 --save-every 2 --resume "$work/crashed" --out "$work/crashed" > "$work/crashed.log"

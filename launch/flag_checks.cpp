@@ -1,0 +1,46 @@
+// The validators' arithmetic and their messages.
+#include "launch/flag_checks.h"
+
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+namespace shardlab {
+
+namespace {
+std::string bound_text(double v) {
+    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+    std::ostringstream s;
+    s << v;
+    return s.str();
+}
+} // namespace
+
+CLI::Validator in_range(double lo, double hi, bool lo_open, bool hi_open) {
+    const std::string range = std::string(lo_open ? "(" : "[") + bound_text(lo) + ", " +
+                              bound_text(hi) + (hi_open || std::isinf(hi) ? ")" : "]");
+    return CLI::Validator(
+        [=](std::string& text) -> std::string {
+            double v = 0;
+            if (!CLI::detail::lexical_cast(text, v))
+                return "'" + text + "' is not a number; use a number in " + range;
+            const bool ok =
+                std::isfinite(v) && (lo_open ? v > lo : v >= lo) && (hi_open ? v < hi : v <= hi);
+            return ok ? "" : text + " is not in " + range + "; use a number in " + range;
+        },
+        "in " + range);
+}
+
+CLI::Validator at_least(long long lo) {
+    return CLI::Validator(
+        [=](std::string& text) -> std::string {
+            long long v = 0;
+            if (!CLI::detail::lexical_cast(text, v)) return "'" + text + "' is not a whole number";
+            return v >= lo ? ""
+                           : text + " is below " + std::to_string(lo) + "; use " +
+                                 std::to_string(lo) + " or more";
+        },
+        ">= " + std::to_string(lo));
+}
+
+} // namespace shardlab

@@ -1,0 +1,18 @@
+// Range checks for numeric flags: a value outside the range (or NaN / Inf) stops the command
+// before it costs anything, with a message naming the flag and the valid range.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+namespace shardlab {
+
+// Finite and within [lo, hi]; lo_open / hi_open exclude the end (e.g. beta in [0, 1)). hi may be
+// infinity (no upper end).
+CLI::Validator in_range(double lo, double hi, bool lo_open = false, bool hi_open = false);
+
+// An integer flag of at least `lo` (e.g. --heads 1 and up).
+CLI::Validator at_least(long long lo);
+
+} // namespace shardlab

@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""Bad input, table-driven: every case must exit with code 2, print a message naming the problem
+and the fix, take under 5 s, and leave the run directory it points at untouched (a finished run
+sits there; its files' bytes are compared before and after every case).
+Usage: bad_input_check.py SHARDLAB MPIRUN [MPIRUN ARGS...]"""
+import hashlib
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+SHARDLAB = sys.argv[1]
+MPIRUN = sys.argv[2:]
+SMALL = ["--layers", "1", "--hidden", "32", "--heads", "2", "--seq", "16", "--steps", "2", "--quiet"]
+
+
+def snapshot(root):
+    out = {}
+    for d, _, files in os.walk(root):
+        for f in files:
+            p = os.path.join(d, f)
+            out[os.path.relpath(p, root)] = hashlib.sha256(open(p, "rb").read()).hexdigest()
+    return out
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    run = os.path.join(tmp, "run")  # a finished run that no bad command may touch
+    subprocess.run([SHARDLAB, "train", *SMALL, "--save-every", "1", "--out", run], check=True,
+                   capture_output=True)
+    config_dir = os.path.join(tmp, "a-directory")
+    os.mkdir(config_dir)
+    bad_toml = os.path.join(tmp, "bad.toml")
+    open(bad_toml, "w").write("beta2 = 1.5\n")
+    weights = os.path.join(tmp, "w.safetensors")
+    subprocess.run([SHARDLAB, "init", "--layers", "1", "--hidden", "32", "--heads", "2", "--seq", "16",
+                    "--out", weights], check=True, capture_output=True)
+    train = [SHARDLAB, "train", *SMALL, "--out", run]
+    cases = [
+        # (what, command, text the message must hold)
+        ("negative learning rate", train + ["--lr", "-1"], "--lr: -1 is not in [0, inf)"),
+        ("NaN learning rate", train + ["--lr", "nan"], "--lr: nan is not in [0, inf)"),
+        ("beta1 of 2", train + ["--beta1", "2"], "--beta1: 2 is not in [0, 1)"),
+        ("negative warmup", train + ["--warmup", "-5"], "--warmup: -5 is below 0; use 0 or more"),
+        ("zero heads", train + ["--heads", "0"], "--heads: 0 is below 1; use 1 or more"),
+        ("zero sequence", train + ["--seq", "0"], "--seq: 0 is below 1; use 1 or more"),
+        ("zero epsilon", train + ["--eps", "0"], "--eps: 0 is not in (0, inf)"),
+        ("shape flags with --init", [SHARDLAB, "train", "--init", weights, "--seq", "8", "--steps", "1", "--out", run],
+         "takes the model's shape from the file; drop --layers"),
+        ("--config of a directory", train + ["--config", config_dir], "is not a file; give --config a TOML file"),
+        ("--config value out of range", train + ["--config", bad_toml], "bad value for 'beta2': --beta2: 1.5 is not in [0, 1)"),
+        ("--out holding another run", train, "holds another run (report.json); continue it with --resume"),
+        ("--out holding another run, 2 ranks", MPIRUN + ["-np", "2"] + train, "holds another run"),
+        ("plan --params nan", [SHARDLAB, "plan", "--params", "nan"], "--params: nan is not in [1, 1e+15]"),
+        ("plan --params -5", [SHARDLAB, "plan", "--params", "-5"], "--params: -5 is not in [1, 1e+15]"),
+        ("plan --ranks 0", [SHARDLAB, "plan", "--preset", "gpt2", "--ranks", "0"], "--ranks: 0 is below 1; use 1 or more"),
+    ]
+    before = snapshot(run)
+    failures = 0
+    for what, cmd, text in cases:
+        start = time.monotonic()
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+        seconds = time.monotonic() - start
+        out = p.stdout + p.stderr
+        problems = []
+        if p.returncode != 2:
+            problems.append(f"exit {p.returncode}, not 2")
+        if text not in out:
+            problems.append(f"no '{text}' in the output")
+        if seconds >= 5:
+            problems.append(f"took {seconds:.1f} s")
+        if snapshot(run) != before:
+            problems.append("the run directory changed")
+        if problems:
+            failures += 1
+            print(f"FAIL {what}: {'; '.join(problems)}\n  {' '.join(cmd)}\n  {out.strip()[:400]}")
+        else:
+            print(f"ok   {what} ({seconds:.1f} s)")
+    sys.exit(1 if failures else 0)
