@@ -12,8 +12,9 @@ class Error : public std::runtime_error {
     explicit Error(const std::string& what) : std::runtime_error(what) {}
 };
 
-// A mistake in what the user asked for, found before any rank communicated: every rank finds it
-// alike, so the program can report it once and exit cleanly (code 2) instead of aborting MPI.
+// A mistake in what the user asked for — a flag, or an input file that is missing, corrupt or does
+// not fit the model — found before any rank communicated: every rank finds it alike, so the
+// program can report it once and exit cleanly (code 2) instead of aborting MPI.
 class UsageError : public Error {
   public:
     explicit UsageError(const std::string& what) : Error(what) {}

@@ -76,6 +76,11 @@ CommandRunner add_eval_command(CLI::App& cmd) {
             throw UsageError(
                 fmt::format("'{}' has {} tokens, fewer than one window of {}; use a smaller --seq",
                             o->data, data.tokens.size(), seq + 1));
+        if (std::size_t(o->batch) > windows.count())
+            throw UsageError(fmt::format("--batch {} is more than the {} windows of {} tokens in "
+                                         "'{}'; use --batch {} or less",
+                                         o->batch, windows.count(), seq + 1, o->data,
+                                         windows.count()));
         const auto backend = make_backend(o->device, MPI_COMM_WORLD);
         const double loss = mean_loss(*backend, w, windows, o->batch, seq, param_dtype(p));
         const std::size_t tokens = windows.count() * std::size_t(seq);

@@ -27,7 +27,7 @@ constexpr std::size_t kLengthBytes = 8; // the little-endian uint64 header lengt
 
 // Every reader error names the file first: a model may span many shards.
 [[noreturn]] void fail_read(const std::string& path, const std::string& problem) {
-    throw Error("safetensors file '" + path + "': " + problem);
+    throw UsageError("safetensors file '" + path + "': " + problem);
 }
 
 [[noreturn]] void fail_write(const std::string& path, const std::string& problem) {
@@ -181,21 +181,34 @@ std::map<std::string, std::string> parse_metadata(const std::string& path, const
     return m;
 }
 
-// Sorted by begin, disjoint ranges leave the last non-empty one with the largest end, so one
-// comparison per tensor finds any overlap. Empty tensors occupy no bytes and overlap nothing.
-void sort_and_check_overlap(const std::string& path, std::vector<Entry>& entries) {
+// Sorted by begin, the non-empty ranges must tile the data section exactly: each begins where the
+// one before ended, the first at 0, the last at the section's end. A gap, an overlap or trailing
+// bytes mean a corrupt header — a header length off by one shifts every offset and leaves one.
+void sort_and_check_tiling(const std::string& path, std::vector<Entry>& entries,
+                           std::uint64_t data_bytes) {
     std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
         return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
     });
     const Entry* prev = nullptr;
     for (const Entry& e : entries) {
         if (e.begin == e.end) continue;
-        if (prev && prev->end > e.begin)
+        const std::uint64_t expected = prev ? prev->end : 0;
+        if (e.begin < expected)
             fail_read(path, "tensors '" + prev->tensor.name + "' and '" + e.tensor.name +
                                 "' overlap in the data section; the header is corrupt — " +
                                 "re-export the file");
+        if (e.begin > expected)
+            fail_read(path, std::to_string(e.begin - expected) + " unused bytes lie before " +
+                                tensor_ref(e.tensor.name) +
+                                " in the data section; the header is corrupt — re-export the file");
         prev = &e;
     }
+    const std::uint64_t used = prev ? prev->end : 0;
+    if (used != data_bytes)
+        fail_read(path, "the tensors end at byte " + std::to_string(used) +
+                            " of a data section of " + std::to_string(data_bytes) +
+                            " bytes; trailing bytes mean a corrupt header length or a file "
+                            "with something appended — re-export or copy it again");
 }
 
 std::uint64_t read_le64(const unsigned char* b) {
@@ -272,7 +285,7 @@ SafeTensorsFile read_safetensors(const std::string& path) {
         else
             entries.push_back(parse_entry(path, key, value, size - data_start));
     }
-    sort_and_check_overlap(path, entries);
+    sort_and_check_tiling(path, entries, size - data_start);
     for (Entry& e : entries) {
         e.tensor.data.resize(e.end - e.begin);
         if (!e.tensor.data.empty())

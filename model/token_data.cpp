@@ -21,7 +21,7 @@ constexpr std::int32_t kShardVersion = 1;
 constexpr std::size_t kShardHeaderBytes = 256 * 4;
 
 [[noreturn]] void fail(const std::string& path, const std::string& problem) {
-    throw Error("token file '" + path + "': " + problem);
+    throw UsageError("token file '" + path + "': " + problem);
 }
 
 std::vector<unsigned char> read_all(const std::string& path) {
@@ -43,6 +43,15 @@ std::int32_t header_int(const std::vector<unsigned char>& bytes, std::size_t i) 
     std::uint32_t v = 0;
     for (int b = 3; b >= 0; --b) v = (v << 8) | bytes[4 * i + std::size_t(b)];
     return std::int32_t(v);
+}
+
+// A shard whose magic is damaged: version 1 and a token count that matches the file's size, as
+// no text has by chance.
+bool is_damaged_shard(const std::vector<unsigned char>& bytes) {
+    if (bytes.size() < kShardHeaderBytes) return false;
+    const std::int64_t count = header_int(bytes, 2);
+    return header_int(bytes, 1) == kShardVersion && count >= 0 &&
+           std::uint64_t(count) * 2 + kShardHeaderBytes == bytes.size();
 }
 
 bool is_shard(const std::vector<unsigned char>& bytes) {
@@ -89,6 +98,13 @@ TokenData load_tokens(const std::string& path) {
     if (is_shard(bytes)) {
         data.tokens = parse_shard(path, bytes);
         data.byte_level = false;
+    } else if (is_damaged_shard(bytes)) {
+        fail(path, "has an llm.c shard header (version 1, a token count that matches its size) "
+                   "whose magic is " +
+                       std::to_string(header_int(bytes, 0)) + ", not " +
+                       std::to_string(kShardMagic) +
+                       "; the shard is corrupt — regenerate or copy "
+                       "it again");
     } else {
         data.tokens.assign(bytes.begin(), bytes.end());
     }

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 namespace shardlab {
@@ -52,13 +53,13 @@ GPTConfig infer_gpt2_config(const SafeTensorsFile& f, const std::string& path) {
             layers = std::max(layers, std::stoi(name.substr(14)) + 1);
     }
     if (!wte || !wpe || wte->shape.size() != 2 || wpe->shape.size() != 2)
-        throw Error(
+        throw UsageError(
             "'" + path +
             "' has no shardlab model config in its metadata and no GPT-2 wte / "
             "wpe tensors to infer one from; write weights with `shardlab init` or --save-weights");
     const int d = int(wte->shape[1]);
     if (d % 64 != 0)
-        throw Error(fmt::format(
+        throw UsageError(fmt::format(
             "'{}' has no model config and hidden size {} is not a multiple of 64, "
             "so the number of heads cannot be inferred; add a \"config\" metadata entry",
             path, d));
@@ -73,8 +74,36 @@ GPTConfig config_of(const SafeTensorsFile& f, const std::string& path) {
     try {
         return config_from_json(nlohmann::json::parse(it->second));
     } catch (const nlohmann::json::exception& e) {
-        throw Error("'" + path + "': the metadata \"config\" is not valid JSON: " + e.what());
+        throw UsageError("'" + path + "': the metadata \"config\" is not valid JSON: " + e.what());
     }
+}
+
+// A config describing far more parameters than the file's tensors hold (over twice what 2-byte
+// tensors could: most of the model absent) is corrupt metadata, refused in floating point before
+// anything is allocated for it — a config claiming 2e9 layers stops here, not after 13 GB. A few
+// missing tensors get the detailed mismatch message below instead.
+void check_config_fits_file(const GPTConfig& c, const SafeTensorsFile& f, const std::string& path) {
+    const double d = c.hidden, params = double(c.layers) * (12 * d * d + 13 * d) +
+                                        double(c.vocab) * d + double(c.context) * d + 2 * d;
+    double bytes = 0;
+    for (const SafeTensor& t : f.tensors) bytes += double(t.data.size());
+    if (params > bytes)
+        throw UsageError(
+            fmt::format("'{}': its config ({} layers, hidden {}, vocab {}, context {}) "
+                        "describes {:.3g} parameters, but the file holds only {:.0f} bytes "
+                        "of tensors; the config metadata is wrong — re-export the file",
+                        path, c.layers, c.hidden, c.vocab, c.context, params, bytes));
+}
+
+// A weight that is NaN or infinite would poison every step: refused, naming the tensor.
+void check_finite(const float* v, std::size_t n, const std::string& tensor,
+                  const std::string& path) {
+    for (std::size_t i = 0; i < n; ++i)
+        if (!std::isfinite(v[i]))
+            throw UsageError(
+                fmt::format("'{}': tensor '{}' holds {} at element {}; the weights are "
+                            "corrupt or diverged — use an earlier checkpoint",
+                            path, tensor, v[i], i));
 }
 } // namespace
 
@@ -82,6 +111,7 @@ ModelWeights load_weights(const std::string& path) {
     const SafeTensorsFile f = read_safetensors(path);
     ModelWeights w;
     w.config = config_of(f, path);
+    check_config_fits_file(w.config, f, path);
     const ParamLayout layout(w.config);
     for (const auto& u : layout.units()) w.units.emplace_back(u.numel);
 
@@ -102,6 +132,7 @@ ModelWeights load_weights(const std::string& path) {
             continue;
         }
         convert(t.data.data(), t.dtype, w.units[unit].data() + p->offset, DType::f32, p->numel);
+        check_finite(w.units[unit].data() + p->offset, p->numel, t.name, path);
         seen.insert(name);
     }
     std::vector<std::string> missing;
@@ -115,7 +146,8 @@ ModelWeights load_weights(const std::string& path) {
         if (!extra.empty()) msg += fmt::format("; unexpected tensors: {}", fmt::join(extra, ", "));
         if (!misshaped.empty())
             msg += fmt::format("; wrong shapes: {}", fmt::join(misshaped, "; "));
-        throw Error(msg + ". Re-export the weights for this config, or fix the config metadata");
+        throw UsageError(msg +
+                         ". Re-export the weights for this config, or fix the config metadata");
     }
     return w;
 }

@@ -4,7 +4,9 @@ and the fix, take under 5 s, and leave the run directory it points at untouched 
 sits there; its files' bytes are compared before and after every case).
 Usage: bad_input_check.py SHARDLAB MPIRUN [MPIRUN ARGS...]"""
 import hashlib
+import json
 import os
+import struct
 import subprocess
 import sys
 import tempfile
@@ -36,6 +38,36 @@ with tempfile.TemporaryDirectory() as tmp:
     subprocess.run([SHARDLAB, "init", "--layers", "1", "--hidden", "32", "--heads", "2", "--seq", "16",
                     "--out", weights], check=True, capture_output=True)
     train = [SHARDLAB, "train", *SMALL, "--out", run]
+    eval_ = [SHARDLAB, "eval", "--data", "/usr/share/common-licenses/GPL-3"]
+
+    # Damaged copies of a good weights file, each made the way the fault happens.
+    raw = open(weights, "rb").read()
+    n = struct.unpack("<Q", raw[:8])[0]
+    header, data = json.loads(raw[8:8 + n]), raw[8 + n:]
+
+    def write(name, header_obj, data_bytes, length_delta=0, pad=""):
+        text = json.dumps(header_obj) + pad
+        path = os.path.join(tmp, name)
+        open(path, "wb").write(struct.pack("<Q", len(text) + length_delta) + text.encode() + data_bytes)
+        return path
+
+    huge = json.loads(json.dumps(header))
+    cfg = json.loads(huge["__metadata__"]["config"])
+    cfg["layers"] = 2_000_000_000
+    huge["__metadata__"]["config"] = json.dumps(cfg)
+    huge_layers = write("huge.safetensors", huge, data)
+    off_by_one = write("offbyone.safetensors", header, data, length_delta=-1, pad=" ")
+    trailing = write("trailing.safetensors", header, data + b"garbage")
+    name, entry = next((k, v) for k, v in header.items() if k != "__metadata__" and v["dtype"] == "F32")
+    nan_data = bytearray(data)
+    nan_data[entry["data_offsets"][0]:entry["data_offsets"][0] + 4] = struct.pack("<f", float("nan"))
+    nan_weights = write("nan.safetensors", header, bytes(nan_data))
+    shard = os.path.join(tmp, "bad_magic.bin")
+    tokens = [i % 64 for i in range(5000)]
+    hdr = [20240521, 1, len(tokens)] + [0] * 253
+    open(shard, "wb").write(struct.pack("<256i", *hdr) + struct.pack(f"<{len(tokens)}H", *tokens))
+    small_text = os.path.join(tmp, "small.txt")
+    open(small_text, "wb").write(open("/usr/share/common-licenses/GPL-3", "rb").read()[:12000])
     cases = [
         # (what, command, text the message must hold)
         ("negative learning rate", train + ["--lr", "-1"], "--lr: -1 is not in [0, inf)"),
@@ -51,6 +83,14 @@ with tempfile.TemporaryDirectory() as tmp:
         ("--config value out of range", train + ["--config", bad_toml], "bad value for 'beta2': --beta2: 1.5 is not in [0, 1)"),
         ("--out holding another run", train, "holds another run (report.json); continue it with --resume"),
         ("--out holding another run, 2 ranks", MPIRUN + ["-np", "2"] + train, "holds another run"),
+        ("config claiming 2e9 layers", eval_ + ["--weights", huge_layers], "2000000000 layers, hidden 32, vocab 256, context 16) describes 2.54e+13 parameters, but the file holds only 85888 bytes"),
+        ("header length off by one", eval_ + ["--weights", off_by_one], "trailing bytes mean a corrupt header length"),
+        ("trailing garbage", eval_ + ["--weights", trailing], "the tensors end at byte"),
+        ("a NaN weight", eval_ + ["--weights", nan_weights], f"tensor '{name}' holds nan at element 0"),
+        ("a shard with a corrupted magic", [SHARDLAB, "eval", "--weights", weights, "--data", shard], "whose magic is 20240521, not 20240520"),
+        ("eval --batch 100000000 on 12 KB", [SHARDLAB, "eval", "--weights", weights, "--data", small_text, "--batch", "100000000"],
+         "--batch 100000000 is more than the"),
+        ("missing weights file", eval_ + ["--weights", os.path.join(tmp, "none.safetensors")], "none.safetensors"),
         ("plan --params nan", [SHARDLAB, "plan", "--params", "nan"], "--params: nan is not in [1, 1e+15]"),
         ("plan --params -5", [SHARDLAB, "plan", "--params", "-5"], "--params: -5 is not in [1, 1e+15]"),
         ("plan --ranks 0", [SHARDLAB, "plan", "--preset", "gpt2", "--ranks", "0"], "--ranks: 0 is below 1; use 1 or more"),

@@ -372,6 +372,23 @@ TEST_F(SafeTensorsTest, OverlappingTensors) {
     expect_read_error(path("v.safetensors"), {"tensors 'x' and 'y' overlap"});
 }
 
+// The tensors must tile the data section: no unused bytes between them, at its start or end.
+TEST_F(SafeTensorsTest, GapsAndTrailingBytesAreRefused) {
+    write_raw(path("g.safetensors"),
+              raw_file(R"({"x":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                       R"("y":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
+                       std::string(12, '\0')));
+    expect_read_error(path("g.safetensors"), {"4 unused bytes lie before tensor 'y'"});
+    write_raw(path("s.safetensors"),
+              raw_file(R"({"x":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+                       std::string(8, '\0')));
+    expect_read_error(path("s.safetensors"), {"4 unused bytes lie before tensor 'x'"});
+    write_raw(path("t.safetensors"),
+              raw_file(R"({"x":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
+                       std::string(5, '\0')));
+    expect_read_error(path("t.safetensors"), {"the tensors end at byte 4 of a data section of 5"});
+}
+
 TEST_F(SafeTensorsTest, EmptyTensorInsideAnotherIsNoOverlap) {
     write_raw(path("z.safetensors"),
               raw_file(R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
