@@ -8,6 +8,8 @@
 #include "plan/memory_plan.h"
 
 #include <fmt/format.h>
+
+#include <charconv>
 #include <nlohmann/json.hpp>
 
 #include <memory>
@@ -214,12 +216,11 @@ int run_plan(const PlanFlags& f) {
     } else if (!f.sweep.empty()) {
         for (const auto& n : split_list(f.sweep)) {
             PlanOptions t = o;
-            try {
-                t.ranks = std::stoi(n);
-            } catch (const std::exception&) {
-                throw UsageError(
-                    "--sweep-ranks takes a comma-separated list of rank counts, e.g. 1,4,16,64");
-            }
+            const auto [end, ec] = std::from_chars(n.data(), n.data() + n.size(), t.ranks);
+            if (ec != std::errc() || end != n.data() + n.size() || t.ranks < 1)
+                throw UsageError("--sweep-ranks: '" + n +
+                                 "' is not a rank count; give a comma-separated list of counts "
+                                 ">= 1, e.g. 1,4,16,64");
             plans.push_back(make_plan(model, t, 0));
         }
     } else {

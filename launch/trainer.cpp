@@ -56,8 +56,54 @@ void check_run_directory(const TrainOptions& o) {
                              ", replace it with --overwrite, or choose another --out");
 }
 
+// Can this process create a file at `path` (and remove it again)?
+bool can_create(const std::filesystem::path& path) {
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    if (!f) return false;
+    std::fclose(f);
+    std::filesystem::remove(path);
+    return true;
+}
+
+// Every output is checked before step 1, so no run trains for hours and then cannot write: the run
+// directory (every rank writes its checkpoint file there) and --save-weights (rank 0 writes it)
+// must be writable, with room for what they will hold.
+void check_outputs(const TrainOptions& o, const GPTConfig& config, int ranks, int rank) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    fs::create_directories(o.out, ec);
+    if (ec || !can_create(fs::path(o.out) / (".write-test-" + std::to_string(rank))))
+        throw UsageError("--out " + o.out + " is not a writable directory" +
+                         (ec ? " (" + ec.message() + ")" : "") + "; choose another --out");
+    const double params = double(config.num_params());
+    const bool checkpoints = o.save_every > 0 || (o.stop_after > 0 && o.stop_after < o.steps);
+    // fp32 master, m and v of this rank's share, twice (the new checkpoint beside the previous),
+    // and room for the report and the log.
+    const double need_out = (checkpoints ? 2 * 12 * params / ranks : 0) + (1 << 20);
+    const fs::space_info space = fs::space(o.out, ec);
+    if (!ec && double(space.available) < need_out)
+        throw UsageError(fmt::format("--out {}: {:.1f} MB free, and this run will write about "
+                                     "{:.1f} MB there; free some space or choose another --out",
+                                     o.out, space.available / 1e6, need_out / 1e6));
+    if (rank != 0 || o.save_weights.empty()) return;
+    const fs::path w(o.save_weights);
+    if (fs::is_directory(w, ec))
+        throw UsageError("--save-weights " + o.save_weights +
+                         " is a directory; give a file name, e.g. " +
+                         (w / "weights.safetensors").string());
+    const fs::path dir = w.has_parent_path() ? w.parent_path() : fs::path(".");
+    if (!can_create(w.string() + ".write-test"))
+        throw UsageError("--save-weights " + o.save_weights + ": cannot create a file in " +
+                         dir.string() + "; create the directory or choose a writable path");
+    const fs::space_info wspace = fs::space(dir, ec);
+    if (!ec && double(wspace.available) < 4 * params + (1 << 20))
+        throw UsageError(fmt::format("--save-weights {}: {:.1f} MB free there, the weights need "
+                                     "{:.1f} MB; free some space or choose another path",
+                                     o.save_weights, wspace.available / 1e6, 4 * params / 1e6));
+}
+
 // Every check that can fail is made here, before the first message, alike on every rank.
-RunSetup prepare(const TrainOptions& o, int ranks) {
+RunSetup prepare(const TrainOptions& o, int ranks, int rank) {
     RunSetup s;
     s.precision = parse_precision(o.precision);
     s.checkpoint = parse_checkpoint(o.checkpoint);
@@ -97,6 +143,7 @@ RunSetup prepare(const TrainOptions& o, int ranks) {
         s.init = gpt2_init(ParamLayout(s.config), o.seed, s.config.layers);
     }
     s.seq = s.config.context;
+    check_outputs(o, s.config, ranks, rank);
     if (o.data.empty()) {
         s.data = default_corpus(0.1);
     } else {
@@ -417,8 +464,10 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
 int run_training(const TrainOptions& o) {
     int ranks = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     RunSetup setup;
-    collectively([&] { setup = prepare(o, ranks); }, MPI_COMM_WORLD); // files may differ per node
+    collectively([&] { setup = prepare(o, ranks, rank); }, MPI_COMM_WORLD); // files differ per node
     const std::unique_ptr<Backend> backend = make_backend(o.device, MPI_COMM_WORLD);
     const std::unique_ptr<Communicator> comm = backend->communicator(MPI_COMM_WORLD);
     return train_loop(o, setup, *backend, *comm);

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <set>
 
@@ -49,8 +50,15 @@ GPTConfig infer_gpt2_config(const SafeTensorsFile& f, const std::string& path) {
         const std::string name = canonical(t.name);
         if (name == "transformer.wte.weight") wte = &t;
         if (name == "transformer.wpe.weight") wpe = &t;
-        if (name.rfind("transformer.h.", 0) == 0)
-            layers = std::max(layers, std::stoi(name.substr(14)) + 1);
+        if (name.rfind("transformer.h.", 0) == 0) {
+            // "transformer.h.<layer>.…": a name without a layer number is left to the mismatch
+            // check, which lists it as unexpected.
+            int layer = -1;
+            const char* first = name.c_str() + 14;
+            const auto [end, ec] = std::from_chars(first, name.c_str() + name.size(), layer);
+            if (ec == std::errc() && *end == '.' && layer >= 0 && layer < (1 << 20))
+                layers = std::max(layers, layer + 1);
+        }
     }
     if (!wte || !wpe || wte->shape.size() != 2 || wpe->shape.size() != 2)
         throw UsageError(

@@ -66,6 +66,14 @@ with tempfile.TemporaryDirectory() as tmp:
     tokens = [i % 64 for i in range(5000)]
     hdr = [20240521, 1, len(tokens)] + [0] * 253
     open(shard, "wb").write(struct.pack("<256i", *hdr) + struct.pack(f"<{len(tokens)}H", *tokens))
+    # A Hugging Face-style file (no config metadata) with a tensor named transformer.h.x.* (once
+    # "error: stoi"; now the inference goes on to its own message).
+    plain = {k: v for k, v in header.items() if k != "__metadata__"}
+    odd = {"transformer.h.x.attn.bias": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}
+    for k, v in plain.items():
+        b, e = v["data_offsets"]
+        odd[k] = dict(v, data_offsets=[b + 4, e + 4])
+    odd_name = write("oddname.safetensors", odd, b"\0\0\0\0" + data)
     small_text = os.path.join(tmp, "small.txt")
     open(small_text, "wb").write(open("/usr/share/common-licenses/GPL-3", "rb").read()[:12000])
     cases = [
@@ -91,6 +99,14 @@ with tempfile.TemporaryDirectory() as tmp:
         ("eval --batch 100000000 on 12 KB", [SHARDLAB, "eval", "--weights", weights, "--data", small_text, "--batch", "100000000"],
          "--batch 100000000 is more than the"),
         ("missing weights file", eval_ + ["--weights", os.path.join(tmp, "none.safetensors")], "none.safetensors"),
+        ("--save-weights a directory", [SHARDLAB, "train", *SMALL, "--out", os.path.join(tmp, "new1"), "--save-weights", config_dir],
+         "is a directory; give a file name"),
+        ("--save-weights in a missing directory", [SHARDLAB, "train", *SMALL, "--out", os.path.join(tmp, "new2"),
+                                                   "--save-weights", os.path.join(tmp, "no", "such", "w.safetensors")],
+         "cannot create a file in"),
+        ("--out not writable", [SHARDLAB, "train", *SMALL, "--out", "/proc/shardlab-out"], "is not a writable directory"),
+        ("plan --sweep-ranks 1,2x", [SHARDLAB, "plan", "--preset", "gpt2", "--sweep-ranks", "1,2x"], "'2x' is not a rank count"),
+        ("a tensor name without a layer number", eval_ + ["--weights", odd_name], "has no model config and hidden size 32 is not a multiple of 64"),
         ("plan --params nan", [SHARDLAB, "plan", "--params", "nan"], "--params: nan is not in [1, 1e+15]"),
         ("plan --params -5", [SHARDLAB, "plan", "--params", "-5"], "--params: -5 is not in [1, 1e+15]"),
         ("plan --ranks 0", [SHARDLAB, "plan", "--preset", "gpt2", "--ranks", "0"], "--ranks: 0 is below 1; use 1 or more"),
