@@ -195,10 +195,11 @@ std::ofstream open_steps_log(const std::filesystem::path& path, int resumed_at) 
     return out;
 }
 
-std::string sha256_hex(const std::vector<std::vector<float>>& units) {
+// SHA-256 of byte ranges, in order, as hex.
+std::string sha256_hex(const std::vector<std::pair<const void*, std::size_t>>& ranges) {
     EVP_MD_CTX* ctx = EVP_MD_CTX_new();
     EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
-    for (const auto& u : units) EVP_DigestUpdate(ctx, u.data(), u.size() * sizeof(float));
+    for (const auto& [p, n] : ranges) EVP_DigestUpdate(ctx, p, n);
     unsigned char md[32];
     unsigned int len = 0;
     EVP_DigestFinal_ex(ctx, md, &len);
@@ -206,6 +207,18 @@ std::string sha256_hex(const std::vector<std::vector<float>>& units) {
     std::string hex;
     for (unsigned i = 0; i < len; ++i) hex += fmt::format("{:02x}", md[i]);
     return hex;
+}
+
+std::string sha256_hex(const std::vector<std::vector<float>>& units) {
+    std::vector<std::pair<const void*, std::size_t>> ranges;
+    for (const auto& u : units) ranges.emplace_back(u.data(), u.size() * sizeof(float));
+    return sha256_hex(ranges);
+}
+
+// The data's fingerprint: what a resume must train on is the same tokens, wherever the file is.
+std::string data_fingerprint(const TrainValSplit& d) {
+    return sha256_hex({{d.train.data(), d.train.size() * sizeof(std::uint16_t)},
+                       {d.val.data(), d.val.size() * sizeof(std::uint16_t)}});
 }
 
 std::string printable(const std::vector<std::uint16_t>& tokens) {
@@ -341,7 +354,8 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
     const std::unique_ptr<Updater> updater = make_updater(o, s.precision, backend);
     ZeroEngine engine(layout, zopts, comm, ctx, backend.ops(), *updater, s.init);
     s.init.clear();
-    const nlohmann::json config = train_options_json(o, config_to_json(s.config), T_, s.grad_accum);
+    nlohmann::json config = train_options_json(o, config_to_json(s.config), T_, s.grad_accum);
+    config["data_sha256"] = data_fingerprint(s.data);
     GPTModel model(s.config, B, T_, s.checkpoint, param_dtype(s.precision), ctx, backend.ops());
     Run r{o, s, backend, comm, engine, *updater, model, config, N, rank, s.grad_accum, rank == 0};
 

@@ -66,10 +66,10 @@ class Reader {
 };
 
 // The keys that must match for a bitwise continuation.
-const char* kMustMatch[] = {"model",     "precision",    "zero",   "micro_batch", "grad_accum",
-                            "seq",       "lr",           "warmup", "steps",       "min_lr_ratio",
-                            "schedule",  "weight_decay", "beta1",  "beta2",       "eps",
-                            "grad_clip", "seed",         "data"};
+const char* kMustMatch[] = {
+    "model", "precision", "zero",  "micro_batch",  "grad_accum", "seq",
+    "lr",    "warmup",    "steps", "min_lr_ratio", "schedule",   "weight_decay",
+    "beta1", "beta2",     "eps",   "grad_clip",    "seed",       "data_sha256"};
 
 std::string checkpoint_dir(const std::string& dir) {
     if (fs::exists(fs::path(dir) / "meta.json")) return dir;
@@ -174,6 +174,13 @@ ZeroEngine::OwnedState load_checkpoint(const std::string& cdir, const nlohmann::
     for (const char* key : kMustMatch) {
         const auto saved = meta["config"].value(key, nlohmann::json());
         const auto now = config.value(key, nlohmann::json());
+        if (saved != now && std::string(key) == "data_sha256")
+            throw UsageError(fmt::format(
+                "checkpoint '{}' was trained on other data than {} (token fingerprints {} and "
+                "{}); resume with the data it was trained on",
+                cdir, config.value("data", std::string("this run's")),
+                saved.is_string() ? saved.get<std::string>().substr(0, 12) : "(none)",
+                now.is_string() ? now.get<std::string>().substr(0, 12) : "(none)"));
         if (saved != now)
             throw UsageError(fmt::format(
                 "checkpoint '{}' was written with {} = {}, this run has {}; resume with "

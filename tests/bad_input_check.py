@@ -107,6 +107,7 @@ with tempfile.TemporaryDirectory() as tmp:
         ("--out not writable", [SHARDLAB, "train", *SMALL, "--out", "/proc/shardlab-out"], "is not a writable directory"),
         ("plan --sweep-ranks 1,2x", [SHARDLAB, "plan", "--preset", "gpt2", "--sweep-ranks", "1,2x"], "'2x' is not a rank count"),
         ("a tensor name without a layer number", eval_ + ["--weights", odd_name], "has no model config and hidden size 32 is not a multiple of 64"),
+        ("resume on other data", train + ["--resume", run, "--data", small_text], "was trained on other data than"),
         ("plan --params nan", [SHARDLAB, "plan", "--params", "nan"], "--params: nan is not in [1, 1e+15]"),
         ("plan --params -5", [SHARDLAB, "plan", "--params", "-5"], "--params: -5 is not in [1, 1e+15]"),
         ("plan --ranks 0", [SHARDLAB, "plan", "--preset", "gpt2", "--ranks", "0"], "--ranks: 0 is below 1; use 1 or more"),
