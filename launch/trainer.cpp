@@ -143,7 +143,6 @@ RunSetup prepare(const TrainOptions& o, int ranks, int rank) {
         s.init = gpt2_init(ParamLayout(s.config), o.seed, s.config.layers);
     }
     s.seq = s.config.context;
-    check_outputs(o, s.config, ranks, rank);
     if (o.data.empty()) {
         s.data = default_corpus(0.1);
     } else {
@@ -165,6 +164,7 @@ RunSetup prepare(const TrainOptions& o, int ranks, int rank) {
             "the data ({} tokens) is too small for {} ranks x micro-batch {} of {} tokens; "
             "use more data, a smaller --micro-batch or a shorter --seq",
             s.data.train.size() + s.data.val.size(), ranks, o.micro_batch, s.seq + 1));
+    check_outputs(o, s.config, ranks, rank); // last: it creates --out
     return s;
 }
 

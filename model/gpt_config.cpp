@@ -8,11 +8,23 @@
 
 namespace shardlab {
 
-std::size_t GPTConfig::num_params() const {
-    const std::size_t V = vocab, T = context, d = hidden, L = layers;
-    const std::size_t block =
+namespace {
+// wte, wpe, per block (ln_1, c_attn, attn c_proj, ln_2, c_fc, mlp c_proj), ln_f; in N's arithmetic.
+template <typename N>
+N count_params(const GPTConfig& c) {
+    const N V = N(c.vocab), T = N(c.context), d = N(c.hidden), L = N(c.layers);
+    const N block =
         2 * d + (d * 3 * d + 3 * d) + (d * d + d) + 2 * d + (d * 4 * d + 4 * d) + (4 * d * d + d);
     return V * d + T * d + L * block + 2 * d;
+}
+} // namespace
+
+std::size_t GPTConfig::num_params() const {
+    return count_params<std::size_t>(*this);
+}
+
+double GPTConfig::num_params_f64() const {
+    return count_params<double>(*this);
 }
 
 void GPTConfig::validate() const {

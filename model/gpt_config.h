@@ -20,6 +20,9 @@ struct GPTConfig {
     int head_dim() const { return hidden / heads; }
     int ffn() const { return 4 * hidden; }
     std::size_t num_params() const; // exact count, tied head counted once
+    // The same count in floating point: cannot overflow, so it can size up a config read from an
+    // untrusted file before anything is allocated for it.
+    double num_params_f64() const;
 
     // Throws UsageError naming the bad field and the fix.
     void validate() const;

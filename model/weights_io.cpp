@@ -91,8 +91,7 @@ GPTConfig config_of(const SafeTensorsFile& f, const std::string& path) {
 // anything is allocated for it — a config claiming 2e9 layers stops here, not after 13 GB. A few
 // missing tensors get the detailed mismatch message below instead.
 void check_config_fits_file(const GPTConfig& c, const SafeTensorsFile& f, const std::string& path) {
-    const double d = c.hidden, params = double(c.layers) * (12 * d * d + 13 * d) +
-                                        double(c.vocab) * d + double(c.context) * d + 2 * d;
+    const double params = c.num_params_f64();
     double bytes = 0;
     for (const SafeTensor& t : f.tensors) bytes += double(t.data.size());
     if (params > bytes)
