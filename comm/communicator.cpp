@@ -39,24 +39,37 @@ Communicator::~Communicator() {
 }
 
 template <typename Body>
-void Communicator::timed(const char* op, Algo a, Body&& body) {
+void Communicator::timed(const char* op, Algo a, std::size_t bytes, Body&& body) {
+    const bool ring = a == Algo::ring;
+    const std::string key = ring ? std::string(op) : std::string(op) + "/native";
+    transport_->begin_call({++seq_, key, bytes, std::move(next_what_)});
+    next_what_.clear();
     const auto sent0 = transport_->bytes_sent(), recv0 = transport_->bytes_received();
     const EventPtr start = stream_.record();
     body();
-    const bool ring = a == Algo::ring;
-    const std::string key = ring ? std::string(op) : std::string(op) + "/native";
     stats_.record(key, transport_->bytes_sent() - sent0, transport_->bytes_received() - recv0, 0.0,
                   ring);
     pending_.push_back({key, start, stream_.record()});
+    fold_times(false);
+}
+
+// Adds up the seconds of the calls the stream has finished (all of them, waiting, when `wait`),
+// so the list stays short however long nobody asks for the stats.
+void Communicator::fold_times(bool wait) {
+    if (wait && !pending_.empty()) stream_.synchronize();
+    while (!pending_.empty() && (wait || pending_.front().end->query())) {
+        const PendingTime& p = pending_.front();
+        stats_.add_seconds(p.key, p.end->seconds_since(*p.start));
+        pending_.pop_front();
+    }
+}
+
+void Communicator::set_collective_timeout(double seconds) {
+    transport_->set_timeout(seconds);
 }
 
 CommStats& Communicator::stats() {
-    if (!pending_.empty()) {
-        stream_.synchronize();
-        for (const PendingTime& p : pending_)
-            stats_.add_seconds(p.key, p.end->seconds_since(*p.start));
-        pending_.clear();
-    }
+    fold_times(true);
     return stats_;
 }
 
@@ -67,7 +80,7 @@ void Communicator::check_root(int root) const {
 }
 
 void Communicator::all_gather(const void* send, void* recv, std::size_t count, DType t, Algo a) {
-    timed("allgather", a, [&] {
+    timed("allgather", a, count * dtype_size(t), [&] {
         a == Algo::ring ? algo::ring_all_gather(context_, send, recv, count, t)
                         : transport_->native(stream_, {CollectiveOp::allgather, send, recv, count,
                                                        t, ReduceOp::sum, 0});
@@ -76,7 +89,7 @@ void Communicator::all_gather(const void* send, void* recv, std::size_t count, D
 
 void Communicator::reduce_scatter(const void* send, void* recv, std::size_t count, DType t,
                                   ReduceOp op, Algo a) {
-    timed("reduce_scatter", a, [&] {
+    timed("reduce_scatter", a, count * dtype_size(t), [&] {
         a == Algo::ring ? algo::ring_reduce_scatter(context_, send, recv, count, t, op)
                         : transport_->native(
                               stream_, {CollectiveOp::reduce_scatter, send, recv, count, t, op, 0});
@@ -85,7 +98,7 @@ void Communicator::reduce_scatter(const void* send, void* recv, std::size_t coun
 
 void Communicator::all_reduce(const void* send, void* recv, std::size_t count, DType t, ReduceOp op,
                               Algo a) {
-    timed("allreduce", a, [&] {
+    timed("allreduce", a, count * dtype_size(t), [&] {
         a == Algo::ring
             ? algo::ring_all_reduce(context_, send, recv, count, t, op)
             : transport_->native(stream_, {CollectiveOp::allreduce, send, recv, count, t, op, 0});
@@ -95,7 +108,7 @@ void Communicator::all_reduce(const void* send, void* recv, std::size_t count, D
 void Communicator::broadcast(const void* send, void* recv, std::size_t count, DType t, int root,
                              Algo a) {
     check_root(root);
-    timed("broadcast", a, [&] {
+    timed("broadcast", a, count * dtype_size(t), [&] {
         a == Algo::ring ? algo::scatter_allgather_broadcast(context_, send, recv, count, t, root)
                         : transport_->native(stream_, {CollectiveOp::broadcast, send, recv, count,
                                                        t, ReduceOp::sum, root});
@@ -105,7 +118,7 @@ void Communicator::broadcast(const void* send, void* recv, std::size_t count, DT
 void Communicator::reduce(const void* send, void* recv, std::size_t count, DType t, ReduceOp op,
                           int root, Algo a) {
     check_root(root);
-    timed("reduce", a, [&] {
+    timed("reduce", a, count * dtype_size(t), [&] {
         a == Algo::ring
             ? algo::reduce_scatter_gather_reduce(context_, send, recv, count, t, op, root)
             : transport_->native(stream_, {CollectiveOp::reduce, send, recv, count, t, op, root});
@@ -115,7 +128,7 @@ void Communicator::reduce(const void* send, void* recv, std::size_t count, DType
 void Communicator::gather(const void* send, void* recv, std::size_t count, DType t, int root,
                           Algo a) {
     check_root(root);
-    timed("gather", a, [&] {
+    timed("gather", a, count * dtype_size(t), [&] {
         a == Algo::ring ? algo::direct_gather(context_, send, recv, count, t, root)
                         : transport_->native(stream_, {CollectiveOp::gather, send, recv, count, t,
                                                        ReduceOp::sum, root});
@@ -125,7 +138,7 @@ void Communicator::gather(const void* send, void* recv, std::size_t count, DType
 void Communicator::scatter(const void* send, void* recv, std::size_t count, DType t, int root,
                            Algo a) {
     check_root(root);
-    timed("scatter", a, [&] {
+    timed("scatter", a, count * dtype_size(t), [&] {
         a == Algo::ring ? algo::direct_scatter(context_, send, recv, count, t, root)
                         : transport_->native(stream_, {CollectiveOp::scatter, send, recv, count, t,
                                                        ReduceOp::sum, root});
@@ -133,7 +146,7 @@ void Communicator::scatter(const void* send, void* recv, std::size_t count, DTyp
 }
 
 void Communicator::barrier(Algo a) {
-    timed("barrier", a, [&] {
+    timed("barrier", a, 0, [&] {
         a == Algo::ring ? algo::dissemination_barrier(context_)
                         : transport_->native_barrier(stream_);
     });

@@ -17,6 +17,7 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <memory>
 #include <string>
@@ -62,6 +63,12 @@ class Communicator {
 
     void run(const CollectiveCall& call, Algo a);
 
+    // What the next call is for ("unit h.3"): named if the watchdog reports it (comm/mpi_watchdog.h).
+    void label_next(std::string what) { next_what_ = std::move(what); }
+    // How long one collective may wait for its peers before the job ends with a report of where
+    // every rank is (<= 0: forever; default kDefaultCollectiveTimeout). Call on every rank.
+    void set_collective_timeout(double seconds);
+
     // Waits for the comm stream, so that every call's seconds are known, and returns the stats.
     CommStats& stats();
     // Step-by-step observer for the ring family (nullptr: none). Not owned.
@@ -69,8 +76,8 @@ class Communicator {
 
   private:
     template <typename Body>
-    void timed(const char* op, Algo a, Body&& body);
-    void fold_times();
+    void timed(const char* op, Algo a, std::size_t bytes, Body&& body);
+    void fold_times(bool wait);
     void check_root(int root) const;
 
     struct PendingTime {
@@ -83,6 +90,8 @@ class Communicator {
     CollectiveContext context_;
     CommStats stats_;
     std::deque<PendingTime> pending_; // calls whose seconds the stream has not yet given
+    std::uint64_t seq_ = 0;           // collectives enqueued so far (the watchdog's numbering)
+    std::string next_what_;
 };
 
 } // namespace shardlab

@@ -32,6 +32,12 @@ int as_int(std::size_t n) {
                                          std::to_string(n) + " (use --algo ring)");
     return int(n);
 }
+
+// A started nonblocking collective, completed through the caller's wait.
+void wait_for(int rc, const char* what, MPI_Request& req, const MpiCollectives::Wait& wait) {
+    check_mpi(rc, what);
+    wait(req);
+}
 } // namespace
 
 MpiCollectives::MpiCollectives(MPI_Comm comm) : comm_(comm) {
@@ -71,18 +77,20 @@ void MpiCollectives::counts_and_displs(std::size_t count, int* counts, int* disp
     }
 }
 
-void MpiCollectives::all_gather(const void* send, void* recv, std::size_t count, DType t) {
+void MpiCollectives::all_gather(const void* send, void* recv, std::size_t count, DType t,
+                                const Wait& wait) {
     std::vector<int> counts(size_), displs(size_);
     counts_and_displs(count, counts.data(), displs.data());
     const char* own = static_cast<char*>(recv) + std::size_t(displs[rank_]) * dtype_size(t);
     const void* s = send == own ? MPI_IN_PLACE : send;
-    check_mpi(MPI_Allgatherv(s, counts[rank_], mpi_type(t), recv, counts.data(), displs.data(),
-                             mpi_type(t), comm_),
-              "MPI_Allgatherv");
+    MPI_Request req;
+    wait_for(MPI_Iallgatherv(s, counts[rank_], mpi_type(t), recv, counts.data(), displs.data(),
+                             mpi_type(t), comm_, &req),
+             "MPI_Iallgatherv", req, wait);
 }
 
 void MpiCollectives::reduce_scatter(const void* send, void* recv, std::size_t count, DType t,
-                                    ReduceOp op) {
+                                    ReduceOp op, const Wait& wait) {
     std::vector<int> counts(size_), displs(size_);
     counts_and_displs(count, counts.data(), displs.data());
     const std::size_t es = dtype_size(t);
@@ -93,79 +101,90 @@ void MpiCollectives::reduce_scatter(const void* send, void* recv, std::size_t co
         staged.resize(std::size_t(counts[rank_]) * es);
         out = staged.data();
     }
-    bool even = count % std::size_t(size_) == 0;
-    if (even)
-        check_mpi(MPI_Reduce_scatter_block(send, out, counts[0], mpi_type(t), sum_op(t), comm_),
-                  "MPI_Reduce_scatter_block");
+    MPI_Request req;
+    if (count % std::size_t(size_) == 0)
+        wait_for(
+            MPI_Ireduce_scatter_block(send, out, counts[0], mpi_type(t), sum_op(t), comm_, &req),
+            "MPI_Ireduce_scatter_block", req, wait);
     else
-        check_mpi(MPI_Reduce_scatter(send, out, counts.data(), mpi_type(t), sum_op(t), comm_),
-                  "MPI_Reduce_scatter");
+        wait_for(MPI_Ireduce_scatter(send, out, counts.data(), mpi_type(t), sum_op(t), comm_, &req),
+                 "MPI_Ireduce_scatter", req, wait);
     if (op == ReduceOp::avg) scale_down(out, out, std::size_t(counts[rank_]), t, float(size_));
     if (out != recv) std::memcpy(recv, out, staged.size());
 }
 
 void MpiCollectives::all_reduce(const void* send, void* recv, std::size_t count, DType t,
-                                ReduceOp op) {
+                                ReduceOp op, const Wait& wait) {
     const void* s = send == recv ? MPI_IN_PLACE : send;
-    check_mpi(MPI_Allreduce(s, recv, as_int(count), mpi_type(t), sum_op(t), comm_),
-              "MPI_Allreduce");
+    MPI_Request req;
+    wait_for(MPI_Iallreduce(s, recv, as_int(count), mpi_type(t), sum_op(t), comm_, &req),
+             "MPI_Iallreduce", req, wait);
     if (op == ReduceOp::avg) scale_down(recv, recv, count, t, float(size_));
 }
 
-void MpiCollectives::broadcast(const void* send, void* recv, std::size_t count, DType t, int root) {
+void MpiCollectives::broadcast(const void* send, void* recv, std::size_t count, DType t, int root,
+                               const Wait& wait) {
     if (rank_ == root && send != recv) std::memcpy(recv, send, count * dtype_size(t));
-    check_mpi(MPI_Bcast(recv, as_int(count), mpi_type(t), root, comm_), "MPI_Bcast");
+    MPI_Request req;
+    wait_for(MPI_Ibcast(recv, as_int(count), mpi_type(t), root, comm_, &req), "MPI_Ibcast", req,
+             wait);
 }
 
 void MpiCollectives::reduce(const void* send, void* recv, std::size_t count, DType t, ReduceOp op,
-                            int root) {
+                            int root, const Wait& wait) {
     const void* s = (rank_ == root && send == recv) ? MPI_IN_PLACE : send;
-    check_mpi(MPI_Reduce(s, recv, as_int(count), mpi_type(t), sum_op(t), root, comm_),
-              "MPI_Reduce");
+    MPI_Request req;
+    wait_for(MPI_Ireduce(s, recv, as_int(count), mpi_type(t), sum_op(t), root, comm_, &req),
+             "MPI_Ireduce", req, wait);
     if (rank_ == root && op == ReduceOp::avg) scale_down(recv, recv, count, t, float(size_));
 }
 
-void MpiCollectives::gather(const void* send, void* recv, std::size_t count, DType t, int root) {
+void MpiCollectives::gather(const void* send, void* recv, std::size_t count, DType t, int root,
+                            const Wait& wait) {
     std::vector<int> counts(size_), displs(size_);
     counts_and_displs(count, counts.data(), displs.data());
     const char* own = static_cast<char*>(recv) + std::size_t(displs[rank_]) * dtype_size(t);
     const void* s = (rank_ == root && send == own) ? MPI_IN_PLACE : send;
-    check_mpi(MPI_Gatherv(s, counts[rank_], mpi_type(t), recv, counts.data(), displs.data(),
-                          mpi_type(t), root, comm_),
-              "MPI_Gatherv");
+    MPI_Request req;
+    wait_for(MPI_Igatherv(s, counts[rank_], mpi_type(t), recv, counts.data(), displs.data(),
+                          mpi_type(t), root, comm_, &req),
+             "MPI_Igatherv", req, wait);
 }
 
-void MpiCollectives::scatter(const void* send, void* recv, std::size_t count, DType t, int root) {
+void MpiCollectives::scatter(const void* send, void* recv, std::size_t count, DType t, int root,
+                             const Wait& wait) {
     std::vector<int> counts(size_), displs(size_);
     counts_and_displs(count, counts.data(), displs.data());
     const char* own = static_cast<const char*>(send) + std::size_t(displs[rank_]) * dtype_size(t);
     void* r = (rank_ == root && recv == own) ? MPI_IN_PLACE : recv;
-    check_mpi(MPI_Scatterv(send, counts.data(), displs.data(), mpi_type(t), r, counts[rank_],
-                           mpi_type(t), root, comm_),
-              "MPI_Scatterv");
+    MPI_Request req;
+    wait_for(MPI_Iscatterv(send, counts.data(), displs.data(), mpi_type(t), r, counts[rank_],
+                           mpi_type(t), root, comm_, &req),
+             "MPI_Iscatterv", req, wait);
 }
 
-void MpiCollectives::run(const CollectiveCall& c) {
+void MpiCollectives::run(const CollectiveCall& c, const Wait& wait) {
     switch (c.op) {
     case CollectiveOp::allgather:
-        return all_gather(c.send, c.recv, c.count, c.dtype);
+        return all_gather(c.send, c.recv, c.count, c.dtype, wait);
     case CollectiveOp::reduce_scatter:
-        return reduce_scatter(c.send, c.recv, c.count, c.dtype, c.reduce);
+        return reduce_scatter(c.send, c.recv, c.count, c.dtype, c.reduce, wait);
     case CollectiveOp::allreduce:
-        return all_reduce(c.send, c.recv, c.count, c.dtype, c.reduce);
+        return all_reduce(c.send, c.recv, c.count, c.dtype, c.reduce, wait);
     case CollectiveOp::broadcast:
-        return broadcast(c.send, c.recv, c.count, c.dtype, c.root);
+        return broadcast(c.send, c.recv, c.count, c.dtype, c.root, wait);
     case CollectiveOp::reduce:
-        return reduce(c.send, c.recv, c.count, c.dtype, c.reduce, c.root);
+        return reduce(c.send, c.recv, c.count, c.dtype, c.reduce, c.root, wait);
     case CollectiveOp::gather:
-        return gather(c.send, c.recv, c.count, c.dtype, c.root);
+        return gather(c.send, c.recv, c.count, c.dtype, c.root, wait);
     case CollectiveOp::scatter:
-        return scatter(c.send, c.recv, c.count, c.dtype, c.root);
+        return scatter(c.send, c.recv, c.count, c.dtype, c.root, wait);
     }
 }
 
-void MpiCollectives::barrier() {
-    check_mpi(MPI_Barrier(comm_), "MPI_Barrier");
+void MpiCollectives::barrier(const Wait& wait) {
+    MPI_Request req;
+    wait_for(MPI_Ibarrier(comm_, &req), "MPI_Ibarrier", req, wait);
 }
 
 } // namespace shardlab

@@ -5,29 +5,16 @@
 
 #include <algorithm>
 #include <exception>
-#include <thread>
 
 namespace shardlab {
 
 namespace {
 constexpr std::size_t kPiece = std::size_t(1) << 30;
-constexpr int kTag = 7;
-
-// Waits for every request without holding a core: MPI_Waitall spins, and on a CPU the comm
-// stream's thread shares the cores with the compute stream's threads. Test, and between tests
-// give the core to whoever else is ready to run.
-void wait_all(std::vector<MPI_Request>& reqs) {
-    for (;;) {
-        int done = 0;
-        check_mpi(MPI_Testall(int(reqs.size()), reqs.data(), &done, MPI_STATUSES_IGNORE),
-                  "MPI_Testall");
-        if (done) return;
-        std::this_thread::yield();
-    }
-}
 
 // Posts every piece of every transfer, receives first, then waits for all of them.
-void run_exchange(MPI_Comm comm, const std::vector<Transfer>& transfers) {
+void run_exchange(MPI_Comm comm, const std::vector<Transfer>& transfers, const CollectiveId& id,
+                  Watchdog& watchdog) {
+    const int tag = collective_tag(id);
     std::vector<MPI_Request> reqs;
     for (bool sends : {false, true})
         for (const Transfer& t : transfers) {
@@ -38,13 +25,19 @@ void run_exchange(MPI_Comm comm, const std::vector<Transfer>& transfers) {
                 const int n = int(std::min(kPiece, t.bytes - done));
                 reqs.emplace_back();
                 const int rc =
-                    t.is_send ? MPI_Isend(p + done, n, MPI_BYTE, t.peer, kTag, comm, &reqs.back())
-                              : MPI_Irecv(p + done, n, MPI_BYTE, t.peer, kTag, comm, &reqs.back());
+                    t.is_send ? MPI_Isend(p + done, n, MPI_BYTE, t.peer, tag, comm, &reqs.back())
+                              : MPI_Irecv(p + done, n, MPI_BYTE, t.peer, tag, comm, &reqs.back());
                 check_mpi(rc, t.is_send ? "MPI_Isend" : "MPI_Irecv");
                 done += std::size_t(n);
             } while (done < t.bytes);
         }
-    wait_all(reqs);
+    watchdog.wait_all(reqs, id);
+}
+
+void wait_one(Watchdog& w, MPI_Request& r, const CollectiveId& id) {
+    std::vector<MPI_Request> one{r};
+    w.wait_all(one, id);
+    r = one[0];
 }
 } // namespace
 
@@ -59,6 +52,7 @@ MpiTransport::MpiTransport(MPI_Comm comm) {
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
     native_ = std::make_unique<MpiCollectives>(comm_);
+    watchdog_ = std::make_unique<Watchdog>(comm_, kDefaultCollectiveTimeout);
 }
 
 MpiTransport::~MpiTransport() {
@@ -68,22 +62,30 @@ MpiTransport::~MpiTransport() {
     // leave it (the process is about to end) rather than free it under that task.
     if (finalized || std::uncaught_exceptions() > 0) {
         native_.release();
+        watchdog_.release();
         return;
     }
     native_.reset();
+    watchdog_.reset();
     if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
 }
 
 void MpiTransport::post(Stream& s, const std::vector<Transfer>& transfers) {
-    s.enqueue([comm = comm_, transfers] { run_exchange(comm, transfers); });
+    s.enqueue([comm = comm_, transfers, id = call(), w = watchdog_.get()] {
+        run_exchange(comm, transfers, id, *w);
+    });
 }
 
-void MpiTransport::native(Stream& s, const CollectiveCall& call) {
-    s.enqueue([n = native_.get(), call] { n->run(call); });
+void MpiTransport::native(Stream& s, const CollectiveCall& c) {
+    s.enqueue([n = native_.get(), c, id = call(), w = watchdog_.get()] {
+        n->run(c, [&](MPI_Request& r) { wait_one(*w, r, id); });
+    });
 }
 
 void MpiTransport::native_barrier(Stream& s) {
-    s.enqueue([n = native_.get()] { n->barrier(); });
+    s.enqueue([n = native_.get(), id = call(), w = watchdog_.get()] {
+        n->barrier([&](MPI_Request& r) { wait_one(*w, r, id); });
+    });
 }
 
 } // namespace shardlab

@@ -30,6 +30,11 @@ class StagedTransport : public Transport {
     int size() const override { return host_->size(); }
     void native(Stream& s, const CollectiveCall& call) override;
     void native_barrier(Stream& s) override;
+    void begin_call(const CollectiveId& id) override {
+        Transport::begin_call(id);
+        host_->begin_call(id);
+    }
+    void set_timeout(double seconds) override { host_->set_timeout(seconds); }
 
   protected:
     void post(Stream& s, const std::vector<Transfer>& transfers) override;

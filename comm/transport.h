@@ -5,6 +5,7 @@
 // (comm/mpi_transport.h), NCCL on GPUs. Bytes are counted here, as they are handed over.
 #pragma once
 
+#include "comm/collective_id.h"
 #include "comm/collective_op.h"
 #include "core/stream.h"
 
@@ -40,13 +41,22 @@ class Transport {
     virtual void native(Stream& s, const CollectiveCall& call) = 0;
     virtual void native_barrier(Stream& s) = 0;
 
+    // The collective the next exchanges belong to, set by the Communicator before it enqueues
+    // one: transports tag messages with it and report it when a wait times out.
+    virtual void begin_call(const CollectiveId& id) { call_ = id; }
+    // How long one collective may wait for its peers before the watchdog ends the job (<= 0:
+    // forever). The MPI transports have a watchdog (comm/mpi_watchdog.h); NCCL's waits are on the GPU.
+    virtual void set_timeout(double /*seconds*/) {}
+
     std::uint64_t bytes_sent() const { return bytes_sent_; }
     std::uint64_t bytes_received() const { return bytes_received_; }
 
   protected:
+    const CollectiveId& call() const { return call_; }
     virtual void post(Stream& s, const std::vector<Transfer>& transfers) = 0;
 
   private:
+    CollectiveId call_;
     std::uint64_t bytes_sent_ = 0, bytes_received_ = 0;
 };
 

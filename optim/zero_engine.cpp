@@ -120,6 +120,7 @@ void ZeroEngine::gather(int unit) {
     if (last_release_) comm_.stream().wait(last_release_);
     x.gathered = ctx_.tracker().allocate(padded_[unit] * dtype_size(pdt_), Category::comm_buffers,
                                          comm_.stream());
+    comm_.label_next("gather unit " + layout_.units()[unit].name);
     comm_.all_gather(x.params.data(), x.gathered.data(), padded_[unit], pdt_);
     x.gathered_at = comm_.stream().record();
 }
@@ -187,6 +188,7 @@ void ZeroEngine::grads_done(int unit) {
     Stream& cs = comm_.stream();
     cs.wait(ctx_.compute().record());
     const Tensor mine = flat(x.grads_full, owned_offset(unit), own);
+    comm_.label_next("gradients of unit " + layout_.units()[unit].name);
     comm_.reduce_scatter(x.grads_full.data(), mine.data, P, pdt_, ReduceOp::avg); // in place
     if (accumulate_)
         ops_.accumulate(cs, flat(x.grads, 0, own), mine);
@@ -209,6 +211,7 @@ void ZeroEngine::reduce_gradients() {
     comm_.stream().wait(ctx_.compute().record());
     for (std::size_t u = 0; u < units_.size(); ++u) {
         Unit& x = units_[u];
+        comm_.label_next("gradients of unit " + layout_.units()[u].name);
         if (o_.stage == 0)
             comm_.all_reduce(x.grads.data(), x.grads.data(), padded_[u], pdt_, ReduceOp::avg);
         if (o_.stage == 1)
@@ -231,6 +234,7 @@ float ZeroEngine::global_squared_norm() {
     float* sq = scalars_.as<float>();
     ops_.squared_norm(ctx_.compute(), parts, sq);
     comm_.stream().wait(ctx_.compute().record());
+    comm_.label_next("gradient norm");
     comm_.all_reduce(sq, sq, 1, DType::f32, ReduceOp::sum);
     wait_for_comm();
     float value = 0;
@@ -245,9 +249,11 @@ void ZeroEngine::publish(const EventPtr& updated) {
     Stream& cs = comm_.stream();
     cs.wait(updated);
     if (o_.stage == 1 || o_.stage == 2)
-        for (std::size_t u = 0; u < units_.size(); ++u)
+        for (std::size_t u = 0; u < units_.size(); ++u) {
+            comm_.label_next("updated unit " + layout_.units()[u].name);
             comm_.all_gather(owned(int(u)).params.data, units_[u].params.data(), padded_[u],
                              pdt_); // in place
+        }
     ctx_.compute().wait(updated);
     wait_for_comm();
 }
@@ -281,6 +287,7 @@ double ZeroEngine::average(double value) {
     Stream& cs = comm_.stream();
     cs.wait(ctx_.compute().record()); // the slot's previous use is over
     cs.upload(slot, &v, sizeof(float));
+    comm_.label_next("mean loss");
     comm_.all_reduce(slot, slot, 1, DType::f32, ReduceOp::avg);
     wait_for_comm();
     ctx_.compute().memcpy(&v, slot, sizeof(float));
@@ -300,6 +307,7 @@ std::vector<std::vector<float>> ZeroEngine::consolidated_master() {
             Allocation mine = ctx_.tracker().allocate(shard * 4, Category::workspace, cs);
             Allocation all = ctx_.tracker().allocate(padded_[u] * 4, Category::workspace, cs);
             cs.upload(mine.data(), full.data(), shard * 4);
+            comm_.label_next("consolidating unit " + layout_.units()[u].name);
             comm_.all_gather(mine.data(), all.data(), padded_[u], DType::f32);
             full =
                 to_host_f32(cs, {all.data(), DType::f32, {std::int64_t(padded_[u])}, all.device()});

@@ -1,0 +1,211 @@
+// Waiting with a deadline, and the investigation when it passes.
+#include "comm/mpi_watchdog.h"
+
+#include "comm/mpi_error.h"
+#include "core/error.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+namespace shardlab {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+constexpr int kReportTag = 1;
+
+double since(Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// How long a rank collects the others' answers: live ranks answer within milliseconds of the
+// first report, so this only bounds how long we wait for ranks that cannot answer.
+double grace_seconds(double timeout) {
+    return std::clamp(timeout / 2, 1.0, 10.0);
+}
+
+std::string encode(const CollectiveId& id, double waited) {
+    return fmt::format("{}\t{}\t{:.3f}\t{}\t{}", id.seq, id.bytes, waited, id.op, id.what);
+}
+
+struct RankWait {
+    CollectiveId id;
+    double waited = 0;
+};
+
+RankWait decode(const std::string& text) {
+    std::istringstream in(text);
+    RankWait w;
+    std::string field;
+    std::getline(in, field, '\t');
+    w.id.seq = std::stoull(field);
+    std::getline(in, field, '\t');
+    w.id.bytes = std::stoull(field);
+    std::getline(in, field, '\t');
+    w.waited = std::stod(field);
+    std::getline(in, w.id.op, '\t');
+    std::getline(in, w.id.what);
+    return w;
+}
+
+bool same_call(const CollectiveId& a, const CollectiveId& b) {
+    return a.seq == b.seq && a.op == b.op && a.bytes == b.bytes;
+}
+
+std::string rank_list(const std::vector<int>& ranks) {
+    std::string s = ranks.size() == 1 ? "rank " : "ranks ";
+    for (std::size_t i = 0; i < ranks.size(); ++i) s += (i ? "," : "") + std::to_string(ranks[i]);
+    return s;
+}
+
+// The verdict from what every rank said (nullopt: no answer): a schedule mismatch when two ranks
+// wait in different collectives under one sequence number; otherwise the ranks that did not
+// answer have not arrived (sequence numbers may differ by one then: a ring lets a rank finish a
+// collective its successor is still in).
+std::string verdict(const std::vector<std::optional<RankWait>>& seen, int me) {
+    std::vector<int> missing;
+    bool conflict = false, out_of_step = false;
+    for (std::size_t r = 0; r < seen.size(); ++r) {
+        if (!seen[r]) {
+            missing.push_back(int(r));
+            continue;
+        }
+        for (std::size_t q = 0; q < r; ++q)
+            if (seen[q]) {
+                conflict = conflict || (seen[q]->id.seq == seen[r]->id.seq &&
+                                        !same_call(seen[q]->id, seen[r]->id));
+                out_of_step = out_of_step || seen[q]->id.seq != seen[r]->id.seq;
+            }
+    }
+    const CollectiveId& mine = seen[std::size_t(me)]->id;
+    if (conflict)
+        return "schedule mismatch: the ranks wait in different collectives (they took different "
+               "code paths, or a collective was skipped on some rank); this is a bug in the "
+               "program, not a slow rank — the table above says who is where";
+    if (!missing.empty())
+        return rank_list(missing) + (missing.size() == 1 ? " has" : " have") +
+               " not arrived: a stopped process (SIGSTOP, a debugger), a hung node or a lost "
+               "link; look there";
+    if (out_of_step)
+        return "the ranks are out of step (different collectives, see the table): a rank skipped "
+               "or added a collective, or was stopped and resumed";
+    return fmt::format("every rank waits in {} and no message arrives: the network or the MPI "
+                       "library is stuck",
+                       describe(mine));
+}
+
+std::string table(const std::vector<std::optional<RankWait>>& seen, double grace) {
+    std::string s;
+    for (std::size_t r = 0; r < seen.size(); ++r)
+        s += seen[r] ? fmt::format("  rank {}: waiting {:.1f} s in {}\n", r, seen[r]->waited,
+                                   describe(seen[r]->id))
+                     : fmt::format("  rank {}: no answer within {:.1f} s (stopped, stuck outside "
+                                   "a collective, or dead)\n",
+                                   r, grace);
+    return s;
+}
+} // namespace
+
+int collective_tag(const CollectiveId& id) {
+    std::uint64_t h = 1469598103934665603ull; // FNV-1a over the fields
+    auto mix = [&h](std::uint64_t v) {
+        for (int i = 0; i < 8; ++i) h = (h ^ ((v >> (8 * i)) & 0xff)) * 1099511628211ull;
+    };
+    mix(id.seq);
+    mix(id.bytes);
+    for (unsigned char c : id.op) mix(c);
+    return 2 + int(h % 32000); // MPI guarantees tags up to 32767; 0 and 1 are left alone
+}
+
+Watchdog::Watchdog(MPI_Comm comm, double timeout_s) : timeout_s_(timeout_s) {
+    check_mpi(MPI_Comm_dup(comm, &comm_), "MPI_Comm_dup");
+    MPI_Comm_rank(comm_, &rank_);
+    MPI_Comm_size(comm_, &size_);
+}
+
+Watchdog::~Watchdog() {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    // After an investigation, sends to ranks that never answered are still pending: leave them.
+    if (!finalized && report_requests_.empty()) MPI_Comm_free(&comm_);
+}
+
+bool Watchdog::peer_is_asking() {
+    int flag = 0;
+    check_mpi(MPI_Iprobe(MPI_ANY_SOURCE, kReportTag, comm_, &flag, MPI_STATUS_IGNORE),
+              "MPI_Iprobe");
+    return flag != 0;
+}
+
+void Watchdog::wait_all(std::vector<MPI_Request>& reqs, const CollectiveId& id) {
+    const auto start = Clock::now();
+    for (unsigned spins = 1;; ++spins) {
+        int done = 0;
+        check_mpi(MPI_Testall(int(reqs.size()), reqs.data(), &done, MPI_STATUSES_IGNORE),
+                  "MPI_Testall");
+        if (done) return;
+        if (size_ > 1 && spins % 256 == 0) { // the clock and a probe, not on every spin
+            const double waited = since(start), limit = timeout_s_;
+            if ((limit > 0 && waited > limit) || peer_is_asking()) investigate(id, waited);
+        }
+        std::this_thread::yield();
+    }
+}
+
+void Watchdog::investigate(const CollectiveId& id, double waited) {
+    report_ = encode(id, waited);
+    report_requests_.assign(std::size_t(size_), MPI_REQUEST_NULL);
+    for (int peer = 0; peer < size_; ++peer)
+        if (peer != rank_)
+            check_mpi(MPI_Isend(report_.data(), int(report_.size()), MPI_CHAR, peer, kReportTag,
+                                comm_, &report_requests_[std::size_t(peer)]),
+                      "MPI_Isend");
+    std::vector<std::optional<RankWait>> seen(static_cast<std::size_t>(size_));
+    seen[std::size_t(rank_)] = RankWait{id, waited};
+    const double grace = grace_seconds(timeout_s_);
+    const auto start = Clock::now();
+    auto answers = [&] {
+        return std::count_if(seen.begin(), seen.end(), [](auto& w) { return bool(w); });
+    };
+    while (answers() < size_ && since(start) < grace) {
+        MPI_Status st;
+        int flag = 0, n = 0;
+        check_mpi(MPI_Iprobe(MPI_ANY_SOURCE, kReportTag, comm_, &flag, &st), "MPI_Iprobe");
+        if (!flag) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            continue;
+        }
+        MPI_Get_count(&st, MPI_CHAR, &n);
+        std::string text(std::size_t(n), '\0');
+        check_mpi(
+            MPI_Recv(text.data(), n, MPI_CHAR, st.MPI_SOURCE, kReportTag, comm_, MPI_STATUS_IGNORE),
+            "MPI_Recv");
+        seen[std::size_t(st.MPI_SOURCE)] = decode(text);
+    }
+    // Every live rank says where it is and what it concludes; the lowest adds the table. The
+    // others reach this point within milliseconds: let them print before one of us aborts.
+    int first = 0;
+    while (!seen[std::size_t(first)]) ++first;
+    const std::string line = fmt::format(
+        "shardlab: rank {}: collective watchdog: waited {:.1f} s in {}: {} (--collective-timeout "
+        "{:g} s; 0 waits forever)\n",
+        rank_, waited, describe(id), verdict(seen, rank_), timeout_s_.load());
+    const std::string text =
+        (first == rank_
+             ? "shardlab: collective watchdog: where every rank is:\n" + table(seen, grace)
+             : std::string()) +
+        line;
+    std::fputs(text.c_str(), stderr);
+    std::fflush(stderr);
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    throw Error(fmt::format("collective watchdog: rank {} ends the job (where every rank is: "
+                            "above)",
+                            rank_));
+}
+
+} // namespace shardlab

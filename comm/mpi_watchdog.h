@@ -1,0 +1,58 @@
+// The collective watchdog: waits for a collective's MPI requests as MPI_Waitall would, but when
+// the wait outlasts the timeout — or a peer's watchdog asks — every live rank tells every other
+// which collective it waits in. Each then prints where it is and who did not answer, and the job
+// ends (an Error, so the usual path prints it and calls MPI_Abort). A stopped or dead rank never
+// answers and is named as "not arrived"; ranks waiting in different collectives at the same
+// sequence number are named as a schedule mismatch, not a hang.
+//
+// It talks over a communicator of its own, from the one thread that waits (a comm stream's
+// worker), so its messages never meet the collectives' traffic.
+#pragma once
+
+#include "comm/collective_id.h"
+
+#include <mpi.h>
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace shardlab {
+
+// An MPI tag from (seq, op, bytes): ranks that disagree on the collective do not match each
+// other's messages (which could complete with wrong data); they wait, and the watchdog says so.
+int collective_tag(const CollectiveId& id);
+
+// The limit when nobody sets one: long enough for any single collective of a sane job, short
+// enough that a hang ends while someone still looks.
+constexpr double kDefaultCollectiveTimeout = 300;
+
+class Watchdog {
+  public:
+    // Duplicates `comm` (a collective call). timeout_s <= 0: wait forever.
+    Watchdog(MPI_Comm comm, double timeout_s);
+    ~Watchdog();
+    Watchdog(const Watchdog&) = delete;
+    Watchdog& operator=(const Watchdog&) = delete;
+
+    void set_timeout(double seconds) { timeout_s_ = seconds; }
+    double timeout() const { return timeout_s_; }
+
+    // Completes every request, yielding the core between tests (MPI_Waitall spins, and the
+    // waiting thread shares the cores with compute). Throws Error after the investigation when
+    // the wait outlasts the timeout or another rank's watchdog fired.
+    void wait_all(std::vector<MPI_Request>& reqs, const CollectiveId& id);
+
+  private:
+    [[noreturn]] void investigate(const CollectiveId& id, double waited);
+    bool peer_is_asking();
+
+    MPI_Comm comm_ = MPI_COMM_NULL;
+    int rank_ = 0, size_ = 1;
+    std::atomic<double> timeout_s_;
+    std::string report_; // what this rank told the others; outlives the sends
+    std::vector<MPI_Request> report_requests_;
+};
+
+} // namespace shardlab

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# The collective watchdog, end to end (3 ranks). Each hang must end the job with a non-zero exit
+# within the timeout + 10 s, every live rank naming the collective it waits in and the verdict:
+#   1. tests/watchdog_main.cpp's stopped rank (ring and native collectives): "rank 2 has not arrived"
+#   2. its schedule mismatch: "schedule mismatch", both calls in the table
+#   3. its slow rank (sleeps below the timeout): no false alarm, exit 0
+#   4. `shardlab train --collective-timeout 3` with one rank stopped by SIGSTOP from outside
+# Usage: watchdog_check.sh WATCHDOG_BIN SHARDLAB_BIN MPIRUN...
+set -u
+prog=$1 shardlab=$2
+shift 2
+mpirun=("$@")
+work=$(mktemp -d)
+trap 'pkill -KILL -P $$ 2>/dev/null; rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*"; [ -f "$work/out" ] && cat "$work/out"; exit 1; }
+
+# Runs a command, saving its output in $work/out, its exit code in $code, its seconds in $secs.
+timed_run() {
+  local t0=$SECONDS
+  "$@" >"$work/out" 2>&1
+  code=$? secs=$((SECONDS - t0))
+}
+expect_text() { grep -qF -- "$1" "$work/out" || fail "expected the output to contain: $1"; }
+
+for algo in ring native; do
+  timed_run "${mpirun[@]}" -np 3 "$prog" stop "$algo"
+  [ "$code" -ne 0 ] || fail "stop/$algo: exit 0 with a stopped rank"
+  [ "$secs" -le 12 ] || fail "stop/$algo: took ${secs} s (timeout 2 s + 10 s)"
+  expect_text "where every rank is"
+  expect_text "rank 2: no answer"
+  for r in 0 1; do
+    expect_text "rank $r: collective watchdog: waited"
+    grep -q "rank $r: collective watchdog: .* in #3 allgather.* (call 3): rank 2 has not arrived" \
+      "$work/out" || fail "stop/$algo: rank $r does not name #3 and rank 2"
+  done
+  echo "ok: stop/$algo: exit $code after ${secs} s, rank 2 named by ranks 0 and 1"
+done
+
+timed_run "${mpirun[@]}" -np 3 "$prog" mismatch ring
+[ "$code" -ne 0 ] || fail "mismatch: exit 0"
+[ "$secs" -le 12 ] || fail "mismatch: took ${secs} s"
+expect_text "schedule mismatch"
+expect_text "rank 1: waiting"
+grep -q "rank 1: waiting .* in #3 reduce_scatter" "$work/out" || fail "mismatch: rank 1's call"
+grep -q "rank 0: waiting .* in #3 allgather" "$work/out" || fail "mismatch: rank 0's call"
+echo "ok: mismatch: exit $code after ${secs} s, reported as a schedule mismatch"
+
+timed_run "${mpirun[@]}" -np 3 "$prog" slow ring
+[ "$code" -eq 0 ] || fail "slow: a rank 1.2 s late (timeout 2 s) ended the job (exit $code)"
+expect_text "all 6 collectives completed"
+grep -q "watchdog" "$work/out" && fail "slow: the watchdog spoke"
+echo "ok: slow: a rank 1.2 s late is not a hang"
+
+# A training job, one rank stopped from outside once the steps run.
+cd "$work" || exit 1
+"${mpirun[@]}" -np 3 "$shardlab" train --preset tiny --seq 32 --micro-batch 1 --steps 100000 \
+  --zero 3 --prefetch 1 --threads 1 --collective-timeout 3 --out run >"$work/out" 2>&1 &
+launcher=$!
+for _ in $(seq 300); do grep -q "^step" "$work/out" && break; sleep 0.1; done
+grep -q "^step" "$work/out" || fail "train: no step within 30 s"
+victim=$(pgrep -P "$launcher" | sed -n 2p) # the second rank mpirun started
+[ -n "$victim" ] || fail "train: could not find the ranks"
+kill -STOP "$victim"
+t0=$SECONDS
+wait "$launcher"
+code=$? secs=$((SECONDS - t0))
+kill -KILL "$victim" 2>/dev/null
+[ "$code" -ne 0 ] || fail "train: exit 0 with a stopped rank"
+[ "$secs" -le 13 ] || fail "train: took ${secs} s after the stop (timeout 3 s + 10 s)"
+expect_text "where every rank is"
+expect_text "collective watchdog: waited"
+grep -q "has not arrived" "$work/out" || fail "train: no rank named as not arrived"
+echo "ok: train: one of 3 ranks stopped; the job ended after ${secs} s (exit $code):"
+grep "watchdog\|rank [0-9]: " "$work/out" | grep -v "^step" | head -8

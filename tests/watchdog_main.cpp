@@ -1,0 +1,50 @@
+// A program whose ranks hang or disagree on purpose, for the collective watchdog's test
+// (tests/watchdog_check.sh). Usage: watchdog MODE [ring|native], every rank running 6 all-gathers
+// of 1000 floats with a 2 s collective timeout, except:
+//   stop      the last rank stops itself (SIGSTOP) before the third call: a hang
+//   mismatch  rank 1 reduce-scatters where the others all-gather in the third call
+//   slow      rank 1 sleeps 1.2 s (below the timeout) before the third call: must finish, exit 0
+#include "core/error.h"
+#include "launch/cli_util.h"
+#include "model/backend.h"
+
+#include <mpi.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace shardlab;
+
+int main(int argc, char** argv) {
+    MpiSession mpi(argc, argv);
+    const std::string mode = argc > 1 ? argv[1] : "";
+    const Algo algo = parse_algo(argc > 2 ? argv[2] : "ring");
+    return run_guarded([&] {
+        check(mode == "stop" || mode == "mismatch" || mode == "slow",
+              "usage: watchdog stop|mismatch|slow [ring|native]");
+        const auto backend = make_cpu_backend(1);
+        const auto comm = backend->communicator(MPI_COMM_WORLD);
+        comm->set_collective_timeout(2.0);
+        const int rank = comm->rank(), n = comm->size();
+        const std::size_t count = 1000;
+        std::vector<float> mine(count, float(rank)), all(count); // chunk-sized use of `mine`
+        for (int call = 1; call <= 6; ++call) {
+            if (call == 3 && mode == "stop" && rank == n - 1) std::raise(SIGSTOP);
+            if (call == 3 && mode == "slow" && rank == 1)
+                std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+            comm->label_next("call " + std::to_string(call));
+            if (call == 3 && mode == "mismatch" && rank == 1)
+                comm->reduce_scatter(all.data(), mine.data(), count, DType::f32, ReduceOp::sum,
+                                     algo);
+            else
+                comm->all_gather(mine.data(), all.data(), count, DType::f32, algo);
+            comm->synchronize();
+        }
+        if (rank == 0) std::printf("all 6 collectives completed\n");
+        return 0;
+    });
+}
