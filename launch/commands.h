@@ -20,5 +20,6 @@ CommandRunner add_bench_step_command(CLI::App& cmd);
 CommandRunner add_plan_command(CLI::App& cmd);
 CommandRunner add_train_command(CLI::App& cmd);
 CommandRunner add_bench_adamw_command(CLI::App& cmd);
+CommandRunner add_checkpoint_command(CLI::App& cmd);
 
 } // namespace shardlab

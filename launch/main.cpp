@@ -57,7 +57,10 @@ int main(int argc, char** argv) {
     runners[train] = add_train_command(*train);
     CLI::App* plan = app.add_subcommand("plan", "Predict per-rank memory and traffic for any size");
     runners[plan] = add_plan_command(*plan);
-    const std::set<CLI::App*> without_mpi = {device, init, ref, bench_adamw, plan};
+    CLI::App* ckpt =
+        app.add_subcommand("checkpoint", "Inspect a training checkpoint, or export its weights");
+    runners[ckpt] = add_checkpoint_command(*ckpt);
+    const std::set<CLI::App*> without_mpi = {device, init, ref, bench_adamw, plan, ckpt};
 
     try {
         app.parse(argc, argv);

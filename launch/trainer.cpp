@@ -247,6 +247,7 @@ struct Run {
     const nlohmann::json& config;
     int N, rank, A;
     bool lead;
+    std::vector<std::uint64_t> numel; // every unit's size
 };
 
 // Resumes from --resume: rank 0 picks the checkpoint directory, every rank loads its state from
@@ -256,7 +257,10 @@ int resume(Run& r) {
     ZeroEngine::OwnedState saved;
     collectively(
         [&] {
-            saved = load_checkpoint(cdir, r.config, r.N, r.rank);
+            std::vector<ElementRange> want;
+            for (std::size_t u = 0; u < r.numel.size(); ++u)
+                want.push_back({r.engine.owned_offset(int(u)), r.engine.owned_count(int(u))});
+            saved = load_checkpoint(cdir, r.config, r.numel, want);
             if (r.o.stop_after > 0 && r.o.stop_after <= saved.iteration)
                 throw UsageError(
                     fmt::format("--stop-after {} is not after the checkpoint's step {}; nothing "
@@ -357,7 +361,11 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
     nlohmann::json config = train_options_json(o, config_to_json(s.config), T_, s.grad_accum);
     config["data_sha256"] = data_fingerprint(s.data);
     GPTModel model(s.config, B, T_, s.checkpoint, param_dtype(s.precision), ctx, backend.ops());
-    Run r{o, s, backend, comm, engine, *updater, model, config, N, rank, s.grad_accum, rank == 0};
+    config["global_batch_seqs"] = N * B * s.grad_accum;
+    std::vector<std::uint64_t> numel;
+    for (const ParamUnit& u : layout.units()) numel.push_back(u.numel);
+    Run r{o,      s, backend, comm,         engine,    *updater, model,
+          config, N, rank,    s.grad_accum, rank == 0, numel};
 
     const int first = o.resume.empty() ? 0 : resume(r);
     engine.take_exposed_comm_seconds();
@@ -420,7 +428,7 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
             const CommStats saved = comm.stats();
             ZeroEngine::OwnedState st = engine.save_owned();
             st.iteration = step + 1;
-            save_checkpoint(o.out, config, N, rank, st, comm.mpi_comm());
+            save_checkpoint(o.out, config, N, rank, st, r.numel, comm.mpi_comm());
             comm.stats() = saved;
         }
     }

@@ -1,17 +1,16 @@
-// Binary layout of rank-R.bin (little-endian): "SHLBCKP1", u32 rank, u32 ranks, u32 units,
-// i32 step, i32 iteration, f32 loss_scale, i32 good_steps, i64 skipped; per unit: u64 count, then
-// count floats each of master, m, v; finally u64 FNV-1a of every byte before it.
+// Saving every rank's slices atomically, and reading any ranges back at any rank count.
 #include "optim/checkpoint.h"
 
 #include "core/error.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 
 #include <unistd.h>
 
@@ -20,157 +19,50 @@ namespace shardlab {
 namespace fs = std::filesystem;
 
 namespace {
-constexpr char kMagic[8] = {'S', 'H', 'L', 'B', 'C', 'K', 'P', '1'};
-
-std::uint64_t fnv1a(const std::string& bytes) {
-    std::uint64_t h = 1469598103934665603ull;
-    for (unsigned char c : bytes) h = (h ^ c) * 1099511628211ull;
-    return h;
-}
-
-template <typename V>
-void put(std::string& out, V v) {
-    out.append(reinterpret_cast<const char*>(&v), sizeof(V));
-}
-
-class Reader {
-  public:
-    Reader(const std::string& bytes, const std::string& path) : b_(bytes), path_(path) {}
-    template <typename V>
-    V get() {
-        need(sizeof(V));
-        V v;
-        std::memcpy(&v, b_.data() + pos_, sizeof(V));
-        pos_ += sizeof(V);
-        return v;
-    }
-    std::vector<float> floats(std::uint64_t n) {
-        need(n * 4);
-        std::vector<float> v(n);
-        std::memcpy(v.data(), b_.data() + pos_, n * 4);
-        pos_ += n * 4;
-        return v;
-    }
-    std::size_t pos() const { return pos_; }
-
-  private:
-    void need(std::size_t n) const {
-        if (pos_ + n > b_.size())
-            throw Error("checkpoint file '" + path_ +
-                        "' is truncated; it cannot be resumed (use an earlier "
-                        "checkpoint or start over)");
-    }
-    const std::string& b_;
-    std::string path_;
-    std::size_t pos_ = 0;
-};
-
-// The keys that must match for a bitwise continuation.
+// The keys that must match for a continuation of the same training: the model, the numerics, the
+// schedule and the data with its global batch (how it is split over ranks, micro-batches and
+// ZeRO stages may change).
 const char* kMustMatch[] = {
-    "model", "precision", "zero",  "micro_batch",  "grad_accum", "seq",
-    "lr",    "warmup",    "steps", "min_lr_ratio", "schedule",   "weight_decay",
-    "beta1", "beta2",     "eps",   "grad_clip",    "seed",       "data_sha256"};
+    "model",        "precision",  "global_batch_seqs", "seq",   "lr",    "warmup", "steps",
+    "min_lr_ratio", "schedule",   "weight_decay",      "beta1", "beta2", "eps",    "grad_clip",
+    "seed",         "data_sha256"};
 
-std::string checkpoint_dir(const std::string& dir) {
-    if (fs::exists(fs::path(dir) / "meta.json")) return dir;
-    const fs::path current = fs::path(dir) / "checkpoint", prev = fs::path(dir) / "checkpoint.prev";
-    // A save that died between its two renames leaves only the previous checkpoint.
-    if (!fs::exists(current / "meta.json") && fs::exists(prev / "meta.json")) return prev.string();
-    return current.string();
-}
-
-// Writes bytes to path and makes them durable; throws Error naming the path on any failure.
+// Writes bytes to path and makes them durable; throws Error naming the path and the reason.
 void write_durably(const fs::path& path, const std::string& bytes) {
     std::FILE* f = std::fopen(path.c_str(), "wb");
-    bool ok = f != nullptr;
-    ok = ok && std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
-    ok = ok && std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0;
-    ok = (f != nullptr && std::fclose(f) == 0) && ok;
-    if (!ok)
-        throw Error("cannot write checkpoint file '" + path.string() +
-                    "'; check that the run directory is writable and has free space");
-}
-} // namespace
-
-void save_checkpoint(const std::string& dir, const nlohmann::json& config, int ranks, int rank,
-                     const ZeroEngine::OwnedState& s, MPI_Comm comm) {
-    const fs::path tmp = fs::path(dir) / "checkpoint.tmp", final_dir = fs::path(dir) / "checkpoint",
-                   prev = fs::path(dir) / "checkpoint.prev";
-    if (rank == 0) fs::remove_all(tmp); // a half-written one from a run that died mid-save
-    MPI_Barrier(comm);
-    std::string bytes(kMagic, 8);
-    put<std::uint32_t>(bytes, std::uint32_t(rank));
-    put<std::uint32_t>(bytes, std::uint32_t(ranks));
-    put<std::uint32_t>(bytes, std::uint32_t(s.master.size()));
-    put<std::int32_t>(bytes, s.step);
-    put<std::int32_t>(bytes, s.iteration);
-    put<float>(bytes, s.loss_scale);
-    put<std::int32_t>(bytes, s.good_steps);
-    put<std::int64_t>(bytes, s.skipped);
-    for (std::size_t u = 0; u < s.master.size(); ++u) {
-        put<std::uint64_t>(bytes, s.master[u].size());
-        for (const auto* part : {&s.master[u], &s.m[u], &s.v[u]})
-            bytes.append(reinterpret_cast<const char*>(part->data()), part->size() * 4);
-    }
-    put<std::uint64_t>(bytes, fnv1a(bytes));
-    // Every rank must have written its shard before the new checkpoint replaces the old one.
-    int ok = 1;
-    std::string why;
-    try {
-        fs::create_directories(tmp);
-        write_durably(tmp / fmt::format("rank-{}.bin", rank), bytes);
-    } catch (const std::exception& e) {
-        ok = 0;
-        why = e.what();
-    }
-    MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm);
-    if (!ok)
-        throw Error(why.empty() ? "another rank could not write its checkpoint shard; the previous "
-                                  "checkpoint is kept"
-                                : why);
-    if (rank ==
-        0) { // old -> prev, new -> checkpoint, then drop prev: always one complete checkpoint
-        write_durably(
-            tmp / "meta.json",
-            nlohmann::json{{"config", config}, {"ranks", ranks}, {"iteration", s.iteration}}.dump(
-                2) +
-                "\n");
-        fs::remove_all(prev);
-        if (fs::exists(final_dir)) fs::rename(final_dir, prev);
-        fs::rename(tmp, final_dir);
-        fs::remove_all(prev);
-    }
-    MPI_Barrier(comm);
+    int err = f ? 0 : errno;
+    if (f && std::fwrite(bytes.data(), 1, bytes.size(), f) != bytes.size()) err = errno;
+    if (f && !err && (std::fflush(f) != 0 || ::fsync(::fileno(f)) != 0)) err = errno;
+    if (f && std::fclose(f) != 0 && !err) err = errno;
+    if (err)
+        throw Error("cannot write checkpoint file '" + path.string() + "': " +
+                    (err == ENOSPC ? std::string("the disk is full (ENOSPC); free some space")
+                                   : std::string(std::strerror(err)) +
+                                         "; check that the run directory is writable") +
+                    " (the previous checkpoint is kept)");
 }
 
-std::string agree_checkpoint_dir(const std::string& dir, MPI_Comm comm) {
-    int rank = 0;
-    MPI_Comm_rank(comm, &rank);
-    std::string chosen = rank == 0 ? checkpoint_dir(dir) : std::string();
-    int len = int(chosen.size());
-    MPI_Bcast(&len, 1, MPI_INT, 0, comm);
-    chosen.resize(std::size_t(len));
-    MPI_Bcast(chosen.data(), len, MPI_CHAR, 0, comm);
-    return chosen;
+// This rank's slice of every unit, cut from the state it owns (which covers the slice at every
+// ZeRO stage: the whole unit at stage 0, exactly the slice otherwise).
+CheckpointFile slices(const ZeroEngine::OwnedState& s, const std::vector<std::uint64_t>& numel,
+                      int ranks, int rank) {
+    CheckpointFile f{rank, ranks, s.step, s.iteration, s.loss_scale, s.good_steps, s.skipped, {}};
+    for (std::size_t u = 0; u < numel.size(); ++u) {
+        const ElementRange r = stored_range(numel[u], ranks, rank);
+        check(r.begin >= s.offset[u] && r.begin + r.count <= s.offset[u] + s.master[u].size(),
+              fmt::format("internal: unit {}'s slice [{}, +{}) is not in the owned range", u,
+                          r.begin, r.count));
+        auto cut = [&](const std::vector<float>& v) {
+            const auto from = v.begin() + std::ptrdiff_t(r.begin - s.offset[u]);
+            return std::vector<float>(from, from + std::ptrdiff_t(r.count));
+        };
+        f.units.push_back({numel[u], r, cut(s.master[u]), cut(s.m[u]), cut(s.v[u])});
+    }
+    return f;
 }
 
-ZeroEngine::OwnedState load_checkpoint(const std::string& cdir, const nlohmann::json& config,
-                                       int ranks, int rank) {
-    std::ifstream meta_in(fs::path(cdir) / "meta.json");
-    if (!meta_in)
-        throw UsageError("no checkpoint in '" + cdir +
-                         "' (no meta.json); point --resume at a run's --out directory");
-    nlohmann::json meta;
-    try {
-        meta = nlohmann::json::parse(meta_in);
-    } catch (const nlohmann::json::exception& e) {
-        throw Error("checkpoint '" + cdir + "/meta.json' is corrupt: " + e.what());
-    }
-    if (meta.value("ranks", -1) != ranks)
-        throw UsageError(
-            fmt::format("checkpoint '{}' was written by {} ranks; resume it with mpirun -np {} "
-                        "(shards are cut per rank count)",
-                        cdir, meta.value("ranks", -1), meta.value("ranks", -1)));
+void check_compatible(const std::string& cdir, const nlohmann::json& meta,
+                      const nlohmann::json& config, const std::vector<std::uint64_t>& numel) {
     for (const char* key : kMustMatch) {
         const auto saved = meta["config"].value(key, nlohmann::json());
         const auto now = config.value(key, nlohmann::json());
@@ -181,47 +73,154 @@ ZeroEngine::OwnedState load_checkpoint(const std::string& cdir, const nlohmann::
                 cdir, config.value("data", std::string("this run's")),
                 saved.is_string() ? saved.get<std::string>().substr(0, 12) : "(none)",
                 now.is_string() ? now.get<std::string>().substr(0, 12) : "(none)"));
-        if (saved != now)
+        if (saved != now && std::string(key) == "global_batch_seqs")
             throw UsageError(fmt::format(
-                "checkpoint '{}' was written with {} = {}, this run has {}; resume with "
-                "the same setting",
-                cdir, key, saved.dump(), now.dump()));
+                "checkpoint '{}' was trained with a global batch of {} sequences, this run has "
+                "{}; choose --micro-batch / --grad-accum (or --global-batch) so that ranks x "
+                "micro-batch x grad-accum = {}",
+                cdir, saved.dump(), now.dump(), saved.dump()));
+        if (saved != now)
+            throw UsageError(fmt::format("checkpoint '{}' was written with {} = {}, this run has "
+                                         "{}; resume with the same setting",
+                                         cdir, key, saved.dump(), now.dump()));
     }
-    const fs::path file = fs::path(cdir) / fmt::format("rank-{}.bin", rank);
-    std::ifstream in(file, std::ios::binary);
+    if (meta.value("units", nlohmann::json()) != nlohmann::json(numel))
+        throw UsageError("checkpoint '" + cdir +
+                         "' holds units of other sizes than this model's; it is corrupt");
+}
+} // namespace
+
+void save_checkpoint(const std::string& dir, const nlohmann::json& config, int ranks, int rank,
+                     const ZeroEngine::OwnedState& s, const std::vector<std::uint64_t>& numel,
+                     MPI_Comm comm) {
+    const fs::path tmp = fs::path(dir) / "checkpoint.tmp", final_dir = fs::path(dir) / "checkpoint",
+                   prev = fs::path(dir) / "checkpoint.prev";
+    if (rank == 0) fs::remove_all(tmp); // a half-written one from a run that died mid-save
+    MPI_Barrier(comm);
+    const std::string bytes = encode_checkpoint_file(slices(s, numel, ranks, rank));
+    // Every rank must have written its file before the new checkpoint replaces the old one.
+    int ok = 1;
+    std::string why;
+    try {
+        fs::create_directories(tmp);
+        write_durably(tmp / fmt::format("rank-{}.bin", rank), bytes);
+    } catch (const std::exception& e) {
+        ok = 0;
+        why = e.what();
+    }
+    MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm);
+    if (!ok) {
+        std::error_code ec;
+        fs::remove(tmp / fmt::format("rank-{}.bin", rank), ec); // give the space back
+        throw Error(why.empty() ? "another rank could not write its checkpoint file (see its "
+                                  "message); the previous checkpoint is kept"
+                                : why);
+    }
+    if (rank == 0) { // old -> prev, new -> checkpoint, then drop prev: always one complete one
+        const nlohmann::json meta{{"format", 2},    {"config", config},
+                                  {"ranks", ranks}, {"iteration", s.iteration},
+                                  {"step", s.step}, {"units", numel}};
+        write_durably(tmp / "meta.json", meta.dump(2) + "\n");
+        fs::remove_all(prev);
+        if (fs::exists(final_dir)) fs::rename(final_dir, prev);
+        fs::rename(tmp, final_dir);
+        fs::remove_all(prev);
+    }
+    MPI_Barrier(comm);
+}
+
+std::string find_checkpoint_dir(const std::string& dir) {
+    if (fs::exists(fs::path(dir) / "meta.json")) return dir;
+    const fs::path current = fs::path(dir) / "checkpoint", prev = fs::path(dir) / "checkpoint.prev";
+    // A save that died between its two renames leaves only the previous checkpoint.
+    if (!fs::exists(current / "meta.json") && fs::exists(prev / "meta.json")) return prev.string();
+    return current.string();
+}
+
+std::string agree_checkpoint_dir(const std::string& dir, MPI_Comm comm) {
+    int rank = 0;
+    MPI_Comm_rank(comm, &rank);
+    std::string chosen = rank == 0 ? find_checkpoint_dir(dir) : std::string();
+    int len = int(chosen.size());
+    MPI_Bcast(&len, 1, MPI_INT, 0, comm);
+    chosen.resize(std::size_t(len));
+    MPI_Bcast(chosen.data(), len, MPI_CHAR, 0, comm);
+    return chosen;
+}
+
+nlohmann::json read_checkpoint_meta(const std::string& cdir) {
+    std::ifstream in(fs::path(cdir) / "meta.json");
     if (!in)
-        throw Error("checkpoint file '" + file.string() +
-                    "' is missing; the checkpoint is incomplete");
-    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const std::string where = file.string();
-    if (bytes.size() < 16 || std::memcmp(bytes.data(), kMagic, 8) != 0)
-        throw Error("'" + where + "' is not a shardlab checkpoint file (bad magic)");
-    std::uint64_t stored = 0;
-    std::memcpy(&stored, bytes.data() + bytes.size() - 8, 8);
-    if (stored != fnv1a(bytes.substr(0, bytes.size() - 8)))
-        throw Error("checkpoint file '" + where +
-                    "' is corrupt (checksum mismatch); use an earlier checkpoint");
-    Reader r(bytes, where);
-    r.floats(2); // the magic
-    const auto file_rank = r.get<std::uint32_t>(), file_ranks = r.get<std::uint32_t>();
-    if (int(file_rank) != rank || int(file_ranks) != ranks)
-        throw Error(fmt::format("'{}' belongs to rank {} of {}, not rank {} of {}", where,
-                                file_rank, file_ranks, rank, ranks));
-    const auto units = r.get<std::uint32_t>();
-    ZeroEngine::OwnedState s;
-    s.step = r.get<std::int32_t>();
-    s.iteration = r.get<std::int32_t>();
-    s.loss_scale = r.get<float>();
-    s.good_steps = r.get<std::int32_t>();
-    s.skipped = r.get<std::int64_t>();
-    for (std::uint32_t u = 0; u < units; ++u) {
-        const auto n = r.get<std::uint64_t>();
-        s.master.push_back(r.floats(n));
-        s.m.push_back(r.floats(n));
-        s.v.push_back(r.floats(n));
+        throw UsageError("no checkpoint in '" + cdir +
+                         "' (no meta.json); point at a run's --out directory");
+    nlohmann::json meta;
+    try {
+        meta = nlohmann::json::parse(in);
+    } catch (const nlohmann::json::exception& e) {
+        throw UsageError("checkpoint '" + cdir + "/meta.json' is corrupt: " + e.what());
     }
-    if (r.pos() + 8 != bytes.size())
-        throw Error("checkpoint file '" + where + "' has trailing bytes; it is corrupt");
+    if (meta.value("format", 1) != 2)
+        throw UsageError("checkpoint '" + cdir +
+                         "' was written by an older shardlab (format 1); resume it with that "
+                         "version, or start over");
+    const int ranks = meta.value("ranks", 0);
+    if (ranks < 1 || !meta.contains("config") || !meta["units"].is_array())
+        throw UsageError("checkpoint '" + cdir + "/meta.json' is incomplete; it is corrupt");
+    return meta;
+}
+
+ZeroEngine::OwnedState load_checkpoint(const std::string& cdir, const nlohmann::json& config,
+                                       const std::vector<std::uint64_t>& numel,
+                                       const std::vector<ElementRange>& want) {
+    const nlohmann::json meta = read_checkpoint_meta(cdir);
+    check_compatible(cdir, meta, config, numel);
+    const int N = meta["ranks"].get<int>();
+    ZeroEngine::OwnedState s;
+    for (const ElementRange& w : want) {
+        s.offset.push_back(w.begin);
+        for (auto* part : {&s.master, &s.m, &s.v}) part->emplace_back(w.count, 0.0f);
+    }
+    bool first = true;
+    for (int q = 0; q < N; ++q) {
+        bool needed = false; // does file q hold any element this rank wants?
+        for (std::size_t u = 0; u < numel.size(); ++u) {
+            const ElementRange r = stored_range(numel[u], N, q);
+            needed = needed || (r.count && r.begin < want[u].begin + want[u].count &&
+                                want[u].begin < r.begin + r.count);
+        }
+        if (!needed) continue;
+        const CheckpointFile f =
+            read_checkpoint_file((fs::path(cdir) / fmt::format("rank-{}.bin", q)).string());
+        if (f.rank != q || f.ranks != N || f.units.size() != numel.size())
+            throw Error(fmt::format("checkpoint '{}': rank-{}.bin belongs to rank {} of {} with {} "
+                                    "units; the checkpoint is inconsistent",
+                                    cdir, q, f.rank, f.ranks, f.units.size()));
+        if (first) {
+            s.step = f.step, s.iteration = f.iteration, s.loss_scale = f.loss_scale;
+            s.good_steps = f.good_steps, s.skipped = f.skipped;
+            first = false;
+        } else if (f.iteration != s.iteration || f.step != s.step)
+            throw Error(fmt::format("checkpoint '{}': rank-{}.bin is at step {}, another file at "
+                                    "step {}; the checkpoint is inconsistent (use "
+                                    "checkpoint.prev)",
+                                    cdir, q, f.iteration, s.iteration));
+        for (std::size_t u = 0; u < numel.size(); ++u) { // copy the overlap
+            const CheckpointSection& sec = f.units[u];
+            const std::uint64_t lo = std::max(sec.range.begin, want[u].begin),
+                                hi = std::min(sec.range.begin + sec.range.count,
+                                              want[u].begin + want[u].count);
+            for (std::uint64_t i = lo; i < hi; ++i) {
+                s.master[u][i - want[u].begin] = sec.master[i - sec.range.begin];
+                s.m[u][i - want[u].begin] = sec.m[i - sec.range.begin];
+                s.v[u][i - want[u].begin] = sec.v[i - sec.range.begin];
+            }
+        }
+    }
+    if (first) { // this rank owns only padding: the header still comes from a file
+        const CheckpointFile f = read_checkpoint_file((fs::path(cdir) / "rank-0.bin").string());
+        s.step = f.step, s.iteration = f.iteration, s.loss_scale = f.loss_scale;
+        s.good_steps = f.good_steps, s.skipped = f.skipped;
+    }
     return s;
 }
 

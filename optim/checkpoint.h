@@ -1,32 +1,51 @@
-// Training checkpoints: DIR/checkpoint/ holds meta.json (the run's config, N, step) and one
-// rank-R.bin per rank with that rank's owned state (fp32 master or params, m, v) and the step and
-// loss-scaler state, closed by a checksum. Ranks write (and fsync) into DIR/checkpoint.tmp/; once
-// all have succeeded, rank 0 moves the old checkpoint to checkpoint.prev, the new one into place,
-// and drops prev — a crash at any point leaves one complete checkpoint, which loading finds. The
-// run directory is assumed to be on a filesystem every rank shares.
+// Training checkpoints that any rank count can resume: DIR/checkpoint/ holds meta.json (the run's
+// config, the rank count N that wrote it, the step, every unit's size) and one rank-Q.bin per
+// rank (optim/checkpoint_file.h: global element ranges of fp32 master, m and v, the step, the
+// scheduler and loss-scaler state, checksummed). Ranks write (and fsync) into
+// DIR/checkpoint.tmp/; once all have succeeded, rank 0 moves the old checkpoint to
+// checkpoint.prev, the new one into place, and drops prev — a crash at any point leaves one
+// complete checkpoint, which loading finds. The run directory is assumed to be on a filesystem
+// every rank shares.
+//
+// A resume at M ranks (M may differ from N, and so may the ZeRO stage) asks for the ranges it
+// owns and reads only the files that hold them. The data position is the iteration: with the same
+// global batch, step k reads the same samples however the batch is split over ranks.
 #pragma once
 
+#include "optim/checkpoint_file.h"
 #include "optim/zero_engine.h"
 
 #include <mpi.h>
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace shardlab {
 
+// `numel`: every unit's size; `s.offset`: where each of s's vectors starts in its unit.
 void save_checkpoint(const std::string& dir, const nlohmann::json& config, int ranks, int rank,
-                     const ZeroEngine::OwnedState& state, MPI_Comm comm);
+                     const ZeroEngine::OwnedState& s, const std::vector<std::uint64_t>& numel,
+                     MPI_Comm comm);
+
+// The checkpoint directory inside `dir`: `dir` itself when it holds meta.json, else
+// dir/checkpoint — or, when a save died between its two renames, dir/checkpoint.prev.
+std::string find_checkpoint_dir(const std::string& dir);
 
 // The checkpoint directory a resume reads, decided by rank 0 and broadcast, so that every rank
-// reads the same one: `dir` itself when it holds meta.json, else dir/checkpoint — or, when a save
-// died between its two renames, dir/checkpoint.prev. Call it on every rank.
+// reads the same one (find_checkpoint_dir). Call it on every rank.
 std::string agree_checkpoint_dir(const std::string& dir, MPI_Comm comm);
 
-// Reads this rank's state from the checkpoint directory `cdir` (from agree_checkpoint_dir).
-// Throws Error when it was written with another N or another training config (naming the
-// difference), or when a file is missing, truncated or corrupt.
+// meta.json of checkpoint directory `cdir`; UsageError when there is none or it is unreadable.
+nlohmann::json read_checkpoint_meta(const std::string& cdir);
+
+// Reads the ranges `want` (per unit, in that unit's elements; elements past its size read as 0)
+// from the checkpoint in `cdir`, whatever rank count wrote it. Throws UsageError when it was
+// written for another model or training config (naming the difference), Error when a file is
+// missing, truncated or corrupt. The result's offsets are want's begins.
 ZeroEngine::OwnedState load_checkpoint(const std::string& cdir, const nlohmann::json& config,
-                                       int ranks, int rank);
+                                       const std::vector<std::uint64_t>& numel,
+                                       const std::vector<ElementRange>& want);
 
 } // namespace shardlab

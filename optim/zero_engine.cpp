@@ -325,6 +325,7 @@ ZeroEngine::OwnedState ZeroEngine::save_owned() {
         s.master.push_back(std::move(st.master));
         s.m.push_back(std::move(st.m));
         s.v.push_back(std::move(st.v));
+        s.offset.push_back(owned_offset(int(u)));
     }
     s.step = step_;
     s.loss_scale = scaler_.scale();

@@ -80,9 +80,11 @@ class ZeroEngine : public UnitParams {
     // Full fp32 master weights, unpadded, unit by unit (gathered from every rank's shard).
     std::vector<std::vector<float>> consolidated_master();
 
-    // Resume support: this rank's owned state (master, or the fp32 params; m; v), unit by unit.
+    // Resume support: this rank's owned state (master, or the fp32 params; m; v), unit by unit,
+    // each vector starting at element `offset[u]` of its unit (owned_offset) and owned_count long.
     struct OwnedState {
         std::vector<std::vector<float>> master, m, v;
+        std::vector<std::uint64_t> offset;
         int step = 0;      // optimizer updates applied (AdamW's bias correction counts these)
         int iteration = 0; // training-loop steps done, skipped (non-finite) ones included
         float loss_scale = 1;

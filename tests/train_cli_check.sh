@@ -22,9 +22,9 @@ head -c 20000 /usr/share/common-licenses/GPL-3 > "$work/a/d.txt"
   -np 1 -wdir "$work/b" "$shardlab" train "${small[@]}" --data d.txt --out "$work/b/o"
 # Offload with stage 0 is supported (every rank updates the whole model on its host).
 "${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --zero 0 --offload --out "$work/z0off" >/dev/null
-# A checkpoint must be resumed with the same N and config, and must be intact.
+# A checkpoint resumes at any N, but with the same global batch and config, and must be intact.
 "${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --steps 4 --save-every 2 --stop-after 2 --out "$work/run" >/dev/null
-"$expect" 2 "was written by 2 ranks; resume it with mpirun -np 2" "${mpirun[@]}" -np 3 "$shardlab" train "${small[@]}" --steps 4 --resume "$work/run" --out "$work/run3"
+"$expect" 2 "was trained with a global batch of 16 sequences, this run has 24" "${mpirun[@]}" -np 3 "$shardlab" train "${small[@]}" --steps 4 --resume "$work/run" --out "$work/run3"
 "$expect" 2 "was written with lr = " "${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --steps 4 --lr 0.5 --resume "$work/run" --out "$work/run"
 # --stop-after alone still leaves a checkpoint, and resuming continues from it; a line of
 # steps.jsonl a killed run left half written is dropped with a warning.
@@ -52,7 +52,7 @@ for c in b[:-8]:
 struct.pack_into("<Q", b, len(b) - 8, h)
 open(path, "wb").write(bytes(b))
 PY
-"$expect" 2 "rank 1's file is at step 3, rank 0's at step 2" "${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --steps 4 --resume "$work/skewed" --out "$work/skewed"
+"$expect" 2 "rank-1.bin is at step 3, another file at step 2" "${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --steps 4 --resume "$work/skewed" --out "$work/skewed"
 printf 'X' | dd of="$work/run/checkpoint/rank-1.bin" bs=1 seek=100 conv=notrunc status=none
 "$expect" 2 "is corrupt (checksum mismatch)" "${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --steps 4 --resume "$work/run" --out "$work/run"
 "$expect" 2 "no checkpoint in" "${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --steps 4 --resume "$work/nothing" --out "$work/x"

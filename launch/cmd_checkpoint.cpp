@@ -1,0 +1,114 @@
+// `shardlab checkpoint inspect DIR` (what a checkpoint holds, every file verified) and
+// `shardlab checkpoint export DIR --out W.safetensors` (the fp32 master weights, consolidated one
+// rank file at a time, so it never holds more than one file's share of the model).
+#include "core/error.h"
+#include "launch/commands.h"
+#include "model/gpt_config.h"
+#include "model/param_layout.h"
+#include "model/safetensors_writer.h"
+#include "optim/checkpoint.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <memory>
+
+namespace shardlab {
+
+namespace {
+namespace fs = std::filesystem;
+
+std::string file_of(const std::string& cdir, int q) {
+    return (fs::path(cdir) / fmt::format("rank-{}.bin", q)).string();
+}
+
+int inspect(const std::string& dir) {
+    const std::string cdir = find_checkpoint_dir(dir);
+    const nlohmann::json meta = read_checkpoint_meta(cdir);
+    const nlohmann::json& c = meta["config"];
+    const GPTConfig model = config_from_json(c["model"]);
+    const ParamLayout layout(model);
+    const int N = meta["ranks"].get<int>();
+    fmt::print("checkpoint {}\n  model      {}\n  training   {} ZeRO-{}, global batch {} "
+               "sequences of {} tokens, step {} of {}\n  data       sha256 {}\n",
+               cdir, model.describe(), c.value("precision", "?"), c.value("zero", -1),
+               c.value("global_batch_seqs", 0), c.value("seq", 0), meta.value("iteration", 0),
+               c.value("steps", 0), c.value("data_sha256", "?"));
+    fmt::print("  units      {} (", layout.num_units());
+    for (std::size_t u = 0; u < layout.num_units(); ++u)
+        fmt::print("{}{} {}", u ? ", " : "", layout.units()[u].name, layout.units()[u].numel);
+    fmt::print(" elements)\n  written by {} rank(s); each file holds its slice of every unit "
+               "(fp32 master, m, v):\n",
+               N);
+    for (int q = 0; q < N; ++q) {
+        const CheckpointFile f = read_checkpoint_file(file_of(cdir, q));
+        std::uint64_t elements = 0;
+        for (const CheckpointSection& s : f.units) elements += s.range.count;
+        fmt::print("    rank-{}.bin  {:>12} bytes  {:>10} elements  step {}  loss scale {:g}  "
+                   "checksum ok\n",
+                   q, fs::file_size(file_of(cdir, q)), elements, f.iteration, f.loss_scale);
+        check(f.iteration == meta.value("iteration", -1),
+              fmt::format("rank-{}.bin is at step {}, meta.json says {}; the checkpoint is "
+                          "inconsistent",
+                          q, f.iteration, meta.value("iteration", -1)));
+    }
+    fmt::print("resumable at any rank count M with a global batch of {} sequences "
+               "(M x micro-batch x grad-accum), at any ZeRO stage\n",
+               c.value("global_batch_seqs", 0));
+    return 0;
+}
+
+int export_weights(const std::string& dir, const std::string& out) {
+    const std::string cdir = find_checkpoint_dir(dir);
+    const nlohmann::json meta = read_checkpoint_meta(cdir);
+    const GPTConfig model = config_from_json(meta["config"]["model"]);
+    const ParamLayout layout(model);
+    // Tensors in unit order, each unit's in offset order: then they tile the data section
+    // exactly as the units' flat buffers follow each other, and a unit slice is one write.
+    std::vector<TensorEntry> entries;
+    std::vector<std::uint64_t> unit_base;
+    std::uint64_t base = 0;
+    for (const ParamUnit& u : layout.units()) {
+        unit_base.push_back(base);
+        std::uint64_t next = 0;
+        for (const ParamInfo& p : u.params) {
+            check(p.offset == next, "internal: unit " + u.name + "'s tensors do not tile it");
+            entries.push_back({p.name, DType::f32, p.shape});
+            next += p.numel;
+        }
+        base += u.numel;
+    }
+    SafeTensorsWriter w(out, {{"format", "pt"}, {"config", config_to_json(model).dump()}}, entries);
+    const int N = meta["ranks"].get<int>();
+    for (int q = 0; q < N; ++q) {
+        const CheckpointFile f = read_checkpoint_file(file_of(cdir, q));
+        check(f.units.size() == layout.num_units() && f.iteration == meta.value("iteration", -1),
+              fmt::format("rank-{}.bin does not belong to this checkpoint (units {}, step {})", q,
+                          f.units.size(), f.iteration));
+        for (std::size_t u = 0; u < f.units.size(); ++u) {
+            const CheckpointSection& s = f.units[u];
+            w.write(4 * (unit_base[u] + s.range.begin), s.master.data(), 4 * s.range.count);
+        }
+    }
+    w.finish();
+    fmt::print("wrote {}: {}, fp32 master weights at step {} (from {} rank file(s))\n", out,
+               model.describe(), meta.value("iteration", 0), N);
+    return 0;
+}
+} // namespace
+
+CommandRunner add_checkpoint_command(CLI::App& cmd) {
+    struct Options {
+        std::string dir, out;
+    };
+    auto o = std::make_shared<Options>();
+    cmd.require_subcommand(1);
+    CLI::App* ins = cmd.add_subcommand("inspect", "What a checkpoint holds; verifies every file");
+    ins->add_option("DIR", o->dir, "A run's --out directory (or its checkpoint/)")->required();
+    CLI::App* exp = cmd.add_subcommand("export", "Consolidated fp32 weights as .safetensors");
+    exp->add_option("DIR", o->dir, "A run's --out directory (or its checkpoint/)")->required();
+    exp->add_option("--out", o->out, "Output .safetensors file")->required();
+    return [o, exp] { return exp->parsed() ? export_weights(o->dir, o->out) : inspect(o->dir); };
+}
+
+} // namespace shardlab

@@ -1,0 +1,90 @@
+// Header first, data at offsets, sync and rename.
+#include "model/safetensors_writer.h"
+
+#include "core/error.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include <unistd.h>
+
+namespace shardlab {
+
+namespace {
+const char* st_dtype(DType t) {
+    return t == DType::f32 ? "F32" : t == DType::bf16 ? "BF16" : "F16";
+}
+} // namespace
+
+SafeTensorsWriter::SafeTensorsWriter(std::string path,
+                                     const std::map<std::string, std::string>& metadata,
+                                     const std::vector<TensorEntry>& tensors)
+    : path_(std::move(path)), tmp_(path_ + ".tmp") {
+    nlohmann::ordered_json h = nlohmann::ordered_json::object();
+    if (!metadata.empty()) h["__metadata__"] = metadata;
+    offsets_.push_back(0);
+    for (const TensorEntry& t : tensors) {
+        std::uint64_t numel = 1;
+        for (std::int64_t d : t.shape) numel *= std::uint64_t(d);
+        const std::uint64_t end = offsets_.back() + numel * dtype_size(t.dtype);
+        h[t.name] = {{"dtype", st_dtype(t.dtype)},
+                     {"shape", t.shape},
+                     {"data_offsets", {offsets_.back(), end}}};
+        offsets_.push_back(end);
+    }
+    std::string header = h.dump();
+    header.append((8 - header.size() % 8) % 8, ' '); // the data section starts 8-aligned
+    data_start_ = 8 + header.size();
+    file_ = std::fopen(tmp_.c_str(), "wb");
+    if (!file_) fail("create '" + tmp_ + "'", errno);
+    unsigned char len[8];
+    for (int i = 0; i < 8; ++i) len[i] = (std::uint64_t(header.size()) >> (8 * i)) & 0xffu;
+    if (std::fwrite(len, 1, 8, file_) != 8 ||
+        std::fwrite(header.data(), 1, header.size(), file_) != header.size())
+        fail("write '" + tmp_ + "'", errno);
+}
+
+SafeTensorsWriter::~SafeTensorsWriter() {
+    if (!file_) return;
+    std::fclose(file_);
+    std::remove(tmp_.c_str());
+}
+
+void SafeTensorsWriter::write(std::uint64_t data_offset, const void* bytes, std::size_t n) {
+    check(data_offset + n <= data_bytes(), "internal: safetensors write past the data section");
+    if (std::fseek(file_, long(data_start_ + data_offset), SEEK_SET) != 0 ||
+        std::fwrite(bytes, 1, n, file_) != n)
+        fail("write '" + tmp_ + "'", errno);
+}
+
+void SafeTensorsWriter::finish() {
+    // The data section must be complete: a gap would be a bug, which the size check catches.
+    int err = 0;
+    if (std::fflush(file_) != 0 || ::fsync(::fileno(file_)) != 0) err = errno;
+    const long size = std::fseek(file_, 0, SEEK_END) == 0 ? std::ftell(file_) : -1;
+    if (std::fclose(file_) != 0 && !err) err = errno;
+    file_ = nullptr;
+    if (err) {
+        std::remove(tmp_.c_str());
+        fail("write '" + tmp_ + "'", err);
+    }
+    check(std::uint64_t(size) == data_start_ + data_bytes(),
+          "internal: safetensors file '" + tmp_ + "' was not written completely");
+    if (std::rename(tmp_.c_str(), path_.c_str()) != 0) {
+        err = errno;
+        std::remove(tmp_.c_str());
+        fail("rename '" + tmp_ + "' to it", err);
+    }
+}
+
+void SafeTensorsWriter::fail(const std::string& what, int err) {
+    throw Error("cannot write safetensors file '" + path_ + "': cannot " + what + ": " +
+                (err == ENOSPC ? std::string("the disk is full (ENOSPC); free some space")
+                               : std::string(std::strerror(err)) +
+                                     "; check that the directory exists and is writable"));
+}
+
+} // namespace shardlab
