@@ -59,6 +59,9 @@ void add_train_options(CLI::App& cmd, TrainOptions& o) {
     cmd.add_flag("--quiet", o.quiet, "No per-step lines");
     cmd.add_flag("--overwrite", o.overwrite,
                  "Replace the run already in --out (its report, log and checkpoint)");
+    cmd.add_flag("--log-memory", o.log_memory,
+                 "Record each step's tracked bytes per category and resident memory (RSS) of "
+                 "every rank in steps.jsonl (for leak hunting: scripts/soak.sh)");
     cmd.add_option("--collective-timeout", o.collective_timeout,
                    "Seconds a rank may wait in one collective before every rank reports where "
                    "it is and the job ends (a stopped or hung rank; 0: wait forever)")

@@ -32,7 +32,8 @@ struct TrainOptions {
     DeviceOptions device;
     int stop_after = 0; // stop after this step (0: run all --steps), as a time-limited job would
     bool quiet = false;
-    bool overwrite = false; // may replace another run's files in --out
+    bool overwrite = false;  // may replace another run's files in --out
+    bool log_memory = false; // each step\'s tracked bytes and RSS, every rank, in steps.jsonl
     double collective_timeout =
         300;                 // seconds one collective may wait (comm/mpi_watchdog.h); 0: none
     std::string config_file; // applied by add_train_command's runner (flags win)

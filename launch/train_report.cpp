@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <fstream>
+
 #include <algorithm>
 
 namespace shardlab {
@@ -178,6 +180,32 @@ void print_rank_report(const nlohmann::json& r) {
     if (r["skipped_steps"].get<long>() > 0)
         fmt::print("rank {}: {} step(s) skipped (non-finite gradient norm)\n", rank,
                    r["skipped_steps"].get<long>());
+}
+
+namespace {
+// The process's resident set (VmRSS in /proc/self/status), in bytes; 0 where there is none.
+std::uint64_t resident_bytes() {
+    std::ifstream in("/proc/self/status");
+    for (std::string line; std::getline(in, line);)
+        if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
+    return 0;
+}
+} // namespace
+
+nlohmann::json memory_sample(const MemoryTracker& tracker, MPI_Comm comm) {
+    nlohmann::json mine{{"rss", resident_bytes()}, {"tracked", nlohmann::json::object()}};
+    for (std::size_t c = 0; c < kNumCategories; ++c)
+        mine["tracked"][category_name(Category(c))] =
+            tracker.current(Category(c), Arena::device) + tracker.current(Category(c), Arena::host);
+    const auto all = gather_to_root(mine.dump(), comm);
+    if (all.empty()) return nullptr;
+    nlohmann::json out{{"tracked", nlohmann::json::array()}, {"rss", nlohmann::json::array()}};
+    for (const std::string& text : all) {
+        const nlohmann::json r = nlohmann::json::parse(text);
+        out["tracked"].push_back(r["tracked"]);
+        out["rss"].push_back(r["rss"]);
+    }
+    return out;
 }
 
 } // namespace shardlab

@@ -67,4 +67,9 @@ std::vector<nlohmann::json> gather_reports(const nlohmann::json& mine, MPI_Comm 
 
 void print_rank_report(const nlohmann::json& r);
 
+// This moment's memory on every rank, for steps.jsonl (--log-memory): on rank 0
+// {"tracked": [{category: current bytes, ...} per rank], "rss": [resident bytes per rank]}, where
+// tracked counts both arenas; elsewhere null. A collective over `comm`.
+nlohmann::json memory_sample(const MemoryTracker& tracker, MPI_Comm comm);
+
 } // namespace shardlab

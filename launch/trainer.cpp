@@ -5,6 +5,9 @@
 #include "core/error.h"
 #include "core/timer.h"
 #include "launch/cli_util.h"
+#include "launch/final_weights.h"
+#include "launch/sha256.h"
+#include "launch/steps_log.h"
 #include "launch/train_report.h"
 #include "model/backend.h"
 #include "model/corpus.h"
@@ -22,12 +25,13 @@
 #include "plan/memory_plan.h"
 
 #include <fmt/format.h>
-#include <openssl/evp.h>
 
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+
+#include <sys/stat.h>
 
 namespace shardlab {
 
@@ -65,10 +69,19 @@ bool can_create(const std::filesystem::path& path) {
     return true;
 }
 
+// Whether `path` (or, for a file not yet there, its directory) is on the file system of `dir`.
+bool same_filesystem(const std::string& dir, const std::string& path) {
+    const std::filesystem::path p(path);
+    const std::string where = p.has_parent_path() ? p.parent_path().string() : ".";
+    struct stat a {
+    }, b{};
+    return ::stat(dir.c_str(), &a) == 0 && ::stat(where.c_str(), &b) == 0 && a.st_dev == b.st_dev;
+}
+
 // Every output is checked before step 1, so no run trains for hours and then cannot write: the run
 // directory (every rank writes its checkpoint file there) and --save-weights (rank 0 writes it)
 // must be writable, with room for what they will hold.
-void check_outputs(const TrainOptions& o, const GPTConfig& config, int ranks, int rank) {
+void check_outputs(const TrainOptions& o, const GPTConfig& config, int rank) {
     namespace fs = std::filesystem;
     std::error_code ec;
     fs::create_directories(o.out, ec);
@@ -77,9 +90,12 @@ void check_outputs(const TrainOptions& o, const GPTConfig& config, int ranks, in
                          (ec ? " (" + ec.message() + ")" : "") + "; choose another --out");
     const double params = double(config.num_params());
     const bool checkpoints = o.save_every > 0 || (o.stop_after > 0 && o.stop_after < o.steps);
-    // fp32 master, m and v of this rank's share, twice (the new checkpoint beside the previous),
-    // and room for the report and the log.
-    const double need_out = (checkpoints ? 2 * 12 * params / ranks : 0) + (1 << 20);
+    // Every rank writes its slice into this one directory: fp32 master, m and v of the whole
+    // model, twice (the new checkpoint beside the previous); the report, and a log row per step
+    // (~1 KB with --log-memory); and the weights when --save-weights goes to the same disk.
+    const bool weights_here = !o.save_weights.empty() && same_filesystem(o.out, o.save_weights);
+    const double need_out = (checkpoints ? 2 * 12 * params : 0) + (1 << 20) + 1024.0 * o.steps +
+                            (weights_here ? 4 * params : 0);
     const fs::space_info space = fs::space(o.out, ec);
     if (!ec && double(space.available) < need_out)
         throw UsageError(fmt::format("--out {}: {:.1f} MB free, and this run will write about "
@@ -164,61 +180,16 @@ RunSetup prepare(const TrainOptions& o, int ranks, int rank) {
             "the data ({} tokens) is too small for {} ranks x micro-batch {} of {} tokens; "
             "use more data, a smaller --micro-batch or a shorter --seq",
             s.data.train.size() + s.data.val.size(), ranks, o.micro_batch, s.seq + 1));
-    check_outputs(o, s.config, ranks, rank); // last: it creates --out
+    check_outputs(o, s.config, rank); // last: it creates --out
     return s;
-}
-
-// steps.jsonl: fresh for a new run; on resume, the rows up to the checkpoint's step are kept and
-// any written after it (by a run that went on past its last checkpoint) dropped, as is a line a
-// killed run left half written (with a warning).
-std::ofstream open_steps_log(const std::filesystem::path& path, int resumed_at) {
-    std::vector<std::string> kept;
-    if (resumed_at > 0) {
-        std::ifstream in(path);
-        int number = 0;
-        for (std::string line; std::getline(in, line);) {
-            ++number;
-            if (line.empty()) continue;
-            const nlohmann::json row = nlohmann::json::parse(line, nullptr, false);
-            if (row.is_discarded() || !row.is_object()) {
-                fmt::print(stderr,
-                           "shardlab: {} line {} is not a whole JSON row (a run killed "
-                           "while writing it?): dropped\n",
-                           path.string(), number);
-                continue;
-            }
-            if (row.value("step", 0) <= resumed_at) kept.push_back(line);
-        }
-    }
-    std::ofstream out(path, std::ios::trunc);
-    for (const auto& line : kept) out << line << "\n";
-    return out;
-}
-
-// SHA-256 of byte ranges, in order, as hex.
-std::string sha256_hex(const std::vector<std::pair<const void*, std::size_t>>& ranges) {
-    EVP_MD_CTX* ctx = EVP_MD_CTX_new();
-    EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
-    for (const auto& [p, n] : ranges) EVP_DigestUpdate(ctx, p, n);
-    unsigned char md[32];
-    unsigned int len = 0;
-    EVP_DigestFinal_ex(ctx, md, &len);
-    EVP_MD_CTX_free(ctx);
-    std::string hex;
-    for (unsigned i = 0; i < len; ++i) hex += fmt::format("{:02x}", md[i]);
-    return hex;
-}
-
-std::string sha256_hex(const std::vector<std::vector<float>>& units) {
-    std::vector<std::pair<const void*, std::size_t>> ranges;
-    for (const auto& u : units) ranges.emplace_back(u.data(), u.size() * sizeof(float));
-    return sha256_hex(ranges);
 }
 
 // The data's fingerprint: what a resume must train on is the same tokens, wherever the file is.
 std::string data_fingerprint(const TrainValSplit& d) {
-    return sha256_hex({{d.train.data(), d.train.size() * sizeof(std::uint16_t)},
-                       {d.val.data(), d.val.size() * sizeof(std::uint16_t)}});
+    Sha256 h;
+    h.update(d.train.data(), d.train.size() * sizeof(std::uint16_t));
+    h.update(d.val.data(), d.val.size() * sizeof(std::uint16_t));
+    return h.hex();
 }
 
 std::string printable(const std::vector<std::uint16_t>& tokens) {
@@ -384,9 +355,10 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
     const LrSchedule lr{o.lr, o.warmup, o.steps, o.min_lr_ratio, o.schedule == "cosine"};
 
     std::filesystem::create_directories(o.out);
-    std::ofstream steps_log;
-    if (r.lead) steps_log = open_steps_log(std::filesystem::path(o.out) / "steps.jsonl", first);
-    nlohmann::json steps = nlohmann::json::array();
+    std::unique_ptr<StepsLog> steps_log;
+    if (r.lead)
+        steps_log = std::make_unique<StepsLog>(
+            (std::filesystem::path(o.out) / "steps.jsonl").string(), first);
     if (r.lead && !o.quiet)
         fmt::print("training {} on {} rank(s): ZeRO-{}{}, {}, micro-batch {} x {} tokens, "
                    "grad-accum {}, {} steps\n",
@@ -416,10 +388,9 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
         const bool last = step + 1 == end;
         if ((o.val_every && (step + 1) % o.val_every == 0) || (last && o.val_every == 0))
             row["val_loss"] = validate(r, val, in, tg);
+        if (o.log_memory) row["memory"] = memory_sample(tracker, comm.mpi_comm());
         if (r.lead) {
-            steps.push_back(row);
-            steps_log << row.dump() << "\n";
-            steps_log.flush();
+            steps_log->append(row);
             if (!o.quiet) print_step(r, row, so, tracker);
         }
         // A run stopped early always leaves a checkpoint to resume from.
@@ -446,10 +417,7 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
     if (const auto in_use = backend.device_bytes_in_use())
         driver = DriverMemory{*in_use, tracker.allocator(Arena::device).reserved()};
 
-    const auto weights = engine.consolidated_master();
-    const std::string hash = sha256_hex(weights);
-    if (r.lead && !o.save_weights.empty())
-        save_weights(o.save_weights, ModelWeights{s.config, weights}, DType::f32);
+    const std::string hash = hash_and_save_weights(engine, s.config, o.save_weights, r.lead);
     if (o.sample > 0) {
         GPTModel sampler(s.config, 1, T_, CheckpointPolicy{}, param_dtype(s.precision), ctx,
                          backend.ops());
@@ -472,7 +440,7 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
         for (const auto& rep : reports) print_rank_report(rep);
         fmt::print("\nfinal fp32 master weights sha256 {}\n", hash);
         nlohmann::json report = {{"config", config},
-                                 {"steps", steps},
+                                 {"steps", steps_log->rows_after(first)},
                                  {"ranks", reports},
                                  {"skipped_steps", engine.skipped_steps()},
                                  {"final_params_sha256", hash}};

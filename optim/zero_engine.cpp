@@ -297,24 +297,25 @@ double ZeroEngine::average(double value) {
 
 // --- checkpoints and consolidation ----------------------------------------------------------
 
+std::vector<float> ZeroEngine::consolidated_unit(int u) {
+    Stream& cs = comm_.stream();
+    std::vector<float> full = updater_.read(u).master;
+    if (o_.stage != 0) { // gather every rank's shard of the fp32 master
+        const std::uint64_t shard = padded_[u] / n_;
+        Allocation mine = ctx_.tracker().allocate(shard * 4, Category::workspace, cs);
+        Allocation all = ctx_.tracker().allocate(padded_[u] * 4, Category::workspace, cs);
+        cs.upload(mine.data(), full.data(), shard * 4);
+        comm_.label_next("consolidating unit " + layout_.units()[u].name);
+        comm_.all_gather(mine.data(), all.data(), padded_[u], DType::f32);
+        full = to_host_f32(cs, {all.data(), DType::f32, {std::int64_t(padded_[u])}, all.device()});
+    }
+    full.resize(layout_.units()[u].numel);
+    return full;
+}
+
 std::vector<std::vector<float>> ZeroEngine::consolidated_master() {
     std::vector<std::vector<float>> out;
-    Stream& cs = comm_.stream();
-    for (std::size_t u = 0; u < units_.size(); ++u) {
-        std::vector<float> full = updater_.read(int(u)).master;
-        if (o_.stage != 0) { // gather every rank's shard of the fp32 master
-            const std::uint64_t shard = padded_[u] / n_;
-            Allocation mine = ctx_.tracker().allocate(shard * 4, Category::workspace, cs);
-            Allocation all = ctx_.tracker().allocate(padded_[u] * 4, Category::workspace, cs);
-            cs.upload(mine.data(), full.data(), shard * 4);
-            comm_.label_next("consolidating unit " + layout_.units()[u].name);
-            comm_.all_gather(mine.data(), all.data(), padded_[u], DType::f32);
-            full =
-                to_host_f32(cs, {all.data(), DType::f32, {std::int64_t(padded_[u])}, all.device()});
-        }
-        full.resize(layout_.units()[u].numel);
-        out.push_back(std::move(full));
-    }
+    for (std::size_t u = 0; u < units_.size(); ++u) out.push_back(consolidated_unit(int(u)));
     return out;
 }
 

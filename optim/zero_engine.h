@@ -77,7 +77,9 @@ class ZeroEngine : public UnitParams {
     int step_count() const { return step_; }
     long skipped_steps() const { return scaler_.skipped(); }
 
-    // Full fp32 master weights, unpadded, unit by unit (gathered from every rank's shard).
+    // One unit's full fp32 master weights, unpadded, gathered from every rank's shard (collective).
+    std::vector<float> consolidated_unit(int unit);
+    // Every unit's (tests; a run streams them through consolidated_unit instead).
     std::vector<std::vector<float>> consolidated_master();
 
     // Resume support: this rank's owned state (master, or the fp32 params; m; v), unit by unit,

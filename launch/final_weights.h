@@ -1,0 +1,17 @@
+// The end of a run: the fp32 master weights' SHA-256 and, with --save-weights, the safetensors
+// file — both streamed one sharding unit at a time (gathered, hashed, written by rank 0,
+// released), so no rank ever holds the whole model in fp32 for it.
+#pragma once
+
+#include "model/gpt_config.h"
+#include "optim/zero_engine.h"
+
+#include <string>
+
+namespace shardlab {
+
+// Collective over the engine's ranks. `save_path` empty: hash only. Returns the hash (every rank).
+std::string hash_and_save_weights(ZeroEngine& engine, const GPTConfig& config,
+                                  const std::string& save_path, bool lead);
+
+} // namespace shardlab
