@@ -8,6 +8,7 @@
 #include "launch/final_weights.h"
 #include "launch/sha256.h"
 #include "launch/steps_log.h"
+#include "launch/stop_request.h"
 #include "launch/train_report.h"
 #include "model/backend.h"
 #include "model/corpus.h"
@@ -366,7 +367,9 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
                    T_, r.A, o.steps);
 
     RunTiming timing;
-    const int end = o.stop_after > 0 ? std::min(o.stop_after, o.steps) : o.steps;
+    const StopRequest stop_request; // Ctrl-C / SIGTERM / SIGUSR1: checkpoint, then stop
+    int stopped_by = 0;
+    int end = o.stop_after > 0 ? std::min(o.stop_after, o.steps) : o.steps;
     for (int step = first; step < end; ++step) {
         const float rate = lr.at(step);
         const StepOutcome so = train_step(r, step, train, rate, in, tg);
@@ -393,7 +396,9 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
             steps_log->append(row);
             if (!o.quiet) print_step(r, row, so, tracker);
         }
-        // A run stopped early always leaves a checkpoint to resume from.
+        // A run stopped early — by --stop-after or a signal — always leaves a checkpoint.
+        stopped_by = step + 1 < end ? stop_request.agreed(comm.mpi_comm()) : 0;
+        if (stopped_by) end = step + 1;
         const bool stopping_early = step + 1 == end && end < o.steps;
         if ((o.save_every && (step + 1) % o.save_every == 0) || stopping_early) {
             const CommStats saved = comm.stats();
@@ -402,6 +407,11 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
             save_checkpoint(o.out, config, N, rank, st, r.numel, comm.mpi_comm());
             comm.stats() = saved;
         }
+        if (stopped_by && r.lead)
+            fmt::print(stderr,
+                       "shardlab: stopped by {} after step {}: checkpoint saved; continue with "
+                       "--resume {}\n",
+                       signal_name(stopped_by), end, o.out);
     }
 
     // What the report shows is measured here, before consolidation and sampling move more bytes.
@@ -418,7 +428,7 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
         driver = DriverMemory{*in_use, tracker.allocator(Arena::device).reserved()};
 
     const std::string hash = hash_and_save_weights(engine, s.config, o.save_weights, r.lead);
-    if (o.sample > 0) {
+    if (o.sample > 0 && !stopped_by) {
         GPTModel sampler(s.config, 1, T_, CheckpointPolicy{}, param_dtype(s.precision), ctx,
                          backend.ops());
         const std::vector<std::uint16_t> prompt(
@@ -447,7 +457,7 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
         write_json_file((std::filesystem::path(o.out) / "report.json").string(), report);
         fmt::print("report: {}/report.json, per step: {}/steps.jsonl\n", o.out, o.out);
     }
-    return 0;
+    return stopped_by ? 128 + stopped_by : 0; // the shell's code for "ended by that signal"
 }
 } // namespace
 

@@ -1,0 +1,28 @@
+// Stopping a run cleanly from outside: the first SIGINT (Ctrl-C), SIGTERM (Slurm's and
+// Kubernetes' "please stop") or SIGUSR1 (`srun --signal=USR1@120`, `kill -USR1 <mpirun pid>`,
+// which Open MPI forwards) asks the run to save a checkpoint at the end of the current step and
+// exit; a second one aborts at once. Ranks agree at each step boundary, so a signal that reaches
+// one rank stops them all at the same step.
+//
+// A signal handler can only reach the program through a global, so this is the one piece of
+// global state: a flag the handler sets and the training loop reads, nothing else.
+#pragma once
+
+#include <mpi.h>
+
+namespace shardlab {
+
+class StopRequest {
+  public:
+    StopRequest();  // installs the handlers
+    ~StopRequest(); // restores the previous ones
+    StopRequest(const StopRequest&) = delete;
+    StopRequest& operator=(const StopRequest&) = delete;
+
+    // Collective over `comm`: the signal any rank received since the run began (0: none).
+    int agreed(MPI_Comm comm) const;
+};
+
+const char* signal_name(int signo); // "SIGINT", ...
+
+} // namespace shardlab
