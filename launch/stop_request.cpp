@@ -42,10 +42,8 @@ StopRequest::~StopRequest() {
     for (int i = 0; i < 3; ++i) sigaction(kSignals[i], &g_previous[i], nullptr);
 }
 
-int StopRequest::agreed(MPI_Comm comm) const {
-    int signo = g_requested;
-    MPI_Allreduce(MPI_IN_PLACE, &signo, 1, MPI_INT, MPI_MAX, comm);
-    return signo;
+int StopRequest::requested() const {
+    return g_requested;
 }
 
 const char* signal_name(int signo) {

@@ -8,8 +8,6 @@
 // global state: a flag the handler sets and the training loop reads, nothing else.
 #pragma once
 
-#include <mpi.h>
-
 namespace shardlab {
 
 class StopRequest {
@@ -19,8 +17,9 @@ class StopRequest {
     StopRequest(const StopRequest&) = delete;
     StopRequest& operator=(const StopRequest&) = delete;
 
-    // Collective over `comm`: the signal any rank received since the run began (0: none).
-    int agreed(MPI_Comm comm) const;
+    // The signal this rank received since the run began (0: none). Ranks agree on it through a
+    // collective the caller runs (a watched one: a hung rank must not hang the agreement).
+    int requested() const;
 };
 
 const char* signal_name(int signo); // "SIGINT", ...

@@ -28,6 +28,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -274,6 +275,16 @@ double validate(Run& r, const TokenWindows& val, std::vector<std::uint16_t>& in,
     return loss;
 }
 
+// Whether any rank was asked to stop (its signal, or SIGTERM's number for a rank that was not
+// asked itself), through the engine's watched collectives, kept out of the statistics.
+int agree_on_stop(Run& r, int mine) {
+    const CommStats saved = r.comm.stats();
+    const double any = r.engine.average(mine);
+    r.engine.take_exposed_comm_seconds();
+    r.comm.stats() = saved;
+    return any == 0 ? 0 : mine != 0 ? mine : SIGTERM;
+}
+
 struct StepOutcome {
     double loss = 0, seconds = 0, exposed_comm_seconds = 0;
     StepResult result;
@@ -397,7 +408,7 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
             if (!o.quiet) print_step(r, row, so, tracker);
         }
         // A run stopped early — by --stop-after or a signal — always leaves a checkpoint.
-        stopped_by = step + 1 < end ? stop_request.agreed(comm.mpi_comm()) : 0;
+        stopped_by = step + 1 < end ? agree_on_stop(r, stop_request.requested()) : 0;
         if (stopped_by) end = step + 1;
         const bool stopping_early = step + 1 == end && end < o.steps;
         if ((o.save_every && (step + 1) % o.save_every == 0) || stopping_early) {
