@@ -94,7 +94,9 @@ nlohmann::json rank_report(int rank, const RankMeasurements& m, const Plan& plan
           {"compute_seconds", t.step_seconds - t.exposed_comm_seconds},
           {"median_step_ms", median(t.steps_s) * 1e3},
           {"median_exposed_comm_ms", median(t.exposed_s) * 1e3}}},
-        {"skipped_steps", m.skipped_steps}};
+        {"skipped_steps", m.skipped_steps},
+        {"resident",
+         {{"init_peak_bytes", m.resident.init}, {"training_peak_bytes", m.resident.training}}}};
     if (m.driver) {
         const DriverMemory& d = *m.driver;
         out["gpu_driver"] = {
@@ -183,17 +185,25 @@ void print_rank_report(const nlohmann::json& r) {
 }
 
 namespace {
-// The process's resident set (VmRSS in /proc/self/status), in bytes; 0 where there is none.
-std::uint64_t resident_bytes() {
+// A "Vm...:  N kB" line of /proc/self/status, in bytes; 0 where there is none.
+std::uint64_t status_bytes(const std::string& key) {
     std::ifstream in("/proc/self/status");
     for (std::string line; std::getline(in, line);)
-        if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
+        if (line.rfind(key, 0) == 0) return std::stoull(line.substr(key.size())) * 1024;
     return 0;
 }
 } // namespace
 
+std::uint64_t peak_resident_bytes() {
+    return status_bytes("VmHWM:");
+}
+
+void reset_peak_resident() {
+    std::ofstream("/proc/self/clear_refs") << "5";
+}
+
 nlohmann::json memory_sample(const MemoryTracker& tracker, MPI_Comm comm) {
-    nlohmann::json mine{{"rss", resident_bytes()}, {"tracked", nlohmann::json::object()}};
+    nlohmann::json mine{{"rss", status_bytes("VmRSS:")}, {"tracked", nlohmann::json::object()}};
     for (std::size_t c = 0; c < kNumCategories; ++c)
         mine["tracked"][category_name(Category(c))] =
             tracker.current(Category(c), Arena::device) + tracker.current(Category(c), Arena::host);

@@ -46,6 +46,14 @@ struct DriverMemory {
     std::uint64_t in_use = 0, reserved = 0;
 };
 
+// The process's resident-set high-water marks (VmHWM): through initialisation, and over the
+// training steps (the mark reset between them); 0 where /proc does not tell.
+struct ResidentPeaks {
+    std::uint64_t init = 0, training = 0;
+};
+std::uint64_t peak_resident_bytes();
+void reset_peak_resident(); // Linux: "5" to /proc/self/clear_refs
+
 struct RankMeasurements {
     std::string device; // Backend::describe()
     std::optional<DriverMemory> driver;
@@ -56,10 +64,11 @@ struct RankMeasurements {
     HostDeviceTraffic traffic;
     RunTiming timing;
     long skipped_steps = 0;
+    ResidentPeaks resident;
 };
 
 // This rank's part of report.json: {"rank", "device", "memory", "reserved", "phases", "comm",
-// "host_device_bytes", "time", "skipped_steps"}, and "gpu_driver" on a GPU.
+// "host_device_bytes", "time", "skipped_steps", "resident"}, and "gpu_driver" on a GPU.
 nlohmann::json rank_report(int rank, const RankMeasurements& m, const Plan& plan, int steps_run);
 
 // Every rank's report, on rank 0 (empty elsewhere).

@@ -157,8 +157,7 @@ RunSetup prepare(const TrainOptions& o, int ranks, int rank) {
         s.config = w.config;
         s.init = std::move(w.units);
     } else {
-        s.config = o.model.config();
-        s.init = gpt2_init(ParamLayout(s.config), o.seed, s.config.layers);
+        s.config = o.model.config(); // the engine draws each rank's part (gpt2_initial_values)
     }
     s.seq = s.config.context;
     if (o.data.empty()) {
@@ -339,8 +338,10 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
     const ParamLayout layout(s.config);
     const ZeroOptions zopts{o.zero, s.precision, o.prefetch, o.grad_clip, o.loss_scale};
     const std::unique_ptr<Updater> updater = make_updater(o, s.precision, backend);
-    ZeroEngine engine(layout, zopts, comm, ctx, backend.ops(), *updater, s.init);
-    s.init.clear();
+    ZeroEngine engine(layout, zopts, comm, ctx, backend.ops(), *updater,
+                      s.init.empty() ? gpt2_initial_values(layout, o.seed, s.config.layers)
+                                     : initial_values_from(s.init));
+    s.init = {};
     nlohmann::json config = train_options_json(o, config_to_json(s.config), T_, s.grad_accum);
     config["data_sha256"] = data_fingerprint(s.data);
     GPTModel model(s.config, B, T_, s.checkpoint, param_dtype(s.precision), ctx, backend.ops());
@@ -354,6 +355,8 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
     engine.take_exposed_comm_seconds();
     comm.stats().reset();
     tracker.snapshot("init");
+    const std::uint64_t init_resident_peak = peak_resident_bytes();
+    reset_peak_resident();
 
     PlanOptions po;
     po.ranks = N, po.zero = o.zero, po.offload = o.offload, po.precision = s.precision,
@@ -434,6 +437,7 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
     const HostDeviceTraffic traffic{updater->device_to_host_bytes(),
                                     updater->host_to_device_bytes()};
     const int steps_run = end - first;
+    const ResidentPeaks resident{init_resident_peak, peak_resident_bytes()};
     std::optional<DriverMemory> driver;
     if (const auto in_use = backend.device_bytes_in_use())
         driver = DriverMemory{*in_use, tracker.allocator(Arena::device).reserved()};
@@ -453,8 +457,8 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
     }
 
     const RankMeasurements measured{
-        backend.describe(),    driver, memory, stats, phases, reserved, traffic, timing,
-        engine.skipped_steps()};
+        backend.describe(),     driver,  memory, stats, phases, reserved, traffic, timing,
+        engine.skipped_steps(), resident};
     const auto reports =
         gather_reports(rank_report(rank, measured, plan, steps_run), comm.mpi_comm());
     if (r.lead) {

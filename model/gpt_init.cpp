@@ -1,6 +1,7 @@
 // Counter-based normal draws (splitmix64 + Box-Muller): no generator state to thread through.
 #include "model/gpt_init.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -29,25 +30,43 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 }
 } // namespace
 
-void gpt2_init_unit(const ParamLayout& layout, int unit, std::uint64_t seed, float* out,
-                    int layers) {
+void gpt2_init_range(const ParamLayout& layout, int unit, std::uint64_t seed, int layers,
+                     std::uint64_t begin, std::uint64_t count, float* out) {
     // A global tensor index keeps streams distinct across units.
     std::uint64_t tensor = 0;
     for (int u = 0; u < unit; ++u) tensor += layout.units()[u].params.size();
     for (const ParamInfo& p : layout.units()[unit].params) {
-        float* dst = out + p.offset;
-        if (ends_with(p.name, ".bias")) {
-            std::fill(dst, dst + p.numel, 0.0f);
-        } else if (ends_with(p.name, "ln_1.weight") || ends_with(p.name, "ln_2.weight") ||
-                   ends_with(p.name, "ln_f.weight")) {
-            std::fill(dst, dst + p.numel, 1.0f);
-        } else {
-            const bool residual_proj = ends_with(p.name, "c_proj.weight");
-            const double std = residual_proj ? 0.02 / std::sqrt(2.0 * layers) : 0.02;
-            for (std::size_t i = 0; i < p.numel; ++i) dst[i] = float(std * normal(seed, tensor, i));
-        }
+        // The unit elements [first, last) of this tensor that fall in the range.
+        const std::uint64_t first = std::max<std::uint64_t>(begin, p.offset);
+        const std::uint64_t last = std::min<std::uint64_t>(begin + count, p.offset + p.numel);
+        const bool zero = ends_with(p.name, ".bias");
+        const bool one = ends_with(p.name, "ln_1.weight") || ends_with(p.name, "ln_2.weight") ||
+                         ends_with(p.name, "ln_f.weight");
+        const double std =
+            ends_with(p.name, "c_proj.weight") ? 0.02 / std::sqrt(2.0 * layers) : 0.02;
+        for (std::uint64_t e = first; e < last; ++e) // element e - p.offset of the tensor
+            out[e - begin] = zero  ? 0.0f
+                             : one ? 1.0f
+                                   : float(std * normal(seed, tensor, e - p.offset));
         ++tensor;
     }
+}
+
+void gpt2_init_unit(const ParamLayout& layout, int unit, std::uint64_t seed, float* out,
+                    int layers) {
+    gpt2_init_range(layout, unit, seed, layers, 0, layout.units()[unit].numel, out);
+}
+
+InitialValues gpt2_initial_values(const ParamLayout& layout, std::uint64_t seed, int layers) {
+    return [&layout, seed, layers](int unit, std::uint64_t begin, std::uint64_t count, float* out) {
+        gpt2_init_range(layout, unit, seed, layers, begin, count, out);
+    };
+}
+
+InitialValues initial_values_from(const std::vector<std::vector<float>>& units) {
+    return [&units](int unit, std::uint64_t begin, std::uint64_t count, float* out) {
+        std::copy_n(units[std::size_t(unit)].begin() + std::ptrdiff_t(begin), count, out);
+    };
 }
 
 std::vector<std::vector<float>> gpt2_init(const ParamLayout& layout, std::uint64_t seed,

@@ -6,6 +6,7 @@
 #include "model/param_layout.h"
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace shardlab {
@@ -13,6 +14,18 @@ namespace shardlab {
 // Fills one unit's fp32 values (unit.numel of them).
 void gpt2_init_unit(const ParamLayout& layout, int unit, std::uint64_t seed, float* out,
                     int layers);
+// Fills elements [begin, begin + count) of one unit: the same values as gpt2_init_unit there, so
+// a rank can make only the shard it owns and the model is the same for every rank count.
+void gpt2_init_range(const ParamLayout& layout, int unit, std::uint64_t seed, int layers,
+                     std::uint64_t begin, std::uint64_t count, float* out);
+
+// Where a run's first parameters come from, asked one element range of one unit at a time (so
+// nobody needs the whole model at once): fills `out` with elements [begin, begin + count).
+using InitialValues =
+    std::function<void(int unit, std::uint64_t begin, std::uint64_t count, float* out)>;
+InitialValues gpt2_initial_values(const ParamLayout& layout, std::uint64_t seed, int layers);
+// From values already in memory, one vector per unit (tests, --init files); kept by reference.
+InitialValues initial_values_from(const std::vector<std::vector<float>>& units);
 
 // The whole model as fp32, unit after unit.
 std::vector<std::vector<float>> gpt2_init(const ParamLayout& layout, std::uint64_t seed,

@@ -14,7 +14,7 @@ namespace shardlab {
 
 ZeroEngine::ZeroEngine(const ParamLayout& layout, const ZeroOptions& options, Communicator& comm,
                        DeviceContext& context, Ops& ops, Updater& updater,
-                       const std::vector<std::vector<float>>& init)
+                       const InitialValues& init)
     : layout_(layout), o_(options), comm_(comm), ctx_(context), ops_(ops), updater_(updater),
       pdt_(param_dtype(options.precision)), n_(comm.size()), rank_(comm.rank()),
       schedule_(step_schedule(int(layout.num_units()) - 2)),
@@ -30,17 +30,20 @@ ZeroEngine::ZeroEngine(const ParamLayout& layout, const ZeroOptions& options, Co
     for (std::size_t u = 0; u < layout.num_units(); ++u) {
         padded_.push_back(padded_numel(layout.units()[u].numel, n_));
         const std::uint64_t P = padded_[u], own = owned_count(int(u)), off = owned_offset(int(u));
-        std::vector<float> full(P, 0.0f); // padding stays zero forever: no gradient reaches it
-        std::copy(init[u].begin(), init[u].end(), full.begin());
-        Unit x;
+        const std::uint64_t numel = layout.units()[u].numel;
+        // What this rank holds of the unit: [from, from + held); padding stays zero forever (no
+        // gradient reaches it). Made and released unit by unit: never the whole model at once.
         const bool sharded_params = o_.stage == 3;
-        x.params = tracker.allocate((sharded_params ? own : P) * pb, Category::params, s);
-        upload_f32(s, flat(x.params, 0, sharded_params ? own : P),
-                   full.data() + (sharded_params ? off : 0));
+        const std::uint64_t from = sharded_params ? off : 0, held = sharded_params ? own : P;
+        std::vector<float> values(held, 0.0f);
+        if (from < numel) init(int(u), from, std::min(numel, from + held) - from, values.data());
+        Unit x;
+        x.params = tracker.allocate(held * pb, Category::params, s);
+        upload_f32(s, flat(x.params, 0, held), values.data());
         x.grads = tracker.allocate((o_.stage <= 1 ? P : own) * pb, Category::grads, s);
         ops_.fill(s, flat(x.grads, 0, o_.stage <= 1 ? P : own), 0.0f);
         units_.push_back(std::move(x));
-        updater_.add(owned(int(u)), full.data() + off);
+        updater_.add(owned(int(u)), values.data() + (off - from));
     }
     scalars_ = tracker.allocate(2 * sizeof(float), Category::workspace, s);
     comm_.stream().wait(s.record()); // the first gathers read the parameters written here

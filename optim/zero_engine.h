@@ -23,6 +23,7 @@
 
 #include "comm/communicator.h"
 #include "core/device_context.h"
+#include "model/gpt_init.h"
 #include "model/ops.h"
 #include "model/param_layout.h"
 #include "model/precision.h"
@@ -53,10 +54,15 @@ struct StepResult {
 
 class ZeroEngine : public UnitParams {
   public:
-    // `init` holds every unit's fp32 values (unpadded), identical on every rank.
+    // `init` gives the first fp32 values, the same on every rank; each rank asks only for what
+    // it holds, one unit at a time: the whole unit at stages 0-2, its shard at stage 3.
+    ZeroEngine(const ParamLayout& layout, const ZeroOptions& options, Communicator& comm,
+               DeviceContext& context, Ops& ops, Updater& updater, const InitialValues& init);
+    // The same from every unit's values in memory (unpadded).
     ZeroEngine(const ParamLayout& layout, const ZeroOptions& options, Communicator& comm,
                DeviceContext& context, Ops& ops, Updater& updater,
-               const std::vector<std::vector<float>>& init);
+               const std::vector<std::vector<float>>& init)
+        : ZeroEngine(layout, options, comm, context, ops, updater, initial_values_from(init)) {}
 
     // UnitParams, called by the model.
     const void* acquire(int unit) override;
