@@ -1,0 +1,225 @@
+#!/usr/bin/env bash
+# Two "nodes" on one machine: two Linux network namespaces joined by a bridge (in a third
+# namespace, which also runs mpirun), Open MPI over TCP between them, 2 ranks on each.
+#   1. ZeRO-3 training on the 4 ranks gives the same final weights (SHA-256) as the same 4 ranks on
+#      one node over shared memory; the ranks really were 2 per namespace, and the training traffic
+#      really crossed the bridge (its byte counters against the report's bytes sent).
+#   2. A rank on the second node stopped with SIGSTOP mid-training is caught by the watchdog
+#      (--collective-timeout): the job ends non-zero within the timeout + 10 s, the output says
+#      "watchdog" and names the stopped rank. Skipped, saying so, until --collective-timeout exists.
+# Nothing on the host's own network changes: every link and address lives in namespaces this script
+# creates (names with its PID in them), and an EXIT trap kills what runs in them and deletes them,
+# on failure too. Needs root; without it (or without network namespaces) prints SKIP and exits 77.
+# Usage: two_node_check.sh SHARDLAB [MPIRUN [MPIRUN ARGS...]]
+#   (default MPIRUN: mpirun --oversubscribe --bind-to none --allow-run-as-root)
+set -euo pipefail
+shardlab=$(realpath "$1")
+shift
+if (($#)); then mpirun=("$@"); else mpirun=(mpirun --oversubscribe --bind-to none --allow-run-as-root); fi
+here=$(cd "$(dirname "$0")" && pwd)
+agent=$here/netns_rsh.sh
+
+skip() { echo "SKIP: $*"; exit 77; }
+fail() { echo "FAIL: $*"; exit 1; }
+[ "$(id -u)" -eq 0 ] || skip "creating network namespaces needs root (running as uid $(id -u))"
+command -v ip >/dev/null || skip "no 'ip' command (Debian package iproute2)"
+command -v "${mpirun[0]}" >/dev/null || fail "no ${mpirun[0]}"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 # whatever MPIRUN's flags say
+
+subnet=10.213.0.0/24 ip_a=10.213.0.1 ip_b=10.213.0.2 ip_sw=10.213.0.254
+ns_sw=shardlab2n-$$-sw ns_a=shardlab2n-$$-a ns_b=shardlab2n-$$-b
+made=()      # namespaces created so far, deleted on exit
+bg_pid=      # the part-2 mpirun while it runs
+work=$(mktemp -d /tmp/shardlab-two-node.XXXXXX)
+
+in_namespaces() { for ns in "${made[@]}"; do ip netns pids "$ns" 2>/dev/null || true; done; }
+cleanup() {
+  local rc=$? ns pids i
+  trap - EXIT INT TERM
+  # Everything in these namespaces was started by this script (mpirun, orted, the ranks): continue
+  # a stopped rank, ask all to end, then kill what is left after 3 s.
+  pids=$(in_namespaces)
+  if [ -n "$pids" ]; then
+    # shellcheck disable=SC2086
+    kill -CONT $pids 2>/dev/null || true
+    # shellcheck disable=SC2086
+    kill -TERM $pids 2>/dev/null || true
+    for ((i = 0; i < 30; i++)); do
+      [ -n "$(in_namespaces)" ] || break
+      sleep 0.1
+    done
+    pids=$(in_namespaces)
+    # shellcheck disable=SC2086
+    [ -z "$pids" ] || kill -KILL $pids 2>/dev/null || true
+  fi
+  for ns in "${made[@]}"; do
+    ip netns del "$ns" 2>/dev/null || echo "warning: could not delete network namespace $ns"
+  done
+  rm -rf "$work"
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# --- the network: A and B each have eth0, the peer of a veth whose other end is on the bridge br0
+# in namespace sw; 10.213.0.0/24 exists only inside these namespaces.
+err=$work/ip.err
+ip netns add "$ns_sw" 2>"$err" || skip "cannot create a network namespace: $(cat "$err")"
+made+=("$ns_sw")
+for ns in "$ns_a" "$ns_b"; do
+  ip netns add "$ns"
+  made+=("$ns")
+done
+ip -n "$ns_sw" link add br0 type bridge 2>"$err" || skip "cannot create a bridge in a namespace: $(cat "$err")"
+ip -n "$ns_sw" link add va type veth peer name eth0 netns "$ns_a" 2>"$err" ||
+  skip "cannot create a veth pair between namespaces: $(cat "$err")"
+ip -n "$ns_sw" link add vb type veth peer name eth0 netns "$ns_b"
+for ns in "$ns_sw" "$ns_a" "$ns_b"; do ip -n "$ns" link set lo up; done
+ip -n "$ns_sw" link set va master br0
+ip -n "$ns_sw" link set vb master br0
+ip -n "$ns_sw" addr add "$ip_sw/24" dev br0
+ip -n "$ns_a" addr add "$ip_a/24" dev eth0
+ip -n "$ns_b" addr add "$ip_b/24" dev eth0
+for l in br0 va vb; do ip -n "$ns_sw" link set "$l" up; done
+ip -n "$ns_a" link set eth0 up
+ip -n "$ns_b" link set eth0 up
+echo "network: $ns_a ($ip_a) and $ns_b ($ip_b) bridged in $ns_sw ($ip_sw)"
+
+printf '%s slots=2\n%s slots=2\n' "$ip_a" "$ip_b" >"$work/hostfile"
+mkdir "$work/tmp"
+# Each rank records where it runs, then becomes shardlab.
+cat >"$work/rank.sh" <<EOF
+#!/bin/sh
+echo "rank \$OMPI_COMM_WORLD_RANK netns \$(ip netns identify) local_size \$OMPI_COMM_WORLD_LOCAL_SIZE host \$(hostname)" >"$work/where.\$OMPI_COMM_WORLD_RANK"
+exec "\$@"
+EOF
+chmod +x "$work/rank.sh"
+
+# mpirun in namespace sw: both nodes are remote to it, each started through the agent. Each of
+# the three has a host name of its own (netns_rsh.sh says why); Open MPI's session directories go
+# to $work/tmp, removed on exit even after a kill.
+# Usage: two_nodes SECONDS TRAIN-ARGS... (mpirun killed after SECONDS).
+two_nodes() {
+  local limit=$1
+  shift
+  # shellcheck disable=SC2016 # $1 and $@ are the inner shell's
+  env -u OMPI_MCA_btl -u OMPI_MCA_btl_vader_single_copy_mechanism \
+    SHARDLAB_NETNS_HOSTS="$ip_a=$ns_a,$ip_b=$ns_b" TMPDIR="$work/tmp" \
+    ip netns exec "$ns_sw" unshare --uts sh -c 'hostname "$1" && shift && exec "$@"' sh "$ns_sw" \
+    timeout "$limit" "${mpirun[@]}" --hostfile "$work/hostfile" -np 4 \
+    --mca plm_rsh_agent "$agent" --mca plm_rsh_no_tree_spawn 1 \
+    --mca btl tcp,self --mca btl_tcp_if_include "$subnet" --mca oob_tcp_if_include "$subnet" \
+    "$work/rank.sh" "$shardlab" train "$@"
+}
+link_bytes() { # bytes through vb (B's link to the bridge): received from B, sent to B
+  ip netns exec "$ns_sw" cat /sys/class/net/vb/statistics/rx_bytes /sys/class/net/vb/statistics/tx_bytes | paste -sd' '
+}
+# --threads 1: the same arithmetic on both sides whatever each node's share of the cores.
+model=(--layers 2 --hidden 64 --heads 4 --seq 32 --vocab 256 --micro-batch 2 --lr 3e-3 --warmup 1
+  --precision fp32 --zero 3 --threads 1)
+
+# --- part 1: the same training on two nodes over TCP and on one node over shared memory
+t0=$SECONDS
+before=$(link_bytes)
+if ! two_nodes 120 "${model[@]}" --steps 3 --quiet --out "$work/two" >"$work/two.log" 2>&1; then
+  cat "$work/two.log"
+  fail "the two-node run failed"
+fi
+after=$(link_bytes)
+t_two=$((SECONDS - t0))
+t0=$SECONDS
+if ! OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none \
+  timeout 120 "${mpirun[@]}" -np 4 "$shardlab" train "${model[@]}" --steps 3 --quiet --out "$work/one" >"$work/one.log" 2>&1; then
+  cat "$work/one.log"
+  fail "the one-node run failed"
+fi
+t_one=$((SECONDS - t0))
+
+/usr/bin/python3 - "$work" "$ns_a" "$ns_b" "$before" "$after" "$t_two" "$t_one" <<'PY'
+import json, os, sys
+work, ns_a, ns_b = sys.argv[1:4]
+(rx0, tx0), (rx1, tx1) = (map(int, s.split()) for s in sys.argv[4:6])
+t_two, t_one = sys.argv[6:8]
+bad = []
+where = {}
+for r in range(4):
+    f = os.path.join(work, f"where.{r}")
+    if not os.path.exists(f):
+        bad.append(f"rank {r} did not record where it ran")
+        continue
+    w = open(f).read().split()
+    where[r] = w[3]
+    if w[7] != w[3]:
+        bad.append(f"rank {r}: host name {w[7]}, not its namespace's")
+    if w[5] != "2":
+        bad.append(f"rank {r}: OMPI_COMM_WORLD_LOCAL_SIZE {w[5]}, not 2")
+per_ns = {ns: sorted(r for r, n in where.items() if n == ns) for ns in (ns_a, ns_b)}
+print(f"ranks per node: {ns_a}: {per_ns[ns_a]}, {ns_b}: {per_ns[ns_b]}")
+if any(len(v) != 2 for v in per_ns.values()):
+    bad.append(f"not 2 ranks in each namespace: {where}")
+
+two = json.load(open(os.path.join(work, "two", "report.json")))
+one = json.load(open(os.path.join(work, "one", "report.json")))
+h2, h1 = two["final_params_sha256"], one["final_params_sha256"]
+print(f"final weights sha256: two nodes (TCP) {h2} ({t_two} s), one node (shared memory) {h1} ({t_one} s)")
+if h2 != h1:
+    bad.append("the final weights differ")
+
+# Any ring over 2 ranks on A and 2 on B crosses A->B at least once and B->A at least once, and in a
+# ring all-gather or reduce-scatter every rank sends the same bytes to its successor: so each
+# direction of B's link carried at least the smallest rank's ring bytes, per collective.
+need = sum(min(r["comm"][op]["bytes_sent"] for r in two["ranks"])
+           for op in ("allgather", "reduce_scatter"))
+rx, tx = rx1 - rx0, tx1 - tx0
+print(f"B's link to the bridge: {rx} bytes from B, {tx} bytes to B (ring traffic alone: >= {need} each way)")
+if rx < need or tx < need:
+    bad.append("the training traffic did not cross the bridge")
+for b in bad:
+    print("FAIL:", b)
+sys.exit(1 if bad else 0)
+PY
+echo "ok: part 1, ZeRO-3 on 2 nodes x 2 ranks over TCP = the same 4 ranks on one node"
+
+# --- part 2: a stopped rank on node B is caught by the watchdog
+if ! "$shardlab" train --help 2>/dev/null | grep -q -- --collective-timeout; then
+  echo "SKIP part 2: 'shardlab train' has no --collective-timeout yet (the watchdog is not built)"
+  exit 0
+fi
+timeout_s=3
+two_nodes 120 "${model[@]}" --steps 5000 --collective-timeout "$timeout_s" --out "$work/stop" >"$work/stop.log" 2>&1 &
+bg_pid=$!
+for ((i = 0; i < 600; i++)); do # training has started: a step line (60 s at most)
+  grep -q '^step ' "$work/stop.log" && break
+  kill -0 "$bg_pid" 2>/dev/null || { cat "$work/stop.log"; fail "the run ended before its first step"; }
+  sleep 0.1
+done
+grep -q '^step ' "$work/stop.log" || { cat "$work/stop.log"; fail "no step line after 60 s"; }
+victim='' victim_rank=''
+for pid in $(ip netns pids "$ns_b"); do # a rank: the one process there with a rank number
+  victim_rank=$(tr '\0' '\n' 2>/dev/null <"/proc/$pid/environ" | sed -n 's/^OMPI_COMM_WORLD_RANK=//p' || true)
+  [ -n "$victim_rank" ] && victim=$pid && break
+done
+[ -n "$victim" ] || fail "found no rank in $ns_b"
+kill -STOP "$victim"
+t0=$SECONDS
+echo "stopped rank $victim_rank (pid $victim, in $ns_b) at $(grep -c '^step ' "$work/stop.log") step(s)"
+deadline=$((timeout_s + 10))
+while kill -0 "$bg_pid" 2>/dev/null && ((SECONDS - t0 <= deadline)); do sleep 0.2; done
+if kill -0 "$bg_pid" 2>/dev/null; then
+  tail -n 30 "$work/stop.log"
+  fail "the job still runs $deadline s after rank $victim_rank stopped (--collective-timeout $timeout_s)"
+fi
+rc=0
+wait "$bg_pid" || rc=$?
+bg_pid=
+elapsed=$((SECONDS - t0))
+echo "mpirun exited with $rc, $elapsed s after the stop; the watchdog's lines:"
+grep -Ei -A5 'watchdog' "$work/stop.log" | grep -Ev '^(step |training )' || true
+[ "$rc" -ne 0 ] || { cat "$work/stop.log"; fail "the job exited 0 with a rank stopped"; }
+grep -qi watchdog "$work/stop.log" || { cat "$work/stop.log"; fail "no 'watchdog' in the output"; }
+# The stopped rank named as the one missing: "rank 2 has not arrived" / "ranks 2,3 have not
+# arrived" in the verdict, or "rank 2: no answer" in the table (comm/mpi_watchdog.cpp's wording).
+named="(ranks? ([0-9]+,)*$victim_rank(,[0-9]+)* (has|have) not arrived|^ *rank $victim_rank: no answer)"
+grep -Eq "$named" "$work/stop.log" ||
+  { cat "$work/stop.log"; fail "the output does not name the stopped rank $victim_rank as not arrived"; }
+echo "ok: part 2, rank $victim_rank stopped on node B: the watchdog ended the job (exit $rc) in $elapsed s"
