@@ -111,6 +111,9 @@ with tempfile.TemporaryDirectory() as tmp:
         ("plan --params nan", [SHARDLAB, "plan", "--params", "nan"], "--params: nan is not in [1, 1e+15]"),
         ("plan --params -5", [SHARDLAB, "plan", "--params", "-5"], "--params: -5 is not in [1, 1e+15]"),
         ("plan --ranks 0", [SHARDLAB, "plan", "--preset", "gpt2", "--ranks", "0"], "--ranks: 0 is below 1; use 1 or more"),
+        ("negative collective timeout", train + ["--collective-timeout", "-1"], "--collective-timeout: -1 is not in [0, 1e+09]"),
+        ("resume at another global batch", MPIRUN + ["-np", "2"] + train + ["--resume", run], "was trained with a global batch of"),
+        ("checkpoint inspect without a checkpoint", [SHARDLAB, "checkpoint", "inspect", config_dir], "no checkpoint in"),
     ]
     before = snapshot(run)
     failures = 0
