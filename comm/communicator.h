@@ -63,7 +63,8 @@ class Communicator {
 
     void run(const CollectiveCall& call, Algo a);
 
-    // What the next call is for ("unit h.3"): named if the watchdog reports it (comm/mpi_watchdog.h).
+    // What the next call is for ("unit h.3"): named if the watchdog reports it
+    // (comm/mpi_watchdog.h).
     void label_next(std::string what) { next_what_ = std::move(what); }
     // How long one collective may wait for its peers before the job ends with a report of where
     // every rank is (<= 0: forever; default kDefaultCollectiveTimeout). Call on every rank.

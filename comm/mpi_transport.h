@@ -8,8 +8,8 @@
 #pragma once
 
 #include "comm/mpi_collectives.h"
-#include "comm/transport.h"
 #include "comm/mpi_watchdog.h"
+#include "comm/transport.h"
 
 #include <mpi.h>
 

@@ -45,7 +45,8 @@ class Transport {
     // one: transports tag messages with it and report it when a wait times out.
     virtual void begin_call(const CollectiveId& id) { call_ = id; }
     // How long one collective may wait for its peers before the watchdog ends the job (<= 0:
-    // forever). The MPI transports have a watchdog (comm/mpi_watchdog.h); NCCL's waits are on the GPU.
+    // forever). The MPI transports have a watchdog (comm/mpi_watchdog.h); NCCL's waits are on the
+    // GPU.
     virtual void set_timeout(double /*seconds*/) {}
 
     std::uint64_t bytes_sent() const { return bytes_sent_; }
