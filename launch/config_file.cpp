@@ -1,11 +1,15 @@
-// toml++ reads the file; CLI11 converts and stores each value.
+// toml++ parses the file; CLI11 converts and stores each value.
 #include "launch/config_file.h"
 
 #include "core/error.h"
 
 #include <toml++/toml.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <sstream>
 
 namespace shardlab {
@@ -32,9 +36,19 @@ void apply_config_file(CLI::App& cmd, const std::string& path) {
         throw UsageError("config file '" + path + "' " +
                          (std::filesystem::exists(path, ec) ? "is not a file" : "does not exist") +
                          "; give --config a TOML file");
+    std::ifstream in(path, std::ios::binary);
+    if (!in)
+        throw UsageError("config file '" + path + "' cannot be opened (" + std::strerror(errno) +
+                         "); check its permissions");
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (in.bad()) throw UsageError("config file '" + path + "' could not be read to the end");
+    apply_config_text(cmd, text, path);
+}
+
+void apply_config_text(CLI::App& cmd, std::string_view text, const std::string& path) {
     toml::table table;
     try {
-        table = toml::parse_file(path);
+        table = toml::parse(text, path);
     } catch (const toml::parse_error& e) {
         std::ostringstream where;
         where << e.source().begin;

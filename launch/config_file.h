@@ -7,10 +7,15 @@
 #include <CLI/CLI.hpp>
 
 #include <string>
+#include <string_view>
 
 namespace shardlab {
 
 // Throws UsageError naming the file and the key for unknown keys, bad values and TOML errors.
 void apply_config_file(CLI::App& cmd, const std::string& path);
+
+// The same for the file's text, `path` naming it in messages: what apply_config_file does once it
+// has read the file, and what fuzz/fuzz_config.cpp feeds text from memory.
+void apply_config_text(CLI::App& cmd, std::string_view text, const std::string& path);
 
 } // namespace shardlab

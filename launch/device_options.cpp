@@ -1,8 +1,7 @@
-// --device and the backend factory.
+// --device and its checks; the backend factory is launch/backend_factory.cpp.
 #include "launch/device_options.h"
 
 #include "core/error.h"
-#include "launch/cli_util.h"
 #include "model/kernels/cpu/threads.h"
 
 namespace shardlab {
@@ -34,21 +33,6 @@ void check_device_options(const DeviceOptions& o) {
     cpu::parse_cpu_list(o.comm_cpus); // a bad --comm-cpus stops every rank here
     if (o.device == "cpu" && (o.share_gpu || o.transport != "auto"))
         throw UsageError("--share-gpu and --transport apply to --device cuda only");
-}
-
-std::unique_ptr<Backend> make_backend(const DeviceOptions& o, MPI_Comm world) {
-    check_device_options(o);
-    std::unique_ptr<Backend> backend;
-    collectively(
-        [&] {
-            if (o.device == "cuda")
-                backend = make_cuda_backend(world, {o.share_gpu, o.transport});
-            else
-                backend = make_cpu_backend(o.threads > 0 ? o.threads : cpu::default_threads(),
-                                           o.comm_cpus);
-        },
-        world);
-    return backend;
 }
 
 } // namespace shardlab

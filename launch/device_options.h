@@ -28,7 +28,8 @@ void check_device_options(const DeviceOptions& o);
 
 // Collective over `world`: every rank makes its backend. A failure on any rank (no GPU, more
 // ranks than GPUs, a build without CUDA) is printed once by rank 0, naming the rank, and every
-// rank exits with code 2 (AgreedFailure) — none is left waiting for another.
+// rank exits with code 2 (AgreedFailure) — none is left waiting for another. In
+// launch/backend_factory.cpp.
 std::unique_ptr<Backend> make_backend(const DeviceOptions& o, MPI_Comm world);
 
 } // namespace shardlab

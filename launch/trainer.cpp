@@ -40,7 +40,7 @@ namespace shardlab {
 namespace {
 struct RunSetup {
     GPTConfig config;
-    std::vector<std::vector<float>> init;
+    std::unique_ptr<WeightsReader> init; // --init: read piece by piece (null: GPT-2's draws)
     TrainValSplit data;
     int seq = 0, grad_accum = 1;
     Precision precision = Precision::bf16;
@@ -152,10 +152,9 @@ RunSetup prepare(const TrainOptions& o, int ranks, int rank) {
                 o.global_batch, ranks, o.micro_batch, per_step, per_step));
         s.grad_accum = o.global_batch / per_step;
     }
-    if (!o.init.empty()) {
-        ModelWeights w = load_weights(o.init);
-        s.config = w.config;
-        s.init = std::move(w.units);
+    if (!o.init.empty()) { // its header checked now; each rank reads its part in the engine
+        s.init = std::make_unique<WeightsReader>(o.init);
+        s.config = s.init->config();
     } else {
         s.config = o.model.config(); // the engine draws each rank's part (gpt2_initial_values)
     }
@@ -338,10 +337,21 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
     const ParamLayout layout(s.config);
     const ZeroOptions zopts{o.zero, s.precision, o.prefetch, o.grad_clip, o.loss_scale};
     const std::unique_ptr<Updater> updater = make_updater(o, s.precision, backend);
-    ZeroEngine engine(layout, zopts, comm, ctx, backend.ops(), *updater,
-                      s.init.empty() ? gpt2_initial_values(layout, o.seed, s.config.layers)
-                                     : initial_values_from(s.init));
-    s.init = {};
+    // Each rank makes or reads only what it holds; a bad value in a rank's part of an --init
+    // file stops every rank alike.
+    const InitialValues init = s.init
+                                   ? InitialValues([&s](int u, std::uint64_t b, std::uint64_t c,
+                                                        float* out) { s.init->read(u, b, c, out); })
+                                   : gpt2_initial_values(layout, o.seed, s.config.layers);
+    std::unique_ptr<ZeroEngine> made;
+    collectively(
+        [&] {
+            made = std::make_unique<ZeroEngine>(layout, zopts, comm, ctx, backend.ops(), *updater,
+                                                init);
+        },
+        comm.mpi_comm());
+    ZeroEngine& engine = *made;
+    s.init.reset();
     nlohmann::json config = train_options_json(o, config_to_json(s.config), T_, s.grad_accum);
     config["data_sha256"] = data_fingerprint(s.data);
     GPTModel model(s.config, B, T_, s.checkpoint, param_dtype(s.precision), ctx, backend.ops());

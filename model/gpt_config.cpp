@@ -6,6 +6,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <climits>
+#include <cstdint>
+
 namespace shardlab {
 
 namespace {
@@ -72,18 +75,35 @@ nlohmann::json config_to_json(const GPTConfig& c) {
             {"hidden", c.hidden}, {"heads", c.heads},     {"kv_heads", c.kv_heads}};
 }
 
+namespace {
+// One field, a whole number an int holds. get<int>() would cast 1e20 (undefined behaviour) or
+// wrap 2^32 + 3 to 3, and a corrupt config would pass validate() as another model.
+int config_int(const nlohmann::json& j, const char* key) {
+    const nlohmann::json& v = j.at(key);
+    // Only scalars are quoted: dump() of a deeply nested value recurses once per level.
+    const std::string shown = v.is_primitive() ? v.dump() : "a JSON " + std::string(v.type_name());
+    if (!v.is_number_integer())
+        throw UsageError(fmt::format("model config \"{}\" is {}, not a whole number", key, shown));
+    const bool fits = v.is_number_unsigned()
+                          ? v.get<std::uint64_t>() <= std::uint64_t(INT_MAX)
+                          : v.get<std::int64_t>() >= INT_MIN && v.get<std::int64_t>() <= INT_MAX;
+    if (!fits) throw UsageError(fmt::format("model config \"{}\" is {}, out of range", key, shown));
+    return v.get<int>();
+}
+} // namespace
+
 GPTConfig config_from_json(const nlohmann::json& j) {
     GPTConfig c;
     try {
-        c.vocab = j.at("vocab").get<int>();
-        c.context = j.at("context").get<int>();
-        c.layers = j.at("layers").get<int>();
-        c.hidden = j.at("hidden").get<int>();
-        c.heads = j.at("heads").get<int>();
-        c.kv_heads = j.value("kv_heads", c.heads);
+        c.vocab = config_int(j, "vocab");
+        c.context = config_int(j, "context");
+        c.layers = config_int(j, "layers");
+        c.hidden = config_int(j, "hidden");
+        c.heads = config_int(j, "heads");
+        c.kv_heads = j.contains("kv_heads") ? config_int(j, "kv_heads") : c.heads;
     } catch (const nlohmann::json::exception& e) {
-        throw Error(std::string("model config is incomplete: ") + e.what() +
-                    "; it needs vocab, context, layers, hidden, heads");
+        throw UsageError(std::string("model config is incomplete: ") + e.what() +
+                         "; it needs vocab, context, layers, hidden, heads");
     }
     c.validate();
     return c;

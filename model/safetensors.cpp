@@ -217,10 +217,21 @@ std::uint64_t read_le64(const unsigned char* b) {
     return v;
 }
 
+// A header nests three levels deep (the header, a tensor's entry, its shape). Deeper input is
+// refused as it is parsed: dump(), which the messages quote values with, recurses once per level,
+// and a few hundred KB of '[' would otherwise overflow the stack.
+constexpr int kMaxHeaderDepth = 8;
+
 json parse_header(const std::string& path, const std::string& text) {
     json h;
+    const json::parser_callback_t limit_depth = [&](int depth, json::parse_event_t, json&) {
+        if (depth > kMaxHeaderDepth)
+            fail_read(path, "the header JSON nests deeper than " + std::to_string(kMaxHeaderDepth) +
+                                " levels; the file is corrupt or not a safetensors file");
+        return true;
+    };
     try {
-        h = json::parse(text);
+        h = json::parse(text, limit_depth);
     } catch (const json::exception& e) {
         fail_read(path, std::string("the header is not valid JSON (") + e.what() +
                             "); the file is corrupt or not a safetensors file");
@@ -230,7 +241,7 @@ json parse_header(const std::string& path, const std::string& text) {
     return h;
 }
 
-void read_exact(std::ifstream& in, const std::string& path, std::uint64_t pos, void* dst,
+void read_exact(std::istream& in, const std::string& path, std::uint64_t pos, void* dst,
                 std::uint64_t n) {
     in.seekg(std::streamoff(pos));
     in.read(static_cast<char*>(dst), std::streamsize(n));
@@ -254,14 +265,43 @@ const SafeTensor* SafeTensorsFile::find(const std::string& name) const {
     return nullptr;
 }
 
-SafeTensorsFile read_safetensors(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
+namespace {
+// Opens `path` and returns its size; the reader's messages for a missing or odd file.
+std::uint64_t open_for_reading(std::ifstream& in, const std::string& path) {
+    in.open(path, std::ios::binary);
     if (!in)
         fail_read(path,
                   std::string("cannot open it (") + std::strerror(errno) + "); check the path");
     std::error_code ec;
     const std::uint64_t size = std::filesystem::file_size(path, ec);
     if (ec) fail_read(path, "cannot get its size (" + ec.message() + "); give a regular file");
+    return size;
+}
+} // namespace
+
+SafeTensorsFile read_safetensors(const std::string& path) {
+    std::ifstream in;
+    const std::uint64_t size = open_for_reading(in, path);
+    return read_safetensors(in, size, path);
+}
+
+SafeTensorsFile read_safetensors_index(const std::string& path) {
+    std::ifstream in;
+    const std::uint64_t size = open_for_reading(in, path);
+    return read_safetensors_index(in, size, path);
+}
+
+SafeTensorsFile read_safetensors(std::istream& in, std::uint64_t size, const std::string& path) {
+    SafeTensorsFile file = read_safetensors_index(in, size, path);
+    for (SafeTensor& t : file.tensors) {
+        t.data.resize(t.numel() * dtype_size(t.dtype));
+        if (!t.data.empty()) read_exact(in, path, t.file_offset, t.data.data(), t.data.size());
+    }
+    return file;
+}
+
+SafeTensorsFile read_safetensors_index(std::istream& in, std::uint64_t size,
+                                       const std::string& path) {
     if (size < kLengthBytes)
         fail_read(path, "it is " + std::to_string(size) + " bytes, shorter than the 8-byte " +
                             "header length; it is not a safetensors file — check the path");
@@ -287,9 +327,7 @@ SafeTensorsFile read_safetensors(const std::string& path) {
     }
     sort_and_check_tiling(path, entries, size - data_start);
     for (Entry& e : entries) {
-        e.tensor.data.resize(e.end - e.begin);
-        if (!e.tensor.data.empty())
-            read_exact(in, path, data_start + e.begin, e.tensor.data.data(), e.end - e.begin);
+        e.tensor.file_offset = data_start + e.begin;
         file.tensors.push_back(std::move(e.tensor));
     }
     return file;

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <iosfwd>
 #include <map>
 #include <string>
 #include <vector>
@@ -18,6 +19,7 @@ struct SafeTensor {
     DType dtype;                     // f32, bf16 or f16 (safetensors "F32", "BF16", "F16")
     std::vector<std::int64_t> shape; // [] is a 0-d scalar (1 element); any 0 dim means no elements
     std::vector<unsigned char> data; // raw little-endian bytes, numel * dtype_size
+    std::uint64_t file_offset = 0;   // where those bytes start in the file it was read from
     std::size_t numel() const;
 };
 
@@ -27,8 +29,19 @@ struct SafeTensorsFile {
     const SafeTensor* find(const std::string& name) const; // nullptr when absent
 };
 
-// Reads the whole file; throws Error naming the file and what is wrong with it.
+// Reads the whole file; throws UsageError naming the file and what is wrong with it.
 SafeTensorsFile read_safetensors(const std::string& path);
+
+// The same from the `size` bytes of a stream, `path` naming it in messages: the reader itself,
+// which the path version calls and fuzz/fuzz_safetensors.cpp feeds bytes from memory.
+SafeTensorsFile read_safetensors(std::istream& in, std::uint64_t size, const std::string& path);
+
+// The header alone, checked exactly as read_safetensors checks it (entries, tiling, the file's
+// size): every tensor with its file_offset and no data, for readers that fetch only the ranges
+// they need (model/weights_io.h's WeightsReader).
+SafeTensorsFile read_safetensors_index(const std::string& path);
+SafeTensorsFile read_safetensors_index(std::istream& in, std::uint64_t size,
+                                       const std::string& path);
 
 // Writes `path + ".tmp"`, flushes it to disk, then renames it over `path`, so a crash leaves
 // either the old file or the complete new one. Throws Error on inconsistent tensors or I/O failure.

@@ -91,7 +91,10 @@ int TokenData::max_token() const {
 }
 
 TokenData load_tokens(const std::string& path) {
-    const std::vector<unsigned char> bytes = read_all(path);
+    return parse_tokens(read_all(path), path);
+}
+
+TokenData parse_tokens(const std::vector<unsigned char>& bytes, const std::string& path) {
     if (bytes.empty()) fail(path, "is empty; give a text file or an llm.c token shard");
     TokenData data;
     data.path = path;

@@ -17,7 +17,11 @@ struct TokenData {
     int max_token() const; // largest id present (-1 when empty)
 };
 
-// Throws Error naming the file and the fix when it is missing, empty or a malformed shard.
+// Throws UsageError naming the file and the fix when it is missing, empty or a malformed shard.
 TokenData load_tokens(const std::string& path);
+
+// The same from a file's bytes, `path` naming it in messages: what load_tokens does once it has
+// read them, and what fuzz/fuzz_token_shard.cpp feeds bytes from memory.
+TokenData parse_tokens(const std::vector<unsigned char>& bytes, const std::string& path);
 
 } // namespace shardlab

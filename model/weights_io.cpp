@@ -83,6 +83,8 @@ GPTConfig config_of(const SafeTensorsFile& f, const std::string& path) {
         return config_from_json(nlohmann::json::parse(it->second));
     } catch (const nlohmann::json::exception& e) {
         throw UsageError("'" + path + "': the metadata \"config\" is not valid JSON: " + e.what());
+    } catch (const UsageError& e) {
+        throw UsageError("'" + path + "': " + e.what());
     }
 }
 
@@ -93,7 +95,7 @@ GPTConfig config_of(const SafeTensorsFile& f, const std::string& path) {
 void check_config_fits_file(const GPTConfig& c, const SafeTensorsFile& f, const std::string& path) {
     const double params = c.num_params_f64();
     double bytes = 0;
-    for (const SafeTensor& t : f.tensors) bytes += double(t.data.size());
+    for (const SafeTensor& t : f.tensors) bytes += double(t.numel() * dtype_size(t.dtype));
     if (params > bytes)
         throw UsageError(
             fmt::format("'{}': its config ({} layers, hidden {}, vocab {}, context {}) "
@@ -103,32 +105,31 @@ void check_config_fits_file(const GPTConfig& c, const SafeTensorsFile& f, const 
 }
 
 // A weight that is NaN or infinite would poison every step: refused, naming the tensor.
-void check_finite(const float* v, std::size_t n, const std::string& tensor,
+// `first`: the tensor element v[0] is, for the message.
+void check_finite(const float* v, std::size_t n, std::uint64_t first, const std::string& tensor,
                   const std::string& path) {
     for (std::size_t i = 0; i < n; ++i)
         if (!std::isfinite(v[i]))
             throw UsageError(
                 fmt::format("'{}': tensor '{}' holds {} at element {}; the weights are "
                             "corrupt or diverged — use an earlier checkpoint",
-                            path, tensor, v[i], i));
+                            path, tensor, v[i], first + i));
 }
-} // namespace
 
-ModelWeights load_weights(const std::string& path) {
-    const SafeTensorsFile f = read_safetensors(path);
-    ModelWeights w;
-    w.config = config_of(f, path);
-    check_config_fits_file(w.config, f, path);
-    const ParamLayout layout(w.config);
-    for (const auto& u : layout.units()) w.units.emplace_back(u.numel);
-
+// For every layout parameter, unit by unit, the index of the file tensor that holds it, after
+// checking names and shapes; one error names every missing, unexpected or misshaped tensor.
+std::vector<std::vector<std::size_t>> match_tensors(const SafeTensorsFile& f,
+                                                    const ParamLayout& layout,
+                                                    const GPTConfig& config,
+                                                    const std::string& path) {
+    std::vector<std::vector<std::size_t>> where;
+    for (const auto& u : layout.units()) where.emplace_back(u.params.size(), SIZE_MAX);
     std::vector<std::string> extra, misshaped;
-    std::set<std::string> seen;
-    for (const SafeTensor& t : f.tensors) {
+    for (std::size_t i = 0; i < f.tensors.size(); ++i) {
+        const SafeTensor& t = f.tensors[i];
         if (ignored(t.name)) continue;
-        const std::string name = canonical(t.name);
         int unit = 0;
-        const ParamInfo* p = layout.find(name, &unit);
+        const ParamInfo* p = layout.find(canonical(t.name), &unit);
         if (!p) {
             extra.push_back(t.name);
             continue;
@@ -138,17 +139,16 @@ ModelWeights load_weights(const std::string& path) {
                                             fmt::join(t.shape, ", "), fmt::join(p->shape, ", ")));
             continue;
         }
-        convert(t.data.data(), t.dtype, w.units[unit].data() + p->offset, DType::f32, p->numel);
-        check_finite(w.units[unit].data() + p->offset, p->numel, t.name, path);
-        seen.insert(name);
+        where[std::size_t(unit)][std::size_t(p - layout.units()[std::size_t(unit)].params.data())] =
+            i;
     }
     std::vector<std::string> missing;
-    for (const auto& u : layout.units())
-        for (const auto& p : u.params)
-            if (!seen.count(p.name)) missing.push_back(p.name);
+    for (std::size_t u = 0; u < layout.num_units(); ++u)
+        for (std::size_t k = 0; k < where[u].size(); ++k)
+            if (where[u][k] == SIZE_MAX) missing.push_back(layout.units()[u].params[k].name);
     if (!missing.empty() || !extra.empty() || !misshaped.empty()) {
         std::string msg =
-            fmt::format("'{}' does not match its model config ({})", path, w.config.describe());
+            fmt::format("'{}' does not match its model config ({})", path, config.describe());
         if (!missing.empty()) msg += fmt::format("; missing tensors: {}", fmt::join(missing, ", "));
         if (!extra.empty()) msg += fmt::format("; unexpected tensors: {}", fmt::join(extra, ", "));
         if (!misshaped.empty())
@@ -156,7 +156,59 @@ ModelWeights load_weights(const std::string& path) {
         throw UsageError(msg +
                          ". Re-export the weights for this config, or fix the config metadata");
     }
+    return where;
+}
+} // namespace
+
+ModelWeights load_weights(const std::string& path) {
+    return weights_from_file(read_safetensors(path), path);
+}
+
+ModelWeights weights_from_file(const SafeTensorsFile& f, const std::string& path) {
+    ModelWeights w;
+    w.config = config_of(f, path);
+    check_config_fits_file(w.config, f, path);
+    const ParamLayout layout(w.config);
+    const auto where = match_tensors(f, layout, w.config, path);
+    for (std::size_t u = 0; u < layout.num_units(); ++u) {
+        w.units.emplace_back(layout.units()[u].numel);
+        for (std::size_t k = 0; k < where[u].size(); ++k) {
+            const ParamInfo& p = layout.units()[u].params[k];
+            const SafeTensor& t = f.tensors[where[u][k]];
+            convert(t.data.data(), t.dtype, w.units[u].data() + p.offset, DType::f32, p.numel);
+            check_finite(w.units[u].data() + p.offset, p.numel, 0, t.name, path);
+        }
+    }
     return w;
+}
+
+WeightsReader::WeightsReader(const std::string& path)
+    : path_(path), index_(read_safetensors_index(path)), config_(config_of(index_, path)),
+      layout_(config_) {
+    check_config_fits_file(config_, index_, path);
+    where_ = match_tensors(index_, layout_, config_, path);
+    in_.open(path, std::ios::binary);
+}
+
+void WeightsReader::read(int unit, std::uint64_t begin, std::uint64_t count, float* out) {
+    const ParamUnit& u = layout_.units()[std::size_t(unit)];
+    std::vector<unsigned char> bytes;
+    for (std::size_t k = 0; k < u.params.size(); ++k) {
+        const ParamInfo& p = u.params[k];
+        const std::uint64_t first = std::max<std::uint64_t>(begin, p.offset);
+        const std::uint64_t last = std::min<std::uint64_t>(begin + count, p.offset + p.numel);
+        if (first >= last) continue;
+        const SafeTensor& t = index_.tensors[where_[std::size_t(unit)][k]];
+        const std::size_t ds = dtype_size(t.dtype);
+        bytes.resize((last - first) * ds);
+        in_.seekg(std::streamoff(t.file_offset + (first - p.offset) * ds));
+        in_.read(reinterpret_cast<char*>(bytes.data()), std::streamsize(bytes.size()));
+        if (!in_)
+            throw UsageError("'" + path_ + "': could not read tensor '" + t.name +
+                             "'; check that the file is not being modified");
+        convert(bytes.data(), t.dtype, out + (first - begin), DType::f32, last - first);
+        check_finite(out + (first - begin), last - first, first - p.offset, t.name, path_);
+    }
 }
 
 } // namespace shardlab

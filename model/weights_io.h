@@ -6,7 +6,10 @@
 #include "core/dtype.h"
 #include "model/gpt_config.h"
 #include "model/param_layout.h"
+#include "model/safetensors.h"
 
+#include <cstdint>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -25,5 +28,29 @@ void save_weights(const std::string& path, const ModelWeights& weights, DType st
 // Without a "config" metadata entry (a Hugging Face checkpoint) the config is inferred from the
 // tensor shapes, with GPT-2's head size of 64.
 ModelWeights load_weights(const std::string& path);
+
+// The same for a file already read, `path` naming it in messages: what load_weights does after
+// read_safetensors, and what fuzz/fuzz_safetensors.cpp runs on every file the reader accepts.
+ModelWeights weights_from_file(const SafeTensorsFile& f, const std::string& path);
+
+// A weights file read in pieces: the header is read and checked against the model config when
+// it opens (every tensor present and shaped right, as load_weights checks), then any element range
+// of any unit is read on demand, converted to fp32 and checked finite. `train --init` reads only
+// what a rank holds, so no rank reads the whole model.
+class WeightsReader {
+  public:
+    explicit WeightsReader(const std::string& path); // throws UsageError naming the problem
+    const GPTConfig& config() const { return config_; }
+    // Elements [begin, begin + count) of `unit`; a NaN or infinity is a UsageError naming it.
+    void read(int unit, std::uint64_t begin, std::uint64_t count, float* out);
+
+  private:
+    std::string path_;
+    SafeTensorsFile index_; // the tensors' places, no data
+    GPTConfig config_;
+    ParamLayout layout_;
+    std::vector<std::vector<std::size_t>> where_; // [unit][param]: index into index_.tensors
+    std::ifstream in_;
+};
 
 } // namespace shardlab

@@ -4,7 +4,9 @@
 - The initial parameters are the same at N = 1, 2 and 3 (ZeRO-3, each rank drawing only its own
   shard): one step at lr 0 leaves the fp32 master weights as they began (AdamW moves them by
   lr x ..., weight decay scales them by 1 - lr x wd = 1, both exact), and their SHA-256 equals
-  that of the data section of `shardlab init` with the same seed — every tensor bit for bit.
+  that of the data section of `shardlab init` with the same seed — every tensor bit for bit; the
+  same file given to `train --init` at N = 2 and 3 (each rank reading only its shard's byte
+  ranges) starts from exactly those weights.
 - GPT-2 124M, ZeRO-3 on 2 ranks: each rank's resident-set peak through initialisation is below
   its peak over the training steps (before, every rank built the whole fp32 model first: +0.5 GB,
   above the steady state).
@@ -48,6 +50,13 @@ with tempfile.TemporaryDirectory() as tmp:
         got = json.load(open(os.path.join(out, "report.json")))["final_params_sha256"]
         say(got == want, f"N={ranks}: initial parameters' sha256 {got[:16]} = shardlab init's "
                          f"{want[:16]}")
+    for ranks in (2, 3):  # --init: each rank reads only its shard's byte ranges of the file
+        out = os.path.join(tmp, f"init{ranks}")
+        run(MPIRUN + ["-np", str(ranks), SHARDLAB, "train", "--init", path, "--steps", "1",
+                      "--lr", "0", "--zero", "3", "--precision", "fp32", "--threads", "1",
+                      "--quiet", "--out", out])
+        got = json.load(open(os.path.join(out, "report.json")))["final_params_sha256"]
+        say(got == want, f"N={ranks}, --init read in shards: sha256 {got[:16]} = the file's")
 
     out = os.path.join(tmp, "gpt2")
     run(MPIRUN + ["-np", "2", SHARDLAB, "train", "--preset", "gpt2", "--seq", "64",

@@ -167,6 +167,45 @@ TEST(WeightsIO, RoundTripsAndNamesEveryMismatch) {
     std::filesystem::remove(path);
 }
 
+// Found with fuzz/fuzz_safetensors.cpp: a "config" metadata entry missing a field was a plain
+// Error (an MPI abort) instead of a UsageError naming the file, and its fields went through
+// get<int>(), which casts 1e20 with undefined behaviour and wraps 2^32 + 3 to 3.
+TEST(WeightsIO, BadConfigMetadataIsAUsageErrorNamingTheFile) {
+    const GPTConfig c = small_config();
+    const std::string path = temp_path("bad_config.safetensors");
+    save_weights(path, ModelWeights{c, gpt2_init(ParamLayout(c), 1, c.layers)}, DType::f32);
+    SafeTensorsFile f = read_safetensors(path);
+    const nlohmann::json good = nlohmann::json::parse(f.metadata["config"]);
+    const std::vector<std::pair<nlohmann::json, std::string>> cases = {
+        {{{"layers", 1e20}}, "\"layers\" is 1e+20, not a whole number"},
+        {{{"layers", 2.5}}, "\"layers\" is 2.5, not a whole number"},
+        {{{"vocab", 4294967299ull}}, "\"vocab\" is 4294967299, out of range"},
+        {{{"hidden", -4294967296ll}}, "\"hidden\" is -4294967296, out of range"},
+        {{{"heads", {1, 2}}}, "\"heads\" is a JSON array, not a whole number"},
+        {{{"context", nullptr}}, "model config is incomplete"},
+    };
+    for (const auto& [change, fragment] : cases) {
+        nlohmann::json j = good;
+        for (const auto& [key, value] : change.items()) {
+            if (value.is_null())
+                j.erase(key);
+            else
+                j[key] = value;
+        }
+        f.metadata["config"] = j.dump();
+        write_safetensors(path, f);
+        try {
+            load_weights(path);
+            ADD_FAILURE() << "config " << j.dump() << " must not load";
+        } catch (const UsageError& e) {
+            const std::string m = e.what();
+            EXPECT_NE(m.find(fragment), std::string::npos) << m;
+            EXPECT_NE(m.find(path), std::string::npos) << m;
+        }
+    }
+    std::filesystem::remove(path);
+}
+
 TEST(GPTModel, BadInputIsAClearError) {
     const GPTConfig c = small_config();
     const auto backend = make_cpu_backend(1);

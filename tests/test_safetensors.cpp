@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -406,6 +407,38 @@ TEST_F(SafeTensorsTest, BadMetadata) {
                       {"metadata value for 'step' is 12", "strings to strings"});
     write_raw(path("m.safetensors"), raw_file(R"({"__metadata__":[1]})", ""));
     expect_read_error(path("m.safetensors"), {"\"__metadata__\" is not a JSON object"});
+}
+
+// Found writing fuzz/fuzz_safetensors.cpp: a 200 KB header of nested lists crashed the reader
+// (the message quoting the value recursed once per level, past the end of the stack).
+TEST_F(SafeTensorsTest, DeeplyNestedHeaderIsRefused) {
+    const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+    write_raw(
+        path("n.safetensors"),
+        raw_file(R"({"x":{"dtype":"F32","shape":)" + deep + R"(,"data_offsets":[0,0]}})", ""));
+    expect_read_error(path("n.safetensors"), {"the header JSON nests deeper than 8 levels"});
+    write_raw(path("n.safetensors"), raw_file(R"({"__metadata__":{"a":)" + deep + "}}", ""));
+    EXPECT_THROW(read_safetensors(path("n.safetensors")), UsageError);
+}
+
+TEST_F(SafeTensorsTest, ReadsFromAStream) {
+    SafeTensorsFile f;
+    f.metadata["k"] = "v";
+    f.tensors.push_back(make("a", DType::f32, {2}, f32_bytes({1.5f, -2.0f})));
+    write_safetensors(path("s.safetensors"), f);
+    const std::string bytes = read_file(path("s.safetensors"));
+    std::istringstream in(bytes);
+    const SafeTensorsFile got = read_safetensors(in, bytes.size(), "in memory");
+    EXPECT_EQ(got.metadata, f.metadata);
+    ASSERT_EQ(got.tensors.size(), 1u);
+    EXPECT_EQ(got.tensors[0].data, f.tensors[0].data);
+    std::istringstream cut(bytes.substr(0, bytes.size() - 1));
+    try {
+        read_safetensors(cut, bytes.size() - 1, "in memory");
+        ADD_FAILURE() << "a truncated stream must not read";
+    } catch (const UsageError& e) {
+        EXPECT_NE(std::string(e.what()).find("'in memory'"), std::string::npos) << e.what();
+    }
 }
 
 // ---- writer errors --------------------------------------------------------------------------

@@ -108,6 +108,16 @@ TEST_F(TokenDataTest, ReadsShard) {
     EXPECT_EQ(d.max_token(), 65535);
 }
 
+// The parser on bytes in memory (what the fuzzer drives) gives what loading the file gives.
+TEST_F(TokenDataTest, ParsesBytesInMemory) {
+    const std::string s = shard(1, 3, {9, 8, 7});
+    const TokenData d = parse_tokens(std::vector<unsigned char>(s.begin(), s.end()), "mem");
+    EXPECT_FALSE(d.byte_level);
+    EXPECT_EQ(d.tokens, (std::vector<std::uint16_t>{9, 8, 7}));
+    EXPECT_EQ(d.path, "mem");
+    EXPECT_THROW(parse_tokens({}, "mem"), UsageError);
+}
+
 TEST_F(TokenDataTest, EmptyShardHasNoTokens) {
     write_raw(path("e.bin"), shard(1, 0, {}));
     const TokenData d = load_tokens(path("e.bin"));
