@@ -25,7 +25,7 @@ expect_text() { grep -qF -- "$1" "$work/out" || fail "expected the output to con
 for algo in ring native; do
   timed_run "${mpirun[@]}" -np 3 "$prog" stop "$algo"
   [ "$code" -ne 0 ] || fail "stop/$algo: exit 0 with a stopped rank"
-  [ "$secs" -le 12 ] || fail "stop/$algo: took ${secs} s (timeout 2 s + 10 s)"
+  [ "$secs" -le 13 ] || fail "stop/$algo: took ${secs} s (timeout 3 s + 10 s)"
   expect_text "where every rank is"
   expect_text "rank 2: no answer"
   for r in 0 1; do
@@ -38,7 +38,7 @@ done
 
 timed_run "${mpirun[@]}" -np 3 "$prog" mismatch ring
 [ "$code" -ne 0 ] || fail "mismatch: exit 0"
-[ "$secs" -le 12 ] || fail "mismatch: took ${secs} s"
+[ "$secs" -le 13 ] || fail "mismatch: took ${secs} s"
 expect_text "schedule mismatch"
 expect_text "rank 1: waiting"
 grep -q "rank 1: waiting .* in #3 reduce_scatter" "$work/out" || fail "mismatch: rank 1's call"
@@ -46,10 +46,10 @@ grep -q "rank 0: waiting .* in #3 allgather" "$work/out" || fail "mismatch: rank
 echo "ok: mismatch: exit $code after ${secs} s, reported as a schedule mismatch"
 
 timed_run "${mpirun[@]}" -np 3 "$prog" slow ring
-[ "$code" -eq 0 ] || fail "slow: a rank 1.2 s late (timeout 2 s) ended the job (exit $code)"
+[ "$code" -eq 0 ] || fail "slow: a rank 1 s late (timeout 3 s) ended the job (exit $code)"
 expect_text "all 6 collectives completed"
 grep -q "watchdog" "$work/out" && fail "slow: the watchdog spoke"
-echo "ok: slow: a rank 1.2 s late is not a hang"
+echo "ok: slow: a rank 1 s late is not a hang"
 
 # A training job, one rank stopped from outside once the steps run.
 cd "$work" || exit 1

@@ -1,9 +1,9 @@
 // A program whose ranks hang or disagree on purpose, for the collective watchdog's test
 // (tests/watchdog_check.sh). Usage: watchdog MODE [ring|native], every rank running 6 all-gathers
-// of 1000 floats with a 2 s collective timeout, except:
+// of 1000 floats with a 3 s collective timeout, except:
 //   stop      the last rank stops itself (SIGSTOP) before the third call: a hang
 //   mismatch  rank 1 reduce-scatters where the others all-gather in the third call
-//   slow      rank 1 sleeps 1.2 s (below the timeout) before the third call: must finish, exit 0
+//   slow      rank 1 sleeps 1 s (below the timeout) before the third call: must finish, exit 0
 #include "core/error.h"
 #include "launch/cli_util.h"
 #include "model/backend.h"
@@ -28,14 +28,14 @@ int main(int argc, char** argv) {
               "usage: watchdog stop|mismatch|slow [ring|native]");
         const auto backend = make_cpu_backend(1);
         const auto comm = backend->communicator(MPI_COMM_WORLD);
-        comm->set_collective_timeout(2.0);
+        comm->set_collective_timeout(3.0);
         const int rank = comm->rank(), n = comm->size();
         const std::size_t count = 1000;
         std::vector<float> mine(count, float(rank)), all(count); // chunk-sized use of `mine`
         for (int call = 1; call <= 6; ++call) {
             if (call == 3 && mode == "stop" && rank == n - 1) std::raise(SIGSTOP);
             if (call == 3 && mode == "slow" && rank == 1)
-                std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+                std::this_thread::sleep_for(std::chrono::milliseconds(1000));
             comm->label_next("call " + std::to_string(call));
             if (call == 3 && mode == "mismatch" && rank == 1)
                 comm->reduce_scatter(all.data(), mine.data(), count, DType::f32, ReduceOp::sum,
