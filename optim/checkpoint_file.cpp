@@ -43,7 +43,7 @@ class Reader {
     std::vector<float> floats(std::uint64_t n) {
         need(n, 4);
         std::vector<float> v(n);
-        std::memcpy(v.data(), b_.data() + pos_, n * 4);
+        if (n) std::memcpy(v.data(), b_.data() + pos_, n * 4); // (an empty vector's data() is null)
         pos_ += n * 4;
         return v;
     }
@@ -83,7 +83,8 @@ std::string encode_checkpoint_file(const CheckpointFile& f) {
         put<std::uint64_t>(bytes, s.range.begin);
         put<std::uint64_t>(bytes, s.range.count);
         for (const auto* part : {&s.master, &s.m, &s.v})
-            bytes.append(reinterpret_cast<const char*>(part->data()), s.range.count * 4);
+            if (s.range.count)
+                bytes.append(reinterpret_cast<const char*>(part->data()), s.range.count * 4);
     }
     put<std::uint64_t>(bytes, fnv1a(bytes.data(), bytes.size()));
     return bytes;
