@@ -4,9 +4,8 @@
 # fixed budget, on inputs of up to 64 KB (deep nesting needs room). A crash, a sanitizer report,
 # an exception other than UsageError, an input running over 30 s (wall clock: room for a busy or
 # niced machine) or one allocation over 256 MB fails the run, and the input is kept in
-# build-fuzz/artifacts/. The committed seeds are only
-# read: what libFuzzer finds goes to a temporary corpus. Part of scripts/test.sh (--seconds 10),
-# so CI runs it.
+# build-fuzz/artifacts/. The committed seeds are only read: what libFuzzer finds goes to a
+# temporary corpus. Part of scripts/test.sh (--seconds 10), so CI runs it.
 # Usage: scripts/fuzz.sh [--runs N | --seconds S] [NAME...]   (default: --seconds 10, every harness)
 set -euo pipefail
 cd "$(dirname "$0")/.."
