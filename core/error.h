@@ -2,6 +2,8 @@
 // is one, the fix ("... ; use --foo" ), so a user never has to read the source to recover.
 #pragma once
 
+#include <cerrno>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -19,6 +21,14 @@ class UsageError : public Error {
   public:
     explicit UsageError(const std::string& what) : Error(what) {}
 };
+
+// Why a write failed, for a message: "the disk is full (ENOSPC); free some space", or errno's
+// text followed by `otherwise` (the fix for any other failure, e.g. "check that --out is
+// writable").
+inline std::string write_failure(int err, const std::string& otherwise) {
+    return err == ENOSPC ? std::string("the disk is full (ENOSPC); free some space")
+                         : std::string(std::strerror(err)) + "; " + otherwise;
+}
 
 // Throws Error(message) when cond is false. A function, not a macro: the message is built only
 // by callers that pass a string, so keep hot loops free of checks.

@@ -60,11 +60,8 @@ void write_json_file(const std::string& path, const nlohmann::json& j) {
     const std::string text = j.dump(2) + "\n";
     auto fail = [&](const std::string& what, int err) {
         std::remove(tmp.c_str());
-        throw Error(
-            "cannot " + what + " '" + path + "': " +
-            (err == ENOSPC ? std::string("the disk is full (ENOSPC)")
-                           : std::string(std::strerror(err))) +
-            (err == ENOSPC ? "; free some space" : "; check that the directory is writable"));
+        throw Error("cannot " + what + " '" + path +
+                    "': " + write_failure(err, "check that the directory is writable"));
     };
     std::FILE* f = std::fopen(tmp.c_str(), "wb");
     if (!f) fail("write", errno);

@@ -14,10 +14,8 @@ namespace shardlab {
 
 namespace {
 [[noreturn]] void fail(const std::string& path, int err) {
-    throw Error("cannot write the step log '" + path + "': " +
-                (err == ENOSPC
-                     ? std::string("the disk is full (ENOSPC); free some space")
-                     : std::string(std::strerror(err)) + "; check that --out is writable"));
+    throw Error("cannot write the step log '" + path +
+                "': " + write_failure(err, "check that --out is writable"));
 }
 
 // Every whole JSON row of the file (a torn one is reported once by the caller that asks).

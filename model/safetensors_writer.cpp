@@ -82,9 +82,7 @@ void SafeTensorsWriter::finish() {
 
 void SafeTensorsWriter::fail(const std::string& what, int err) {
     throw Error("cannot write safetensors file '" + path_ + "': cannot " + what + ": " +
-                (err == ENOSPC ? std::string("the disk is full (ENOSPC); free some space")
-                               : std::string(std::strerror(err)) +
-                                     "; check that the directory exists and is writable"));
+                write_failure(err, "check that the directory exists and is writable"));
 }
 
 } // namespace shardlab

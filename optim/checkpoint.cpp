@@ -35,10 +35,8 @@ void write_durably(const fs::path& path, const std::string& bytes) {
     if (f && !err && (std::fflush(f) != 0 || ::fsync(::fileno(f)) != 0)) err = errno;
     if (f && std::fclose(f) != 0 && !err) err = errno;
     if (err)
-        throw Error("cannot write checkpoint file '" + path.string() + "': " +
-                    (err == ENOSPC ? std::string("the disk is full (ENOSPC); free some space")
-                                   : std::string(std::strerror(err)) +
-                                         "; check that the run directory is writable") +
+        throw Error("cannot write checkpoint file '" + path.string() +
+                    "': " + write_failure(err, "check that the run directory is writable") +
                     " (the previous checkpoint is kept)");
 }
 
