@@ -17,7 +17,7 @@ std::unique_ptr<Backend> make_backend(const DeviceOptions& o, MPI_Comm world) {
                 backend = make_cuda_backend(world, {o.share_gpu, o.transport});
             else
                 backend = make_cpu_backend(o.threads > 0 ? o.threads : cpu::default_threads(),
-                                           o.comm_cpus);
+                                           o.comm_cpus, o.gemm);
         },
         world);
     return backend;

@@ -1,28 +1,56 @@
-// `shardlab device`: what the CUDA runtime sees. Says plainly when there is no GPU (or no CUDA
-// in this build), which is the normal state of a laptop or CI machine.
+// `shardlab device`: what this machine computes with. For the CPU: its model, vector ISA and the
+// GEMM library, kernel and ISA each dtype uses (as `--gemm` chooses them); for CUDA: what the
+// runtime sees. Says plainly when there is no GPU (or no CUDA in this build), which is the normal
+// state of a laptop or CI machine.
 #include "core/device.h"
 #include "launch/commands.h"
+#include "model/kernels/cpu/cpu_gemm.h"
+#include "model/kernels/cpu/cpu_model.h"
+#include "model/kernels/cpu/threads.h"
 
 #include <fmt/format.h>
 
+#include <memory>
+#include <string>
+
 namespace shardlab {
 
-CommandRunner add_device_command(CLI::App&) {
-    return [] {
-        GpuQuery q = query_gpus();
-        if (!q.cuda_built) {
-            fmt::print("CUDA: not built (nvcc was not found at configure time); running on CPU\n");
-            return 0;
-        }
-        if (q.gpus.empty()) {
-            fmt::print("CUDA: built, but no GPU is present ({}); running on CPU\n", q.status);
-            return 0;
-        }
-        for (const GpuInfo& g : q.gpus)
-            fmt::print("cuda:{}  {}  sm_{}{}  {} SMs  {:.2f} GiB total, {:.2f} GiB free\n", g.index,
-                       g.name, g.cc_major, g.cc_minor, g.multiprocessors,
-                       double(g.total_bytes) / double(1ull << 30),
-                       double(g.free_bytes) / double(1ull << 30));
+namespace {
+void print_cpu(const std::string& gemm_request) {
+    fmt::print("CPU: {}, {} threads by default, vector ISA {}\n", cpu::cpu_model_name(),
+               cpu::default_threads(), cpu::cpu_isa());
+    cpu::CpuGemm gemm(gemm_request);
+    fmt::print("GEMM (--gemm {}):\n",
+               gemm_request.empty() ? cpu::default_gemm_request() : gemm_request);
+    const std::string lines = gemm.describe();
+    for (std::size_t at = 0, end; (end = lines.find('\n', at)) != std::string::npos; at = end + 1)
+        fmt::print("  {}\n", lines.substr(at, end - at));
+}
+
+void print_cuda() {
+    GpuQuery q = query_gpus();
+    if (!q.cuda_built) {
+        fmt::print("CUDA: not built (nvcc was not found at configure time); running on CPU\n");
+        return;
+    }
+    if (q.gpus.empty()) {
+        fmt::print("CUDA: built, but no GPU is present ({}); running on CPU\n", q.status);
+        return;
+    }
+    for (const GpuInfo& g : q.gpus)
+        fmt::print("cuda:{}  {}  sm_{}{}  {} SMs  {:.2f} GiB total, {:.2f} GiB free\n", g.index,
+                   g.name, g.cc_major, g.cc_minor, g.multiprocessors,
+                   double(g.total_bytes) / double(1ull << 30),
+                   double(g.free_bytes) / double(1ull << 30));
+}
+} // namespace
+
+CommandRunner add_device_command(CLI::App& cmd) {
+    auto gemm = std::make_shared<std::string>();
+    cmd.add_option("--gemm", *gemm, "auto | openblas | onednn: show that choice");
+    return [gemm] {
+        print_cpu(*gemm);
+        print_cuda();
         return 0;
     };
 }

@@ -16,11 +16,12 @@ struct DeviceOptions {
     std::string device = "cpu";     // cpu | cuda
     int threads = 0;                // CPU: OpenMP threads per rank (0: cores / ranks on this node)
     std::string comm_cpus;          // CPU: the comm and copy streams' CPUs (empty: unpinned)
+    std::string gemm;               // CPU: auto | openblas | onednn (empty: $SHARDLAB_GEMM or auto)
     bool share_gpu = false;         // CUDA: more ranks than GPUs on a node
     std::string transport = "auto"; // CUDA: auto | nccl | mpi
 };
 
-// Registers --device, --threads, --share-gpu, --transport (and --comm-cpus where asked).
+// Registers --device, --threads, --gemm, --share-gpu, --transport (and --comm-cpus where asked).
 void add_device_options(CLI::App& cmd, DeviceOptions& o, bool comm_cpus = false);
 
 // A UsageError for values no backend accepts, found alike on every rank before any message.

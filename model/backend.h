@@ -48,7 +48,8 @@ class Backend {
 // threads per stream (and on the calling thread). comm_cpus (a CPU list, e.g. "1"): where the
 // comm and copy streams' threads run — on a CPU communication is memory copying, so it overlaps
 // compute for real only on a core compute does not use; empty: wherever the system puts them.
-std::unique_ptr<Backend> make_cpu_backend(int threads, const std::string& comm_cpus = "");
+std::unique_ptr<Backend> make_cpu_backend(int threads, const std::string& comm_cpus = "",
+                                          const std::string& gemm = "");
 
 // How the CUDA backend's ranks find their GPU and talk.
 struct CudaOptions {

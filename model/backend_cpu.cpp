@@ -10,7 +10,8 @@ namespace shardlab {
 namespace {
 class CpuBackend : public Backend {
   public:
-    CpuBackend(int threads, const std::string& comm_cpus) : threads_(threads) {
+    CpuBackend(int threads, const std::string& comm_cpus, const std::string& gemm)
+        : threads_(threads) {
         cpu::set_threads(threads);
         const std::vector<int> pinned = cpu::parse_cpu_list(comm_cpus);
         // OpenMP's thread count is per calling thread: each stream's worker sets its own.
@@ -19,7 +20,7 @@ class CpuBackend : public Backend {
             if (stream != "compute") cpu::pin_thread(pinned);
         });
         elements_ = std::make_unique<CpuElementOps>();
-        ops_ = std::make_unique<CpuOps>(context_->tracker());
+        ops_ = std::make_unique<CpuOps>(context_->tracker(), gemm);
     }
     std::string describe() const override {
         return "cpu, " + std::to_string(threads_) + " thread" + (threads_ == 1 ? "" : "s");
@@ -34,8 +35,9 @@ class CpuBackend : public Backend {
 };
 } // namespace
 
-std::unique_ptr<Backend> make_cpu_backend(int threads, const std::string& comm_cpus) {
-    return std::make_unique<CpuBackend>(threads, comm_cpus);
+std::unique_ptr<Backend> make_cpu_backend(int threads, const std::string& comm_cpus,
+                                          const std::string& gemm) {
+    return std::make_unique<CpuBackend>(threads, comm_cpus, gemm);
 }
 
 } // namespace shardlab

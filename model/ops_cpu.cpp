@@ -7,7 +7,6 @@
 #include "model/kernels/cpu/cross_entropy.h"
 #include "model/kernels/cpu/embedding.h"
 #include "model/kernels/cpu/gelu.h"
-#include "model/kernels/cpu/gemm.h"
 #include "model/kernels/cpu/layernorm.h"
 #include "model/kernels/cpu/linear.h"
 #include "model/kernels/cpu/residual.h"
@@ -44,24 +43,23 @@ void CpuOps::gemm(Stream& s, const Tensor& a, bool ta, const Tensor& b, bool tb,
     check(r == 2 || r == 3, "internal: gemm takes 2-D or 3-D tensors");
     check(!bias || beta == 0.0f, "internal: gemm with a bias takes beta = 0");
     const int batch = r == 3 ? int(c.dim(0)) : 1;
-    const int M = int(c.dim(r - 2)), N = int(c.dim(r - 1));
-    const int K = ta ? int(a.dim(r - 2)) : int(a.dim(r - 1));
-    const int lda = last_dim(a), ldb = last_dim(b);
-    const std::size_t sa = a.numel() / batch, sb = b.numel() / batch, sc = c.numel() / batch;
-    for_dtype(c.dtype, [&](auto tag) {
-        using T = decltype(tag);
-        Allocation ws;
-        if (const std::size_t floats = cpu::gemm_workspace_floats<T>(M, N, K))
-            ws = tracker_.allocate(floats * sizeof(float), Category::workspace, s);
-        s.enqueue([=, A = a.as<const T>(), B = b.as<const T>(), C = c.as<T>(),
-                   bias_p = bias ? bias->as<const T>() : nullptr, w = ws.as<float>()] {
-            for (int i = 0; i < batch; ++i) {
-                T* Ci = C + i * sc;
-                if (bias_p) cpu::bias_rows(Ci, bias_p, M, N); // then add the product onto it
-                cpu::gemm<T>(ta, tb, M, N, K, alpha, A + i * sa, lda, B + i * sb, ldb,
-                             bias_p ? 1.0f : beta, Ci, N, w);
-            }
-        });
+    cpu::MatmulShape m;
+    m.dtype = c.dtype;
+    m.trans_a = ta, m.trans_b = tb;
+    m.M = int(c.dim(r - 2)), m.N = int(c.dim(r - 1));
+    m.K = ta ? int(a.dim(r - 2)) : int(a.dim(r - 1));
+    m.lda = last_dim(a), m.ldb = last_dim(b), m.ldc = m.N;
+    m.alpha = alpha, m.beta = beta, m.bias = bias != nullptr;
+    Allocation ws;
+    if (const std::size_t bytes = gemm_.workspace_bytes(m))
+        ws = tracker_.allocate(bytes, Category::workspace, s);
+    const std::size_t es = dtype_size(c.dtype);
+    const std::size_t sa = a.numel() / batch * es, sb = b.numel() / batch * es,
+                      sc = c.numel() / batch * es;
+    s.enqueue([this, m, batch, sa, sb, sc, A = static_cast<const char*>(a.data),
+               B = static_cast<const char*>(b.data), C = static_cast<char*>(c.data),
+               bias_p = bias ? bias->data : nullptr, w = ws.as<void>()] {
+        for (int i = 0; i < batch; ++i) gemm_.run(m, A + i * sa, B + i * sb, bias_p, C + i * sc, w);
     });
 }
 

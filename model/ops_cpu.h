@@ -1,17 +1,25 @@
 // The CPU backend's Ops: each op becomes one task on the given stream that runs the templated
-// kernel of model/kernels/cpu for the tensors' dtype (OpenMP threads inside the task). GEMM
-// workspace for 16-bit widening is allocated per call from the tracker (`workspace`) and released
-// in stream order, so calls in flight never share it.
+// kernel of model/kernels/cpu for the tensors' dtype (OpenMP threads inside the task). GEMMs go
+// to oneDNN or OpenBLAS (cpu::CpuGemm); their workspace (oneDNN's scratchpad, or the widened
+// operands of a 16-bit OpenBLAS product) is allocated per call from the tracker (`workspace`) and
+// released in stream order, so calls in flight never share it.
 #pragma once
 
 #include "core/memory_tracker.h"
+#include "model/kernels/cpu/cpu_gemm.h"
 #include "model/ops.h"
+
+#include <string>
 
 namespace shardlab {
 
 class CpuOps : public Ops {
   public:
-    explicit CpuOps(MemoryTracker& tracker) : tracker_(tracker) {}
+    // gemm_request: "auto", "openblas" or "onednn" (see model/kernels/cpu/cpu_gemm.h).
+    CpuOps(MemoryTracker& tracker, const std::string& gemm_request)
+        : tracker_(tracker), gemm_(gemm_request) {}
+
+    cpu::CpuGemm& gemm_engine() { return gemm_; }
 
     void gemm(Stream& s, const Tensor& a, bool trans_a, const Tensor& b, bool trans_b,
               const Tensor& c, float alpha, float beta, const Tensor* bias) override;
@@ -42,6 +50,7 @@ class CpuOps : public Ops {
 
   private:
     MemoryTracker& tracker_;
+    cpu::CpuGemm gemm_;
 };
 
 } // namespace shardlab

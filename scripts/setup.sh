@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 
 packages=(
   build-essential cmake ninja-build pkg-config git clang-format iproute2
-  openmpi-bin libopenmpi-dev libopenblas-dev libopenblas-openmp-dev
+  openmpi-bin libopenmpi-dev libopenblas-dev libopenblas-openmp-dev libdnnl-dev
   libgtest-dev libgmock-dev libboost-context-dev
   libcli11-dev nlohmann-json3-dev libtomlplusplus-dev libfmt-dev libssl-dev
   python3 python3-numpy python3-matplotlib python3-torch

@@ -73,7 +73,7 @@ struct Twin {
                      << "): the CUDA ops are checked on a GPU or under -DSHARDLAB_CUDA=EMU";       \
     Twin twin;                                                                                     \
     twin.cpu.ctx = make_cpu_context();                                                             \
-    twin.cpu.ops = std::make_unique<CpuOps>(twin.cpu.ctx->tracker());                              \
+    twin.cpu.ops = std::make_unique<CpuOps>(twin.cpu.ctx->tracker(), "");                          \
     twin.gpu.ctx = make_cuda_context(0);                                                           \
     twin.gpu.ops = make_cuda_ops(twin.gpu.ctx->tracker())
 

@@ -1,9 +1,13 @@
 // The CPU backend's Ops against the kernels they dispatch to, bitwise: every dtype, GEMM with
 // both transposes, alpha / beta, a bias and strided batches (a loop of 2-D products), the
 // squared norm (one running double sum, in order), AdamW writing the rounded parameters, and the
-// element-wise ops — all enqueued on a worker-thread stream, read after synchronising.
+// element-wise ops — all enqueued on a worker-thread stream, read after synchronising. Then the
+// GEMM's two libraries (oneDNN, OpenBLAS) against a float64 product, within bounds argued from
+// fp32 / bf16 precision, and oneDNN's product repeatable bit for bit.
 #include "core/device_context.h"
+#include "core/error.h"
 #include "model/kernels/cpu/adamw.h"
+#include "model/kernels/cpu/cpu_gemm.h"
 #include "model/kernels/cpu/gemm.h"
 #include "model/kernels/cpu/linear.h"
 #include "model/kernels/cpu/residual.h"
@@ -22,8 +26,8 @@ using namespace shardlab;
 namespace {
 struct Fixture {
     std::unique_ptr<DeviceContext> ctx = make_cpu_context();
-    CpuOps cpu_ops{ctx->tracker()};
-    Ops& ops = cpu_ops; // called through the interface, as the model does
+    CpuOps cpu_ops{ctx->tracker(), "openblas"}; // bitwise against the OpenBLAS kernels below
+    Ops& ops = cpu_ops;                         // called through the interface, as the model does
     Stream& s = ctx->compute();
 };
 
@@ -171,4 +175,91 @@ TEST(CpuOps, ElementwiseOpsConvertFillAndAccumulate) {
     EXPECT_EQ(a, want);
     EXPECT_EQ(wide, want_wide);
     EXPECT_EQ(filled, std::vector<char>(n * 2, 0));
+}
+
+namespace {
+// alpha * op(A) op(B) + bias + beta * C in float64 from the stored values; also the sum of the
+// magnitudes of every term, which bounds the rounding error of any summation order.
+void float64_gemm(const cpu::MatmulShape& m, const std::vector<char>& A, const std::vector<char>& B,
+                  const std::vector<char>& bias, const std::vector<char>& C,
+                  std::vector<double>& out, std::vector<double>& magnitude) {
+    for (int i = 0; i < m.M; ++i)
+        for (int j = 0; j < m.N; ++j) {
+            double sum = 0, mag = 0;
+            for (int k = 0; k < m.K; ++k) {
+                const std::size_t ia =
+                    m.trans_a ? std::size_t(k) * m.lda + i : std::size_t(i) * m.lda + k;
+                const std::size_t ib =
+                    m.trans_b ? std::size_t(j) * m.ldb + k : std::size_t(k) * m.ldb + j;
+                const double p =
+                    double(load_as_f32(A.data(), m.dtype, ia)) * load_as_f32(B.data(), m.dtype, ib);
+                sum += p, mag += std::fabs(p);
+            }
+            const double c = load_as_f32(C.data(), m.dtype, std::size_t(i) * m.ldc + j);
+            const double b = m.bias ? load_as_f32(bias.data(), m.dtype, j) : 0.0;
+            out[std::size_t(i) * m.N + j] = m.alpha * sum + b + m.beta * c;
+            magnitude[std::size_t(i) * m.N + j] =
+                std::fabs(m.alpha) * mag + std::fabs(b) + std::fabs(m.beta * c);
+        }
+}
+} // namespace
+
+// Both libraries, every transpose, alpha / beta, a bias, leading dimensions wider than the rows.
+// Bound per element: fp32 accumulation of K terms errs by at most about K * 2^-24 of the sum of
+// their magnitudes (taken as 2K * 2^-24 for slack); a 16-bit result adds one rounding of the
+// result, 2^-8 relative for bf16 (half an ulp of an 8-bit significand). oneDNN without a bf16
+// kernel on this CPU (no AVX-512) keeps bf16 on OpenBLAS, which CpuGemm reports and this test then
+// checks.
+TEST(CpuGemm, BothLibrariesMatchFloat64WithinPrecision) {
+    auto ctx = make_cpu_context();
+    for (const char* library : {"openblas", "onednn"}) {
+        cpu::CpuGemm gemm(library);
+        for (DType t : {DType::f32, DType::bf16})
+            for (int variant = 0; variant < 8; ++variant) {
+                cpu::MatmulShape m;
+                m.dtype = t;
+                m.trans_a = variant & 1, m.trans_b = variant & 2;
+                const bool with_bias = variant & 4;
+                m.M = 37, m.N = 29, m.K = 53;
+                m.lda = (m.trans_a ? m.M : m.K) + 3, m.ldb = (m.trans_b ? m.K : m.N) + 5;
+                m.ldc = m.N;
+                m.alpha = with_bias ? 1.0f : 0.5f, m.beta = with_bias ? 0.0f : 1.0f;
+                m.bias = with_bias;
+                SCOPED_TRACE(testing::Message()
+                             << library << " " << dtype_name(t) << " variant " << variant);
+                auto A = random_bytes(std::size_t(m.trans_a ? m.K : m.M) * m.lda, t, 11);
+                auto B = random_bytes(std::size_t(m.trans_b ? m.N : m.K) * m.ldb, t, 12);
+                auto C = random_bytes(std::size_t(m.M) * m.N, t, 13);
+                auto bias = random_bytes(m.N, t, 14);
+                std::vector<double> want(C.size() / dtype_size(t)), mag(want.size());
+                float64_gemm(m, A, B, bias, C, want, mag);
+                auto C2 = C;
+                std::vector<char> ws(gemm.workspace_bytes(m) + 1);
+                gemm.run(m, A.data(), B.data(), bias.data(), C.data(), ws.data());
+                gemm.run(m, A.data(), B.data(), bias.data(), C2.data(), ws.data());
+                EXPECT_EQ(C, C2) << "the same product twice gave different bits";
+                const double round = t == DType::f32 ? 0.0 : std::ldexp(1.0, -8);
+                for (std::size_t i = 0; i < want.size(); ++i) {
+                    const double got = load_as_f32(C.data(), t, i);
+                    const double bound =
+                        2 * m.K * std::ldexp(1.0, -24) * mag[i] + round * std::fabs(want[i]);
+                    ASSERT_LE(std::fabs(got - want[i]), bound) << "element " << i;
+                }
+            }
+        const bool onednn = std::string(library) == "onednn";
+        EXPECT_EQ(gemm.paths().f32 == cpu::GemmLibrary::onednn, onednn);
+        if (onednn && gemm.paths().bf16 != cpu::GemmLibrary::onednn)
+            std::printf("note: oneDNN has no bf16 matmul on this CPU (%s); bf16 stayed on "
+                        "OpenBLAS\n",
+                        cpu::cpu_isa().c_str());
+    }
+}
+
+TEST(CpuGemm, UnknownLibraryIsAUsageErrorNamingTheChoices) {
+    try {
+        cpu::CpuGemm gemm("mkl");
+        FAIL() << "accepted --gemm mkl";
+    } catch (const UsageError& e) {
+        EXPECT_NE(std::string(e.what()).find("auto, openblas or onednn"), std::string::npos);
+    }
 }

@@ -1,0 +1,131 @@
+// Path choice and dispatch for CpuGemm.
+#include "model/kernels/cpu/cpu_gemm.h"
+
+#include "core/error.h"
+#include "model/kernels/cpu/blas_kernel.h"
+#include "model/kernels/cpu/gemm.h"
+#include "model/kernels/cpu/linear.h"
+
+#include <cstdlib>
+
+namespace shardlab::cpu {
+
+GemmLibrary GemmPaths::of(DType t) const {
+    switch (t) {
+    case DType::f32:
+        return f32;
+    case DType::bf16:
+        return bf16;
+    case DType::f16:
+        break;
+    }
+    return GemmLibrary::openblas;
+}
+
+std::string cpu_isa() {
+    __builtin_cpu_init();
+    const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                        __builtin_cpu_supports("avx512vl");
+    if (avx512 && __builtin_cpu_supports("avx512bf16")) return "avx512_core_bf16";
+    if (avx512) return "avx512_core";
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "avx2";
+    return "sse41";
+}
+
+std::string default_gemm_request() {
+    const char* v = std::getenv("SHARDLAB_GEMM");
+    return v && *v ? v : "auto";
+}
+
+namespace {
+bool has_kernel(OneDnnMatmul& onednn, DType t) {
+    const std::string impl = onednn.implementation(t);
+    return !impl.empty() && impl.find("ref") == std::string::npos;
+}
+} // namespace
+
+GemmPaths choose_gemm_paths(const std::string& request, OneDnnMatmul& onednn) {
+    if (request != "auto" && request != "openblas" && request != "onednn")
+        throw UsageError("--gemm '" + request + "': choose auto, openblas or onednn");
+    GemmPaths p;
+    if (request == "openblas") return p;
+    // "onednn": oneDNN for every dtype it has a kernel for on this CPU (bf16 needs AVX-512).
+    if (request == "onednn") {
+        if (has_kernel(onednn, DType::f32)) p.f32 = GemmLibrary::onednn;
+        if (has_kernel(onednn, DType::bf16)) p.bf16 = GemmLibrary::onednn;
+        return p;
+    }
+    // "auto", measured (docs/BENCHMARKS.md): with AVX-512, oneDNN's fp32 matmul matches or beats
+    // OpenBLAS (and far beats OpenBLAS's Haswell kernel, which OPENBLAS_CORETYPE sometimes
+    // forces); with AVX512-BF16 its bf16 matmul doubles fp32, where OpenBLAS has to widen. On
+    // AVX2 (AMD Zen 3) OpenBLAS's sgemm is level or ahead, and oneDNN has no bf16 kernel at all.
+    const std::string isa = cpu_isa();
+    if (isa.rfind("avx512", 0) == 0 && has_kernel(onednn, DType::f32)) p.f32 = GemmLibrary::onednn;
+    if (isa == "avx512_core_bf16" && has_kernel(onednn, DType::bf16)) p.bf16 = GemmLibrary::onednn;
+    return p;
+}
+
+CpuGemm::CpuGemm(const std::string& request)
+    : paths_(choose_gemm_paths(request.empty() ? default_gemm_request() : request, onednn_)) {}
+
+std::size_t CpuGemm::workspace_bytes(const MatmulShape& s) {
+    if (paths_.of(s.dtype) == GemmLibrary::onednn) return onednn_.scratchpad_bytes(s);
+    switch (s.dtype) {
+    case DType::f32:
+        return 0;
+    case DType::bf16:
+        return gemm_workspace_floats<bf16_t>(s.M, s.N, s.K) * sizeof(float);
+    case DType::f16:
+        return gemm_workspace_floats<f16_t>(s.M, s.N, s.K) * sizeof(float);
+    }
+    return 0;
+}
+
+namespace {
+// OpenBLAS has no bias argument: rows start as the bias and the product is added onto them.
+template <typename T>
+void openblas_run(const MatmulShape& s, const T* A, const T* B, const T* bias, T* C, float* ws) {
+    if (bias) bias_rows(C, bias, s.M, s.N); // (ldc == N whenever a bias is given)
+    gemm<T>(s.trans_a, s.trans_b, s.M, s.N, s.K, s.alpha, A, s.lda, B, s.ldb, bias ? 1.0f : s.beta,
+            C, s.ldc, ws);
+}
+} // namespace
+
+void CpuGemm::run(const MatmulShape& s, const void* A, const void* B, const void* bias, void* C,
+                  void* workspace) {
+    check(!s.bias || (s.beta == 0.0f && s.ldc == s.N), "internal: gemm bias needs beta 0, ldc N");
+    if (paths_.of(s.dtype) == GemmLibrary::onednn)
+        return onednn_.run(s, A, B, s.bias ? bias : nullptr, C, workspace);
+    float* ws = static_cast<float*>(workspace);
+    const void* b = s.bias ? bias : nullptr;
+    switch (s.dtype) {
+    case DType::f32:
+        return openblas_run(s, static_cast<const float*>(A), static_cast<const float*>(B),
+                            static_cast<const float*>(b), static_cast<float*>(C), ws);
+    case DType::bf16:
+        return openblas_run(s, static_cast<const bf16_t*>(A), static_cast<const bf16_t*>(B),
+                            static_cast<const bf16_t*>(b), static_cast<bf16_t*>(C), ws);
+    case DType::f16:
+        return openblas_run(s, static_cast<const f16_t*>(A), static_cast<const f16_t*>(B),
+                            static_cast<const f16_t*>(b), static_cast<f16_t*>(C), ws);
+    }
+}
+
+std::string CpuGemm::describe() {
+    std::string out;
+    for (DType t : {DType::f32, DType::bf16, DType::f16}) {
+        std::string line = std::string(dtype_name(t)) + ": ";
+        if (paths_.of(t) == GemmLibrary::onednn)
+            line += "oneDNN " + onednn_version() + " matmul, " + onednn_.implementation(t);
+        else if (t == DType::f32)
+            line += "OpenBLAS sgemm, kernel " + openblas_kernel();
+        else if (t == DType::bf16 && native_bf16_gemm_available())
+            line += "OpenBLAS sbgemm, kernel " + openblas_kernel();
+        else
+            line += "widened to fp32, OpenBLAS sgemm, kernel " + openblas_kernel();
+        out += line + "\n";
+    }
+    return out;
+}
+
+} // namespace shardlab::cpu

@@ -1,0 +1,107 @@
+// A cache of oneDNN matmul primitives keyed by shape; execution with caller-owned scratchpad.
+#include "model/kernels/cpu/onednn_matmul.h"
+
+#include "core/error.h"
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <map>
+#include <mutex>
+#include <tuple>
+
+namespace shardlab::cpu {
+
+namespace {
+using dnnl::memory;
+
+memory::data_type to_dnnl(DType t) {
+    check(t == DType::f32 || t == DType::bf16, "internal: oneDNN matmul takes fp32 or bf16");
+    return t == DType::f32 ? memory::data_type::f32 : memory::data_type::bf16;
+}
+
+// A rows x cols matrix stored row-major with leading dimension ld, or (transposed) its
+// transpose stored that way: oneDNN reads either through strides, no copy.
+memory::desc matrix(DType t, int rows, int cols, int ld, bool transposed) {
+    const memory::dims strides = transposed ? memory::dims{1, ld} : memory::dims{ld, 1};
+    return memory::desc({rows, cols}, to_dnnl(t), strides);
+}
+
+auto key_of(const MatmulShape& s) {
+    return std::make_tuple(int(s.dtype), s.trans_a, s.trans_b, s.M, s.N, s.K, s.lda, s.ldb, s.ldc,
+                           s.alpha, s.beta, s.bias);
+}
+using Key = decltype(key_of(MatmulShape{}));
+
+struct Entry {
+    dnnl::matmul::primitive_desc pd;
+    dnnl::matmul prim;
+};
+} // namespace
+
+struct OneDnnMatmul::Impl {
+    dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+    std::mutex mutex; // the cache is shared by the streams' threads
+    std::map<Key, Entry> cache;
+
+    Entry& get(const MatmulShape& s) {
+        std::lock_guard<std::mutex> lock(mutex);
+        const Key k = key_of(s);
+        if (auto it = cache.find(k); it != cache.end()) return it->second;
+        const memory::desc a = matrix(s.dtype, s.M, s.K, s.lda, s.trans_a);
+        const memory::desc b = matrix(s.dtype, s.K, s.N, s.ldb, s.trans_b);
+        const memory::desc c = matrix(s.dtype, s.M, s.N, s.ldc, false);
+        const memory::desc bias = s.bias ? matrix(s.dtype, 1, s.N, s.N, false) : memory::desc();
+        dnnl::primitive_attr attr;
+        attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+        if (s.alpha != 1.0f) attr.set_output_scales(0, {s.alpha});
+        if (s.beta != 0.0f) { // dst = product + beta * dst, summed in fp32, rounded once
+            dnnl::post_ops po;
+            po.append_sum(s.beta);
+            attr.set_post_ops(po);
+        }
+        dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, bias, c), attr, engine);
+        return cache.emplace(k, Entry{pd, dnnl::matmul(pd)}).first->second;
+    }
+};
+
+OneDnnMatmul::OneDnnMatmul() : impl_(std::make_unique<Impl>()) {}
+OneDnnMatmul::~OneDnnMatmul() = default;
+
+std::size_t OneDnnMatmul::scratchpad_bytes(const MatmulShape& s) {
+    return impl_->get(s).pd.scratchpad_desc().get_size();
+}
+
+void OneDnnMatmul::run(const MatmulShape& s, const void* A, const void* B, const void* bias,
+                       void* C, void* scratchpad) {
+    Entry& e = impl_->get(s);
+    const dnnl::engine& eng = impl_->engine;
+    // oneDNN takes non-const handles; it does not write the inputs.
+    std::unordered_map<int, memory> args{
+        {DNNL_ARG_SRC, memory(e.pd.src_desc(), eng, const_cast<void*>(A))},
+        {DNNL_ARG_WEIGHTS, memory(e.pd.weights_desc(), eng, const_cast<void*>(B))},
+        {DNNL_ARG_DST, memory(e.pd.dst_desc(), eng, C)},
+        {DNNL_ARG_SCRATCHPAD, memory(e.pd.scratchpad_desc(), eng, scratchpad)}};
+    if (s.bias) args.emplace(DNNL_ARG_BIAS, memory(e.pd.bias_desc(), eng, const_cast<void*>(bias)));
+    dnnl::stream stream(eng); // CPU streams are cheap; this one runs on the calling thread
+    e.prim.execute(stream, args);
+    stream.wait();
+}
+
+std::string OneDnnMatmul::implementation(DType dtype) {
+    MatmulShape s;
+    s.dtype = dtype;
+    s.M = s.N = s.K = s.lda = s.ldb = s.ldc = 256;
+    try {
+        return impl_->get(s).pd.impl_info_str();
+    } catch (const dnnl::error&) { // e.g. bf16 on a CPU without AVX-512: no kernel at all
+        return "";
+    }
+}
+
+std::string onednn_version() {
+    const dnnl_version_t* v = dnnl_version();
+    return std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
+           std::to_string(v->patch);
+}
+
+} // namespace shardlab::cpu

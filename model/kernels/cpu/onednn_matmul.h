@@ -1,0 +1,49 @@
+// GEMM through oneDNN's matmul primitive: C = alpha * op(A) * op(B) (+ bias) + beta * C on
+// row-major fp32 or bf16 matrices, fp32 accumulation, C rounded once on store. A primitive is
+// built once per shape (transposes, leading dimensions, alpha, beta, bias) and kept; the caller
+// provides the scratchpad (scratchpad_bytes), so every byte it uses is tracked and calls in flight
+// on different streams never share one. oneDNN runs on the calling thread's OpenMP team.
+#pragma once
+
+#include "core/dtype.h"
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+namespace shardlab::cpu {
+
+struct MatmulShape {
+    DType dtype = DType::f32; // A, B, C and bias: all fp32 or all bf16
+    bool trans_a = false, trans_b = false;
+    int M = 0, N = 0, K = 0, lda = 0, ldb = 0, ldc = 0;
+    float alpha = 1.0f, beta = 0.0f;
+    bool bias = false; // bias [N] added to every row of the product
+};
+
+class OneDnnMatmul {
+  public:
+    OneDnnMatmul();
+    ~OneDnnMatmul();
+    OneDnnMatmul(const OneDnnMatmul&) = delete;
+    OneDnnMatmul& operator=(const OneDnnMatmul&) = delete;
+
+    // Scratchpad the primitive for this shape needs (builds and keeps it on first use).
+    std::size_t scratchpad_bytes(const MatmulShape& s);
+    // Runs the product; scratchpad holds scratchpad_bytes(s) bytes, bias is null unless s.bias.
+    void run(const MatmulShape& s, const void* A, const void* B, const void* bias, void* C,
+             void* scratchpad);
+    // oneDNN's name for the implementation it picks for a square-ish product of this dtype,
+    // e.g. "brg:avx512_core_bf16" or "gemm:jit"; "" when it has none on this CPU (bf16 without
+    // AVX-512), and a name with "ref" when only its slow reference code would run.
+    std::string implementation(DType dtype);
+
+  private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+// oneDNN's version, e.g. "2.6.3".
+std::string onednn_version();
+
+} // namespace shardlab::cpu
