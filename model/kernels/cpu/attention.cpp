@@ -1,9 +1,11 @@
-// Attention, one (batch, head) pair per OpenMP iteration. Each pair first copies its q, k, v into
-// fp32 (or double) buffers — k and v also transposed — so every inner loop runs over contiguous
-// memory with no reduction in its innermost dimension, and vectorizes. Every sum runs in a fixed
+// Attention, one (batch, head) pair per OpenMP iteration, computed in tiles of kTile query rows
+// with small single-threaded GEMMs (OpenBLAS runs one thread inside a parallel region): a tile
+// of rows i0 .. i1 needs only keys 0 .. i1 (causal), so the tiles skip most of the masked half.
+// Each pair first copies its q, k, v into fp32 (or double) buffers. Every sum runs in a fixed
 // order on one thread, so results do not depend on the thread count.
 #include "model/kernels/cpu/attention.h"
 
+#include "model/kernels/cpu/gemm.h"
 #include "model/kernels/cpu/vec_math.h"
 
 #include <algorithm>
@@ -14,59 +16,74 @@
 namespace shardlab::cpu {
 
 namespace {
-// Copies one head's slice (columns col .. col+hd of each row) into dense rows, or transposed.
+constexpr int kTile = 64; // query rows per tile: the scores of a tile stay in L2
+
+// Copies one head's slice (columns col .. col+hd of each row) into dense T_ x hd rows.
 template <typename T, typename A>
-void load_head(const T* base, std::size_t row, int col, int T_, int hd, A* out, bool transposed) {
+void load_head(const T* base, std::size_t row, int col, int T_, int hd, A* out) {
     for (int t = 0; t < T_; ++t)
-        for (int e = 0; e < hd; ++e) {
-            const A v = to_acc(base[t * row + col + e]);
-            if (transposed)
-                out[std::size_t(e) * T_ + t] = v;
-            else
-                out[std::size_t(t) * hd + e] = v;
-        }
+        for (int e = 0; e < hd; ++e) out[std::size_t(t) * hd + e] = to_acc(base[t * row + col + e]);
 }
+
+// Row i of a tile: scores s[0 .. i] -> probabilities, stored (rounded) in a[0 .. T_), zeros above
+// the diagonal; p[0 .. cols) receives them as stored, as backward will read them.
+template <typename T, typename A>
+void softmax_row(A* s, int i, int cols, int T_, T* a, A* p) {
+    A maxv = s[0];
+    for (int j = 1; j <= i; ++j) maxv = s[j] > maxv ? s[j] : maxv;
+    for (int j = 0; j <= i; ++j) s[j] = vexp(s[j] - maxv);
+    A sum = 0;
+    for (int j = 0; j <= i; ++j) sum += s[j];
+    for (int j = 0; j < T_; ++j) a[j] = from_acc<T>(j <= i ? s[j] / sum : A(0));
+    for (int j = 0; j < cols; ++j) p[j] = to_acc(a[j]);
+}
+
+template <typename A>
+struct HeadBuffers {
+    std::vector<A> q, k, v, o, s, p;
+    HeadBuffers(int T_, int hd)
+        : q(std::size_t(T_) * hd), k(q.size()), v(q.size()), o(q.size()),
+          s(std::size_t(kTile) * T_), p(s.size()) {}
+};
 } // namespace
 
 template <typename T>
 void attention_forward(T* out, T* att, const T* qkv, int B, int T_, int C, int H) {
     using A = acc_t<T>;
     const int hd = C / H;
-    const A scale = A(1) / std::sqrt(A(hd));
+    const float scale = float(1 / std::sqrt(double(hd)));
     const std::size_t row = std::size_t(3) * C;
-#pragma omp parallel for collapse(2) schedule(static)
-    for (int b = 0; b < B; ++b)
-        for (int h = 0; h < H; ++h) {
-            const std::size_t n = std::size_t(T_) * hd;
-            std::vector<A> q(n), kt(n), v(n), s(T_), o(hd);
-            const T* base = qkv + std::size_t(b) * T_ * row;
-            load_head(base, row, h * hd, T_, hd, q.data(), false);
-            load_head(base, row, C + h * hd, T_, hd, kt.data(), true);
-            load_head(base, row, 2 * C + h * hd, T_, hd, v.data(), false);
-            for (int i = 0; i < T_; ++i) {
-                std::fill(s.begin(), s.begin() + i + 1, A(0)); // scores of row i, j <= i
-                for (int e = 0; e < hd; ++e) {
-                    const A qe = q[std::size_t(i) * hd + e] * scale;
-                    const A* k = kt.data() + std::size_t(e) * T_;
-                    for (int j = 0; j <= i; ++j) s[j] += qe * k[j];
+#pragma omp parallel
+    {
+        HeadBuffers<A> w(T_, hd);
+#pragma omp for collapse(2) schedule(static)
+        for (int b = 0; b < B; ++b)
+            for (int h = 0; h < H; ++h) {
+                const T* base = qkv + std::size_t(b) * T_ * row;
+                load_head(base, row, h * hd, T_, hd, w.q.data());
+                load_head(base, row, C + h * hd, T_, hd, w.k.data());
+                load_head(base, row, 2 * C + h * hd, T_, hd, w.v.data());
+                for (int i0 = 0; i0 < T_; i0 += kTile) {
+                    const int rows = std::min(kTile, T_ - i0), cols = i0 + rows;
+                    // S = scale * Q_tile K[0 .. cols)^T, then row-wise causal softmax.
+                    gemm<A>(false, true, rows, cols, hd, scale, w.q.data() + std::size_t(i0) * hd,
+                            hd, w.k.data(), hd, 0.0f, w.s.data(), cols, nullptr);
+                    for (int r = 0; r < rows; ++r) {
+                        T* a = att + ((std::size_t(b) * H + h) * T_ + i0 + r) * T_;
+                        softmax_row(w.s.data() + std::size_t(r) * cols, i0 + r, cols, T_, a,
+                                    w.p.data() + std::size_t(r) * cols);
+                    }
+                    // O_tile = P V[0 .. cols): the masked probabilities are exact zeros.
+                    gemm<A>(false, false, rows, hd, cols, 1.0f, w.p.data(), cols, w.v.data(), hd,
+                            0.0f, w.o.data(), hd, nullptr);
+                    for (int r = 0; r < rows; ++r) {
+                        T* y = out + (std::size_t(b) * T_ + i0 + r) * C + h * hd;
+                        for (int e = 0; e < hd; ++e)
+                            y[e] = from_acc<T>(w.o[std::size_t(r) * hd + e]);
+                    }
                 }
-                const A maxv = *std::max_element(s.begin(), s.begin() + i + 1);
-                for (int j = 0; j <= i; ++j) s[j] = vexp(s[j] - maxv);
-                A sum = 0;
-                for (int j = 0; j <= i; ++j) sum += s[j];
-                T* a = att + ((std::size_t(b) * H + h) * T_ + i) * T_;
-                for (int j = 0; j < T_; ++j) a[j] = from_acc<T>(j <= i ? s[j] / sum : A(0));
-                // The output uses the probabilities as stored, as backward will see them.
-                std::fill(o.begin(), o.end(), A(0));
-                for (int j = 0; j <= i; ++j) {
-                    const A pj = to_acc(a[j]);
-                    const A* vj = v.data() + std::size_t(j) * hd;
-                    for (int e = 0; e < hd; ++e) o[e] += pj * vj[e];
-                }
-                T* y = out + (std::size_t(b) * T_ + i) * C + h * hd;
-                for (int e = 0; e < hd; ++e) y[e] = from_acc<T>(o[e]);
             }
-        }
+    }
 }
 
 template <typename T>
@@ -74,52 +91,57 @@ void attention_backward(T* dqkv, const T* dout, const T* qkv, const T* att, int 
                         int H) {
     using A = acc_t<T>;
     const int hd = C / H;
-    const A scale = A(1) / std::sqrt(A(hd));
+    const A scale = A(1 / std::sqrt(double(hd)));
     const std::size_t row = std::size_t(3) * C;
-#pragma omp parallel for collapse(2) schedule(static)
-    for (int b = 0; b < B; ++b)
-        for (int h = 0; h < H; ++h) {
-            const std::size_t n = std::size_t(T_) * hd;
-            std::vector<A> q(n), k(n), vt(n), go(n), dq(n, 0), dk(n, 0), dv(n, 0), dp(T_), p(T_);
-            const T* base = qkv + std::size_t(b) * T_ * row;
-            load_head(base, row, h * hd, T_, hd, q.data(), false);
-            load_head(base, row, C + h * hd, T_, hd, k.data(), false);
-            load_head(base, row, 2 * C + h * hd, T_, hd, vt.data(), true);
-            load_head(dout + std::size_t(b) * T_ * C, std::size_t(C), h * hd, T_, hd, go.data(),
-                      false);
-            for (int i = 0; i < T_; ++i) {
-                const T* a = att + ((std::size_t(b) * H + h) * T_ + i) * T_;
-                for (int j = 0; j <= i; ++j) p[j] = to_acc(a[j]), dp[j] = 0;
-                const A* goi = go.data() + std::size_t(i) * hd;
-                for (int e = 0; e < hd; ++e) { // dP_ij = dO_i . V_j
-                    const A* ve = vt.data() + std::size_t(e) * T_;
-                    for (int j = 0; j <= i; ++j) dp[j] += goi[e] * ve[j];
+#pragma omp parallel
+    {
+        HeadBuffers<A> w(T_, hd); // o holds dO; s holds dP, then dS
+        std::vector<A> dq(w.q.size()), dk(w.q.size()), dv(w.q.size());
+#pragma omp for collapse(2) schedule(static)
+        for (int b = 0; b < B; ++b)
+            for (int h = 0; h < H; ++h) {
+                const T* base = qkv + std::size_t(b) * T_ * row;
+                load_head(base, row, h * hd, T_, hd, w.q.data());
+                load_head(base, row, C + h * hd, T_, hd, w.k.data());
+                load_head(base, row, 2 * C + h * hd, T_, hd, w.v.data());
+                load_head(dout + std::size_t(b) * T_ * C, std::size_t(C), h * hd, T_, hd,
+                          w.o.data());
+                std::fill(dk.begin(), dk.end(), A(0));
+                std::fill(dv.begin(), dv.end(), A(0));
+                for (int i0 = 0; i0 < T_; i0 += kTile) {
+                    const int rows = std::min(kTile, T_ - i0), cols = i0 + rows;
+                    const A* go = w.o.data() + std::size_t(i0) * hd;
+                    const A* qt = w.q.data() + std::size_t(i0) * hd;
+                    // dP = dO_tile V[0 .. cols)^T
+                    gemm<A>(false, true, rows, cols, hd, 1.0f, go, hd, w.v.data(), hd, 0.0f,
+                            w.s.data(), cols, nullptr);
+                    for (int r = 0; r < rows; ++r) { // dS = P (dP - sum_j P dP) * scale
+                        const T* a = att + ((std::size_t(b) * H + h) * T_ + i0 + r) * T_;
+                        A* p = w.p.data() + std::size_t(r) * cols;
+                        A* ds = w.s.data() + std::size_t(r) * cols;
+                        for (int j = 0; j < cols; ++j) p[j] = to_acc(a[j]);
+                        A dot = 0;
+                        for (int j = 0; j < cols; ++j) dot += p[j] * ds[j];
+                        for (int j = 0; j < cols; ++j) ds[j] = p[j] * (ds[j] - dot) * scale;
+                    }
+                    // dQ_tile = dS K; dK += dS^T Q_tile; dV += P^T dO_tile.
+                    gemm<A>(false, false, rows, hd, cols, 1.0f, w.s.data(), cols, w.k.data(), hd,
+                            0.0f, dq.data() + std::size_t(i0) * hd, hd, nullptr);
+                    gemm<A>(true, false, cols, hd, rows, 1.0f, w.s.data(), cols, qt, hd, 1.0f,
+                            dk.data(), hd, nullptr);
+                    gemm<A>(true, false, cols, hd, rows, 1.0f, w.p.data(), cols, go, hd, 1.0f,
+                            dv.data(), hd, nullptr);
                 }
-                A dot = 0; // sum_j P_ij dP_ij: the softmax's backward
-                for (int j = 0; j <= i; ++j) dot += p[j] * dp[j];
-                A* dqi = dq.data() + std::size_t(i) * hd;
-                const A* qi = q.data() + std::size_t(i) * hd;
-                for (int j = 0; j <= i; ++j) {
-                    const A ds = p[j] * (dp[j] - dot) * scale;
-                    const A* kj = k.data() + std::size_t(j) * hd;
-                    A* dkj = dk.data() + std::size_t(j) * hd;
-                    A* dvj = dv.data() + std::size_t(j) * hd;
+                for (int t = 0; t < T_; ++t) {
+                    T* d = dqkv + (std::size_t(b) * T_ + t) * row + h * hd;
                     for (int e = 0; e < hd; ++e) {
-                        dqi[e] += ds * kj[e];
-                        dkj[e] += ds * qi[e];
-                        dvj[e] += p[j] * goi[e];
+                        d[e] = from_acc<T>(dq[std::size_t(t) * hd + e]);
+                        d[C + e] = from_acc<T>(dk[std::size_t(t) * hd + e]);
+                        d[2 * C + e] = from_acc<T>(dv[std::size_t(t) * hd + e]);
                     }
                 }
             }
-            for (int t = 0; t < T_; ++t) {
-                T* d = dqkv + (std::size_t(b) * T_ + t) * row + h * hd;
-                for (int e = 0; e < hd; ++e) {
-                    d[e] = from_acc<T>(dq[std::size_t(t) * hd + e]);
-                    d[C + e] = from_acc<T>(dk[std::size_t(t) * hd + e]);
-                    d[2 * C + e] = from_acc<T>(dv[std::size_t(t) * hd + e]);
-                }
-            }
-        }
+    }
 }
 
 #define SHARDLAB_INSTANTIATE(T)                                                                    \

@@ -1,17 +1,21 @@
-// Element-wise GELU; the derivative is written out by hand from the tanh form.
+// Element-wise GELU; the derivative is written out by hand from the tanh form. Each thread's range
+// runs in a loop compiled for the CPU's vector ISA (parallel.h).
 #include "model/kernels/cpu/gelu.h"
 
+#include "model/kernels/cpu/parallel.h"
+#include "model/kernels/cpu/target_clones.h"
 #include "model/kernels/cpu/vec_math.h"
 
 #include <cmath>
 
 namespace shardlab::cpu {
 
+namespace {
 template <typename T>
-void gelu_forward(T* out, const T* inp, std::size_t n) {
+SHARDLAB_TARGET_CLONES void gelu_forward_range(T* __restrict out, const T* __restrict inp,
+                                               std::size_t n) {
     using A = acc_t<T>;
     const A k = std::sqrt(A(2) / A(M_PI));
-#pragma omp parallel for schedule(static)
     for (std::size_t i = 0; i < n; ++i) {
         const A x = to_acc(inp[i]);
         out[i] = from_acc<T>(A(0.5) * x * (A(1) + vtanh(k * (x + A(0.044715) * x * x * x))));
@@ -19,10 +23,10 @@ void gelu_forward(T* out, const T* inp, std::size_t n) {
 }
 
 template <typename T>
-void gelu_backward(T* dinp, const T* inp, const T* dout, std::size_t n) {
+SHARDLAB_TARGET_CLONES void gelu_backward_range(T* __restrict dinp, const T* __restrict inp,
+                                                const T* __restrict dout, std::size_t n) {
     using A = acc_t<T>;
     const A k = std::sqrt(A(2) / A(M_PI));
-#pragma omp parallel for schedule(static)
     for (std::size_t i = 0; i < n; ++i) {
         const A x = to_acc(inp[i]);
         const A u = k * (x + A(0.044715) * x * x * x);
@@ -32,6 +36,21 @@ void gelu_backward(T* dinp, const T* inp, const T* dout, std::size_t n) {
             A(0.5) * (A(1) + t) + A(0.5) * x * sech2 * k * (A(1) + A(3 * 0.044715) * x * x);
         dinp[i] = from_acc<T>(grad * to_acc(dout[i]));
     }
+}
+} // namespace
+
+template <typename T>
+void gelu_forward(T* out, const T* inp, std::size_t n) {
+    parallel_ranges(n, [&](std::size_t lo, std::size_t hi) {
+        gelu_forward_range(out + lo, inp + lo, hi - lo);
+    });
+}
+
+template <typename T>
+void gelu_backward(T* dinp, const T* inp, const T* dout, std::size_t n) {
+    parallel_ranges(n, [&](std::size_t lo, std::size_t hi) {
+        gelu_backward_range(dinp + lo, inp + lo, dout + lo, hi - lo);
+    });
 }
 
 #define SHARDLAB_INSTANTIATE(T)                                                                    \

@@ -1,11 +1,38 @@
 // LayerNorm: rows in parallel for the normalisation and dinp; columns in parallel for the
-// weight / bias gradients (each a sum over rows, in row order: thread-count independent).
+// weight / bias gradients (each a sum over rows, in row order: thread-count independent; each
+// thread streams its slice of every row).
 #include "model/kernels/cpu/layernorm.h"
+
+#include "model/kernels/cpu/parallel.h"
+#include "model/kernels/cpu/target_clones.h"
 
 #include <cmath>
 #include <cstddef>
+#include <vector>
 
 namespace shardlab::cpu {
+
+namespace {
+// The weight and bias gradients of columns lo .. hi: sums over the rows in order, each thread
+// streaming its slice of every row.
+template <typename T>
+SHARDLAB_TARGET_CLONES void param_grads_range(acc_t<T>* __restrict dw, acc_t<T>* __restrict db,
+                                              const T* __restrict dout, const T* __restrict inp,
+                                              const acc_t<T>* mean, const acc_t<T>* rstd, int N,
+                                              int C, std::size_t lo, std::size_t hi) {
+    using A = acc_t<T>;
+    for (int r = 0; r < N; ++r) {
+        const T* dy = dout + std::size_t(r) * C;
+        const T* x = inp + std::size_t(r) * C;
+        const A m = mean[r], s = rstd[r];
+        for (std::size_t c = lo; c < hi; ++c) {
+            const A d = to_acc(dy[c]);
+            dw[c - lo] += d * (to_acc(x[c]) - m) * s;
+            db[c - lo] += d;
+        }
+    }
+}
+} // namespace
 
 template <typename T>
 void layernorm_forward(T* out, acc_t<T>* mean, acc_t<T>* rstd, const T* inp, const T* weight,
@@ -56,17 +83,14 @@ void layernorm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* i
                                 (dnorm - dnorm_mean - xhat * dnorm_norm_mean) * rstd[r]);
         }
     }
-#pragma omp parallel for schedule(static)
-    for (int c = 0; c < C; ++c) {
-        A dw = 0, db = 0;
-        for (int r = 0; r < N; ++r) {
-            const A dy = to_acc(dout[std::size_t(r) * C + c]);
-            dw += dy * (to_acc(inp[std::size_t(r) * C + c]) - mean[r]) * rstd[r];
-            db += dy;
+    parallel_ranges(std::size_t(C), [&](std::size_t lo, std::size_t hi) {
+        std::vector<A> dw(hi - lo, A(0)), db(hi - lo, A(0));
+        param_grads_range(dw.data(), db.data(), dout, inp, mean, rstd, N, C, lo, hi);
+        for (std::size_t c = lo; c < hi; ++c) {
+            dweight[c] = from_acc<T>(to_acc(dweight[c]) + dw[c - lo]);
+            dbias[c] = from_acc<T>(to_acc(dbias[c]) + db[c - lo]);
         }
-        dweight[c] = from_acc<T>(to_acc(dweight[c]) + dw);
-        dbias[c] = from_acc<T>(to_acc(dbias[c]) + db);
-    }
+    });
 }
 
 #define SHARDLAB_INSTANTIATE(T)                                                                    \

@@ -2,19 +2,34 @@
 #include "model/kernels/cpu/linear.h"
 
 #include "model/kernels/cpu/gemm.h"
+#include "model/kernels/cpu/parallel.h"
+#include "model/kernels/cpu/target_clones.h"
 
 #include <cstddef>
+#include <vector>
 
 namespace shardlab::cpu {
 
+namespace {
+// acc[c - lo] += src[r, c] for every row r in order, columns lo .. hi: each thread streams its
+// slice of every row (contiguous, vectorized) instead of walking a column down with stride cols.
+template <typename T>
+SHARDLAB_TARGET_CLONES void column_sums_range(acc_t<T>* __restrict acc, const T* __restrict src,
+                                              int rows, int cols, std::size_t lo, std::size_t hi) {
+    for (int r = 0; r < rows; ++r) {
+        const T* row = src + std::size_t(r) * cols;
+        for (std::size_t c = lo; c < hi; ++c) acc[c - lo] += to_acc(row[c]);
+    }
+}
+} // namespace
+
 template <typename T>
 void add_column_sums(T* dst, const T* src, int rows, int cols) {
-#pragma omp parallel for schedule(static)
-    for (int c = 0; c < cols; ++c) {
-        acc_t<T> s = 0;
-        for (int r = 0; r < rows; ++r) s += to_acc(src[std::size_t(r) * cols + c]);
-        dst[c] = from_acc<T>(to_acc(dst[c]) + s);
-    }
+    parallel_ranges(std::size_t(cols), [&](std::size_t lo, std::size_t hi) {
+        std::vector<acc_t<T>> acc(hi - lo, acc_t<T>(0));
+        column_sums_range(acc.data(), src, rows, cols, lo, hi);
+        for (std::size_t c = lo; c < hi; ++c) dst[c] = from_acc<T>(to_acc(dst[c]) + acc[c - lo]);
+    });
 }
 
 template <typename T>
