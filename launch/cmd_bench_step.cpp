@@ -1,15 +1,20 @@
 // `shardlab bench step`: time one training step (forward, backward, AdamW) on one rank — the
 // ZeRO engine at N = 1, as `shardlab train` runs it — on synthetic tokens, and measure the
-// activation bytes the tracker saw. For the side-by-side comparison with PyTorch in
-// bench/model_step_vs_torch.sh.
+// activation bytes the tracker saw. With --peer pytorch the same step is then timed in PyTorch
+// eager (launch/pytorch_peer.h) and both figures are printed with their ratio, and the achieved
+// GFLOP/s beside the GEMM rate this machine reaches on the model's largest product, measured in
+// the same run through the same GEMM path. bench/model_step_vs_torch.sh runs the recorded set.
 #include "core/error.h"
 #include "core/timer.h"
 #include "launch/commands.h"
 #include "launch/device_options.h"
 #include "launch/model_options.h"
+#include "launch/pytorch_peer.h"
 #include "model/backend.h"
 #include "model/gpt_init.h"
 #include "model/gpt_model.h"
+#include "model/kernels/cpu/cpu_gemm.h"
+#include "model/kernels/cpu/cpu_model.h"
 #include "model/kernels/cpu/threads.h"
 #include "model/precision.h"
 #include "optim/device_updater.h"
@@ -29,8 +34,44 @@ struct StepBenchOptions {
     std::string precision = "fp32", checkpoint = "none";
     int batch = 8, seq = 0, steps = 10, warmup = 2;
     bool json = false;
+    std::string peer = "none", python = "/usr/bin/python3";
     DeviceOptions device;
 };
+
+// Model FLOPs of one training step per token: 6 per weight of every matmul (forward 2, backward
+// 4: q/k/v, projection, MLP and the tied head), plus causal attention's QK^T and PV — 2 * T * d
+// per layer forward over the lower triangle, times 3 with backward. Embeddings, norms, GELU and
+// AdamW are not counted (as in the usual 6N accounting).
+double train_flops_per_token(const GPTConfig& c, int seq) {
+    const double d = c.hidden, matmul_weights = c.layers * 12.0 * d * d + double(c.vocab) * d;
+    return 6.0 * matmul_weights + 6.0 * c.layers * double(seq) * d;
+}
+
+// The GEMM rate of this backend on the MLP's first product (tokens x 4d x d), the largest of a
+// block, in the model's dtype and through the path the model's GEMMs take: the "peak" the step's
+// rate is read against.
+double gemm_gflops(Backend& backend, DType t, int M, int N, int K) {
+    MemoryTracker& tracker = backend.context().tracker();
+    Stream& s = backend.context().compute();
+    const std::size_t es = dtype_size(t);
+    Allocation a = tracker.allocate(std::size_t(M) * K * es, Category::workspace, s);
+    Allocation b = tracker.allocate(std::size_t(K) * N * es, Category::workspace, s);
+    Allocation c = tracker.allocate(std::size_t(M) * N * es, Category::workspace, s);
+    const Device dev = backend.context().device();
+    const Tensor A{a.as<void>(), t, {M, K}, dev}, B{b.as<void>(), t, {K, N}, dev},
+        C{c.as<void>(), t, {M, N}, dev};
+    backend.ops().fill(s, A, 0.01f);
+    backend.ops().fill(s, B, 0.01f);
+    double best = 0;
+    for (int rep = 0; rep < 5; ++rep) {
+        s.synchronize();
+        const double t0 = now_seconds();
+        backend.ops().gemm(s, A, false, B, false, C, 1.0f, 0.0f);
+        s.synchronize();
+        best = std::max(best, 2.0 * M * N * K / (now_seconds() - t0) / 1e9);
+    }
+    return best;
+}
 
 nlohmann::json bench_steps(const StepBenchOptions& o, const GPTConfig& c, int seq) {
     const Precision p = parse_precision(o.precision);
@@ -63,7 +104,21 @@ nlohmann::json bench_steps(const StepBenchOptions& o, const GPTConfig& c, int se
     std::sort(times.begin(), times.end());
     const double median = times[times.size() / 2];
     const double tokens = double(o.batch) * seq;
+    const double gflops = train_flops_per_token(c, seq) * tokens / median / 1e9;
+    const int M = o.batch * seq, N = 4 * c.hidden, K = c.hidden;
+    std::string gemm_path = "cuBLAS";
+    if (o.device.device == "cpu") {
+        const std::string all = cpu::CpuGemm(o.device.gemm).describe();
+        const std::string key = std::string(dtype_name(param_dtype(p))) + ": ";
+        const std::size_t at = all.find(key) + key.size();
+        gemm_path = all.substr(at, all.find('\n', at) - at);
+    }
     return {{"precision", o.precision},
+            {"gflops", gflops},
+            {"gemm_peak_gflops", gemm_gflops(*backend, param_dtype(p), M, N, K)},
+            {"gemm_peak_shape", fmt::format("{}x{}x{}", M, N, K)},
+            {"gemm_path", gemm_path},
+            {"cpu", o.device.device == "cpu" ? cpu::cpu_model_name() + ", " + cpu::cpu_isa() : ""},
             {"checkpoint", o.checkpoint},
             {"batch", o.batch},
             {"seq", seq},
@@ -88,25 +143,50 @@ CommandRunner add_bench_step_command(CLI::App& cmd) {
     cmd.add_option("--steps", o->steps, "Timed steps (the median is reported)");
     cmd.add_option("--warmup", o->warmup, "Untimed steps first");
     cmd.add_flag("--json", o->json, "Print one JSON object");
+    cmd.add_option(
+        "--peer", o->peer,
+        "none | pytorch: then time the same step in PyTorch eager (tools/"
+        "torch_bench_step.py; bf16 through torch.autocast) and print both and the ratio");
+    cmd.add_option("--python", o->python, "The interpreter for --peer pytorch (one with torch)");
     return [o] {
         const GPTConfig c = o->model.config();
         const int seq = o->seq ? o->seq : c.context;
         if (o->steps < 1 || o->warmup < 0)
             throw UsageError("--steps must be >= 1 and --warmup >= 0");
-        const nlohmann::json r = bench_steps(*o, c, seq);
+        if (o->peer != "none" && o->peer != "pytorch")
+            throw UsageError("--peer " + o->peer + ": use none or pytorch");
+        nlohmann::json r = bench_steps(*o, c, seq);
+        if (o->peer == "pytorch") {
+            const nlohmann::json peer =
+                run_pytorch_peer({c, o->batch, seq, r["threads"].get<int>(), o->steps, o->warmup,
+                                  o->precision, o->device.device, o->python});
+            r["peer"] = peer["peer"];
+            r["peer_ms_per_step"] = peer["ms_per_step"];
+            r["peer_tokens_per_s"] = peer["tokens_per_s"];
+            r["ratio"] = r["tokens_per_s"].get<double>() / peer["tokens_per_s"].get<double>();
+        }
         if (o->json) {
             fmt::print("{}\n", r.dump());
-        } else {
-            fmt::print("{}, {} x {} tokens, {}, checkpoint {}, {}: {:.1f} ms/step, {:.0f} "
-                       "tokens/s, "
-                       "activations peak {} B\n",
-                       c.describe(), o->batch, seq, o->precision, o->checkpoint,
-                       o->device.device == "cpu"
-                           ? fmt::format("{} threads", r["threads"].get<int>())
-                           : std::string("cuda"),
-                       r["ms_per_step"].get<double>(), r["tokens_per_s"].get<double>(),
-                       r["activation_peak_bytes"].get<std::size_t>());
+            return 0;
         }
+        const std::string where = o->device.device == "cpu"
+                                      ? fmt::format("{} threads", r["threads"].get<int>())
+                                      : std::string("cuda");
+        fmt::print("{}, {} x {} tokens, {}, checkpoint {}, {}\n", c.describe(), o->batch, seq,
+                   o->precision, o->checkpoint, where);
+        if (o->device.device == "cpu") fmt::print("  CPU: {}\n", r["cpu"].get<std::string>());
+        fmt::print(
+            "  shardlab: {:.1f} ms/step, {:.0f} tokens/s, {:.1f} GFLOP/s = {:.0f}% of the "
+            "GEMM rate measured here ({:.1f} GFLOP/s, {} through {}); activations peak {} B\n",
+            r["ms_per_step"].get<double>(), r["tokens_per_s"].get<double>(),
+            r["gflops"].get<double>(),
+            100 * r["gflops"].get<double>() / r["gemm_peak_gflops"].get<double>(),
+            r["gemm_peak_gflops"].get<double>(), r["gemm_peak_shape"].get<std::string>(),
+            r["gemm_path"].get<std::string>(), r["activation_peak_bytes"].get<std::size_t>());
+        if (r.contains("ratio"))
+            fmt::print("  {}: {:.1f} ms/step, {:.0f} tokens/s\n  ratio: {:.2f}x\n",
+                       r["peer"].get<std::string>(), r["peer_ms_per_step"].get<double>(),
+                       r["peer_tokens_per_s"].get<double>(), r["ratio"].get<double>());
         return 0;
     };
 }
