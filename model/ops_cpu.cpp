@@ -10,6 +10,7 @@
 #include "model/kernels/cpu/layernorm.h"
 #include "model/kernels/cpu/linear.h"
 #include "model/kernels/cpu/residual.h"
+#include "model/kernels/cpu/squared_norm.h"
 
 #include <cstring>
 
@@ -80,6 +81,19 @@ void CpuOps::layernorm_forward(Stream& s, const Tensor& out, const Tensor& mean,
                    x = in.as<const T>(), w = weight.as<const T>(), b = bias.as<const T>(),
                    n = rows(in),
                    c = last_dim(in)] { cpu::layernorm_forward(o, m, r, x, w, b, n, c); });
+    });
+}
+
+void CpuOps::residual_layernorm_forward(Stream& s, const Tensor& residual, const Tensor& x,
+                                        const Tensor& out, const Tensor& mean, const Tensor& rstd,
+                                        const Tensor& weight, const Tensor& bias) {
+    for_dtype(x.dtype, [&](auto tag) {
+        using T = decltype(tag);
+        s.enqueue([res = residual.as<T>(), xp = x.as<const T>(), o = out.as<T>(),
+                   m = mean.as<float>(), r = rstd.as<float>(), w = weight.as<const T>(),
+                   b = bias.as<const T>(), n = rows(x), c = last_dim(x)] {
+            cpu::residual_layernorm_forward(res, xp, o, m, r, w, b, n, c);
+        });
     });
 }
 
@@ -189,13 +203,13 @@ void CpuOps::fill(Stream& s, const Tensor& dst, float value) {
 
 void CpuOps::squared_norm(Stream& s, const std::vector<Tensor>& parts, float* out) {
     s.enqueue([parts, out] {
-        double sum = 0; // one running sum, in order: the same bits whatever the sharding stage
+        cpu::SquaredNorm norm; // a fixed order over the parts' concatenation: see squared_norm.h
         for (const Tensor& p : parts)
-            for (std::size_t i = 0, n = p.numel(); i < n; ++i) {
-                const double v = load_as_f32(p.data, p.dtype, i);
-                sum += v * v;
-            }
-        *out = float(sum);
+            for_dtype(p.dtype, [&](auto tag) {
+                using T = decltype(tag);
+                norm.add(p.as<const T>(), p.numel());
+            });
+        *out = float(norm.total());
     });
 }
 

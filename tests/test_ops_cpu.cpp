@@ -1,6 +1,6 @@
 // The CPU backend's Ops against the kernels they dispatch to, bitwise: every dtype, GEMM with
 // both transposes, alpha / beta, a bias and strided batches (a loop of 2-D products), the
-// squared norm (one running double sum, in order), AdamW writing the rounded parameters, and the
+// squared norm (eight interleaved double sums in a fixed order, whatever the split into parts), AdamW writing the rounded parameters, and the
 // element-wise ops — all enqueued on a worker-thread stream, read after synchronising. Then the
 // GEMM's two libraries (oneDNN, OpenBLAS) against a float64 product, within bounds argued from
 // fp32 / bf16 precision, and oneDNN's product repeatable bit for bit.
@@ -118,19 +118,31 @@ TEST(CpuOps, GemmWithABiasIsTheLinearLayerAndBiasGradItsColumnSums) {
     }
 }
 
-TEST(CpuOps, SquaredNormIsOneRunningDoubleSumOverThePartsInOrder) {
+TEST(CpuOps, SquaredNormIsEightInterleavedDoubleSumsOverThePartsInOrder) {
     Fixture f;
     auto p1 = random_bytes(1001, DType::bf16, 9), p2 = random_bytes(77, DType::bf16, 10);
-    double sum = 0;
+    double lane[8] = {}; // element k of the concatenation into lane k % 8
+    std::size_t k = 0;
     for (auto* p : {&p1, &p2})
-        for (std::size_t i = 0; i < p->size() / 2; ++i) {
+        for (std::size_t i = 0; i < p->size() / 2; ++i, ++k) {
             const double v = load_as_f32(p->data(), DType::bf16, i);
-            sum += v * v;
+            lane[k % 8] += v * v;
         }
+    const double sum =
+        ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
     float got = -1;
     f.ops.squared_norm(f.s, {tensor(p1, DType::bf16, {1001}), tensor(p2, DType::bf16, {77})}, &got);
     f.s.synchronize();
     EXPECT_EQ(got, float(sum));
+    // The same sequence split differently (as the ZeRO stages split it) gives the same bits.
+    std::vector<char> all(p1);
+    all.insert(all.end(), p2.begin(), p2.end());
+    std::vector<char> a(all.begin(), all.begin() + 2 * 13), b(all.begin() + 2 * 13, all.end());
+    float split = -2;
+    f.ops.squared_norm(f.s, {tensor(a, DType::bf16, {13}), tensor(b, DType::bf16, {1065})},
+                       &split);
+    f.s.synchronize();
+    EXPECT_EQ(split, got);
 }
 
 TEST(CpuOps, AdamWUpdatesThenWritesTheRoundedParameters) {
