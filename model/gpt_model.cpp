@@ -93,9 +93,8 @@ void GPTModel::block_forward(const void* w, const Tensor& x, const Tensor& out, 
     ops_.attention_forward(s, atty.view(0, {B_, T_, d}), tensor(a.att, {B_, c_.heads, T_, T_}), qkv,
                            c_.heads);
     linear(res2, atty, w, o.proj_w, o.proj_b, d, d);
-    ops_.accumulate(s, res2, x); // residual
-    ops_.layernorm_forward(s, ln2, stats(a.ln2_mean), stats(a.ln2_rstd), res2,
-                           weight(w, o.ln2_w, {d}), weight(w, o.ln2_b, {d}));
+    ops_.residual_layernorm_forward(s, res2, x, ln2, stats(a.ln2_mean), stats(a.ln2_rstd),
+                                    weight(w, o.ln2_w, {d}), weight(w, o.ln2_b, {d}));
     linear(fch, ln2, w, o.fc_w, o.fc_b, d, 4 * d);
     ops_.gelu_forward(s, fch_gelu, fch);
     linear(out, fch_gelu, w, o.mproj_w, o.mproj_b, 4 * d, d);

@@ -31,6 +31,15 @@ class Ops {
     virtual void layernorm_forward(Stream& s, const Tensor& out, const Tensor& mean,
                                    const Tensor& rstd, const Tensor& in, const Tensor& weight,
                                    const Tensor& bias) = 0;
+    // residual += x, then out = layernorm(residual): the residual connection and the norm after it.
+    // Backends may fuse them into one pass (the CPU does); the result is the two ops' bits.
+    virtual void residual_layernorm_forward(Stream& s, const Tensor& residual, const Tensor& x,
+                                            const Tensor& out, const Tensor& mean,
+                                            const Tensor& rstd, const Tensor& weight,
+                                            const Tensor& bias) {
+        accumulate(s, residual, x);
+        layernorm_forward(s, out, mean, rstd, residual, weight, bias);
+    }
     // din += , dweight += , dbias += .
     virtual void layernorm_backward(Stream& s, const Tensor& din, const Tensor& dweight,
                                     const Tensor& dbias, const Tensor& dout, const Tensor& in,

@@ -89,11 +89,10 @@ void CpuOps::residual_layernorm_forward(Stream& s, const Tensor& residual, const
                                         const Tensor& weight, const Tensor& bias) {
     for_dtype(x.dtype, [&](auto tag) {
         using T = decltype(tag);
-        s.enqueue([res = residual.as<T>(), xp = x.as<const T>(), o = out.as<T>(),
-                   m = mean.as<float>(), r = rstd.as<float>(), w = weight.as<const T>(),
-                   b = bias.as<const T>(), n = rows(x), c = last_dim(x)] {
-            cpu::residual_layernorm_forward(res, xp, o, m, r, w, b, n, c);
-        });
+        s.enqueue(
+            [res = residual.as<T>(), xp = x.as<const T>(), o = out.as<T>(), m = mean.as<float>(),
+             r = rstd.as<float>(), w = weight.as<const T>(), b = bias.as<const T>(), n = rows(x),
+             c = last_dim(x)] { cpu::residual_layernorm_forward(res, xp, o, m, r, w, b, n, c); });
     });
 }
 

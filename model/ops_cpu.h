@@ -26,6 +26,9 @@ class CpuOps : public Ops {
     void bias_grad(Stream& s, const Tensor& dbias, const Tensor& dout) override;
     void layernorm_forward(Stream& s, const Tensor& out, const Tensor& mean, const Tensor& rstd,
                            const Tensor& in, const Tensor& weight, const Tensor& bias) override;
+    void residual_layernorm_forward(Stream& s, const Tensor& residual, const Tensor& x,
+                                    const Tensor& out, const Tensor& mean, const Tensor& rstd,
+                                    const Tensor& weight, const Tensor& bias) override;
     void layernorm_backward(Stream& s, const Tensor& din, const Tensor& dweight,
                             const Tensor& dbias, const Tensor& dout, const Tensor& in,
                             const Tensor& weight, const Tensor& mean, const Tensor& rstd) override;

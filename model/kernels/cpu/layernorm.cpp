@@ -34,27 +34,52 @@ SHARDLAB_TARGET_CLONES void param_grads_range(acc_t<T>* __restrict dw, acc_t<T>*
 }
 } // namespace
 
+namespace {
+// One row: mean, 1/std, and the normalised, scaled, shifted output.
+template <typename T>
+SHARDLAB_TARGET_CLONES void layernorm_row(T* __restrict y, acc_t<T>& mean, acc_t<T>& rstd,
+                                          const T* __restrict x, const T* __restrict weight,
+                                          const T* __restrict bias, int C) {
+    using A = acc_t<T>;
+    A m = 0;
+    for (int c = 0; c < C; ++c) m += to_acc(x[c]);
+    m /= C;
+    A v = 0;
+    for (int c = 0; c < C; ++c) {
+        A d = to_acc(x[c]) - m;
+        v += d * d;
+    }
+    const A s = A(1) / std::sqrt(v / C + A(1e-5));
+    for (int c = 0; c < C; ++c)
+        y[c] = from_acc<T>((to_acc(x[c]) - m) * s * to_acc(weight[c]) + to_acc(bias[c]));
+    mean = m;
+    rstd = s;
+}
+
+// residual[c] += x[c] for one row, rounded to the storage type as the separate add would.
+template <typename T>
+SHARDLAB_TARGET_CLONES void add_row(T* __restrict residual, const T* __restrict x, int C) {
+    for (int c = 0; c < C; ++c) residual[c] = from_acc<T>(to_acc(residual[c]) + to_acc(x[c]));
+}
+} // namespace
+
 template <typename T>
 void layernorm_forward(T* out, acc_t<T>* mean, acc_t<T>* rstd, const T* inp, const T* weight,
                        const T* bias, int N, int C) {
-    using A = acc_t<T>;
 #pragma omp parallel for schedule(static)
-    for (int r = 0; r < N; ++r) {
-        const T* x = inp + std::size_t(r) * C;
-        A m = 0;
-        for (int c = 0; c < C; ++c) m += to_acc(x[c]);
-        m /= C;
-        A v = 0;
-        for (int c = 0; c < C; ++c) {
-            A d = to_acc(x[c]) - m;
-            v += d * d;
-        }
-        const A s = A(1) / std::sqrt(v / C + A(1e-5));
-        T* y = out + std::size_t(r) * C;
-        for (int c = 0; c < C; ++c)
-            y[c] = from_acc<T>((to_acc(x[c]) - m) * s * to_acc(weight[c]) + to_acc(bias[c]));
-        mean[r] = m;
-        rstd[r] = s;
+    for (int r = 0; r < N; ++r)
+        layernorm_row(out + std::size_t(r) * C, mean[r], rstd[r], inp + std::size_t(r) * C, weight,
+                      bias, C);
+}
+
+template <typename T>
+void residual_layernorm_forward(T* residual, const T* x, T* out, acc_t<T>* mean, acc_t<T>* rstd,
+                                const T* weight, const T* bias, int N, int C) {
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < N; ++r) { // the row is still in L1 when the norm reads it back
+        T* res = residual + std::size_t(r) * C;
+        add_row(res, x + std::size_t(r) * C, C);
+        layernorm_row(out + std::size_t(r) * C, mean[r], rstd[r], res, weight, bias, C);
     }
 }
 
@@ -96,6 +121,8 @@ void layernorm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* i
 #define SHARDLAB_INSTANTIATE(T)                                                                    \
     template void layernorm_forward<T>(T*, acc_t<T>*, acc_t<T>*, const T*, const T*, const T*,     \
                                        int, int);                                                  \
+    template void residual_layernorm_forward<T>(T*, const T*, T*, acc_t<T>*, acc_t<T>*, const T*,  \
+                                                const T*, int, int);                               \
     template void layernorm_backward<T>(T*, T*, T*, const T*, const T*, const T*, const acc_t<T>*, \
                                         const acc_t<T>*, int, int);
 SHARDLAB_INSTANTIATE(float)

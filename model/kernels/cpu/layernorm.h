@@ -11,6 +11,12 @@ template <typename T>
 void layernorm_forward(T* out, acc_t<T>* mean, acc_t<T>* rstd, const T* inp, const T* weight,
                        const T* bias, int N, int C);
 
+// The residual add and the LayerNorm after it in one pass over the rows: residual += x (rounded
+// to T), then out = layernorm(residual) — the same bits as residual add then layernorm_forward.
+template <typename T>
+void residual_layernorm_forward(T* residual, const T* x, T* out, acc_t<T>* mean, acc_t<T>* rstd,
+                                const T* weight, const T* bias, int N, int C);
+
 template <typename T>
 void layernorm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight,
                         const acc_t<T>* mean, const acc_t<T>* rstd, int N, int C);
