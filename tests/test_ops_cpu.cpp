@@ -1,9 +1,10 @@
 // The CPU backend's Ops against the kernels they dispatch to, bitwise: every dtype, GEMM with
 // both transposes, alpha / beta, a bias and strided batches (a loop of 2-D products), the
-// squared norm (eight interleaved double sums in a fixed order, whatever the split into parts), AdamW writing the rounded parameters, and the
-// element-wise ops — all enqueued on a worker-thread stream, read after synchronising. Then the
-// GEMM's two libraries (oneDNN, OpenBLAS) against a float64 product, within bounds argued from
-// fp32 / bf16 precision, and oneDNN's product repeatable bit for bit.
+// squared norm (eight interleaved double sums in a fixed order, whatever the split into parts),
+// AdamW writing the rounded parameters, and the element-wise ops — all enqueued on a worker-thread
+// stream, read after synchronising. Then the GEMM's two libraries (oneDNN, OpenBLAS) against a
+// float64 product, within bounds argued from fp32 / bf16 precision, and oneDNN's product repeatable
+// bit for bit.
 #include "core/device_context.h"
 #include "core/error.h"
 #include "model/kernels/cpu/adamw.h"
@@ -139,8 +140,7 @@ TEST(CpuOps, SquaredNormIsEightInterleavedDoubleSumsOverThePartsInOrder) {
     all.insert(all.end(), p2.begin(), p2.end());
     std::vector<char> a(all.begin(), all.begin() + 2 * 13), b(all.begin() + 2 * 13, all.end());
     float split = -2;
-    f.ops.squared_norm(f.s, {tensor(a, DType::bf16, {13}), tensor(b, DType::bf16, {1065})},
-                       &split);
+    f.ops.squared_norm(f.s, {tensor(a, DType::bf16, {13}), tensor(b, DType::bf16, {1065})}, &split);
     f.s.synchronize();
     EXPECT_EQ(split, got);
 }

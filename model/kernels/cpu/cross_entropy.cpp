@@ -31,7 +31,8 @@ SHARDLAB_TARGET_CLONES acc_t<T> row_exp(const T* __restrict z, acc_t<T>* __restr
     for (; v + kLanes <= V; v += kLanes)
         for (int l = 0; l < kLanes; ++l) lane[l] += e[v + l];
     for (int l = 0; v < V; ++v, ++l) lane[l] += e[v];
-    return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+    return ((lane[0] + lane[1]) + (lane[2] + lane[3])) +
+           ((lane[4] + lane[5]) + (lane[6] + lane[7]));
 }
 
 // z[v] = (e[v] / sum - [v == target]) * scale: the fused backward, written over the logits.
