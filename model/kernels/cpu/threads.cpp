@@ -32,7 +32,18 @@ int team(int threads) {
 #endif
 } // namespace
 
+int allowed_cpus() {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof(set), &set) != 0)
+        return int(std::thread::hardware_concurrency());
+    return std::max(1, CPU_COUNT(&set));
+}
+
 int default_threads() {
+    // Bound by mpirun or Slurm to fewer CPUs than the machine has: exactly those.
+    const int allowed = allowed_cpus();
+    if (allowed < int(std::thread::hardware_concurrency())) return allowed;
     int local = 1;
     for (const char* var : {"OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_NTASKS_PER_NODE"})
         if (const char* v = std::getenv(var)) {

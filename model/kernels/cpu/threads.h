@@ -1,5 +1,6 @@
-// Threads per rank for OpenMP and OpenBLAS: by default the node's cores divided by the ranks
-// mpirun placed on it (OMPI_COMM_WORLD_LOCAL_SIZE), at least 1.
+// Threads per rank for OpenMP and OpenBLAS: by default the CPUs this process is bound to when
+// mpirun / Slurm bound it (`--bind-to core`, `--map-by slot:PE=N`), else the node's cores divided
+// by the ranks mpirun placed on it (OMPI_COMM_WORLD_LOCAL_SIZE), at least 1.
 #pragma once
 
 #include <string>
@@ -8,6 +9,7 @@
 namespace shardlab::cpu {
 
 int default_threads();
+int allowed_cpus();            // CPUs in this process's affinity mask
 void set_threads(int threads); // OpenMP (for the calling thread) and OpenBLAS (for all)
 // The calling thread's OpenMP team size only: what each stream worker sets for itself, since
 // OpenMP's thread count is a per-thread setting and a new thread starts from the default.
