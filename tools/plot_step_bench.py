@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
-"""Bar chart of training tokens/s, shardlab against PyTorch eager, from the JSON lines that
-bench/model_step_vs_torch.sh writes. Usage: plot_step_bench.py RESULTS.jsonl OUT.png"""
+"""Training tokens/s, shardlab against PyTorch eager, from the JSON lines that
+bench/model_step_vs_torch.sh writes (`bench step --peer pytorch --json`): one panel per model,
+fp32 and bf16 side by side, each shardlab bar labelled with its ratio to PyTorch.
+Usage: plot_step_bench.py RESULTS.jsonl OUT.png"""
 import json
 import sys
 
@@ -9,24 +11,31 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+TITLES = {"tiny": "tiny (3.3M), 8 x 256", "gpt2": "GPT-2 124M, 4 x 256"}
+
 
 def main(path, png):
     rows = [json.loads(line) for line in open(path) if line.strip()]
-    tiny = [r for r in rows if r.get("model") == "tiny"]
-    precisions = ["fp32", "bf16"]
-    peers = ["shardlab", next(r["peer"] for r in tiny if r["peer"] != "shardlab")]
-    fig, ax = plt.subplots(figsize=(6, 4))
+    rows = [r for r in rows if "ratio" in r]
+    models = [m for m in TITLES if any(r["model"] == m for r in rows)]
+    fig, axes = plt.subplots(1, len(models), figsize=(5 * len(models), 4.2), squeeze=False)
     width = 0.38
-    top = max(r["tokens_per_s"] for r in tiny)
-    ax.set_ylim(0, top * 1.3)  # room for the legend above the bars
-    for k, peer in enumerate(peers):
-        vals = [next(r["tokens_per_s"] for r in tiny if r["peer"] == peer and r["precision"] == p) for p in precisions]
-        bars = ax.bar([i + (k - 0.5) * width for i in range(len(precisions))], vals, width, label=peer)
-        ax.bar_label(bars, fmt="%.0f")
-    ax.set_xticks(range(len(precisions)), precisions)
-    ax.set_ylabel("training tokens / s (higher is better)")
-    ax.set_title("GPT-2 tiny (3.3M), micro-batch 8 x 256, 1 rank, 2 threads")
-    ax.legend(loc="upper right")
+    for ax, model in zip(axes[0], models):
+        mine = [r for r in rows if r["model"] == model]
+        xs = range(len(mine))
+        ours = ax.bar([x - width / 2 for x in xs], [r["tokens_per_s"] for r in mine], width,
+                      label="shardlab")
+        peer = ax.bar([x + width / 2 for x in xs], [r["peer_tokens_per_s"] for r in mine], width,
+                      label=mine[0]["peer"])
+        ax.bar_label(ours, labels=[f"{r['tokens_per_s']:.0f}\n{r['ratio']:.1f}x" for r in mine])
+        ax.bar_label(peer, fmt="%.0f")
+        ax.set_xticks(list(xs), [r["precision"] for r in mine])
+        ax.set_ylim(0, max(r["tokens_per_s"] for r in mine) * 1.35)
+        ax.set_title(TITLES[model])
+        ax.set_ylabel("training tokens / s (higher is better)")
+        ax.legend(loc="upper right", fontsize=8)
+    cpu = rows[0].get("cpu", "")
+    fig.suptitle(f"1 rank x 2 threads, one step = forward + backward + AdamW  ({cpu})", fontsize=9)
     fig.tight_layout()
     fig.savefig(png, dpi=110)
     print(f"wrote {png}")
