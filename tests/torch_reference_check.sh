@@ -4,10 +4,12 @@
 # bf16 within 1e-2, relative); checkpointing bitwise identical; `shardlab train` itself replayed
 # step by step — gradient accumulation, clipping, warmup + cosine, weight-decay groups (fp32 1e-4,
 # bf16 3e-2) — and fp16 loss scaling skipping overflowed steps (3e-2); eval consistent with the
-# same batch.
-# Usage: torch_reference_check.sh SHARDLAB_BINARY
+# same batch. With --kernels only the gradients and checkpointing sections run (the GEMM-library
+# variant, torch_reference_onednn, needs no second pass over the trainer's bookkeeping).
+# Usage: torch_reference_check.sh SHARDLAB_BINARY [--kernels]
 set -euo pipefail
 shardlab=$1
+kernels_only=${2:-}
 here=$(cd "$(dirname "$0")" && pwd)
 ref=(/usr/bin/python3 "$here/../tools/torch_reference.py")
 work=$(mktemp -d)
@@ -33,6 +35,11 @@ for p in fp32 bf16; do
     echo "ok: $p --checkpoint $ck bitwise identical"
   done
 done
+
+if [ "$kernels_only" = --kernels ]; then
+  echo "torch reference (gradients and checkpointing): ok"
+  exit 0
+fi
 
 echo "== shardlab train against PyTorch, step by step: accumulation, clipping, warmup + cosine, decay groups"
 # One rank; stage 0 (stages are bitwise equal to each other: tests/zero_train_check.py).
