@@ -6,8 +6,6 @@
 #include "model/kernels/cpu/gemm.h"
 #include "model/kernels/cpu/linear.h"
 
-#include <cstdlib>
-
 namespace shardlab::cpu {
 
 GemmLibrary GemmPaths::of(DType t) const {
@@ -30,11 +28,6 @@ std::string cpu_isa() {
     if (avx512) return "avx512_core";
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "avx2";
     return "sse41";
-}
-
-std::string default_gemm_request() {
-    const char* v = std::getenv("SHARDLAB_GEMM");
-    return v && *v ? v : "auto";
 }
 
 namespace {

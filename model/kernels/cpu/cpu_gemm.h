@@ -7,6 +7,7 @@
 #include "model/kernels/cpu/onednn_matmul.h"
 
 #include <cstddef>
+#include <cstdlib>
 #include <string>
 
 namespace shardlab::cpu {
@@ -19,8 +20,12 @@ struct GemmPaths {
     GemmLibrary of(DType t) const;
 };
 
-// The request when none is given: $SHARDLAB_GEMM if set, else "auto".
-std::string default_gemm_request();
+// The request when none is given: $SHARDLAB_GEMM if set, else "auto". (Inline: the flag checks use
+// it without linking the GEMM libraries.)
+inline std::string default_gemm_request() {
+    const char* v = std::getenv("SHARDLAB_GEMM");
+    return v && *v ? v : "auto";
+}
 
 // "auto" (by CPU), "openblas" or "onednn"; anything else throws UsageError naming the choices.
 GemmPaths choose_gemm_paths(const std::string& request, OneDnnMatmul& onednn);
