@@ -52,15 +52,15 @@ void CpuOps::gemm(Stream& s, const Tensor& a, bool ta, const Tensor& b, bool tb,
     m.lda = last_dim(a), m.ldb = last_dim(b), m.ldc = m.N;
     m.alpha = alpha, m.beta = beta, m.bias = bias != nullptr;
     Allocation ws;
-    if (const std::size_t bytes = gemm_.workspace_bytes(m))
+    if (const std::size_t bytes = gemm_->workspace_bytes(m))
         ws = tracker_.allocate(bytes, Category::workspace, s);
     const std::size_t es = dtype_size(c.dtype);
     const std::size_t sa = a.numel() / batch * es, sb = b.numel() / batch * es,
                       sc = c.numel() / batch * es;
-    s.enqueue([this, m, batch, sa, sb, sc, A = static_cast<const char*>(a.data),
+    s.enqueue([g = gemm_, m, batch, sa, sb, sc, A = static_cast<const char*>(a.data),
                B = static_cast<const char*>(b.data), C = static_cast<char*>(c.data),
                bias_p = bias ? bias->data : nullptr, w = ws.as<void>()] {
-        for (int i = 0; i < batch; ++i) gemm_.run(m, A + i * sa, B + i * sb, bias_p, C + i * sc, w);
+        for (int i = 0; i < batch; ++i) g->run(m, A + i * sa, B + i * sb, bias_p, C + i * sc, w);
     });
 }
 

@@ -9,6 +9,7 @@
 #include "model/kernels/cpu/cpu_gemm.h"
 #include "model/ops.h"
 
+#include <memory>
 #include <string>
 
 namespace shardlab {
@@ -17,9 +18,7 @@ class CpuOps : public Ops {
   public:
     // gemm_request: "auto", "openblas" or "onednn" (see model/kernels/cpu/cpu_gemm.h).
     CpuOps(MemoryTracker& tracker, const std::string& gemm_request)
-        : tracker_(tracker), gemm_(gemm_request) {}
-
-    cpu::CpuGemm& gemm_engine() { return gemm_; }
+        : tracker_(tracker), gemm_(std::make_shared<cpu::CpuGemm>(gemm_request)) {}
 
     void gemm(Stream& s, const Tensor& a, bool trans_a, const Tensor& b, bool trans_b,
               const Tensor& c, float alpha, float beta, const Tensor* bias) override;
@@ -53,7 +52,9 @@ class CpuOps : public Ops {
 
   private:
     MemoryTracker& tracker_;
-    cpu::CpuGemm gemm_;
+    // Shared with the queued GEMM tasks: a stream still draining when the backend is torn down
+    // (after an error) keeps it alive.
+    std::shared_ptr<cpu::CpuGemm> gemm_;
 };
 
 } // namespace shardlab
