@@ -48,10 +48,10 @@ GemmPaths choose_gemm_paths(const std::string& request, OneDnnMatmul& onednn) {
         if (has_kernel(onednn, DType::bf16)) p.bf16 = GemmLibrary::onednn;
         return p;
     }
-    // "auto", measured (docs/BENCHMARKS.md): with AVX-512, oneDNN's fp32 matmul matches or beats
-    // OpenBLAS (and far beats OpenBLAS's Haswell kernel, which OPENBLAS_CORETYPE sometimes
-    // forces); with AVX512-BF16 its bf16 matmul doubles fp32, where OpenBLAS has to widen. On
-    // AVX2 (AMD Zen 3) OpenBLAS's sgemm is level or ahead, and oneDNN has no bf16 kernel at all.
+    // "auto", from measurements: on a Zen 5 with AVX-512 (issue 12's), oneDNN's fp32 matmul beat
+    // OpenBLAS (410 against 390 GFLOP/s, 208 with the Haswell kernel OPENBLAS_CORETYPE sometimes
+    // forces) and its AVX512-BF16 bf16 matmul doubled fp32, where OpenBLAS has to widen; on AVX2
+    // (Zen 3, docs/BENCHMARKS.md) OpenBLAS's sgemm is level or ahead and oneDNN has no bf16 kernel.
     const std::string isa = cpu_isa();
     if (isa.rfind("avx512", 0) == 0 && has_kernel(onednn, DType::f32)) p.f32 = GemmLibrary::onednn;
     if (isa == "avx512_core_bf16" && has_kernel(onednn, DType::bf16)) p.bf16 = GemmLibrary::onednn;
