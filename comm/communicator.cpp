@@ -4,6 +4,7 @@
 #include "comm/algorithms.h"
 #include "comm/mpi_error.h"
 #include "core/error.h"
+#include "core/tracer.h"
 
 #include <exception>
 
@@ -21,7 +22,7 @@ const char* algo_name(Algo a) {
 
 Communicator::Communicator(MPI_Comm control, std::unique_ptr<Transport> transport,
                            ElementOps& elements, DeviceContext& context)
-    : transport_(std::move(transport)),
+    : transport_(std::move(transport)), device_(context),
       stream_(context.comm()), context_{*transport_, elements, stream_, context.tracker(),
                                         nullptr} {
     check_mpi(MPI_Comm_dup(control, &control_), "MPI_Comm_dup");
@@ -42,14 +43,21 @@ template <typename Body>
 void Communicator::timed(const char* op, Algo a, std::size_t bytes, Body&& body) {
     const bool ring = a == Algo::ring;
     const std::string key = ring ? std::string(op) : std::string(op) + "/native";
+    Tracer* tracer = device_.tracer();
+    const Tracer::SpanId span =
+        tracer ? tracer->begin(
+                     stream_, next_what_.empty() ? key : key + ": " + next_what_, "collective",
+                     {{"op", key}, {"bytes", bytes}, {"seq", seq_ + 1}, {"what", next_what_}})
+               : Tracer::kNone;
     transport_->begin_call({++seq_, key, bytes, std::move(next_what_)});
     next_what_.clear();
     const auto sent0 = transport_->bytes_sent(), recv0 = transport_->bytes_received();
     const EventPtr start = stream_.record();
     body();
-    stats_.record(key, transport_->bytes_sent() - sent0, transport_->bytes_received() - recv0, 0.0,
-                  ring);
+    const std::uint64_t sent = transport_->bytes_sent() - sent0;
+    stats_.record(key, sent, transport_->bytes_received() - recv0, 0.0, ring);
     pending_.push_back({key, start, stream_.record()});
+    if (tracer) tracer->end(stream_, span, {{"bytes_sent", sent}});
     fold_times(false);
 }
 

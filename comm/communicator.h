@@ -87,6 +87,7 @@ class Communicator {
     };
     MPI_Comm control_ = MPI_COMM_NULL;
     std::unique_ptr<Transport> transport_;
+    DeviceContext& device_; // its tracer, if any, gets a span per call
     Stream& stream_;
     CollectiveContext context_;
     CommStats stats_;

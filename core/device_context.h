@@ -13,6 +13,8 @@
 
 namespace shardlab {
 
+class Tracer;
+
 class DeviceContext {
   public:
     DeviceContext(Device device, std::unique_ptr<Stream> compute, std::unique_ptr<Stream> comm,
@@ -29,11 +31,16 @@ class DeviceContext {
     Stream& copy() { return *copy_; }
     MemoryTracker& tracker() { return tracker_; }
     void synchronize(); // all three streams
+    // The run's --trace recorder (core/tracer.h), or null; not owned. Whoever enqueues work on
+    // these streams may add spans to it.
+    Tracer* tracer() const { return tracer_; }
+    void set_tracer(Tracer* t) { tracer_ = t; }
 
   private:
     Device device_;
     MemoryTracker tracker_; // declared before the streams: destroyed after they drained
     std::unique_ptr<Stream> compute_, comm_, copy_;
+    Tracer* tracer_ = nullptr;
 };
 
 // Three worker-thread streams on the CPU; thread_init(stream name) runs first on each worker.

@@ -17,5 +17,8 @@ else
   flags=(--oversubscribe --bind-to none)
 fi
 [ "$(id -u)" -ne 0 ] || flags+=(--allow-run-as-root)
+# Every rank's output goes through a pseudo-terminal of Open MPI's, so only here is it known whether
+# it reaches a terminal: shardlab train then draws its status line (launch/progress.cpp).
+if [ -t 1 ]; then export SHARDLAB_TERMINAL=${SHARDLAB_TERMINAL:-1}; flags+=(-x SHARDLAB_TERMINAL); fi
 export OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy_mechanism:-none}
 exec mpirun "${flags[@]}" "$@"

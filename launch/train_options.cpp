@@ -56,7 +56,17 @@ void add_train_options(CLI::App& cmd, TrainOptions& o) {
     cmd.add_option("--stop-after", o.stop_after,
                    "Stop after this step, keeping --steps' schedule (resume later)");
     add_device_options(cmd, o.device, true);
-    cmd.add_flag("--quiet", o.quiet, "No per-step lines");
+    cmd.add_flag("--quiet", o.quiet, "No progress or step lines");
+    cmd.add_option("--log-every", o.log_every,
+                   "A log line every K steps and at every validation (default: about 20 per "
+                   "run); on a terminal a status line updates in between")
+        ->check(at_least(1));
+    cmd.add_option("--trace", o.trace,
+                   "Write a Chrome/Perfetto trace (JSON) of every rank's streams: ops, "
+                   "collectives, copies, host updates, memory (open in ui.perfetto.dev)");
+    cmd.add_option("--trace-steps", o.trace_steps,
+                   "Steps --trace records, after the first (which warms caches up)")
+        ->check(at_least(1));
     cmd.add_flag("--overwrite", o.overwrite,
                  "Replace the run already in --out (its report, log and checkpoint)");
     cmd.add_flag("--log-memory", o.log_memory,

@@ -6,9 +6,11 @@
 #include "core/timer.h"
 #include "launch/cli_util.h"
 #include "launch/final_weights.h"
+#include "launch/progress.h"
 #include "launch/sha256.h"
 #include "launch/steps_log.h"
 #include "launch/stop_request.h"
+#include "launch/trace_file.h"
 #include "launch/train_report.h"
 #include "model/backend.h"
 #include "model/corpus.h"
@@ -17,6 +19,7 @@
 #include "model/gpt_model.h"
 #include "model/kernels/cpu/threads.h"
 #include "model/token_windows.h"
+#include "model/traced_ops.h"
 #include "model/weights_io.h"
 #include "offload/host_updater.h"
 #include "optim/checkpoint.h"
@@ -103,6 +106,10 @@ void check_outputs(const TrainOptions& o, const GPTConfig& config, int rank) {
         throw UsageError(fmt::format("--out {}: {:.1f} MB free, and this run will write about "
                                      "{:.1f} MB there; free some space or choose another --out",
                                      o.out, space.available / 1e6, need_out / 1e6));
+    if (rank == 0 && !o.trace.empty() && !can_create(o.trace + ".write-test"))
+        throw UsageError("--trace " + o.trace +
+                         ": cannot create a file there; create the directory or choose a "
+                         "writable path");
     if (rank != 0 || o.save_weights.empty()) return;
     const fs::path w(o.save_weights);
     if (fs::is_directory(w, ec))
@@ -199,11 +206,11 @@ std::string printable(const std::vector<std::uint16_t>& tokens) {
 }
 
 // Where the update runs: on the host (offload) or next to the parameters.
-std::unique_ptr<Updater> make_updater(const TrainOptions& o, Precision p, Backend& backend) {
+std::unique_ptr<Updater> make_updater(const TrainOptions& o, Precision p, DeviceContext& ctx,
+                                      Ops& ops) {
     const AdamWConfig adam{o.lr, o.beta1, o.beta2, o.eps, o.weight_decay};
-    if (o.offload) return std::make_unique<HostUpdater>(backend.context(), adam, param_dtype(p));
-    return std::make_unique<DeviceUpdater>(backend.context(), backend.ops(), adam,
-                                           p != Precision::fp32);
+    if (o.offload) return std::make_unique<HostUpdater>(ctx, adam, param_dtype(p));
+    return std::make_unique<DeviceUpdater>(ctx, ops, adam, p != Precision::fp32);
 }
 
 // Everything one run works with, so the phases below read as steps of one story.
@@ -259,6 +266,8 @@ double validate(Run& r, const TokenWindows& val, std::vector<std::uint16_t>& in,
                 std::vector<std::uint16_t>& tg) {
     const CommStats saved = r.comm.stats();
     const int B = r.o.micro_batch;
+    const TraceScope span(r.backend.context().tracer(), r.backend.context().compute(), "validation",
+                          "step");
     double sum = 0;
     for (int k = 0; k < r.o.val_batches; ++k) {
         val.fill_wrapped((std::size_t(k) * r.N + r.rank) * B, B, in.data(), tg.data());
@@ -293,18 +302,32 @@ StepOutcome train_step(Run& r, int step, const TokenWindows& train, float lr,
                        std::vector<std::uint16_t>& in, std::vector<std::uint16_t>& tg) {
     MemoryTracker& tracker = r.backend.context().tracker();
     const int B = r.o.micro_batch;
+    Tracer* tracer = r.backend.context().tracer();
+    Stream& compute = r.backend.context().compute();
     StepOutcome out;
     const double t0 = now_seconds();
+    const TraceScope step_span(tracer, compute, fmt::format("step {}", step + 1), "step");
     for (int a = 0; a < r.A; ++a) {
         train.fill_wrapped(((std::size_t(step) * r.A + a) * r.N + r.rank) * B, B, in.data(),
                            tg.data());
         r.engine.begin_micro_batch(a > 0);
-        r.model.forward(r.engine, in.data(), tg.data(), r.engine.grad_scale() / float(r.A));
+        {
+            const TraceScope span(tracer, compute, fmt::format("forward {}/{}", a + 1, r.A),
+                                  "step");
+            r.model.forward(r.engine, in.data(), tg.data(), r.engine.grad_scale() / float(r.A));
+        }
         tracker.snapshot("forward");
-        r.model.backward(r.engine);
+        {
+            const TraceScope span(tracer, compute, fmt::format("backward {}/{}", a + 1, r.A),
+                                  "step");
+            r.model.backward(r.engine);
+        }
         tracker.snapshot("backward");
     }
-    out.result = r.engine.step(lr);
+    {
+        const TraceScope span(tracer, compute, "optimizer step", "step");
+        out.result = r.engine.step(lr);
+    }
     tracker.snapshot("step");
     double sum = 0;
     for (double l : r.model.take_losses()) sum += l;
@@ -314,21 +337,39 @@ StepOutcome train_step(Run& r, int step, const TokenWindows& train, float lr,
     return out;
 }
 
-void print_step(const Run& r, const nlohmann::json& row, const StepOutcome& s,
-                const MemoryTracker& tracker) {
-    fmt::print(
-        "step {:>5}/{} | loss {:.4f}{} | lr {:.2e} | norm {:.3f} | {:.0f} ms (comm {:.0f}) "
-        "| {:.0f} tok/s | peak {:.1f} MB{}\n",
-        row["step"].get<int>(), r.o.steps, s.loss,
-        row.contains("val_loss") ? fmt::format(" | val {:.4f}", row["val_loss"].get<double>()) : "",
-        row["lr"].get<double>(), s.result.grad_norm, s.seconds * 1e3, s.exposed_comm_seconds * 1e3,
-        row["tokens_per_s"].get<double>(),
-        double(tracker.counts().total[int(Arena::device)].peak) / 1e6,
-        s.result.skipped && r.s.precision == Precision::fp16
-            ? fmt::format(" | overflow: skipped, loss scale {}", s.result.loss_scale)
-            : "");
-    std::fflush(stdout);
+// The progress line's view of one step.
+StepLine step_line(const Run& r, const nlohmann::json& row, const StepOutcome& s,
+                   const MemoryTracker& tracker) {
+    StepLine l;
+    l.step = row["step"].get<int>();
+    l.loss = s.loss, l.lr = row["lr"].get<double>(), l.grad_norm = s.result.grad_norm;
+    l.ms = s.seconds * 1e3, l.comm_ms = s.exposed_comm_seconds * 1e3;
+    l.tokens_per_s = row["tokens_per_s"].get<double>();
+    l.peak_mb = double(tracker.counts().total[int(Arena::device)].peak) / 1e6;
+    if (row.contains("val_loss")) l.val_loss = row["val_loss"].get<double>();
+    if (s.result.skipped && r.s.precision == Precision::fp16)
+        l.note = fmt::format("overflow: skipped, loss scale {}", s.result.loss_scale);
+    return l;
 }
+
+// --trace: the recorder, the traced ops, and the context pointing at the recorder while it lives.
+struct TraceSession {
+    std::unique_ptr<Tracer> tracer;
+    std::unique_ptr<TracedOps> ops;
+    DeviceContext* ctx = nullptr;
+    TraceSession(const TrainOptions& o, Backend& backend, int rank) {
+        if (o.trace.empty()) return;
+        ctx = &backend.context();
+        tracer = std::make_unique<Tracer>(rank, ctx->compute(), ctx->tracker());
+        ops = std::make_unique<TracedOps>(backend.ops(), *tracer);
+        ctx->set_tracer(tracer.get());
+    }
+    ~TraceSession() {
+        if (ctx) ctx->set_tracer(nullptr);
+    }
+    TraceSession(const TraceSession&) = delete;
+    TraceSession& operator=(const TraceSession&) = delete;
+};
 
 int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicator& comm) {
     const int N = comm.size(), rank = comm.rank(), B = o.micro_batch, T_ = s.seq;
@@ -336,7 +377,9 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
     MemoryTracker& tracker = ctx.tracker();
     const ParamLayout layout(s.config);
     const ZeroOptions zopts{o.zero, s.precision, o.prefetch, o.grad_clip, o.loss_scale};
-    const std::unique_ptr<Updater> updater = make_updater(o, s.precision, backend);
+    const TraceSession trace(o, backend, rank);
+    Ops& ops = trace.ops ? static_cast<Ops&>(*trace.ops) : backend.ops();
+    const std::unique_ptr<Updater> updater = make_updater(o, s.precision, ctx, ops);
     // Each rank makes or reads only what it holds; a bad value in a rank's part of an --init
     // file stops every rank alike.
     const InitialValues init = s.init
@@ -345,16 +388,13 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
                                    : gpt2_initial_values(layout, o.seed, s.config.layers);
     std::unique_ptr<ZeroEngine> made;
     collectively(
-        [&] {
-            made = std::make_unique<ZeroEngine>(layout, zopts, comm, ctx, backend.ops(), *updater,
-                                                init);
-        },
+        [&] { made = std::make_unique<ZeroEngine>(layout, zopts, comm, ctx, ops, *updater, init); },
         comm.mpi_comm());
     ZeroEngine& engine = *made;
     s.init.reset();
     nlohmann::json config = train_options_json(o, config_to_json(s.config), T_, s.grad_accum);
     config["data_sha256"] = data_fingerprint(s.data);
-    GPTModel model(s.config, B, T_, s.checkpoint, param_dtype(s.precision), ctx, backend.ops());
+    GPTModel model(s.config, B, T_, s.checkpoint, param_dtype(s.precision), ctx, ops);
     config["global_batch_seqs"] = N * B * s.grad_accum;
     std::vector<std::uint64_t> numel;
     for (const ParamUnit& u : layout.units()) numel.push_back(u.numel);
@@ -391,11 +431,21 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
                    T_, r.A, o.steps);
 
     RunTiming timing;
+    std::unique_ptr<Progress> progress;
+    int end = o.stop_after > 0 ? std::min(o.stop_after, o.steps) : o.steps;
+    if (r.lead && !o.quiet)
+        progress = std::make_unique<Progress>(first, end, o.steps, o.log_every, stdout);
+    // --trace records --trace-steps steps after the first (which warms caches up), or from the
+    // first when the run is not longer than that.
+    const int trace_from = first + (end - first > o.trace_steps ? 1 : 0);
+    auto traced = [&](int step) {
+        return trace.tracer && step >= trace_from && step < trace_from + o.trace_steps;
+    };
     const StopRequest stop_request; // Ctrl-C / SIGTERM / SIGUSR1: checkpoint, then stop
     int stopped_by = 0;
-    int end = o.stop_after > 0 ? std::min(o.stop_after, o.steps) : o.steps;
     for (int step = first; step < end; ++step) {
         const float rate = lr.at(step);
+        if (trace.tracer) trace.tracer->enable(traced(step));
         const StepOutcome so = train_step(r, step, train, rate, in, tg);
         timing.add(so.seconds, so.exposed_comm_seconds);
         nlohmann::json row = {{"step", step + 1},
@@ -407,6 +457,8 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
                               {"compute_ms", (so.seconds - so.exposed_comm_seconds) * 1e3},
                               {"tokens_per_s", double(N) * r.A * B * T_ / so.seconds}};
         if (so.result.skipped) row["skipped"] = true;
+        if (so.result.skipped && r.lead && s.precision != Precision::fp16 && progress)
+            progress->clear();
         if (so.result.skipped && r.lead && s.precision != Precision::fp16)
             fmt::print(stderr,
                        "shardlab: step {}: the gradient norm is {}: the step was skipped and no "
@@ -418,7 +470,7 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
         if (o.log_memory) row["memory"] = memory_sample(tracker, comm.mpi_comm());
         if (r.lead) {
             steps_log->append(row);
-            if (!o.quiet) print_step(r, row, so, tracker);
+            if (progress) progress->step(step_line(r, row, so, tracker));
         }
         // A run stopped early — by --stop-after or a signal — always leaves a checkpoint.
         stopped_by = step + 1 < end ? agree_on_stop(r, stop_request.requested()) : 0;
@@ -431,6 +483,12 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
             save_checkpoint(o.out, config, N, rank, st, r.numel, comm.mpi_comm());
             comm.stats() = saved;
         }
+        if (trace.tracer && traced(step)) { // turn this step's events into times now
+            trace.tracer->enable(false);
+            ctx.synchronize();
+            trace.tracer->resolve();
+        }
+        if (stopped_by && progress) progress->clear();
         if (stopped_by && r.lead)
             fmt::print(stderr,
                        "shardlab: stopped by {} after step {}: checkpoint saved; continue with "
@@ -452,6 +510,16 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
     if (const auto in_use = backend.device_bytes_in_use())
         driver = DriverMemory{*in_use, tracker.allocator(Arena::device).reserved()};
 
+    progress.reset();
+    if (trace.tracer) {
+        trace.tracer->enable(false);
+        ctx.synchronize();
+        write_trace(o.trace, *trace.tracer, config, comm.mpi_comm());
+        if (r.lead)
+            fmt::print(
+                "trace of steps {}-{}: {} (open it in ui.perfetto.dev or chrome://tracing)\n",
+                trace_from + 1, std::min(end, trace_from + o.trace_steps), o.trace);
+    }
     const std::string hash = hash_and_save_weights(engine, s.config, o.save_weights, r.lead);
     if (o.sample > 0 && !stopped_by) {
         GPTModel sampler(s.config, 1, T_, CheckpointPolicy{}, param_dtype(s.precision), ctx,

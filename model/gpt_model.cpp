@@ -2,8 +2,11 @@
 #include "model/gpt_model.h"
 
 #include "core/error.h"
+#include "core/tracer.h"
 
 #include <fmt/format.h>
+
+#include <memory>
 
 namespace shardlab {
 
@@ -160,15 +163,21 @@ void GPTModel::forward(UnitParams& params, const std::uint16_t* inputs,
     auto x = [&](int l) { return tensor(x_[l], {BT, d}); };
 
     const void* emb = params.acquire(ParamLayout::kEmbeddings);
-    ops_.embedding_forward(s, tensor(x_[0], {B_, T_, d}), inputs_.as<std::uint16_t>(),
-                           weight(emb, layout_.wte_offset(), {V, d}),
-                           weight(emb, layout_.wpe_offset(), {c_.context, d}));
+    {
+        const TraceScope span(ctx_.tracer(), s, "embedding forward", "model");
+        ops_.embedding_forward(s, tensor(x_[0], {B_, T_, d}), inputs_.as<std::uint16_t>(),
+                               weight(emb, layout_.wte_offset(), {V, d}),
+                               weight(emb, layout_.wpe_offset(), {c_.context, d}));
+    }
     params.release(ParamLayout::kEmbeddings);
 
     for (int l = 0; l < L; ++l) {
         const void* w = params.acquire(layout_.block_unit(l));
         acts_[l] = block_activations();
-        block_forward(w, x(l), x(l + 1), acts_[l]);
+        {
+            const TraceScope span(ctx_.tracer(), s, fmt::format("block {} forward", l), "model");
+            block_forward(w, x(l), x(l + 1), acts_[l]);
+        }
         if (checkpoint_.checkpointed(l)) acts_[l] = BlockActs{}; // keep only the input x_[l]
         params.release(layout_.block_unit(l));
     }
@@ -176,6 +185,7 @@ void GPTModel::forward(UnitParams& params, const std::uint16_t* inputs,
     // ln_f, then the head tied to wte: logits = ln_f(x) @ wte^T.
     const void* fin = head_fin_ = params.acquire(layout_.final_unit());
     emb = head_emb_ = params.acquire(ParamLayout::kEmbeddings);
+    const TraceScope head_span(ctx_.tracer(), s, "head forward", "model");
     lnf_ = activation(std::size_t(BT) * d, dt_);
     lnf_mean_ = activation(BT, DType::f32);
     lnf_rstd_ = activation(BT, DType::f32);
@@ -217,12 +227,14 @@ void GPTModel::backward(UnitParams& params) {
     void* demb = params.grads(ParamLayout::kEmbeddings);
     void* dfin = params.grads(layout_.final_unit());
     const Tensor dlogits = tensor(logits_, {BT, V}), lnf = tensor(lnf_, {BT, d});
+    auto head_span = std::make_unique<TraceScope>(ctx_.tracer(), s, "head backward", "model");
     ops_.gemm(s, dlogits, false, weight(emb, layout_.wte_offset(), {V, d}), false, dsmall, 1.0f,
               0.0f);
     ops_.gemm(s, dlogits, true, lnf, false, weight(demb, layout_.wte_offset(), {V, d}), 1.0f, 1.0f);
     ops_.layernorm_backward(s, dx, weight(dfin, 0, {d}), weight(dfin, d, {d}), dsmall,
                             tensor(x_[L], {BT, d}), weight(fin, 0, {d}), stats(lnf_mean_),
                             stats(lnf_rstd_));
+    head_span.reset();
     logits_.release();
     lnf_.release();
     lnf_mean_.release();
@@ -236,8 +248,11 @@ void GPTModel::backward(UnitParams& params) {
         const int unit = layout_.block_unit(l);
         const void* w = params.acquire(unit);
         const Tensor x = tensor(x_[l], {BT, d});
+        const TraceScope span(ctx_.tracer(), s, fmt::format("block {} backward", l), "model");
         if (checkpoint_.checkpointed(l)) { // recompute; the output goes to scratch, not x_[l+1]
             acts_[l] = block_activations();
+            const TraceScope recompute(ctx_.tracer(), s, fmt::format("block {} recompute", l),
+                                       "model");
             block_forward(w, x, dsmall, acts_[l]);
         }
         block_backward(w, params.grads(unit), x, acts_[l], g);
@@ -246,6 +261,7 @@ void GPTModel::backward(UnitParams& params) {
         params.release(unit);
         params.grads_done(unit);
     }
+    const TraceScope embedding_span(ctx_.tracer(), s, "embedding backward", "model");
     ops_.embedding_backward(s, weight(demb, layout_.wte_offset(), {V, d}),
                             weight(demb, layout_.wpe_offset(), {c_.context, d}),
                             tensor(g.dx, {B_, T_, d}), inputs_.as<std::uint16_t>());

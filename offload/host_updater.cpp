@@ -1,6 +1,7 @@
 // The tile pipeline: copy in (copy stream) -> update (host) -> copy out (copy stream).
 #include "offload/host_updater.h"
 
+#include "core/tracer.h"
 #include "model/kernels/cpu/adamw.h"
 
 #include <algorithm>
@@ -38,6 +39,8 @@ void HostUpdater::add(const OwnedShard& shard, const float* init) {
 void HostUpdater::bring_gradient(const Tile& t, void* staging) {
     const std::size_t es = dtype_size(pdt_);
     const Tensor& grads = units_[t.unit].shard.grads;
+    const TraceScope span(ctx_.tracer(), ctx_.copy(), "gradient tile to host", "copy",
+                          {{"bytes", t.count * es}});
     ctx_.copy().memcpy(staging, grads.view(t.begin, {}).data, t.count * es);
     device_to_host_ += t.count * es;
 }
@@ -61,6 +64,8 @@ void HostUpdater::send_parameters(const Tile& t, void* staging) {
     const Unit& u = units_[t.unit];
     const std::size_t es = dtype_size(pdt_);
     convert(u.master.as<float>() + t.begin, DType::f32, staging, pdt_, t.count);
+    const TraceScope span(ctx_.tracer(), ctx_.copy(), "parameter tile to device", "copy",
+                          {{"bytes", t.count * es}});
     ctx_.copy().memcpy(u.shard.params.view(t.begin, {}).data, staging, t.count * es);
     host_to_device_ += t.count * es;
 }
@@ -78,12 +83,17 @@ EventPtr HostUpdater::update(const EventPtr& grads_ready, float lr, int step, fl
         const Tile& t = tiles_[k];
         float* grad = units_[t.unit].grad.as<float>() + t.begin;
         arrived[k]->synchronize();
+        Tracer* tracer = ctx_.tracer();
+        const Tracer::SpanId span =
+            tracer ? tracer->host_begin("AdamW tile", "host", {{"elements", t.count}})
+                   : Tracer::kNone;
         convert(staging_in_[k % 2].data(), pdt_, grad, DType::f32, t.count); // widened on arrival
         if (k + 2 < n) { // the staging tile is free again: bring tile k+2 into it
             bring_gradient(tiles_[k + 2], staging_in_[k % 2].data());
             arrived[k + 2] = copy.record();
         }
         update_tile(t, grad, lr, step, grad_scale);
+        if (tracer) tracer->host_end(span);
         if (k >= 2) sent[k - 2]->synchronize(); // its staging tile is the one to reuse
         send_parameters(t, staging_out_[k % 2].data());
         sent[k] = copy.record();

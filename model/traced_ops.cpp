@@ -1,0 +1,117 @@
+// Each op: a span named after it, with the shapes it works on, around the backend's own call.
+#include "model/traced_ops.h"
+
+namespace shardlab {
+
+namespace {
+std::string shape(const Tensor& t) {
+    return t.shape_string() + " " + dtype_name(t.dtype);
+}
+} // namespace
+
+void TracedOps::gemm(Stream& s, const Tensor& a, bool trans_a, const Tensor& b, bool trans_b,
+                     const Tensor& c, float alpha, float beta, const Tensor* bias) {
+    const TraceScope span(&t_, s, "gemm", "op",
+                          {{"a", shape(a) + (trans_a ? " T" : "")},
+                           {"b", shape(b) + (trans_b ? " T" : "")},
+                           {"c", shape(c)}});
+    in_.gemm(s, a, trans_a, b, trans_b, c, alpha, beta, bias);
+}
+
+void TracedOps::bias_grad(Stream& s, const Tensor& dbias, const Tensor& dout) {
+    const TraceScope span(&t_, s, "bias_grad", "op", {{"dout", shape(dout)}});
+    in_.bias_grad(s, dbias, dout);
+}
+
+void TracedOps::layernorm_forward(Stream& s, const Tensor& out, const Tensor& mean,
+                                  const Tensor& rstd, const Tensor& in, const Tensor& weight,
+                                  const Tensor& bias) {
+    const TraceScope span(&t_, s, "layernorm_forward", "op", {{"in", shape(in)}});
+    in_.layernorm_forward(s, out, mean, rstd, in, weight, bias);
+}
+
+void TracedOps::residual_layernorm_forward(Stream& s, const Tensor& residual, const Tensor& x,
+                                           const Tensor& out, const Tensor& mean,
+                                           const Tensor& rstd, const Tensor& weight,
+                                           const Tensor& bias) {
+    const TraceScope span(&t_, s, "residual_layernorm_forward", "op", {{"x", shape(x)}});
+    in_.residual_layernorm_forward(s, residual, x, out, mean, rstd, weight, bias);
+}
+
+void TracedOps::layernorm_backward(Stream& s, const Tensor& din, const Tensor& dweight,
+                                   const Tensor& dbias, const Tensor& dout, const Tensor& in,
+                                   const Tensor& weight, const Tensor& mean, const Tensor& rstd) {
+    const TraceScope span(&t_, s, "layernorm_backward", "op", {{"dout", shape(dout)}});
+    in_.layernorm_backward(s, din, dweight, dbias, dout, in, weight, mean, rstd);
+}
+
+void TracedOps::attention_forward(Stream& s, const Tensor& out, const Tensor& att,
+                                  const Tensor& qkv, int heads) {
+    const TraceScope span(&t_, s, "attention_forward", "op",
+                          {{"qkv", shape(qkv)}, {"heads", heads}});
+    in_.attention_forward(s, out, att, qkv, heads);
+}
+
+void TracedOps::attention_backward(Stream& s, const Tensor& dqkv, const Tensor& dout,
+                                   const Tensor& qkv, const Tensor& att, int heads) {
+    const TraceScope span(&t_, s, "attention_backward", "op",
+                          {{"qkv", shape(qkv)}, {"heads", heads}});
+    in_.attention_backward(s, dqkv, dout, qkv, att, heads);
+}
+
+void TracedOps::gelu_forward(Stream& s, const Tensor& out, const Tensor& in) {
+    const TraceScope span(&t_, s, "gelu_forward", "op", {{"in", shape(in)}});
+    in_.gelu_forward(s, out, in);
+}
+
+void TracedOps::gelu_backward(Stream& s, const Tensor& din, const Tensor& in, const Tensor& dout) {
+    const TraceScope span(&t_, s, "gelu_backward", "op", {{"in", shape(in)}});
+    in_.gelu_backward(s, din, in, dout);
+}
+
+void TracedOps::embedding_forward(Stream& s, const Tensor& out, const std::uint16_t* tokens,
+                                  const Tensor& wte, const Tensor& wpe) {
+    const TraceScope span(&t_, s, "embedding_forward", "op", {{"out", shape(out)}});
+    in_.embedding_forward(s, out, tokens, wte, wpe);
+}
+
+void TracedOps::embedding_backward(Stream& s, const Tensor& dwte, const Tensor& dwpe,
+                                   const Tensor& dout, const std::uint16_t* tokens) {
+    const TraceScope span(&t_, s, "embedding_backward", "op", {{"dout", shape(dout)}});
+    in_.embedding_backward(s, dwte, dwpe, dout, tokens);
+}
+
+void TracedOps::cross_entropy(Stream& s, const Tensor& logits, const std::uint16_t* targets,
+                              float dlogits_scale, double* loss) {
+    const TraceScope span(&t_, s, "cross_entropy", "op",
+                          {{"logits", shape(logits)}, {"backward", dlogits_scale != 0}});
+    in_.cross_entropy(s, logits, targets, dlogits_scale, loss);
+}
+
+void TracedOps::accumulate(Stream& s, const Tensor& dst, const Tensor& src) {
+    const TraceScope span(&t_, s, "accumulate", "op", {{"dst", shape(dst)}});
+    in_.accumulate(s, dst, src);
+}
+
+void TracedOps::convert(Stream& s, const Tensor& dst, const Tensor& src) {
+    const TraceScope span(&t_, s, "convert", "op", {{"src", shape(src)}, {"dst", shape(dst)}});
+    in_.convert(s, dst, src);
+}
+
+void TracedOps::fill(Stream& s, const Tensor& dst, float value) {
+    const TraceScope span(&t_, s, "fill", "op", {{"dst", shape(dst)}});
+    in_.fill(s, dst, value);
+}
+
+void TracedOps::squared_norm(Stream& s, const std::vector<Tensor>& parts, float* out) {
+    const TraceScope span(&t_, s, "squared_norm", "op", {{"parts", parts.size()}});
+    in_.squared_norm(s, parts, out);
+}
+
+void TracedOps::adamw(Stream& s, const Tensor& master, const Tensor& m, const Tensor& v,
+                      const Tensor& grad, const Tensor* params, const AdamWStep& k) {
+    const TraceScope span(&t_, s, "adamw", "op", {{"master", shape(master)}});
+    in_.adamw(s, master, m, v, grad, params, k);
+}
+
+} // namespace shardlab

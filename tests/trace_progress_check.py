@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""What a user watches during `shardlab train`: the --trace file and the progress lines.
+
+1. ZeRO-3 + --prefetch 1 + --offload on 2 ranks with --trace: one process per rank with its
+   compute, comm, copy and host tracks; spans on every track nest (no two partly overlap); every
+   collective span carries its bytes and a sequence number rising by one per call; memory counters
+   for every category; exactly the --trace-steps steps after the first are traced; and the
+   prefetched AllGathers run while the compute stream computes (comm spans overlap op spans).
+2. Progress, not on a terminal: log lines exactly at the first step, every --log-every K steps,
+   every validation and the last step — and the default K gives about 20 lines per run; no
+   terminal control characters.
+3. On a terminal (a pseudo-terminal from `script`): the status line with its ETA.
+Usage: trace_progress_check.py SHARDLAB MPIRUN [MPIRUN ARGS...]"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+shardlab, mpirun = sys.argv[1], sys.argv[2:]
+tiny = ["--layers", "2", "--hidden", "64", "--heads", "2", "--seq", "32", "--micro-batch", "2",
+        "--threads", "1"]
+# Ops long enough (milliseconds) that a woken comm thread gets a core while they run, even on a
+# loaded 2-core machine.
+larger = ["--layers", "2", "--hidden", "256", "--heads", "4", "--seq", "128", "--micro-batch", "4",
+          "--threads", "1"]
+work = tempfile.mkdtemp()
+
+
+def train(np, *args, model=tiny):
+    cmd = mpirun + ["-np", str(np), shardlab, "train", *model, *args]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
+    assert p.returncode == 0, f"{' '.join(cmd)}\n{p.stdout}\n{p.stderr}"
+    return p.stdout
+
+
+def logged_steps(out):
+    return [int(line.split()[1].split("/")[0]) for line in out.splitlines() if line.startswith("step ")]
+
+
+try:
+    # 1. The trace.
+    trace_path = os.path.join(work, "trace.json")
+    out = train(2, "--zero", "3", "--prefetch", "1", "--offload", "--steps", "5", "--log-every", "2",
+                "--trace", trace_path, "--trace-steps", "3", "--out", os.path.join(work, "a"), model=larger)
+    assert "trace of steps 2-4: " in out, out
+    events = json.load(open(trace_path))["traceEvents"]
+    tracks = {(e["pid"], e["args"]["name"]) for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
+    for rank in (0, 1):
+        for t in ("compute", "comm", "copy", "host"):
+            assert (rank, t) in tracks, f"rank {rank} has no {t} track: {sorted(tracks)}"
+    spans = [e for e in events if e["ph"] == "X"]
+    by_track = {}
+    for e in spans:
+        assert e["dur"] >= 0, e
+        by_track.setdefault((e["pid"], e["tid"]), []).append(e)
+    for key, track in by_track.items():  # nesting: a span starting inside another ends inside it
+        stack = []
+        for e in sorted(track, key=lambda e: (e["ts"], -e["dur"])):
+            while stack and stack[-1]["ts"] + stack[-1]["dur"] <= e["ts"]:
+                stack.pop()
+            if stack:
+                outer = stack[-1]
+                assert e["ts"] + e["dur"] <= outer["ts"] + outer["dur"], f"{key}: {e['name']} overlaps {outer['name']}"
+            stack.append(e)
+    for rank in (0, 1):
+        steps = sorted(e["name"] for e in spans if e["pid"] == rank and e["cat"] == "step" and e["name"].startswith("step "))
+        assert steps == ["step 2", "step 3", "step 4"], steps
+        coll = sorted((e for e in spans if e["pid"] == rank and e["cat"] == "collective"), key=lambda e: e["args"]["seq"])
+        seqs = [e["args"]["seq"] for e in coll]
+        assert seqs == list(range(seqs[0], seqs[0] + len(seqs))), seqs
+        gathers = [e for e in coll if e["args"]["op"] == "allgather"]
+        assert gathers and all(e["args"]["bytes"] > 0 and e["args"]["bytes_sent"] > 0 for e in gathers)
+        ops = [e for e in spans if e["pid"] == rank and e["cat"] == "op"]
+        overlap = sum(max(0.0, min(g["ts"] + g["dur"], o["ts"] + o["dur"]) - max(g["ts"], o["ts"]))
+                      for g in gathers for o in ops)
+        assert overlap > 0, f"rank {rank}: no AllGather ran while an op computed"
+        counters = [e for e in events if e["ph"] == "C" and e["pid"] == rank]
+        names = {e["name"] for e in counters}
+        assert names == {"device memory (MB)", "host memory (MB)"}, names
+        assert all(set(e["args"]) == {"params", "grads", "master", "optimizer", "activations",
+                                      "comm_buffers", "workspace"} for e in counters)
+        host = [e for e in spans if e["pid"] == rank and e["name"] == "AdamW tile"]
+        copies = [e for e in spans if e["pid"] == rank and e["cat"] == "copy"]
+        assert host and copies, "offload: no host updates or copies traced"
+    print(f"ok 1: trace: {len(spans)} spans on {len(by_track)} tracks nest; AllGathers overlap compute")
+
+    # 2. Progress lines, not a terminal.
+    assert logged_steps(out) == [1, 2, 4, 5], out
+    out = train(1, "--steps", "40", "--val-every", "15", "--out", os.path.join(work, "b"))
+    want = sorted({1, 15, 30, 40} | set(range(2, 41, 2)))
+    assert logged_steps(out) == want, (logged_steps(out), want)
+    assert "\r" not in out and "\033" not in out, "control characters in a non-terminal log"
+    print(f"ok 2: {len(want)} log lines for 40 steps (default every 2, validations, first, last)")
+
+    # 3. On a terminal.
+    if shutil.which("script"):
+        cmd = " ".join([shardlab, "train", *tiny, "--steps", "3", "--out", os.path.join(work, "c")])
+        p = subprocess.run(["script", "-qec", cmd, "/dev/null"], capture_output=True, timeout=120)
+        assert p.returncode == 0, p.stdout
+        assert b"\r\033[Kstep 1/3 | loss" in p.stdout and b"| ETA " in p.stdout, p.stdout[:2000]
+        print("ok 3: on a terminal, a status line with its ETA")
+finally:
+    shutil.rmtree(work, ignore_errors=True)
