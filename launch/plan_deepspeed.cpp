@@ -117,7 +117,8 @@ void print_left_out(const DeepSpeedComparison& c) {
     line(fmt::format("activations (micro-batch {} x {})", o.micro_batch,
                      o.seq ? o.seq : model.context),
          [](const ShardlabSide& x) { return x.plan.memory.activations; });
-    line(fmt::format("gathered units (ZeRO-3, prefetch {}) + comm scratch", o.prefetch),
+    line(fmt::format("gathered units (ZeRO-3, prefetch {}) + comm scratch",
+                     s[2].plan.options.prefetch), // the ZeRO-2 plans have none
          [](const ShardlabSide& x) { return x.plan.memory.buffers; });
     line("host: offload staging tiles",
          [](const ShardlabSide& x) { return x.plan.memory.host_staging; });

@@ -74,6 +74,16 @@ for name, (gpu, cpu, nodes, gpn) in want.items():
     assert (m["total_params"], m["largest_layer_params"], m["num_nodes"], m["num_gpus_per_node"]) == (124439808, 38597376, nodes, gpn), m
 print("ok: plan --estimator deepspeed rows, values and keys")
 PY
+# shardlab's side is this plan's options at each stage: its ZeRO-3 rows are the plan itself here.
+"$shardlab" plan --preset tiny --ranks 2 --zero 3 --prefetch 1 --micro-batch 3 --estimator deepspeed --json "$work/dst.json" >/dev/null
+/usr/bin/python3 - "$work/dst.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+for r in d["deepspeed"]:
+    if r["stage"] == 3 and r["offload_optimizer"] == "none":
+        s = r["shardlab"]
+        assert (s["buffers"], s["activations"], s["device_total"]) == (d["per_rank"]["buffers"], d["per_rank"]["activations"], d["per_rank"]["device_total"]), (s, d["per_rank"])
+PY
 "$expect" 2 "--estimator 'zero++' is not known; use shardlab or deepspeed" "$shardlab" plan --preset gpt2 --estimator zero++
 "$expect" 2 "drop --compare / --sweep-ranks" "$shardlab" plan --preset gpt2 --estimator deepspeed --compare
 "$expect" 2 "--ranks 4 contradicts --nodes 2 x --gpus-per-node 4 = 8" "$shardlab" plan --preset gpt2 --ranks 4 --nodes 2 --gpus-per-node 4
