@@ -1,10 +1,12 @@
 // `shardlab plan`: does it fit, on which ZeRO stage, and what does it cost on the wire? Prints
 // the per-rank memory (exact bytes, GB and GiB) and the per-step traffic of plan/memory_plan.h;
-// --compare puts stages 0-3 x offload side by side, --sweep-ranks shows memory falling with N.
+// --compare puts stages 0-3 x offload side by side, --sweep-ranks shows memory falling with N,
+// --estimator deepspeed adds DeepSpeed's own estimate beside shardlab's (launch/plan_deepspeed.h).
 #include "core/error.h"
 #include "launch/cli_util.h"
 #include "launch/commands.h"
 #include "launch/flag_checks.h"
+#include "launch/plan_deepspeed.h"
 #include "plan/memory_plan.h"
 
 #include <fmt/format.h>
@@ -19,10 +21,10 @@ namespace shardlab {
 namespace {
 struct PlanFlags {
     std::string preset, arch = "gpt2", precision = "bf16", opt_states = "fp32", checkpoint = "none";
-    std::string gpu, json_path, sweep;
+    std::string gpu, json_path, sweep, estimator = "shardlab";
     int layers = 0, hidden = 0, heads = 0, kv_heads = 0, ffn = 0, vocab = 0, seq = 0;
     double params = 0;
-    int ranks = 1, nodes = 0, gpus_per_node = 0, zero = 0, micro_batch = 1, grad_accum = 1,
+    int ranks = 0, nodes = 0, gpus_per_node = 0, zero = 0, micro_batch = 1, grad_accum = 1,
         prefetch = 0, rank = 0;
     bool offload = false, no_master = false, inference = false, compare = false;
 };
@@ -59,8 +61,12 @@ PlanOptions build_options(const PlanFlags& f) {
         if (f.nodes < 1 || f.gpus_per_node < 1)
             throw UsageError("give both --nodes and --gpus-per-node (>= 1)");
         o.ranks = f.nodes * f.gpus_per_node;
+        if (f.ranks && f.ranks != o.ranks)
+            throw UsageError(fmt::format("--ranks {} contradicts --nodes {} x --gpus-per-node {} = "
+                                         "{}; give one or the other",
+                                         f.ranks, f.nodes, f.gpus_per_node, o.ranks));
     } else {
-        o.ranks = f.ranks;
+        o.ranks = f.ranks ? f.ranks : 1;
     }
     o.zero = f.zero;
     o.offload = f.offload;
@@ -84,6 +90,17 @@ PlanOptions build_options(const PlanFlags& f) {
     if (f.rank < 0 || f.rank >= o.ranks)
         throw UsageError(fmt::format("--rank {} is not one of 0..{}", f.rank, o.ranks - 1));
     return o;
+}
+
+// A verdict needs a capacity: without --gpu, fits and max_micro_batch are null. A bare parameter
+// count has no shape, so no activations and no largest micro-batch: fits then judges the model
+// states alone.
+nlohmann::json fits_json(const Plan& p) {
+    return p.options.gpu_bytes ? nlohmann::json(p.fits) : nlohmann::json(nullptr);
+}
+nlohmann::json max_micro_batch_json(const Plan& p) {
+    const bool known = p.options.gpu_bytes && p.model.arch != Architecture::params_only;
+    return known ? nlohmann::json(p.max_micro_batch) : nlohmann::json(nullptr);
 }
 
 nlohmann::json plan_json(const Plan& p) {
@@ -125,12 +142,25 @@ nlohmann::json plan_json(const Plan& p) {
               {"by_op", by_op},
               {"ratio_to_dp", p.comm.ratio_to_dp}}},
             {"host_device_bytes_per_step", p.comm.host_to_device + p.comm.device_to_host},
-            {"fits", p.fits},
-            {"max_micro_batch", p.max_micro_batch}};
+            {"fits", fits_json(p)},
+            {"max_micro_batch", max_micro_batch_json(p)}};
 }
 
 std::string gb(std::uint64_t b) {
     return fmt::format("{:.2f} GB / {:.2f} GiB", double(b) / 1e9, double(b) / double(1ull << 30));
+}
+
+// The --gpu line. Only a model with a shape has activations, so only it has a largest
+// micro-batch; a bare parameter count is judged on its model states alone.
+std::string fit_verdict(const Plan& p) {
+    const MemoryPlan& m = p.memory;
+    if (m.params + m.grads + m.master + m.optimizer > p.options.gpu_bytes)
+        return "DOES NOT FIT: the model states alone exceed it";
+    if (p.model.arch == Architecture::params_only)
+        return "the model states fit (a bare parameter count: activations and buffers not counted)";
+    if (p.max_micro_batch == 0) return "DOES NOT FIT, not even at micro-batch 1";
+    return fmt::format("{} at micro-batch {}; largest micro-batch that fits: {}",
+                       p.fits ? "fits" : "DOES NOT FIT", p.options.micro_batch, p.max_micro_batch);
 }
 
 void print_plan(const Plan& p) {
@@ -172,9 +202,7 @@ void print_plan(const Plan& p) {
         if (m.host_staging) row("copy staging tiles", m.host_staging);
         row("host total", m.host_total);
     }
-    if (o.gpu_bytes)
-        fmt::print("\n{} ({} B): {}; largest micro-batch that fits: {}\n", o.gpu_name, o.gpu_bytes,
-                   p.fits ? "fits" : "DOES NOT FIT", p.max_micro_batch);
+    if (o.gpu_bytes) fmt::print("\n{} ({} B): {}\n", o.gpu_name, o.gpu_bytes, fit_verdict(p));
     if (o.inference) return;
     fmt::print("\nper step, bytes this rank sends:\n");
     for (const auto& [op, b] : p.comm.by_op)
@@ -201,9 +229,34 @@ void print_table_row(const Plan& p, bool header) {
                g(m.device_total), g(m.host_total), g(p.comm.bytes_per_step));
 }
 
+// DeepSpeed's num_nodes and num_gpus_per_node for the plan's ranks: --nodes x --gpus-per-node, or
+// one node holding all --ranks.
+DeepSpeedCluster deepspeed_cluster(const PlanFlags& f, const PlanOptions& o) {
+    return f.nodes ? DeepSpeedCluster{f.nodes, f.gpus_per_node} : DeepSpeedCluster{1, o.ranks};
+}
+
+// --estimator deepspeed adds a table to one training plan; it is its own comparison of stages.
+bool wants_deepspeed(const PlanFlags& f) {
+    if (f.estimator == "shardlab") return false;
+    if (f.estimator != "deepspeed")
+        throw UsageError("--estimator '" + f.estimator +
+                         "' is not known; use shardlab or deepspeed");
+    if (f.compare || !f.sweep.empty())
+        throw UsageError(
+            "--estimator deepspeed already sets ZeRO-2 and ZeRO-3, with and without "
+            "offload, side by side for one rank count; drop --compare / --sweep-ranks");
+    if (f.inference)
+        throw UsageError("--estimator deepspeed estimates training memory; drop --inference");
+    if (f.no_master)
+        throw UsageError("--estimator deepspeed sets shardlab's optimizer offload beside "
+                         "DeepSpeed's, and offload keeps an fp32 master; drop --no-master");
+    return true;
+}
+
 int run_plan(const PlanFlags& f) {
     const PlanModel model = build_model(f);
     PlanOptions o = build_options(f);
+    const bool deepspeed = wants_deepspeed(f);
     std::vector<Plan> plans;
     if (f.compare && !f.sweep.empty()) throw UsageError("use --compare or --sweep-ranks, not both");
     if (f.compare) {
@@ -232,12 +285,21 @@ int run_plan(const PlanFlags& f) {
         fmt::print("{}: {} parameters, per rank (GB = 1e9 B)\n", model.name, model.params);
         for (std::size_t i = 0; i < plans.size(); ++i) print_table_row(plans[i], i == 0);
     }
+    DeepSpeedComparison ds;
+    if (deepspeed) {
+        ds = compare_with_deepspeed(model, o, deepspeed_cluster(f, o), f.rank);
+        print_deepspeed_comparison(ds);
+    }
     if (!f.json_path.empty()) {
         nlohmann::json out;
         if (plans.size() == 1)
             out = plan_json(plans[0]);
         else
             for (const auto& p : plans) out.push_back(plan_json(p));
+        if (deepspeed) {
+            out["deepspeed"] = deepspeed_json(ds);
+            out["deepspeed_model"] = deepspeed_model_json(ds);
+        }
         write_json_file(f.json_path, out);
     }
     return 0;
@@ -277,6 +339,8 @@ CommandRunner add_plan_command(CLI::App& cmd) {
     cmd.add_option("--sweep-ranks", f->sweep, "Comma-separated rank counts, e.g. 1,4,16,64");
     cmd.add_option("--rank", f->rank,
                    "Which rank's traffic to show (ranks differ only in tiny scalar collectives)");
+    cmd.add_option("--estimator", f->estimator,
+                   "shardlab | deepspeed (adds DeepSpeed's ZeRO-2/3 estimate beside shardlab's)");
     cmd.add_option("--json", f->json_path, "Write every number to this JSON file");
     return [f] { return run_plan(*f); };
 }

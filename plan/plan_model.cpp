@@ -15,6 +15,14 @@ GPTConfig PlanModel::gpt2_config() const {
 }
 
 PlanModel plan_model_from_gpt2(const GPTConfig& c, const std::string& name) {
+    // GPTConfig::validate speaks for training (its kernels); a plan runs none, so say what the
+    // architecture is and where grouped-query attention is modelled.
+    if (c.kv_heads != c.heads && c.kv_heads > 0 && c.heads > 0)
+        throw UsageError(fmt::format(
+            "GPT-2 has one key/value head per query head (kv-heads = heads = {}); grouped-query "
+            "attention is modelled by the llama architecture, e.g. shardlab plan --arch llama "
+            "--layers {} --hidden {} --heads {} --kv-heads {} --ffn {} --vocab {} --seq {}",
+            c.heads, c.layers, c.hidden, c.heads, c.kv_heads, c.ffn(), c.vocab, c.context));
     c.validate();
     PlanModel m{name,    Architecture::gpt2, c.layers, c.hidden, c.heads, c.kv_heads, c.ffn(),
                 c.vocab, c.context,          0,        {},       0,       0};

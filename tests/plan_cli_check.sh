@@ -38,3 +38,93 @@ test -s "$work/compare.png"
 "$expect" 2 "--prefetch applies to ZeRO-3 only" "$shardlab" plan --preset gpt2 --zero 2 --prefetch 1
 "$expect" 2 "use --compare or --sweep-ranks, not both" "$shardlab" plan --preset gpt2 --compare --sweep-ranks 1,2
 "$expect" 2 "unknown GPU 'tpu'" "$shardlab" plan --preset gpt2 --gpu tpu
+
+# --estimator deepspeed: DeepSpeed's rows in its print order, with the values worked out by hand in
+# docs/MEMORY.md section 10 (GPT-2 124M on 1 node x 1 GPU and 2 nodes x 8), beside shardlab's.
+"$shardlab" plan --preset gpt2 --estimator deepspeed --json "$work/ds1.json" >"$work/ds1.txt"
+"$shardlab" plan --preset gpt2 --nodes 2 --gpus-per-node 8 --estimator deepspeed --json "$work/ds16.json" >/dev/null
+test "$(grep -c 'Estimated memory needed for params, optim states and gradients' "$work/ds1.txt")" = 2
+grep -qF '* shardlab has no parameter offload' "$work/ds1.txt"
+/usr/bin/python3 - "$work" <<'PY'
+import json, sys
+w = sys.argv[1]
+order = [(2, "cpu", "none", False), (2, "none", "none", False), (3, "cpu", "cpu", True), (3, "cpu", "cpu", False),
+         (3, "cpu", "none", True), (3, "cpu", "none", False), (3, "none", "none", True), (3, "none", "none", False)]
+want = {
+    "ds1.json": ([248879616, 2488796160, 154389504, 154389504, 403269120, 403269120, 2394306048, 2394306048],
+                 [2986555392, 746638848, 3359874816, 3359874816, 2986555392, 2986555392, 231584256, 746638848], 1, 1),
+    "ds16.json": ([248879616, 388874400, 154389504, 154389504, 169944480, 169944480, 294384288, 294384288],
+                  [11946221568, 5973110784, 1679937408, 5973110784, 1493277696, 5973110784, 1852674048, 5973110784], 2, 8),
+}
+for name, (gpu, cpu, nodes, gpn) in want.items():
+    d = json.load(open(f"{w}/{name}"))
+    assert d["zero"] == 0 and d["ranks"] == nodes * gpn, name  # the plan itself is still there
+    rows = d["deepspeed"]
+    assert [(r["stage"], r["offload_optimizer"], r["offload_param"], r["zero_init"]) for r in rows] == order, name
+    for r in rows:
+        assert all(isinstance(r[k], int) and not isinstance(r[k], bool) for k in ("gpu_bytes", "cpu_bytes")), r
+        s = r["shardlab"]
+        assert s["zero"] == r["stage"] and s["offload"] == (r["offload_optimizer"] == "cpu") and s["param_offload"] is False
+        # shardlab's side adds up: states + what DeepSpeed leaves out = its device total.
+        assert s["device_states"] + s["gradient_transient"] + s["activations"] + s["buffers"] == s["device_total"], s
+        assert s["host_total_per_node"] == s["host_total"] * gpn, s
+    assert [r["gpu_bytes"] for r in rows] == gpu, (name, [r["gpu_bytes"] for r in rows])
+    assert [r["cpu_bytes"] for r in rows] == cpu, (name, [r["cpu_bytes"] for r in rows])
+    m = d["deepspeed_model"]
+    assert (m["total_params"], m["largest_layer_params"], m["num_nodes"], m["num_gpus_per_node"]) == (124439808, 38597376, nodes, gpn), m
+print("ok: plan --estimator deepspeed rows, values and keys")
+PY
+# shardlab's side is this plan's options at each stage: its ZeRO-3 rows are the plan itself here.
+"$shardlab" plan --preset tiny --ranks 2 --zero 3 --prefetch 1 --micro-batch 3 --estimator deepspeed --json "$work/dst.json" >/dev/null
+/usr/bin/python3 - "$work/dst.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+for r in d["deepspeed"]:
+    if r["stage"] == 3 and r["offload_optimizer"] == "none":
+        s = r["shardlab"]
+        assert (s["buffers"], s["activations"], s["device_total"]) == (d["per_rank"]["buffers"], d["per_rank"]["activations"], d["per_rank"]["device_total"]), (s, d["per_rank"])
+PY
+"$expect" 2 "--estimator 'zero++' is not known; use shardlab or deepspeed" "$shardlab" plan --preset gpt2 --estimator zero++
+"$expect" 2 "drop --compare / --sweep-ranks" "$shardlab" plan --preset gpt2 --estimator deepspeed --compare
+"$expect" 2 "--ranks 4 contradicts --nodes 2 x --gpus-per-node 4 = 8" "$shardlab" plan --preset gpt2 --ranks 4 --nodes 2 --gpus-per-node 4
+
+# GQA on the GPT-2 architecture: the plan says where it is modelled, and that command runs.
+"$expect" 2 "GPT-2 has one key/value head per query head" "$shardlab" plan --kv-heads 4 --heads 12
+"$expect" 2 "shardlab plan --arch llama --layers 12 --hidden 768 --heads 12 --kv-heads 4" "$shardlab" plan --kv-heads 4 --heads 12
+"$shardlab" plan --arch llama --layers 12 --hidden 768 --heads 12 --kv-heads 4 --ffn 3072 --vocab 50257 --seq 1024 >/dev/null
+
+# The --gpu verdict: none without a GPU; a bare count judged on its model states; never "fits"
+# beside "largest micro-batch that fits: 0".
+i=0
+for model in "--params 1e12" "--params 1e9 --zero 3 --ranks 8" "--preset gpt2" "--preset 7b"; do
+  for gpu in "" "--gpu h100-80" "--gpu 2.5e9"; do
+    i=$((i + 1))
+    # shellcheck disable=SC2086
+    out=$("$shardlab" plan $model $gpu --json "$work/fit$i.json")
+    printf '%s\n%s\n' "$model" "$gpu" >"$work/fit$i.args"
+    line=$(grep -E '^(h100-80|2.5e9) \(' <<<"$out" || true)
+    if [ -z "$gpu" ]; then
+      [ -z "$line" ] || { echo "a verdict without --gpu ($model): $line"; exit 1; }
+    else
+      grep -qiE 'fit' <<<"$line" || { echo "no verdict with $gpu ($model)"; exit 1; }
+    fi
+    ! grep -qE 'that fits: 0$' <<<"$line" || { echo "contradiction ($model $gpu): $line"; exit 1; }
+  done
+done
+/usr/bin/python3 - "$work" "$i" <<'PY'
+import json, sys
+for i in range(1, int(sys.argv[2]) + 1):
+    d = json.load(open(f"{sys.argv[1]}/fit{i}.json"))
+    model, gpu = open(f"{sys.argv[1]}/fit{i}.args").read().split("\n")[:2]
+    if not gpu:  # no capacity, no verdict
+        assert d["fits"] is None and d["max_micro_batch"] is None, (model, d)
+    elif model.startswith("--params"):  # model states only: no micro-batch to search
+        assert isinstance(d["fits"], bool) and d["max_micro_batch"] is None, (model, gpu, d)
+    else:
+        assert d["fits"] == (d["max_micro_batch"] >= d["micro_batch"]), (model, gpu, d)
+PY
+"$shardlab" plan --params 1e12 --gpu h100-80 | grep -qF "DOES NOT FIT: the model states alone exceed it"
+"$shardlab" plan --params 1e9 --zero 3 --ranks 8 --gpu h100-80 | grep -qF "the model states fit (a bare parameter count"
+"$shardlab" plan --preset gpt2 --gpu 2.5e9 | grep -qF "DOES NOT FIT, not even at micro-batch 1"
+"$shardlab" plan --preset gpt2 --gpu 4e9 --zero 3 --ranks 8 --micro-batch 8 | grep -qF "DOES NOT FIT at micro-batch 8; largest micro-batch that fits: 5"
+echo "ok: plan --gpu verdicts"

@@ -7,6 +7,7 @@
 #include "model/gpt_model.h"
 #include "optim/gather_schedule.h"
 #include "optim/unit_shards.h"
+#include "plan/deepspeed_estimate.h"
 #include "plan/memory_plan.h"
 
 #include <gtest/gtest.h>
@@ -225,4 +226,87 @@ TEST(Plan, BadInputIsAClearError) {
     inf.inference = true;
     EXPECT_THROW(make_plan(plan_model_preset("gpt2"), inf), UsageError);
     EXPECT_EQ(parse_gpu("80e9"), 80000000000u);
+}
+
+namespace {
+struct Expected {
+    int stage;
+    bool offload_optimizer, offload_param, zero_init;
+    std::uint64_t gpu, cpu;
+};
+void expect_rows(const std::vector<DeepSpeedRow>& got, const std::vector<Expected>& want) {
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t i = 0; i < want.size(); ++i) {
+        EXPECT_EQ(got[i].stage, want[i].stage) << "row " << i;
+        EXPECT_EQ(got[i].offload_optimizer, want[i].offload_optimizer) << "row " << i;
+        EXPECT_EQ(got[i].offload_param, want[i].offload_param) << "row " << i;
+        EXPECT_EQ(got[i].zero_init, want[i].zero_init) << "row " << i;
+        EXPECT_EQ(got[i].gpu_bytes, want[i].gpu) << "row " << i;
+        EXPECT_EQ(got[i].cpu_bytes, want[i].cpu) << "row " << i;
+    }
+}
+} // namespace
+
+TEST(DeepSpeedEstimate, WhatModelToParamsCountsForHuggingFaceShapes) {
+    // GPT2LMHeadModel: 124,439,808 parameters with lm_head tied to wte; the largest module is wte
+    // (and lm_head) with 50257 * 768 = 38,597,376, above c_fc's 4 * 768^2 + 4 * 768 = 2,362,368.
+    const DeepSpeedModelCounts g = deepspeed_model_counts(plan_model_preset("gpt2"));
+    EXPECT_EQ(g.total_params, 124439808u);
+    EXPECT_EQ(g.largest_layer_params, 38597376u);
+    // tiny: wte 256 * 256 = 65,536 < c_fc 4 * 256^2 + 4 * 256 = 263,168.
+    EXPECT_EQ(deepspeed_model_counts(plan_model_preset("tiny")).largest_layer_params, 263168u);
+    // llama-2 7b: embed_tokens (and the untied lm_head) 32000 * 4096 = 131,072,000 > gate_proj
+    // 4096 * 11008 = 45,088,768.
+    const DeepSpeedModelCounts l = deepspeed_model_counts(plan_model_preset("7b"));
+    EXPECT_EQ(l.total_params, 6738415616u);
+    EXPECT_EQ(l.largest_layer_params, 131072000u);
+    // A bare count has no layers: 0 (documented).
+    EXPECT_EQ(deepspeed_model_counts(plan_model_params_only(1e9)).largest_layer_params, 0u);
+}
+
+// Psi = 124,439,808, largest layer 38,597,376 (4 B each: 154,389,504); every value worked out by
+// hand in docs/MEMORY.md, "DeepSpeed's estimator, side by side".
+TEST(DeepSpeedEstimate, Gpt2OnOneGpu) {
+    const DeepSpeedModelCounts g = deepspeed_model_counts(plan_model_preset("gpt2"));
+    expect_rows(deepspeed_rows(g, {1, 1}), {{2, true, false, false, 248879616u, 2986555392u},
+                                            {2, false, false, false, 2488796160u, 746638848u},
+                                            {3, true, true, true, 154389504u, 3359874816u},
+                                            {3, true, true, false, 154389504u, 3359874816u},
+                                            {3, true, false, true, 403269120u, 2986555392u},
+                                            {3, true, false, false, 403269120u, 2986555392u},
+                                            {3, false, false, true, 2394306048u, 231584256u},
+                                            {3, false, false, false, 2394306048u, 746638848u}});
+}
+
+TEST(DeepSpeedEstimate, Gpt2OnOneNodeOfFour) {
+    const DeepSpeedModelCounts g = deepspeed_model_counts(plan_model_preset("gpt2"));
+    expect_rows(deepspeed_rows(g, {1, 4}), {{2, true, false, false, 248879616u, 2986555392u},
+                                            {2, false, false, false, 808858752u, 2986555392u},
+                                            {3, true, true, true, 154389504u, 3359874816u},
+                                            {3, true, true, false, 154389504u, 3359874816u},
+                                            {3, true, false, true, 216609408u, 2986555392u},
+                                            {3, true, false, false, 216609408u, 2986555392u},
+                                            {3, false, false, true, 714368640u, 926337024u},
+                                            {3, false, false, false, 714368640u, 2986555392u}});
+}
+
+TEST(DeepSpeedEstimate, Gpt2OnTwoNodesOfEight) {
+    const DeepSpeedModelCounts g = deepspeed_model_counts(plan_model_preset("gpt2"));
+    expect_rows(deepspeed_rows(g, {2, 8}), {{2, true, false, false, 248879616u, 11946221568u},
+                                            {2, false, false, false, 388874400u, 5973110784u},
+                                            {3, true, true, true, 154389504u, 1679937408u},
+                                            {3, true, true, false, 154389504u, 5973110784u},
+                                            {3, true, false, true, 169944480u, 1493277696u},
+                                            {3, true, false, false, 169944480u, 5973110784u},
+                                            {3, false, false, true, 294384288u, 1852674048u},
+                                            {3, false, false, false, 294384288u, 5973110784u}});
+}
+
+TEST(DeepSpeedEstimate, TruncatesLikePython) {
+    // 18 * 1,000,001 / 7 = 2,571,431.14...: int() keeps 2,571,431 (+ 2 * 1,000,001).
+    EXPECT_EQ(deepspeed_zero2(1000001, {1, 7}, false).gpu_bytes, 2000002u + 2571431u);
+    // 7 nodes of 1: gpus_factor = 1/7; 1,000,001 * 18 / 7 * 1.5 = 3,857,146.71...: 3,857,146.
+    // Without zero_init, max(4 * 1, 18 / 7) keeps the int 4: 1,000,001 * 4 * 1.5 = 6,000,006.
+    EXPECT_EQ(deepspeed_zero3(1000001, 0, {7, 1}, true, true, true).cpu_bytes, 3857146u);
+    EXPECT_EQ(deepspeed_zero3(1000001, 0, {7, 1}, true, true, false).cpu_bytes, 6000006u);
 }
