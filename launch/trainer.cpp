@@ -357,9 +357,10 @@ struct TraceSession {
     std::unique_ptr<Tracer> tracer;
     std::unique_ptr<TracedOps> ops;
     DeviceContext* ctx = nullptr;
-    TraceSession(const TrainOptions& o, Backend& backend, int rank) {
+    TraceSession(const TrainOptions& o, Backend& backend, int rank, MPI_Comm comm) {
         if (o.trace.empty()) return;
         ctx = &backend.context();
+        MPI_Barrier(comm); // every rank's time zero at the same moment, within leaving the barrier
         tracer = std::make_unique<Tracer>(rank, ctx->compute(), ctx->tracker());
         ops = std::make_unique<TracedOps>(backend.ops(), *tracer);
         ctx->set_tracer(tracer.get());
@@ -377,7 +378,7 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
     MemoryTracker& tracker = ctx.tracker();
     const ParamLayout layout(s.config);
     const ZeroOptions zopts{o.zero, s.precision, o.prefetch, o.grad_clip, o.loss_scale};
-    const TraceSession trace(o, backend, rank);
+    const TraceSession trace(o, backend, rank, comm.mpi_comm());
     Ops& ops = trace.ops ? static_cast<Ops&>(*trace.ops) : backend.ops();
     const std::unique_ptr<Updater> updater = make_updater(o, s.precision, ctx, ops);
     // Each rank makes or reads only what it holds; a bad value in a rank's part of an --init
