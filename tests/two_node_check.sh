@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Two "nodes" on one machine: two Linux network namespaces joined by a bridge (in a third
 # namespace, which also runs mpirun), Open MPI over TCP between them, 2 ranks on each.
+# The hostfile is launch/hostfile.example with the namespaces' addresses written in.
 #   1. ZeRO-3 training on the 4 ranks gives the same final weights (SHA-256) as the same 4 ranks on
 #      one node over shared memory; the ranks really were 2 per namespace, and the training traffic
 #      really crossed the bridge (its byte counters against the report's bytes sent).
@@ -85,7 +86,16 @@ ip -n "$ns_a" link set eth0 up
 ip -n "$ns_b" link set eth0 up
 echo "network: $ns_a ($ip_a) and $ns_b ($ip_b) bridged in $ns_sw ($ip_sw)"
 
-printf '%s slots=2\n%s slots=2\n' "$ip_a" "$ip_b" >"$work/hostfile"
+# The hostfile is launch/hostfile.example, as users copy it: host line i names namespace i's
+# address, every slots= count becomes 2 (comments and blank lines stay; mpirun skips them).
+example=$here/../launch/hostfile.example
+awk -v a="$ip_a" -v b="$ip_b" '
+  /^[ \t]*(#|$)/ { print; next }
+  { n++; $1 = (n == 1 ? a : n == 2 ? b : "MORE-THAN-TWO-HOSTS"); gsub(/slots=[0-9]+/, "slots=2"); print }
+  END { if (n != 2) exit 1 }' "$example" >"$work/hostfile" ||
+  fail "$example must name exactly two hosts, one \"HOST slots=K\" line each"
+{ grep -q "^$ip_a slots=2\$" "$work/hostfile" && grep -q "^$ip_b slots=2\$" "$work/hostfile"; } ||
+  fail "$example: host lines are not \"HOST slots=K\": $(grep -v '^#' "$work/hostfile" | paste -sd' ')"
 mkdir "$work/tmp"
 # Each rank records where it runs, then becomes shardlab.
 cat >"$work/rank.sh" <<EOF
