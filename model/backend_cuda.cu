@@ -11,21 +11,43 @@
 #include <cuda_runtime.h>
 
 #include <cstdlib>
+#include <cstring>
+#include <set>
 #include <string>
+#include <vector>
 
 namespace shardlab {
 
 namespace {
-// This rank's place among the ranks of its node.
+// This rank's place among the ranks of its node; own_gpu: the launcher gave each rank of the node a
+// CUDA_VISIBLE_DEVICES of its own, all different (Slurm's --gpus-per-task=1 or --gpu-bind=single:1)
+// — then each rank's GPU 0 is a different GPU.
 struct NodePlace {
     int local_rank = 0, local_size = 1;
+    bool own_gpu = false;
 };
+
+bool visible_devices_all_differ(MPI_Comm node, int size) {
+    constexpr int kLen = 256;
+    char mine[kLen] = {};
+    if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES")) std::strncpy(mine, v, kLen - 1);
+    std::vector<char> all(std::size_t(size) * kLen);
+    MPI_Allgather(mine, kLen, MPI_CHAR, all.data(), kLen, MPI_CHAR, node);
+    std::set<std::string> seen;
+    for (int r = 0; r < size; ++r) {
+        const std::string v(&all[std::size_t(r) * kLen]);
+        if (v.empty() || !seen.insert(v).second) return false;
+    }
+    return true;
+}
+
 NodePlace node_place(MPI_Comm world) {
     MPI_Comm node = MPI_COMM_NULL;
     MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
     NodePlace p;
     MPI_Comm_rank(node, &p.local_rank);
     MPI_Comm_size(node, &p.local_size);
+    p.own_gpu = p.local_size > 1 && visible_devices_all_differ(node, p.local_size);
     MPI_Comm_free(&node);
     return p;
 }
@@ -49,6 +71,7 @@ int visible_gpus() {
 
 // The GPU for this rank: its place on the node, several ranks to a GPU only when asked.
 int choose_gpu(const CudaOptions& o, const NodePlace& p, int count) {
+    if (p.own_gpu && count == 1) return 0;
     if (p.local_size > count && !o.share_gpu)
         throw UsageError(std::to_string(p.local_size) + " ranks on this node but " +
                          std::to_string(count) + " GPU" + (count == 1 ? "" : "s") + " visible (" +
@@ -71,7 +94,7 @@ class CudaBackend : public Backend {
         const NodePlace place = node_place(world);
         const int count = visible_gpus();
         const int gpu = choose_gpu(o, place, count);
-        nccl_ = use_nccl(o, place.local_size > count);
+        nccl_ = use_nccl(o, place.local_size > count && !(place.own_gpu && count == 1));
         cuda::check_cuda(cudaSetDevice(gpu), "cudaSetDevice");
         cudaDeviceProp prop{};
         cuda::check_cuda(cudaGetDeviceProperties(&prop, gpu), "cudaGetDeviceProperties");

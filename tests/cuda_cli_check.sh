@@ -43,6 +43,14 @@ SHARDLAB_EMU_GPUS=1 "${mpirun[@]}" -np 2 "$shardlab" collectives bench --device 
   --op allgather,reduce_scatter,allreduce,broadcast,reduce,gather,scatter --dtype fp16 -b 1K -e 8K -f 8 --iters 1 --warmup 1 --json "$work/coll2.json" >/dev/null
 python3 "$(dirname "$0")/check_bench_json.py" "$work/coll2.json" 2
 
+# One GPU per rank chosen by the launcher (Slurm's --gpus-per-task=1: a different one-device
+# CUDA_VISIBLE_DEVICES per rank): each rank takes its GPU 0, over NCCL, without --share-gpu.
+SHARDLAB_EMU_GPUS=1 "${mpirun[@]}" -np 1 -x CUDA_VISIBLE_DEVICES=0 "$shardlab" collectives bench --device cuda --op allreduce \
+  --dtype fp32 -b 1K -e 1K --iters 1 --warmup 0 --json "$work/own.json" : \
+  -np 1 -x CUDA_VISIBLE_DEVICES=1 "$shardlab" collectives bench --device cuda --op allreduce \
+  --dtype fp32 -b 1K -e 1K --iters 1 --warmup 0 --json "$work/own.json" >/dev/null
+python3 "$(dirname "$0")/check_bench_json.py" "$work/own.json" 2
+
 # Bad input.
 SHARDLAB_EMU_GPUS=0 "$expect" 2 "no CUDA GPU is usable" "${mpirun[@]}" -np 2 "$shardlab" train "${model[@]}" --steps 1 --device cuda --out "$work/x"
 SHARDLAB_EMU_GPUS=1 "$expect" 2 "2 ranks on this node but 1 GPU visible" "${mpirun[@]}" -np 2 "$shardlab" train "${model[@]}" --steps 1 --device cuda --out "$work/x"
