@@ -23,7 +23,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
+from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from plot_plan_memory import byte_unit, human_bytes, legend_outside, plot_report  # noqa: E402
@@ -77,7 +77,7 @@ def save(fig, out_dir, name):
 def run_title(rep):
     c, m = rep["config"], rep["config"]["model"]
     return (f"{len(rep['ranks'])} rank(s), ZeRO-{c['zero']}{' + offload' if c['offload'] else ''}, "
-            f"{c['precision']}, {m['layers']} layers x {m['hidden']} hidden")
+            f"{c['precision']}, {m['layers']} layer{'s' if m['layers'] != 1 else ''} x {m['hidden']} hidden")
 
 
 def plot_loss(rep, steps, out_dir):
@@ -100,6 +100,7 @@ def plot_loss(rep, steps, out_dir):
     else:
         ax.text(0.5, 0.5, "no steps were run", ha="center", transform=ax.transAxes)
     ax.set_xlabel("step")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylabel("cross-entropy, nats per token")
     ax.set_title(f"Loss: {run_title(rep)}", fontsize=10)
     ax.grid(alpha=0.3)
@@ -238,12 +239,15 @@ def plot_time(rep, steps, out_dir):
         ax.stackplot(xs, compute, exposed, colors=["C0", "C1"],
                      labels=["compute", "exposed communication"])
     ax.set_xlabel("step")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylabel("ms per step (rank 0)")
     ax.set_title("Step time: compute vs waiting for communication", fontsize=10)
     if steps:
         ax.legend(fontsize=8)
-    comp = [r["time"]["compute_seconds"] for r in ranks]
-    expo = [r["time"]["exposed_comm_seconds"] for r in ranks]
+    total = max(r["time"]["step_seconds"] for r in ranks)
+    scale, unit = (1.0, "seconds") if total >= 1 else (1e-3, "ms")
+    comp = [r["time"]["compute_seconds"] / scale for r in ranks]
+    expo = [r["time"]["exposed_comm_seconds"] / scale for r in ranks]
     names = [f"rank {r['rank']}" for r in ranks]
     bx.bar(names, comp, 0.6, color="C0", label="compute")
     bx.bar(names, expo, 0.6, bottom=comp, color="C1", label="exposed comm.")
@@ -252,7 +256,7 @@ def plot_time(rep, steps, out_dir):
             bx.annotate(f"{100 * e / (c + e):.0f}% exposed", (i, c + e), ha="center",
                         va="bottom", fontsize=7)
     bx.set_xlim(-0.75, len(ranks) - 0.25)  # one rank: a bar, not a wall
-    bx.set_ylabel("seconds over the run")
+    bx.set_ylabel(f"{unit} over the run")
     bx.set_title("Per rank, whole run", fontsize=10)
     bx.margins(y=0.12)
     fig.suptitle(f"Time: {run_title(rep)}", fontsize=10)
