@@ -256,8 +256,9 @@ def plot_time(rep, steps, out_dir):
             bx.annotate(f"{100 * e / (c + e):.0f}% exposed", (i, c + e), ha="center",
                         va="bottom", fontsize=7)
     bx.set_xlim(-0.75, len(ranks) - 0.25)  # one rank: a bar, not a wall
-    bx.set_ylabel(f"{unit} over the run")
-    bx.set_title("Per rank, whole run", fontsize=10)
+    bx.set_ylabel(f"{unit}, summed over those steps")
+    # After --resume, report.json's times cover the last leg only; steps.jsonl every step.
+    bx.set_title(f"Per rank, over {ranks[0]['time']['steps']} step(s)", fontsize=10)
     bx.margins(y=0.12)
     fig.suptitle(f"Time: {run_title(rep)}", fontsize=10)
     return save(fig, out_dir, "time.png")
@@ -281,7 +282,7 @@ def summary(rep, steps, run_dir, plots):
               f"(global batch {c['global_batch_seqs']} sequences), lr {c['lr']:.3g} "
               f"({c['schedule']}), data: {c['data']}.", ""]
     stopped = (f" of {c['steps']} (stopped early; continue with `shardlab train --resume "
-               f"{run_dir}`)" if last_step < c["steps"] else "")
+               f"{run_dir} --out {run_dir}` and the run's flags)" if last_step < c["steps"] else "")
     lines += ["| | |", "|---|---|", f"| steps run | {last_step}{stopped} |"]
     if steps:
         lines.append(f"| training loss | {steps[0]['loss']:.3f} at step {steps[0]['step']} -> "
