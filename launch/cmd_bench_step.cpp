@@ -9,6 +9,7 @@
 #include "launch/commands.h"
 #include "launch/device_options.h"
 #include "launch/model_options.h"
+#include "launch/python_tool.h"
 #include "launch/pytorch_peer.h"
 #include "model/backend.h"
 #include "model/gpt_init.h"
@@ -34,7 +35,7 @@ struct StepBenchOptions {
     std::string precision = "fp32", checkpoint = "none";
     int batch = 8, seq = 0, steps = 10, warmup = 2;
     bool json = false;
-    std::string peer = "none", python = "/usr/bin/python3";
+    std::string peer = "none", python = kDefaultPython;
     DeviceOptions device;
 };
 

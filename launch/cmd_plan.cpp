@@ -1,12 +1,14 @@
 // `shardlab plan`: does it fit, on which ZeRO stage, and what does it cost on the wire? Prints
 // the per-rank memory (exact bytes, GB and GiB) and the per-step traffic of plan/memory_plan.h;
 // --compare puts stages 0-3 x offload side by side, --sweep-ranks shows memory falling with N,
-// --estimator deepspeed adds DeepSpeed's own estimate beside shardlab's (launch/plan_deepspeed.h).
+// --estimator deepspeed adds DeepSpeed's own estimate beside shardlab's (launch/plan_deepspeed.h);
+// --plot draws the per-rank memory through tools/plot_plan_memory.py.
 #include "core/error.h"
 #include "launch/cli_util.h"
 #include "launch/commands.h"
 #include "launch/flag_checks.h"
 #include "launch/plan_deepspeed.h"
+#include "launch/python_tool.h"
 #include "plan/memory_plan.h"
 
 #include <fmt/format.h>
@@ -14,14 +16,17 @@
 #include <charconv>
 #include <nlohmann/json.hpp>
 
+#include <cstdio>
+#include <filesystem>
 #include <memory>
+#include <unistd.h>
 
 namespace shardlab {
 
 namespace {
 struct PlanFlags {
     std::string preset, arch = "gpt2", precision = "bf16", opt_states = "fp32", checkpoint = "none";
-    std::string gpu, json_path, sweep, estimator = "shardlab";
+    std::string gpu, json_path, sweep, estimator = "shardlab", plot, python = kDefaultPython;
     int layers = 0, hidden = 0, heads = 0, kv_heads = 0, ffn = 0, vocab = 0, seq = 0;
     double params = 0;
     int ranks = 0, nodes = 0, gpus_per_node = 0, zero = 0, micro_batch = 1, grad_accum = 1,
@@ -253,7 +258,35 @@ bool wants_deepspeed(const PlanFlags& f) {
     return true;
 }
 
+// --plot must name a PNG in a directory that exists and can be written: checked before anything
+// is computed.
+void check_plot_path(const std::string& plot) {
+    const std::filesystem::path p(plot);
+    if (p.extension() != ".png")
+        throw UsageError("--plot " + plot + ": the plot is a PNG; give a file name ending in .png");
+    check_writable_directory(p.has_parent_path() ? p.parent_path().string() : ".",
+                             "--plot " + plot);
+}
+
+// The plot script reads plan --json output: handed over in a temporary file.
+void plot_plans(const nlohmann::json& plans, const PlanFlags& f) {
+    std::string tmp = (std::filesystem::temp_directory_path() / "shardlab-plan-XXXXXX").string();
+    const int fd = ::mkstemp(tmp.data());
+    if (fd < 0) throw Error("--plot: cannot create a temporary file in " + tmp);
+    ::close(fd);
+    try {
+        write_json_file(tmp, plans);
+        fmt::print("{}", run_python_tool("--plot", "matplotlib", f.python,
+                                         tool_script_path("plot_plan_memory.py"), {tmp, f.plot}));
+    } catch (...) {
+        std::remove(tmp.c_str());
+        throw;
+    }
+    std::remove(tmp.c_str());
+}
+
 int run_plan(const PlanFlags& f) {
+    if (!f.plot.empty()) check_plot_path(f.plot);
     const PlanModel model = build_model(f);
     PlanOptions o = build_options(f);
     const bool deepspeed = wants_deepspeed(f);
@@ -290,18 +323,20 @@ int run_plan(const PlanFlags& f) {
         ds = compare_with_deepspeed(model, o, deepspeed_cluster(f, o), f.rank);
         print_deepspeed_comparison(ds);
     }
+    nlohmann::json out;
+    if (plans.size() == 1)
+        out = plan_json(plans[0]);
+    else
+        for (const auto& p : plans) out.push_back(plan_json(p));
     if (!f.json_path.empty()) {
-        nlohmann::json out;
-        if (plans.size() == 1)
-            out = plan_json(plans[0]);
-        else
-            for (const auto& p : plans) out.push_back(plan_json(p));
+        nlohmann::json file = out;
         if (deepspeed) {
-            out["deepspeed"] = deepspeed_json(ds);
-            out["deepspeed_model"] = deepspeed_model_json(ds);
+            file["deepspeed"] = deepspeed_json(ds);
+            file["deepspeed_model"] = deepspeed_model_json(ds);
         }
-        write_json_file(f.json_path, out);
+        write_json_file(f.json_path, file);
     }
+    if (!f.plot.empty()) plot_plans(out, f);
     return 0;
 }
 } // namespace
@@ -342,6 +377,9 @@ CommandRunner add_plan_command(CLI::App& cmd) {
     cmd.add_option("--estimator", f->estimator,
                    "shardlab | deepspeed (adds DeepSpeed's ZeRO-2/3 estimate beside shardlab's)");
     cmd.add_option("--json", f->json_path, "Write every number to this JSON file");
+    cmd.add_option("--plot", f->plot,
+                   "Draw the per-rank memory (device and host, by component) into FILE.png");
+    cmd.add_option("--python", f->python, "The interpreter for --plot (one with matplotlib)");
     return [f] { return run_plan(*f); };
 }
 

@@ -21,5 +21,6 @@ CommandRunner add_plan_command(CLI::App& cmd);
 CommandRunner add_train_command(CLI::App& cmd);
 CommandRunner add_bench_adamw_command(CLI::App& cmd);
 CommandRunner add_checkpoint_command(CLI::App& cmd);
+CommandRunner add_report_command(CLI::App& cmd);
 
 } // namespace shardlab

@@ -60,7 +60,10 @@ int main(int argc, char** argv) {
     CLI::App* ckpt =
         app.add_subcommand("checkpoint", "Inspect a training checkpoint, or export its weights");
     runners[ckpt] = add_checkpoint_command(*ckpt);
-    const std::set<CLI::App*> without_mpi = {device, init, ref, bench_adamw, plan, ckpt};
+    CLI::App* report =
+        app.add_subcommand("report", "Plots and a one-page summary of a training run's --out DIR");
+    runners[report] = add_report_command(*report);
+    const std::set<CLI::App*> without_mpi = {device, init, ref, bench_adamw, plan, ckpt, report};
 
     try {
         app.parse(argc, argv);

@@ -1,55 +1,37 @@
-// Runs the peer script through popen and reads its last output line as JSON.
+// Runs the peer script (launch/python_tool.h) and reads its last output line as JSON.
 #include "launch/pytorch_peer.h"
 
 #include "core/error.h"
+#include "launch/python_tool.h"
 
 #include <fmt/format.h>
-
-#include <cstdio>
-#include <cstdlib>
-#include <filesystem>
 
 namespace shardlab {
 
 std::string peer_script_path() {
-    const char* dir = std::getenv("SHARDLAB_TOOLS_DIR");
-    return std::string(dir && *dir ? dir : SHARDLAB_SOURCE_DIR "/tools") + "/torch_bench_step.py";
+    return tool_script_path("torch_bench_step.py");
 }
-
-namespace {
-std::string quoted(const std::string& s) { // for /bin/sh: single quotes, ' as '\''
-    std::string out = "'";
-    for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return out + "'";
-}
-} // namespace
 
 nlohmann::json run_pytorch_peer(const PeerRun& r) {
-    const std::string script = peer_script_path();
-    if (!std::filesystem::exists(script))
-        throw UsageError("--peer pytorch: the peer script " + script +
-                         " is missing; set SHARDLAB_TOOLS_DIR to the tools/ folder of a shardlab "
-                         "checkout");
     const GPTConfig& c = r.config;
-    const std::string cmd = fmt::format(
-        "{} {} --layers {} --hidden {} --heads {} --vocab {} --seq {} --batch {} --precision {} "
-        "--threads {} --steps {} --warmup {} --device {} 2>&1",
-        quoted(r.python), quoted(script), c.layers, c.hidden, c.heads, c.vocab, r.seq, r.batch,
-        r.precision, r.threads, r.steps, r.warmup, r.device);
-    FILE* pipe = popen(cmd.c_str(), "r");
-    if (!pipe) throw UsageError("--peer pytorch: could not start " + r.python);
-    std::string output, last;
-    char buf[4096];
-    while (std::fgets(buf, sizeof buf, pipe)) output += buf;
-    const int status = pclose(pipe);
+    auto n = [](auto v) { return fmt::format("{}", v); };
+    const std::string output = run_python_tool(
+        "--peer pytorch", "torch", r.python, peer_script_path(),
+        {"--layers",    n(c.layers), "--hidden",  n(c.hidden),  "--heads", n(c.heads),
+         "--vocab",     n(c.vocab),  "--seq",     n(r.seq),     "--batch", n(r.batch),
+         "--precision", r.precision, "--threads", n(r.threads), "--steps", n(r.steps),
+         "--warmup",    n(r.warmup), "--device",  r.device});
+    std::string last;
     const std::size_t end = output.find_last_not_of('\n');
     if (end != std::string::npos) {
         const std::size_t begin = output.rfind('\n', end);
         last = output.substr(begin == std::string::npos ? 0 : begin + 1, end + 1 - (begin + 1));
     }
-    if (status != 0 || last.empty() || last[0] != '{')
-        throw UsageError("--peer pytorch: `" + r.python + " " + script + "` failed (is torch " +
-                         "installed for it? choose the interpreter with --python):\n" + output);
+    if (last.empty() || last[0] != '{')
+        throw UsageError("--peer pytorch: `" + r.python + " " + peer_script_path() +
+                         "` printed no JSON line (is torch installed for it? choose the "
+                         "interpreter with --python):\n" +
+                         output);
     return nlohmann::json::parse(last);
 }
 

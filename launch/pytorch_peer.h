@@ -20,8 +20,7 @@ struct PeerRun {
 // Throws UsageError naming the problem (no such interpreter, no torch, the script failed).
 nlohmann::json run_pytorch_peer(const PeerRun& run);
 
-// Where the peer script lives: $SHARDLAB_TOOLS_DIR, else the source tree this binary was built
-// from.
+// tools/torch_bench_step.py, found as launch/python_tool.h finds every tool.
 std::string peer_script_path();
 
 } // namespace shardlab

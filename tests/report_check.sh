@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# `shardlab report` and `shardlab plan --plot` end to end: a tiny 2-rank run with validation gives
+# one PNG per plot (the PNG signature, not a stub) and a summary.md embedding each; bad input —
+# no directory, no report.json, corrupt JSON, a --plot name that is not a PNG, a missing
+# directory — exits 2 naming the fix. Usage: report_check.sh SHARDLAB EXPECT MPIRUN...
+set -euo pipefail
+shardlab=$1 expect=$2
+shift 2
+mpirun=("$@")
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+"${mpirun[@]}" -np 2 "$shardlab" train --layers 1 --hidden 32 --heads 2 --seq 32 --micro-batch 2 \
+  --steps 4 --val-every 2 --val-batches 1 --zero 3 --quiet --out "$work/run" > "$work/train.txt"
+"$shardlab" report "$work/run" > "$work/report.txt"
+# The summary's path is the last line.
+[ "$(tail -n 1 "$work/report.txt")" = "summary: $work/run/summary.md" ] || { cat "$work/report.txt"; exit 1; }
+is_png() { # the 8-byte PNG signature and more than a few KB: a drawn plot, not an empty file
+  head -c 8 "$1" | od -An -tx1 | grep -q "89 50 4e 47 0d 0a 1a 0a" || { echo "$1: not a PNG"; exit 1; }
+  [ "$(stat -c %s "$1")" -gt 10000 ] || { echo "$1: only $(stat -c %s "$1") bytes"; exit 1; }
+}
+for plot in loss memory phases comm time; do
+  is_png "$work/run/$plot.png"
+  grep -qF "]($plot.png)" "$work/run/summary.md" || { echo "summary.md does not embed $plot.png"; exit 1; }
+done
+[ "$(ls "$work/run"/*.png | wc -l)" -eq 5 ] || { ls "$work/run"; exit 1; }
+grep -qF "| steps run | 4 |" "$work/run/summary.md" || { cat "$work/run/summary.md"; exit 1; }
+grep -qE "^\| validation loss \| [0-9.]+ at step 2 -> [0-9.]+ at step 4 \|$" "$work/run/summary.md"
+echo "ok: 5 PNGs and summary.md"
+# --out elsewhere, and the script on its own.
+"$shardlab" report "$work/run" --out "$work/elsewhere" > /dev/null
+is_png "$work/elsewhere/comm.png"
+/usr/bin/python3 "$(dirname "$0")/../tools/report.py" "$work/run" --out "$work/alone" > /dev/null
+test -s "$work/alone/summary.md"
+
+"$expect" 2 "run \`shardlab train --out $work/nothing\` first" "$shardlab" report "$work/nothing"
+mkdir "$work/empty"
+"$expect" 2 "has no report.json" "$shardlab" report "$work/empty"
+mkdir "$work/corrupt" && head -c 100 "$work/run/report.json" > "$work/corrupt/report.json"
+"$expect" 2 "report.json is not valid JSON" "$shardlab" report "$work/corrupt"
+echo '{"steps": []}' > "$work/corrupt/report.json"
+"$expect" 2 "is not a shardlab training report" "$shardlab" report "$work/corrupt"
+"$expect" 2 "is matplotlib installed for it" "$shardlab" report "$work/run" --python /bin/false
+
+"$shardlab" plan --preset tiny --ranks 2 --zero 3 --offload --plot "$work/one.png" > /dev/null
+"$shardlab" plan --preset gpt2 --ranks 8 --compare --plot "$work/compare.png" > /dev/null
+is_png "$work/one.png"
+is_png "$work/compare.png"
+"$expect" 2 "give a file name ending in .png" "$shardlab" plan --preset tiny --plot "$work/x.jpg"
+"$expect" 2 "is not a directory; create it" "$shardlab" plan --preset tiny --plot "$work/no/x.png"
+echo "report and plan --plot: ok"
