@@ -201,7 +201,8 @@ void map_optimizer(JsonKeys& k, Settings& s) {
                (type ? "\"" + *type + "\" is not supported" : std::string("is missing")) +
                    ": shardlab's optimizer is AdamW (decoupled weight decay); use \"AdamW\"");
     // engine.py: "Adam" is AdamW unless adam_w_mode is false; torch_adam picks torch's class.
-    const bool adamw = lower == "adamw" || k.boolean(P + "adam_w_mode").value_or(true);
+    const bool adam_w_mode = k.boolean(P + "adam_w_mode").value_or(true); // read for AdamW too
+    const bool adamw = lower == "adamw" || adam_w_mode;
     const bool torch_adam = k.boolean(P + "torch_adam").value_or(false);
     if (k.boolean(P + "bias_correction") == false)
         k.fail(P + "bias_correction", "false is not supported: shardlab's AdamW always corrects "
@@ -381,41 +382,45 @@ DsMapping map_deepspeed_config(const json& doc, int world_size, const std::strin
     return s.m;
 }
 
-std::vector<std::string> apply_deepspeed_config(CLI::App& cmd, const TrainOptions& o,
-                                                const std::set<std::string>& cli, int world_size) {
-    const std::string& path = o.deepspeed_config;
-    json doc;
-    try {
-        doc = json::parse(read_text(path));
-    } catch (const json::parse_error& e) {
-        throw UsageError("deepspeed config '" + path + "' is not valid JSON (" + e.what() + ")");
-    }
-    const DsMapping m = map_deepspeed_config(doc, world_size, path);
-    const std::string where = "deepspeed config '" + path + "'";
-    std::vector<std::string> applied, flags_win;
+namespace {
+
+struct Applied {
+    std::vector<std::string> set, flags_win; // "--zero 2"; "--zero 1 (the file: ...)"
+};
+
+// Each setting onto its option, by the rules in the header.
+Applied apply_settings(CLI::App& cmd, const DsMapping& m, const std::set<std::string>& cli,
+                       const std::string& config_file, const std::string& where) {
+    Applied a;
     for (const DsSetting& s : m.settings) {
         CLI::Option* opt = cmd.get_option(s.flag);
         const std::string name = s.flag.substr(2);
         if (cli.count(s.flag)) {
             if (s.kind == Kind::given) // DeepSpeed's defaults and checks go unmentioned
-                flags_win.push_back(
+                a.flags_win.push_back(
                     fmt::format("{} {} (the file: {})", s.flag, last_result(*opt), s.source));
         } else if (opt->count() > 0) { // set by --config: the two files must agree
             if (s.kind != Kind::implied && !same_value(last_result(*opt), s.value))
                 throw UsageError(fmt::format(
                     "--config '{}' sets {} = {} but {} gives {} {} ({}); make the two files "
                     "agree, or give {} on the command line, which wins over both",
-                    o.config_file, name, last_result(*opt), where, s.flag, s.value, s.source,
+                    config_file, name, last_result(*opt), where, s.flag, s.value, s.source,
                     s.flag));
         } else if (s.kind != Kind::check) {
             set_option_text(*opt, s.value, where + " (" + s.source + ")", name);
-            applied.push_back(s.flag + " " + s.value);
+            a.set.push_back(s.flag + " " + s.value);
         }
     }
-    std::vector<std::string> lines{"deepspeed-config '" + path + "' sets: " +
-                                   (applied.empty() ? "nothing applied" : joined(applied, " "))};
-    if (!flags_win.empty())
-        lines.push_back("deepspeed-config: the command line wins: " + joined(flags_win, "; "));
+    return a;
+}
+
+// The startup lines: set, won by flags, ignored, "auto", and the notes.
+std::vector<std::string> summary(const DsMapping& m, const Applied& a, const TrainOptions& o,
+                                 int world_size) {
+    std::vector<std::string> lines{"deepspeed-config '" + o.deepspeed_config +
+                                   "' sets: " + (a.set.empty() ? "nothing" : joined(a.set, " "))};
+    if (!a.flags_win.empty())
+        lines.push_back("deepspeed-config: the command line wins: " + joined(a.flags_win, "; "));
     if (!m.ignored.empty()) lines.push_back("deepspeed-config: ignored keys: " + joined(m.ignored));
     if (!m.automatic.empty())
         lines.push_back("deepspeed-config: \"auto\" keys left to flags and defaults: " +
@@ -429,6 +434,28 @@ std::vector<std::string> apply_deepspeed_config(CLI::App& cmd, const TrainOption
                                     batch, *m.train_batch_size));
     for (const std::string& n : notes) lines.push_back("deepspeed-config: note: " + n);
     return lines;
+}
+
+} // namespace
+
+std::vector<std::string> apply_deepspeed_text(CLI::App& cmd, const TrainOptions& o,
+                                              const std::set<std::string>& cli, int world_size,
+                                              std::string_view text) {
+    const std::string where = "deepspeed config '" + o.deepspeed_config + "'";
+    json doc;
+    try {
+        doc = json::parse(text);
+    } catch (const json::parse_error& e) {
+        throw UsageError(where + " is not valid JSON (" + e.what() + ")");
+    }
+    const DsMapping m = map_deepspeed_config(doc, world_size, o.deepspeed_config);
+    const Applied a = apply_settings(cmd, m, cli, o.config_file, where);
+    return summary(m, a, o, world_size);
+}
+
+std::vector<std::string> apply_deepspeed_config(CLI::App& cmd, const TrainOptions& o,
+                                                const std::set<std::string>& cli, int world_size) {
+    return apply_deepspeed_text(cmd, o, cli, world_size, read_text(o.deepspeed_config));
 }
 
 } // namespace shardlab

@@ -16,6 +16,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace shardlab {
@@ -53,5 +54,11 @@ DsMapping map_deepspeed_config(const nlohmann::json& doc, int world_size, const 
 // defaults, which yield to it. `o` is the options `cmd` fills.
 std::vector<std::string> apply_deepspeed_config(CLI::App& cmd, const TrainOptions& o,
                                                 const std::set<std::string>& cli, int world_size);
+
+// The same for the file's text (o.deepspeed_config names it in messages): what
+// apply_deepspeed_config does once it has read the file, and what fuzz/ feeds from memory.
+std::vector<std::string> apply_deepspeed_text(CLI::App& cmd, const TrainOptions& o,
+                                              const std::set<std::string>& cli, int world_size,
+                                              std::string_view text);
 
 } // namespace shardlab

@@ -64,6 +64,7 @@ with tempfile.TemporaryDirectory() as tmp:
                               "overlap_comm": True},
         "bf16": {"enabled": True}, "gradient_clipping": 0.5,
         "optimizer": {"type": "AdamW", "params": {"lr": 3e-4, "betas": [0.8, 0.99], "eps": 1e-6,
+                                                  "adam_w_mode": True,
                                                   "weight_decay": 0.05}},
         "scheduler": {"type": "WarmupCosineLR",
                       "params": {"total_num_steps": 7, "warmup_num_steps": 3,
