@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 
 namespace shardlab {
 
@@ -28,6 +29,12 @@ using Kind = DsSetting::Kind;
 
 std::string number_text(double v) {
     return fmt::format("{}", v);
+}
+
+// a x b, or the largest long long past it: no batch is that large, so a comparison still fails.
+long long times(long long a, long long b) {
+    long long r = 0;
+    return __builtin_mul_overflow(a, b, &r) ? std::numeric_limits<long long>::max() : r;
 }
 
 // Collects the settings; a later group's value for a flag replaces an earlier one's.
@@ -138,37 +145,38 @@ void map_batch(JsonKeys& k, Settings& s, int world) {
         return;
     }
     const std::string ranks = fmt::format("{} rank{}", world, world == 1 ? "" : "s");
+    const long long MA_N = M && A ? times(times(*M, *A), world) : 0; // all three given: must be T
     std::string m_src = M ? fmt::format("{} {}", mk, *M) : "",
                 a_src = A ? fmt::format("{} {}", ak, *A) : "";
     if (T && !M) { // the micro-batch follows
         const long long a = A.value_or(1);
-        if (*T % (a * world) != 0)
+        if (*T % times(a, world) != 0)
             k.fail(tk, fmt::format("{} is not a multiple of {}{} = {} (DeepSpeed's rule: "
                                    "train_batch_size = micro-batch x accumulation x ranks); use a "
                                    "multiple of {}, or give {}",
-                                   *T, A ? fmt::format("{} {} x ", ak, a) : "", ranks, a * world,
-                                   a * world, mk));
-        M = *T / (a * world);
+                                   *T, A ? fmt::format("{} {} x ", ak, a) : "", ranks,
+                                   times(a, world), times(a, world), mk));
+        M = *T / times(a, world);
         m_src = fmt::format("{} {} / ({} x {})", tk, *T, a, ranks);
         if (!A) a_src = fmt::format("1: {} without {} or {}", tk, mk, ak);
         A = a;
     } else if (T && !A) { // the accumulation follows
-        if (*T % (*M * world) != 0)
+        if (*T % times(*M, world) != 0)
             k.fail(tk,
                    fmt::format("{} is not a multiple of {} {} x {} = {} (DeepSpeed's rule); use "
                                "a multiple of {}",
-                               *T, mk, *M, ranks, *M * world, *M * world));
-        A = *T / (*M * world);
+                               *T, mk, *M, ranks, times(*M, world), times(*M, world)));
+        A = *T / times(*M, world);
         a_src = fmt::format("{} {} / ({} {} x {})", tk, *T, mk, *M, ranks);
     } else if (!T) { // train_batch_size follows
         if (!A) a_src = fmt::format("1: {} without {} or {}", mk, tk, ak);
         A = A.value_or(1);
-        T = *M * *A * world;
-    } else if (*T != *M * *A * world) {
+        T = times(times(*M, *A), world);
+    } else if (*T != MA_N) {
         k.fail(tk, fmt::format("{} is not {} {} x {} {} x {} = {} (DeepSpeed's rule: "
                                "train_batch_size = micro-batch x accumulation x ranks); correct "
                                "one of the three, or drop {} and let it follow",
-                               *T, mk, *M, ak, *A, ranks, *M * *A * world, tk));
+                               *T, mk, *M, ak, *A, ranks, MA_N, tk));
     }
     s.set("--micro-batch", std::to_string(*M), m_src);
     s.set("--grad-accum", std::to_string(*A), a_src);
@@ -269,9 +277,9 @@ void map_warmup_lrs(JsonKeys& k, Settings& s, const std::string& type) {
         s.set("--min-lr-ratio", "0", "WarmupDecayLR decays to warmup_min_lr 0",
               min_lr ? Kind::given : Kind::implied);
     } else {
-        if (!max_lr)
-            k.fail(P + "warmup_min_lr", "is not 0, so shardlab needs warmup_max_lr too (the "
-                                        "decay's floor is a fraction of the peak); give it");
+        if (!max_lr || *max_lr <= 0)
+            k.fail(P + "warmup_min_lr", "is not 0, so shardlab needs a positive warmup_max_lr "
+                                        "too (the decay's floor is a fraction of the peak)");
         s.set("--min-lr-ratio", number_text(*min_lr / *max_lr),
               fmt::format("WarmupDecayLR floor warmup_min_lr {} / warmup_max_lr {}", *min_lr,
                           *max_lr));
@@ -349,7 +357,8 @@ bool same_value(std::string a, std::string b) {
     }
     char *ea = nullptr, *eb = nullptr;
     const double x = std::strtod(a.c_str(), &ea), y = std::strtod(b.c_str(), &eb);
-    if (!a.empty() && !b.empty() && *ea == '\0' && *eb == '\0') return float(x) == float(y);
+    if (!a.empty() && !b.empty() && *ea == '\0' && *eb == '\0') // equal as the float flags hold
+        return x == y || std::fabs(x - y) <= 1e-7 * std::fmax(std::fabs(x), std::fabs(y));
     return a == b;
 }
 
@@ -427,7 +436,7 @@ std::vector<std::string> summary(const DsMapping& m, const Applied& a, const Tra
                         joined(m.automatic));
     std::vector<std::string> notes = m.notes;
     const long long batch =
-        o.global_batch ? o.global_batch : 1LL * o.micro_batch * o.grad_accum * world_size;
+        o.global_batch ? o.global_batch : times(times(o.micro_batch, o.grad_accum), world_size);
     if (m.train_batch_size && batch != *m.train_batch_size)
         notes.push_back(fmt::format("the command line makes the global batch {} sequences, not "
                                     "train_batch_size {}",

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <limits>
+
 namespace shardlab {
 
 using json = nlohmann::json;
@@ -48,6 +50,8 @@ std::optional<long long> JsonKeys::whole(const std::string& key, long long at_le
     if (!v->is_number_integer()) fail(key, "must be a whole number, not " + v->dump());
     const long long n = v->get<long long>();
     if (n < at_least) fail(key, fmt::format("is {}; it must be at least {}", n, at_least));
+    if (n > std::numeric_limits<int>::max())
+        fail(key, fmt::format("is {}; it must be at most {}", n, std::numeric_limits<int>::max()));
     return n;
 }
 

@@ -29,6 +29,7 @@ class JsonKeys {
     // The same, typed; another type fails with the key and the value named.
     std::optional<bool> boolean(const std::string& key);
     std::optional<double> number(const std::string& key);
+    // A whole number in [at_least, INT_MAX] (what an int flag holds).
     std::optional<long long> whole(const std::string& key, long long at_least);
     std::optional<std::string> text(const std::string& key);
 
