@@ -454,7 +454,7 @@ std::vector<std::string> apply_deepspeed_text(CLI::App& cmd, const TrainOptions&
     json doc;
     try {
         doc = json::parse(text);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) { // a syntax error, or a number past double (406)
         throw UsageError(where + " is not valid JSON (" + e.what() + ")");
     }
     const DsMapping m = map_deepspeed_config(doc, world_size, o.deepspeed_config);

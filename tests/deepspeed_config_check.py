@@ -163,6 +163,7 @@ with tempfile.TemporaryDirectory() as tmp:
             "bad value for 'min-lr-ratio'")
     # Bad files.
     refused("bad JSON", "{\"zero_optimization\": {\"stage\": 2,}}", "is not valid JSON")
+    refused("number past double", "{\"gradient_clipping\": 1e999}", "is not valid JSON")  # fuzzer's find
     refused("wrong type", {"zero_optimization": {"stage": "two"}},
             "zero_optimization.stage must be a whole number, not \"two\"")
     refused("not an object", {"zero_optimization": 2},
