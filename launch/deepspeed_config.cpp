@@ -246,9 +246,8 @@ void map_optimizer(JsonKeys& k, Settings& s) {
     if (!adamw && wd && std::strtod(wd->value.c_str(), nullptr) != 0)
         k.fail(P + "adam_w_mode",
                "false with weight_decay " + wd->value +
-                   " asks for Adam's L2 decay (added to the "
-                   "gradient); shardlab's AdamW decays the weights directly: set adam_w_mode true, "
-                   "or weight_decay 0");
+                   " asks for Adam's L2 decay (added to the gradient); shardlab's AdamW decays "
+                   "the weights directly: set adam_w_mode true, or weight_decay 0");
 }
 
 // WarmupLR / WarmupDecayLR: the peak is warmup_max_lr, the floor warmup_min_lr.
@@ -313,8 +312,7 @@ void map_scheduler(JsonKeys& k, Settings& s) {
         k.fail(P + "warmup_type", "is \"" + *warmup_type + "\"; use \"linear\" (or \"log\")");
     if (warmup_type.value_or("log") == "log" && !k.is_auto(P + "warmup_type"))
         s.note(std::string(warmup_type ? "warmup_type \"log\""
-                                       : "no warmup_type (DeepSpeed's "
-                                         "default is \"log\")") +
+                                       : "no warmup_type (DeepSpeed's default is \"log\")") +
                ": shardlab warms up linearly, so the warmup steps' learning rates differ; set "
                "\"warmup_type\": \"linear\" to match");
     if (type != "WarmupLR") { // WarmupLR has no end
