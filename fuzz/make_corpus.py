@@ -83,6 +83,8 @@ with open(os.path.join(HERE, "..", "examples", "demo.toml")) as f:
 write("config", "every_key.toml", """\
 # every key `shardlab train` accepts, each with a valid value
 config = "other.toml"
+deepspeed-config = "ds_config.json"
+print-config = false
 preset = "gpt2"
 layers = 2
 hidden = 64
@@ -136,6 +138,34 @@ data = '''C:\\data\\tokens.bin'''
 out = "out/\\u00e9t\\u00e9"
 loss-scale = 6.5e+04
 """)
+
+# ---- DeepSpeed configs: `shardlab train --deepspeed-config` JSON ---------------------------------
+write("deepspeed_config", "every_key.json", json.dumps({
+    "train_batch_size": 24, "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 2,
+    "zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu", "pin_memory": True},
+                          "offload_param": {"device": "none"}, "overlap_comm": True},
+    "fp16": {"enabled": True, "loss_scale": 0, "initial_scale_power": 12, "hysteresis": 2},
+    "bf16": {"enabled": False}, "gradient_clipping": 1.0,
+    "optimizer": {"type": "AdamW", "params": {"lr": 3e-4, "betas": [0.9, 0.95], "eps": 1e-8,
+                                              "weight_decay": 0.1, "adam_w_mode": True,
+                                              "bias_correction": True, "torch_adam": False}},
+    "scheduler": {"type": "WarmupCosineLR",
+                  "params": {"total_num_steps": 100, "warmup_num_steps": 10, "warmup_type": "linear",
+                             "warmup_min_ratio": 0.0, "cos_min_ratio": 0.1}},
+    "steps_per_print": 10, "wall_clock_breakdown": False}, indent=1))
+write("deepspeed_config", "hf_auto.json", json.dumps({
+    "train_batch_size": "auto", "train_micro_batch_size_per_gpu": "auto",
+    "gradient_accumulation_steps": "auto", "gradient_clipping": "auto",
+    "fp16": {"enabled": "auto"}, "bf16": {"enabled": "auto"},
+    "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "none"}},
+    "optimizer": {"type": "Adam", "params": {"lr": "auto", "betas": "auto", "eps": "auto",
+                                             "weight_decay": "auto"}},
+    "scheduler": {"type": "WarmupDecayLR",
+                  "params": {"warmup_min_lr": "auto", "warmup_max_lr": "auto",
+                             "warmup_num_steps": "auto", "total_num_steps": "auto"}}}, indent=1))
+write("deepspeed_config", "warmup_lr.json",
+      '{"bfloat16": {"enabled": true}, "train_batch_size": 6, "scheduler": {"type": "WarmupLR", '
+      '"params": {"warmup_min_lr": 0, "warmup_max_lr": 0.001, "warmup_num_steps": 1}}}')
 
 
 # ---- checkpoints: rank files as optim/checkpoint_file.cpp writes them (format 2) --------------

@@ -1,18 +1,59 @@
-// `shardlab train`: registers the flags; the run itself is launch/trainer.cpp.
+// `shardlab train`: registers the flags, applies --config and --deepspeed-config (flags win), and
+// runs the training (launch/trainer.cpp) — or, with --print-config, prints the options instead.
+#include "launch/cli_util.h"
 #include "launch/commands.h"
 #include "launch/config_file.h"
+#include "launch/deepspeed_config.h"
 #include "launch/trainer.h"
 
+#include <fmt/format.h>
+#include <mpi.h>
+
 #include <memory>
+#include <set>
+#include <string>
+#include <vector>
 
 namespace shardlab {
+
+namespace {
+// The options as the run would start with them, before the checks that need data or a model.
+nlohmann::json effective_options(const TrainOptions& o, int ranks) {
+    const bool fresh = o.init.empty();
+    const GPTConfig model = o.model.config();
+    nlohmann::json j = train_options_json(
+        o, fresh ? config_to_json(model) : nlohmann::json("from --init " + o.init),
+        fresh ? model.context : 0, o.grad_accum);
+    j["ranks"] = ranks;
+    return j;
+}
+} // namespace
 
 CommandRunner add_train_command(CLI::App& cmd) {
     auto o = std::make_shared<TrainOptions>();
     add_train_options(cmd, *o);
     return [o, &cmd] {
-        if (!o->config_file.empty()) apply_config_file(cmd, o->config_file);
-        return run_training(*o);
+        int ranks = 1, rank = 0;
+        MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        const std::set<std::string> cli = command_line_flags(cmd); // before any file applies
+        std::vector<std::string> lines;
+        nlohmann::json printed;
+        // Every rank reads the files itself (a node may lack one): rank 0 reports any failure.
+        collectively(
+            [&] {
+                if (!o->config_file.empty()) apply_config_file(cmd, o->config_file);
+                if (!o->deepspeed_config.empty())
+                    lines = apply_deepspeed_config(cmd, *o, cli, ranks);
+                if (o->print_config) printed = effective_options(*o, ranks);
+            },
+            MPI_COMM_WORLD);
+        if (rank == 0) {
+            for (const std::string& line : lines) fmt::print("{}\n", line);
+            if (o->print_config) fmt::print("{}\n", printed.dump(2));
+            std::fflush(stdout);
+        }
+        return o->print_config ? 0 : run_training(*o);
     };
 }
 

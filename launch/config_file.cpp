@@ -65,13 +65,25 @@ void apply_config_text(CLI::App& cmd, std::string_view text, const std::string& 
                              "'; keys are the flag names without dashes (see --help)");
         }
         if (opt->count() > 0) continue; // given on the command line: the flag wins
-        try {
-            opt->add_result(value_text(v, key, path));
-            opt->run_callback();
-        } catch (const CLI::Error& e) {
-            throw UsageError("config file '" + path + "': bad value for '" + key +
-                             "': " + e.what());
-        }
+        set_option_text(*opt, value_text(v, key, path), "config file '" + path + "'", key);
+    }
+}
+
+std::set<std::string> command_line_flags(const CLI::App& cmd) {
+    std::set<std::string> given;
+    for (const CLI::Option* opt : cmd.get_options())
+        if (opt->count() > 0 && !opt->get_lnames().empty())
+            given.insert("--" + opt->get_lnames().front());
+    return given;
+}
+
+void set_option_text(CLI::Option& opt, const std::string& text, const std::string& source,
+                     const std::string& key) {
+    try {
+        opt.add_result(text);
+        opt.run_callback();
+    } catch (const CLI::Error& e) {
+        throw UsageError(source + ": bad value for '" + key + "': " + e.what());
     }
 }
 

@@ -11,6 +11,12 @@ void add_train_options(CLI::App& cmd, TrainOptions& o) {
     constexpr double kInf = std::numeric_limits<double>::infinity();
     cmd.add_option("--config", o.config_file,
                    "TOML file of flag = value lines (flags given on the command line win)");
+    cmd.add_option("--deepspeed-config", o.deepspeed_config,
+                   "DeepSpeed ds_config.json: its common keys as these flags (flags win; "
+                   "docs/DECISIONS.md has the table)");
+    cmd.add_flag("--print-config", o.print_config,
+                 "Print the options the run would use (after --config / --deepspeed-config) as "
+                 "JSON, and exit without training");
     add_model_options(cmd, o.model);
     cmd.add_option("--init", o.init,
                    "Start from these weights (.safetensors) instead of a fresh init");
@@ -27,8 +33,8 @@ void add_train_options(CLI::App& cmd, TrainOptions& o) {
     cmd.add_option("--steps", o.steps, "Optimizer steps");
     cmd.add_option("--lr", o.lr, "Peak learning rate")->check(in_range(0, kInf));
     cmd.add_option("--warmup", o.warmup, "Linear warmup steps")->check(at_least(0));
-    cmd.add_option("--schedule", o.schedule, "cosine | constant (after warmup)");
-    cmd.add_option("--min-lr-ratio", o.min_lr_ratio, "Cosine floor as a fraction of --lr")
+    cmd.add_option("--schedule", o.schedule, "cosine | linear | constant (after warmup)");
+    cmd.add_option("--min-lr-ratio", o.min_lr_ratio, "Decay floor as a fraction of --lr")
         ->check(in_range(0, 1));
     cmd.add_option("--weight-decay", o.weight_decay, "AdamW decoupled weight decay (2-D weights)")
         ->check(in_range(0, kInf));
@@ -105,7 +111,15 @@ nlohmann::json train_options_json(const TrainOptions& o, const nlohmann::json& m
             {"seed", o.seed},
             {"data", o.data.empty() ? "default corpus (/usr/share/common-licenses)" : o.data},
             {"val_every", o.val_every},
-            {"val_batches", o.val_batches}};
+            {"val_batches", o.val_batches},
+            {"deepspeed_config", o.deepspeed_config}}; // "" when none
+}
+
+LrSchedule lr_schedule(const TrainOptions& o) {
+    const auto decay = o.schedule == "linear"     ? LrSchedule::Decay::linear
+                       : o.schedule == "constant" ? LrSchedule::Decay::constant
+                                                  : LrSchedule::Decay::cosine;
+    return {o.lr, o.warmup, o.steps, o.min_lr_ratio, decay};
 }
 
 } // namespace shardlab

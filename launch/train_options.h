@@ -1,10 +1,12 @@
 // Everything `shardlab train` can be told, from flags or a config file (`--config FILE`, TOML
-// `key = value` lines named like the flags; flags win), and its JSON form for the report and
+// `key = value` lines named like the flags; flags win) or a DeepSpeed ds_config.json
+// (`--deepspeed-config`, launch/deepspeed_config.h), and its JSON form for the report and
 // checkpoints.
 #pragma once
 
 #include "launch/device_options.h"
 #include "launch/model_options.h"
+#include "optim/lr_schedule.h"
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -38,13 +40,17 @@ struct TrainOptions {
     bool overwrite = false;  // may replace another run's files in --out
     bool log_memory = false; // each step\'s tracked bytes and RSS, every rank, in steps.jsonl
     double collective_timeout =
-        300;                 // seconds one collective may wait (comm/mpi_watchdog.h); 0: none
-    std::string config_file; // applied by add_train_command's runner (flags win)
+        300;                      // seconds one collective may wait (comm/mpi_watchdog.h); 0: none
+    std::string config_file;      // applied by add_train_command's runner (flags win)
+    std::string deepspeed_config; // ditto, after config_file (launch/deepspeed_config.h)
+    bool print_config = false;    // print the options as JSON and exit without training
 };
 
 void add_train_options(CLI::App& cmd, TrainOptions& o);
 // grad_accum: the effective value (from --grad-accum, or --global-batch / (N x micro-batch)).
 nlohmann::json train_options_json(const TrainOptions& o, const nlohmann::json& model, int seq,
                                   int grad_accum);
+// --lr, --warmup, --steps, --min-lr-ratio and --schedule as the schedule the run follows.
+LrSchedule lr_schedule(const TrainOptions& o);
 
 } // namespace shardlab

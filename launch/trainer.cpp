@@ -139,8 +139,8 @@ RunSetup prepare(const TrainOptions& o, int ranks, int rank) {
         throw UsageError("--prefetch applies to --zero 3 only");
     if (o.micro_batch < 1 || o.steps < 1 || o.grad_accum < 1)
         throw UsageError("--micro-batch, --steps and --grad-accum must be at least 1");
-    if (o.schedule != "cosine" && o.schedule != "constant")
-        throw UsageError("--schedule must be cosine or constant");
+    if (o.schedule != "cosine" && o.schedule != "linear" && o.schedule != "constant")
+        throw UsageError("--schedule must be cosine, linear or constant");
     if (o.val_every < 0 || o.val_batches < 1 || o.save_every < 0 || o.sample < 0)
         throw UsageError("--val-every, --save-every and --sample must be >= 0, --val-batches >= 1");
     if (!o.init.empty() && (o.model.layers || o.model.hidden || o.model.heads || o.model.kv_heads ||
@@ -418,7 +418,7 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
 
     const TokenWindows train(s.data.train, T_), val(s.data.val, T_);
     std::vector<std::uint16_t> in(std::size_t(B) * T_), tg(in.size());
-    const LrSchedule lr{o.lr, o.warmup, o.steps, o.min_lr_ratio, o.schedule == "cosine"};
+    const LrSchedule lr = lr_schedule(o);
 
     std::filesystem::create_directories(o.out);
     std::unique_ptr<StepsLog> steps_log;
