@@ -48,6 +48,9 @@ CommandRunner add_train_command(CLI::App& cmd) {
                 if (o->print_config) printed = effective_options(*o, ranks);
             },
             MPI_COMM_WORLD);
+        // Continuing a run writes into its directory unless told otherwise: `--resume DIR` alone
+        // must not start a second report in the default ./out.
+        if (!o->resume.empty() && cmd.get_option("--out")->count() == 0) o->out = o->resume;
         if (rank == 0) {
             for (const std::string& line : lines) fmt::print("{}\n", line);
             if (o->print_config) fmt::print("{}\n", printed.dump(2));

@@ -58,7 +58,8 @@ void add_train_options(CLI::App& cmd, TrainOptions& o) {
     cmd.add_option("--save-every", o.save_every,
                    "Checkpoint the full training state every K steps");
     cmd.add_option("--resume", o.resume,
-                   "Continue from a run directory's checkpoint (same N and config)");
+                   "Continue from a run directory's checkpoint (same N and config); --out "
+                   "defaults to that directory");
     cmd.add_option("--stop-after", o.stop_after,
                    "Stop after this step, keeping --steps' schedule (resume later)");
     add_device_options(cmd, o.device, true);

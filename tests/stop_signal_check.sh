@@ -31,9 +31,12 @@ code=$?
 step=$(sed -n 's/.*stopped by SIGINT (Ctrl-C) after step \([0-9]*\): checkpoint saved.*/\1/p' "$work/log")
 [ -n "$step" ] || fail "1: no 'stopped by SIGINT ... checkpoint saved' line"
 grep -q "\"iteration\": $step" "$work/a/checkpoint/meta.json" || fail "1: the checkpoint is not at step $step"
-"$shardlab" "${train[@]}" --out "$work/a" --resume "$work/a" --stop-after $((step + 2)) >"$work/log" 2>&1 ||
+# --resume DIR alone continues in DIR (no --out): its checkpoint moves on to the new step there.
+(cd "$work" && "$shardlab" "${train[@]}" --resume "$work/a" --stop-after $((step + 2)) >"$work/log" 2>&1) ||
   fail "1: the resume failed"
 grep -q "resumed from .* at step $step" "$work/log" || fail "1: did not resume at step $step"
+grep -q "\"iteration\": $((step + 2))" "$work/a/checkpoint/meta.json" && [ ! -e "$work/out" ] ||
+  fail "1: --resume without --out did not continue in the run's directory"
 echo "ok: 1. SIGINT: checkpoint at step $step, exit 130, resumed from it"
 
 # Steps of ~1 s here, so the second signal arrives while the first waits for the step's end.
