@@ -3,7 +3,8 @@
 stacked downwards, coloured by kind) over the device memory each rank tracks.
 
 For a quick look without a browser; ui.perfetto.dev or chrome://tracing show the same file
-interactively. Usage: plot_trace.py TRACE.json OUT.png [--from-ms A --to-ms B]"""
+interactively. Usage: plot_trace.py TRACE.json OUT.png [--step N | --from-ms A --to-ms B]
+(--step N: the time of traced step N, on every rank)"""
 import argparse
 import json
 
@@ -36,6 +37,7 @@ def main():
     ap.add_argument("out")
     ap.add_argument("--from-ms", type=float)
     ap.add_argument("--to-ms", type=float)
+    ap.add_argument("--step", type=int, help="show only this traced step")
     a = ap.parse_args()
     events = json.load(open(a.trace))["traceEvents"]
     names = {(e["pid"], e["tid"]): e["args"]["name"] for e in events
@@ -44,6 +46,15 @@ def main():
     t0 = min(e["ts"] for e in spans)
     lo = a.from_ms if a.from_ms is not None else 0
     hi = a.to_ms if a.to_ms is not None else max(e["ts"] + e["dur"] - t0 for e in spans) / 1e3
+    if a.step is not None:
+        steps = [e for e in spans if e["cat"] == "step" and e["name"] == f"step {a.step}"]
+        if not steps:
+            traced = sorted({e["name"] for e in spans if e["cat"] == "step" and e["name"].startswith("step ")})
+            raise SystemExit(f"plot_trace.py: step {a.step} is not in the trace; it holds {', '.join(traced)}")
+        lo = min(e["ts"] - t0 for e in steps) / 1e3
+        hi = max(e["ts"] + e["dur"] - t0 for e in steps) / 1e3
+        pad = 0.02 * (hi - lo)
+        lo, hi = lo - pad, hi + pad
     tracks = sorted(names)
     ranks = sorted({p for p, _ in tracks})
     fig, (ax, mem) = plt.subplots(2, 1, figsize=(14, 1.0 + 0.55 * len(tracks) + 2.4), sharex=True,
@@ -54,6 +65,8 @@ def main():
         deepest = max(levels, default=0) + 1
         h = 0.8 / deepest
         for e, d in zip(track, levels):
+            if e["cat"] == "step" and d == 0 and e["name"].startswith("step ") and lo <= (e["ts"] - t0) / 1e3 < hi:
+                ax.text((e["ts"] - t0) / 1e3, row - 0.42, e["name"], fontsize=7, va="bottom")
             ax.broken_barh([((e["ts"] - t0) / 1e3, max(e["dur"] / 1e3, 1e-3))], (row - 0.4 + d * h, h),
                            facecolors=COLOURS.get(e["cat"], "grey"), linewidth=0)
     ax.set_yticks(range(len(tracks)))
@@ -62,9 +75,9 @@ def main():
     ax.set_xlim(lo, hi)
     used = sorted({e["cat"] for e in spans}, key=list(COLOURS).index)
     ax.legend(handles=[Patch(color=COLOURS[c], label=LABELS[c]) for c in used], ncol=len(used),
-              loc="upper center", bbox_to_anchor=(0.5, 1.0 + 0.9 / (0.55 * len(tracks) + 0.6)), fontsize=8,
-              frameon=False)
-    ax.set_title(a.trace.split("/")[-1] + ": every rank's streams (nested spans stacked downwards)", pad=28)
+              loc="lower center", bbox_to_anchor=(0.5, 1.0), fontsize=8, frameon=False)
+    fig.suptitle(a.trace.split("/")[-1] + ": every rank's streams, nested spans stacked downwards "
+                 "(a collective's span includes waiting for its peers)", fontsize=11)
     for rank in ranks:
         samples = sorted((e for e in events if e["ph"] == "C" and e["pid"] == rank
                           and e["name"] == "device memory (MB)"), key=lambda e: e["ts"])
