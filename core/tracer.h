@@ -1,8 +1,8 @@
 // Tracer: what ran when, on every stream of one rank, as Chrome/Perfetto trace events (--trace).
 // Work is enqueued and runs later, so a span is two events recorded on its stream around the work
 // (the stream's own clock says when it got there); host work (the offloaded optimizer) is timed on
-// the host. Both are put on one time line: zero is an event recorded on the compute stream while
-// every stream is idle, at the host moment the trace starts. Memory counters are sampled as spans
+// the host. Both are put on one time line: zero is an event recorded on the compute stream once it
+// has drained, at the host moment the trace starts. Memory counters are sampled as spans
 // begin. Nothing is recorded while disabled; the caller turns it on for the steps it wants.
 #pragma once
 
@@ -13,6 +13,7 @@
 
 #include <array>
 #include <cstddef>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -81,8 +82,14 @@ class TraceScope {
     TraceScope(Tracer* t, Stream& s, std::string name, const char* cat, nlohmann::json args = {})
         : t_(t && t->enabled() ? t : nullptr), s_(s),
           id_(t_ ? t_->begin(s, std::move(name), cat, std::move(args)) : Tracer::kNone) {}
+    // Never throws: while unwinding (or if recording fails, e.g. a CUDA error) the span stays open
+    // and is left out of the trace; the error that matters is reported elsewhere.
     ~TraceScope() {
-        if (t_) t_->end(s_, id_);
+        if (!t_ || std::uncaught_exceptions() > 0) return;
+        try {
+            t_->end(s_, id_);
+        } catch (const std::exception&) {
+        }
     }
     TraceScope(const TraceScope&) = delete;
     TraceScope& operator=(const TraceScope&) = delete;

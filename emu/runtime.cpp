@@ -335,6 +335,14 @@ cudaError_t cudaGetDeviceCount(int* count) {
     return device().count > 0 ? cudaSuccess : fail(cudaErrorNoDevice);
 }
 
+cudaError_t cudaDeviceGetPCIBusId(char* id, int len, int d) {
+    if (d < 0 || d >= device().count) return fail(cudaErrorInvalidDevice);
+    const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+    const int first = visible && *visible ? std::atoi(visible) : 0;
+    std::snprintf(id, std::size_t(len), "0000:%02x:00.0", (first + d) & 0xff);
+    return cudaSuccess;
+}
+
 cudaError_t cudaSetDevice(int d) {
     refuse_in_host_function("cudaSetDevice");
     if (d < 0 || d >= device().count) return fail(cudaErrorInvalidDevice);

@@ -1,7 +1,8 @@
 // Progress: what `shardlab train` prints while it runs. A log line every K steps (default: about 20
-// lines per run), at every validation, at the first and the last step, and at every skipped step;
-// on a terminal, between them, one status line rewritten in place (step/total, loss, tokens/s, ETA,
-// peak memory). Not on a terminal (a log file, CI), only the log lines, at the same cadence.
+// lines per run), at every validation, at the first and the last step, and at every fp16 step
+// skipped for an overflow (other skipped steps get a line on stderr); on a terminal, between them,
+// one status line rewritten in place (step/total, loss, tokens/s, ETA, peak memory). Not on a
+// terminal (a log file, CI), only the log lines, at the same cadence.
 #pragma once
 
 #include <cstdio>

@@ -106,6 +106,9 @@ void check_outputs(const TrainOptions& o, const GPTConfig& config, int rank) {
         throw UsageError(fmt::format("--out {}: {:.1f} MB free, and this run will write about "
                                      "{:.1f} MB there; free some space or choose another --out",
                                      o.out, space.available / 1e6, need_out / 1e6));
+    if (rank == 0 && !o.trace.empty() && fs::is_directory(o.trace, ec))
+        throw UsageError("--trace " + o.trace + " is a directory; give a file name, e.g. " +
+                         (fs::path(o.trace) / "trace.json").string());
     if (rank == 0 && !o.trace.empty() && !can_create(o.trace + ".write-test"))
         throw UsageError("--trace " + o.trace +
                          ": cannot create a file there; create the directory or choose a "
@@ -515,11 +518,21 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
     if (trace.tracer) {
         trace.tracer->enable(false);
         ctx.synchronize();
-        write_trace(o.trace, *trace.tracer, config, comm.mpi_comm());
-        if (r.lead)
-            fmt::print(
-                "trace of steps {}-{}: {} (open it in ui.perfetto.dev or chrome://tracing)\n",
-                trace_from + 1, std::min(end, trace_from + o.trace_steps), o.trace);
+        const int last_traced = std::min(end, trace_from + o.trace_steps);
+        // A trace that cannot be written costs the trace, not the run's report and weights.
+        try {
+            write_trace(o.trace, *trace.tracer, config, comm.mpi_comm());
+            if (r.lead && last_traced > trace_from)
+                fmt::print("trace of steps {}-{}: {} (open it in ui.perfetto.dev or "
+                           "chrome://tracing)\n",
+                           trace_from + 1, last_traced, o.trace);
+            if (r.lead && last_traced <= trace_from)
+                fmt::print("trace: {} holds no step: the run stopped before step {}, the first "
+                           "one traced\n",
+                           o.trace, trace_from + 1);
+        } catch (const Error& e) {
+            fmt::print(stderr, "shardlab: warning: no trace written: {}\n", e.what());
+        }
     }
     const std::string hash = hash_and_save_weights(engine, s.config, o.save_weights, r.lead);
     if (o.sample > 0 && !stopped_by) {

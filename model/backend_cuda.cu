@@ -11,7 +11,6 @@
 #include <cuda_runtime.h>
 
 #include <cstdlib>
-#include <cstring>
 #include <set>
 #include <string>
 #include <vector>
@@ -20,23 +19,28 @@ namespace shardlab {
 
 namespace {
 // This rank's place among the ranks of its node; own_gpu: the launcher gave each rank of the node a
-// CUDA_VISIBLE_DEVICES of its own, all different (Slurm's --gpus-per-task=1 or --gpu-bind=single:1)
-// — then each rank's GPU 0 is a different GPU.
+// GPU of its own (Slurm's --gpus-per-task=1 or --gpu-bind=single:1): every rank sees one GPU, and
+// no two see the same one (their PCI bus ids differ) — then each rank's GPU 0 is its own.
 struct NodePlace {
     int local_rank = 0, local_size = 1;
     bool own_gpu = false;
 };
 
-bool visible_devices_all_differ(MPI_Comm node, int size) {
-    constexpr int kLen = 256;
+// Whether the node's ranks each see exactly one GPU, all different. Collective over `node`.
+bool one_different_gpu_each(MPI_Comm node, int size) {
+    constexpr int kLen = 32;
     char mine[kLen] = {};
-    if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES")) std::strncpy(mine, v, kLen - 1);
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count != 1 ||
+        cudaDeviceGetPCIBusId(mine, kLen, 0) != cudaSuccess)
+        mine[0] = '\0'; // not one visible GPU: no claim to one of its own
+    cudaGetLastError(); // a failed query is reported later, by visible_gpus()
     std::vector<char> all(std::size_t(size) * kLen);
     MPI_Allgather(mine, kLen, MPI_CHAR, all.data(), kLen, MPI_CHAR, node);
     std::set<std::string> seen;
     for (int r = 0; r < size; ++r) {
-        const std::string v(&all[std::size_t(r) * kLen]);
-        if (v.empty() || !seen.insert(v).second) return false;
+        const std::string id(&all[std::size_t(r) * kLen]);
+        if (id.empty() || !seen.insert(id).second) return false;
     }
     return true;
 }
@@ -47,7 +51,7 @@ NodePlace node_place(MPI_Comm world) {
     NodePlace p;
     MPI_Comm_rank(node, &p.local_rank);
     MPI_Comm_size(node, &p.local_size);
-    p.own_gpu = p.local_size > 1 && visible_devices_all_differ(node, p.local_size);
+    p.own_gpu = p.local_size > 1 && one_different_gpu_each(node, p.local_size);
     MPI_Comm_free(&node);
     return p;
 }
@@ -76,7 +80,8 @@ int choose_gpu(const CudaOptions& o, const NodePlace& p, int count) {
         throw UsageError(std::to_string(p.local_size) + " ranks on this node but " +
                          std::to_string(count) + " GPU" + (count == 1 ? "" : "s") + " visible (" +
                          visible_devices() + "); start at most " + std::to_string(count) +
-                         " ranks per node, or pass --share-gpu to put several ranks on a GPU");
+                         " ranks per node, let every rank see the node's GPUs (Slurm: srun "
+                         "--gpu-bind=none), or pass --share-gpu to put several ranks on a GPU");
     return p.local_rank % count;
 }
 

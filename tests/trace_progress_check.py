@@ -5,7 +5,8 @@
    compute, comm, copy and host tracks; spans on every track nest (no two partly overlap); every
    collective span carries its bytes and a sequence number rising by one per call; memory counters
    for every category; exactly the --trace-steps steps after the first are traced; and the
-   prefetched AllGathers run while the compute stream computes (comm spans overlap op spans).
+   prefetched AllGathers run while the compute stream computes (comm spans overlap op spans); a
+   directory given as the trace file is refused up front.
 2. Progress, not on a terminal: log lines exactly at the first step, every --log-every K steps,
    every validation and the last step — and the default K gives about 20 lines per run; no
    terminal control characters.
@@ -58,11 +59,13 @@ try:
     for key, track in by_track.items():  # nesting: a span starting inside another ends inside it
         stack = []
         for e in sorted(track, key=lambda e: (e["ts"], -e["dur"])):
-            while stack and stack[-1]["ts"] + stack[-1]["dur"] <= e["ts"]:
+            # 1e-3 us: the rounding of ts + dur in microseconds, not time (one stream's events are
+            # in order by construction).
+            while stack and stack[-1]["ts"] + stack[-1]["dur"] <= e["ts"] + 1e-3:
                 stack.pop()
             if stack:
                 outer = stack[-1]
-                assert e["ts"] + e["dur"] <= outer["ts"] + outer["dur"], f"{key}: {e['name']} overlaps {outer['name']}"
+                assert e["ts"] + e["dur"] <= outer["ts"] + outer["dur"] + 1e-3, f"{key}: {e['name']} overlaps {outer['name']}"
             stack.append(e)
     for rank in (0, 1):
         steps = sorted(e["name"] for e in spans if e["pid"] == rank and e["cat"] == "step" and e["name"].startswith("step "))
@@ -85,6 +88,10 @@ try:
         copies = [e for e in spans if e["pid"] == rank and e["cat"] == "copy"]
         assert host and copies, "offload: no host updates or copies traced"
     print(f"ok 1: trace: {len(spans)} spans on {len(by_track)} tracks nest; AllGathers overlap compute")
+    # A directory is not a trace file: refused before step 1, not after the run.
+    p = subprocess.run([shardlab, "train", *tiny, "--steps", "1", "--trace", work, "--out",
+                        os.path.join(work, "d")], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "is a directory; give a file name" in p.stderr, (p.returncode, p.stderr)
 
     # 2. Progress lines, not a terminal.
     assert logged_steps(out) == [1, 2, 4, 5], out

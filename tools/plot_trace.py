@@ -43,6 +43,9 @@ def main():
     names = {(e["pid"], e["tid"]): e["args"]["name"] for e in events
              if e["ph"] == "M" and e["name"] == "thread_name"}
     spans = sorted((e for e in events if e["ph"] == "X"), key=lambda e: (e["ts"], -e["dur"]))
+    if not spans:
+        raise SystemExit(f"plot_trace.py: {a.trace} holds no spans (the run stopped before the first "
+                         "step it was to trace?)")
     t0 = min(e["ts"] for e in spans)
     lo = a.from_ms if a.from_ms is not None else 0
     hi = a.to_ms if a.to_ms is not None else max(e["ts"] + e["dur"] - t0 for e in spans) / 1e3

@@ -49,6 +49,9 @@ struct cudaDeviceProp {
     int major, minor;
 };
 cudaError_t cudaGetDeviceCount(int* count);
+// The emulated device d's PCI bus id, "0000:XX:00.0": XX is the first CUDA_VISIBLE_DEVICES entry
+// (default 0) plus d, so processes given different devices see different ids, as on a real node.
+cudaError_t cudaDeviceGetPCIBusId(char* id, int len, int device);
 cudaError_t cudaSetDevice(int device);
 cudaError_t cudaGetDevice(int* device);
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device);
