@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """A picture of a `shardlab train --trace` file: the timeline of every rank's tracks (nested spans
-stacked downwards, coloured by kind) over the device memory each rank tracks.
+stacked downwards, coloured by kind; a span too short to see is drawn two pixels wide) over the
+device memory each rank tracks.
 
 For a quick look without a browser; ui.perfetto.dev or chrome://tracing show the same file
 interactively. Usage: plot_trace.py TRACE.json OUT.png [--step N | --from-ms A --to-ms B]
@@ -62,6 +63,7 @@ def main():
     ranks = sorted({p for p, _ in tracks})
     fig, (ax, mem) = plt.subplots(2, 1, figsize=(14, 1.0 + 0.55 * len(tracks) + 2.4), sharex=True,
                                   gridspec_kw={"height_ratios": [0.55 * len(tracks) + 0.6, 2.2]})
+    min_width = (hi - lo) / 700  # about two pixels: a 10-microsecond copy stays visible
     for row, key in enumerate(tracks):
         track = [e for e in spans if (e["pid"], e["tid"]) == key]
         levels = depths(track)
@@ -70,7 +72,7 @@ def main():
         for e, d in zip(track, levels):
             if e["cat"] == "step" and d == 0 and e["name"].startswith("step ") and lo <= (e["ts"] - t0) / 1e3 < hi:
                 ax.text((e["ts"] - t0) / 1e3, row - 0.42, e["name"], fontsize=7, va="bottom")
-            ax.broken_barh([((e["ts"] - t0) / 1e3, max(e["dur"] / 1e3, 1e-3))], (row - 0.4 + d * h, h),
+            ax.broken_barh([((e["ts"] - t0) / 1e3, max(e["dur"] / 1e3, min_width))], (row - 0.4 + d * h, h),
                            facecolors=COLOURS.get(e["cat"], "grey"), linewidth=0)
     ax.set_yticks(range(len(tracks)))
     ax.set_yticklabels([f"rank {p} {names[(p, t)]}" for p, t in tracks])
