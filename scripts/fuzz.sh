@@ -5,7 +5,7 @@
 # an exception other than UsageError, an input running over 30 s (wall clock: room for a busy or
 # niced machine) or one allocation over 256 MB fails the run, and the input is kept in
 # build-fuzz/artifacts/. The committed seeds are only read: what libFuzzer finds goes to a
-# temporary corpus. Part of scripts/test.sh (--seconds 10), so CI runs it.
+# temporary corpus. Part of scripts/test.sh (--seconds 7), so CI runs it.
 # Usage: scripts/fuzz.sh [--runs N | --seconds S] [NAME...]   (default: --seconds 10, every harness)
 set -euo pipefail
 cd "$(dirname "$0")/.."
