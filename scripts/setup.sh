@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(
-  build-essential cmake ninja-build pkg-config git clang-format iproute2
+  build-essential cmake ninja-build pkg-config git clang-format iproute2 ccache
   openmpi-bin libopenmpi-dev libopenblas-dev libopenblas-openmp-dev libdnnl-dev
   libgtest-dev libgmock-dev libboost-context-dev
   libcli11-dev nlohmann-json3-dev libtomlplusplus-dev libfmt-dev libssl-dev
