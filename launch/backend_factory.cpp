@@ -11,18 +11,23 @@
 namespace shardlab {
 
 namespace {
-// More threads than the CPUs this rank is bound to would time-share cores, slower than fewer
-// threads: say so once (rank 0's view) with the fix.
-void warn_if_oversubscribed(int threads, MPI_Comm world) {
+// More threads than the CPUs this rank is bound to would time-share cores: each OpenMP barrier then
+// waits for descheduled threads, and --threads 1000 on 2 CPUs made one step take 124 s (the whole
+// run had taken 2 s). So a rank runs at most one thread per CPU of its binding; rank 0 says so
+// once, with the fix.
+int threads_within_binding(int threads, MPI_Comm world) {
+    const int cpus = cpu::allowed_cpus();
+    if (threads <= cpus) return threads;
     int rank = 0;
     MPI_Comm_rank(world, &rank);
-    const int cpus = cpu::allowed_cpus();
-    if (rank != 0 || threads <= cpus) return;
-    fmt::print(stderr,
-               "shardlab: warning: rank 0 runs {} threads on {} CPU{} (its binding); they will "
-               "share cores. Give each rank its cores: mpirun --map-by slot:PE={} --bind-to core "
-               "(Slurm: --cpus-per-task={}), or pass --threads {}\n",
-               threads, cpus, cpus == 1 ? "" : "s", threads, threads, cpus);
+    if (rank == 0)
+        fmt::print(stderr,
+                   "shardlab: warning: --threads {} is more than the {} CPU{} rank 0 may run on "
+                   "(its binding); each rank runs at most one thread per CPU of its binding, so "
+                   "{} here. To give each rank more cores: mpirun --map-by slot:PE={} --bind-to "
+                   "core (Slurm: --cpus-per-task={})\n",
+                   threads, cpus, cpus == 1 ? "" : "s", cpus, threads, threads);
+    return cpus;
 }
 } // namespace
 
@@ -34,8 +39,8 @@ std::unique_ptr<Backend> make_backend(const DeviceOptions& o, MPI_Comm world) {
             if (o.device == "cuda")
                 backend = make_cuda_backend(world, {o.share_gpu, o.transport});
             else {
-                const int threads = o.threads > 0 ? o.threads : cpu::default_threads();
-                warn_if_oversubscribed(threads, world);
+                const int threads = threads_within_binding(
+                    o.threads > 0 ? o.threads : cpu::default_threads(), world);
                 backend = make_cpu_backend(threads, o.comm_cpus, o.gemm);
             }
         },

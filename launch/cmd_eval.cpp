@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <memory>
 
 namespace shardlab {
@@ -88,7 +89,10 @@ CommandRunner add_eval_command(CLI::App& cmd) {
         // of them speaks.
         int rank = 0;
         MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-        if (rank != 0) return 0;
+        // A NaN or infinite loss means weights that diverged (finite, but huge): a failure, said
+        // so, never a number a script would take for a result.
+        const int status = std::isfinite(loss) ? 0 : 1;
+        if (rank != 0) return status;
         if (o->json)
             fmt::print(
                 "{}\n",
@@ -96,7 +100,12 @@ CommandRunner add_eval_command(CLI::App& cmd) {
                     .dump());
         else
             fmt::print("loss {:.6f}\n", loss);
-        return 0;
+        if (status)
+            fmt::print(stderr,
+                       "shardlab eval: the loss is {}: these weights have diverged (training ran "
+                       "away); evaluate an earlier checkpoint's weights\n",
+                       loss);
+        return status;
     };
 }
 

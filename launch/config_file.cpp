@@ -28,6 +28,43 @@ std::string value_text(const toml::node& v, const std::string& key, const std::s
     throw UsageError("config file '" + path + "': key '" + key +
                      "' must be a string, number or boolean");
 }
+
+// toml++ limits nested arrays and inline tables (TOML_MAX_NESTED_VALUES) but not dotted keys:
+// `a.a.a...` 100,000 levels deep overflows its stack. shardlab's keys are flat flag names, so any
+// line that nests (dots, brackets, braces outside strings and comments) deeper than this is refused
+// before toml++ sees it.
+constexpr int kMaxTomlNesting = 64;
+
+void check_toml_nesting(std::string_view text, const std::string& path) {
+    char quote = 0;       // inside a string opened by this character
+    bool triple = false;  // ... a multi-line one (""" or '''), which may span lines
+    bool comment = false; // after '#', to the end of the line
+    int line = 1, level = 0;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        const bool opens_triple = text.substr(i, 3) == std::string(3, c);
+        if (c == '\n') {
+            ++line, level = 0, comment = false;
+            if (!triple) quote = 0;
+        } else if (comment) {
+            continue; // to the end of the line
+        } else if (quote) {
+            if (c == '\\' && quote == '"')
+                ++i; // an escape: skip the next character
+            else if (c == quote && (!triple || opens_triple))
+                quote = 0, i += triple ? 2 : 0;
+        } else if (c == '"' || c == '\'') {
+            quote = c, triple = opens_triple, i += triple ? 2 : 0;
+        } else if (c == '#') {
+            comment = true;
+        } else if ((c == '.' || c == '[' || c == '{') && ++level > kMaxTomlNesting) {
+            throw UsageError("config file '" + path + "': line " + std::to_string(line) +
+                             " nests keys or values deeper than " +
+                             std::to_string(kMaxTomlNesting) +
+                             " levels; keys are the flag names without dashes (see --help)");
+        }
+    }
+}
 } // namespace
 
 void apply_config_file(CLI::App& cmd, const std::string& path) {
@@ -46,6 +83,7 @@ void apply_config_file(CLI::App& cmd, const std::string& path) {
 }
 
 void apply_config_text(CLI::App& cmd, std::string_view text, const std::string& path) {
+    check_toml_nesting(text, path);
     toml::table table;
     try {
         table = toml::parse(text, path);

@@ -4,6 +4,7 @@
 #include "launch/deepspeed_config.h"
 
 #include "core/error.h"
+#include "core/json_depth.h"
 #include "launch/config_file.h"
 #include "launch/json_keys.h"
 
@@ -451,7 +452,7 @@ std::vector<std::string> apply_deepspeed_text(CLI::App& cmd, const TrainOptions&
     const std::string where = "deepspeed config '" + o.deepspeed_config + "'";
     json doc;
     try {
-        doc = json::parse(text);
+        doc = parse_json_bounded(text, where);
     } catch (const json::exception& e) { // a syntax error, or a number past double (406)
         throw UsageError(where + " is not valid JSON (" + e.what() + ")");
     }

@@ -11,30 +11,54 @@
 
 namespace shardlab {
 
-std::string hash_and_save_weights(ZeroEngine& engine, const GPTConfig& config,
-                                  const std::string& save_path, bool lead) {
-    const ParamLayout layout(config);
-    std::unique_ptr<SafeTensorsWriter> out;
-    if (lead && !save_path.empty()) { // tensors in unit order: each unit is one write
-        std::vector<TensorEntry> entries;
-        for (const ParamUnit& u : layout.units())
-            for (const ParamInfo& p : u.params) entries.push_back({p.name, DType::f32, p.shape});
-        out = std::make_unique<SafeTensorsWriter>(
-            save_path,
+namespace {
+// The file --save-weights names, opened on the lead; a failure is kept in `error`, not thrown: the
+// other ranks are already in the gathers, and the run's report must still be written.
+std::unique_ptr<SafeTensorsWriter> open_weights(const ParamLayout& layout, const GPTConfig& config,
+                                                const std::string& path, std::string& error) {
+    std::vector<TensorEntry> entries; // tensors in unit order: each unit is one write
+    for (const ParamUnit& u : layout.units())
+        for (const ParamInfo& p : u.params) entries.push_back({p.name, DType::f32, p.shape});
+    try {
+        return std::make_unique<SafeTensorsWriter>(
+            path,
             std::map<std::string, std::string>{{"format", "pt"},
                                                {"config", config_to_json(config).dump()}},
             entries);
+    } catch (const Error& e) {
+        error = e.what();
+        return nullptr;
     }
+}
+} // namespace
+
+FinalWeights hash_and_save_weights(ZeroEngine& engine, const GPTConfig& config,
+                                   const std::string& save_path, bool lead) {
+    const ParamLayout layout(config);
+    FinalWeights result;
+    std::unique_ptr<SafeTensorsWriter> out;
+    if (lead && !save_path.empty())
+        out = open_weights(layout, config, save_path, result.save_error);
     Sha256 hash;
     std::uint64_t written = 0;
     for (std::size_t u = 0; u < layout.num_units(); ++u) {
         const std::vector<float> unit = engine.consolidated_unit(int(u)); // gather
         hash.update(unit.data(), unit.size() * sizeof(float));
-        if (out) out->write(written, unit.data(), unit.size() * sizeof(float));
+        try {
+            if (out) out->write(written, unit.data(), unit.size() * sizeof(float));
+        } catch (const Error& e) { // e.g. a full disk: drop the file, keep gathering and hashing
+            result.save_error = e.what();
+            out.reset(); // removes the partial file
+        }
         written += unit.size() * sizeof(float);
     } // each unit released before the next is gathered
-    if (out) out->finish();
-    return hash.hex();
+    try {
+        if (out) out->finish();
+    } catch (const Error& e) {
+        result.save_error = e.what();
+    }
+    result.hash = hash.hex();
+    return result;
 }
 
 } // namespace shardlab

@@ -10,8 +10,14 @@
 
 namespace shardlab {
 
-// Collective over the engine's ranks. `save_path` empty: hash only. Returns the hash (every rank).
-std::string hash_and_save_weights(ZeroEngine& engine, const GPTConfig& config,
-                                  const std::string& save_path, bool lead);
+struct FinalWeights {
+    std::string hash;       // every rank
+    std::string save_error; // the lead's: why --save-weights was not written (empty: it was)
+};
+
+// Collective over the engine's ranks. `save_path` empty: hash only. A file that cannot be written
+// (a full disk) is removed and its error returned, never thrown: the run's report comes next.
+FinalWeights hash_and_save_weights(ZeroEngine& engine, const GPTConfig& config,
+                                   const std::string& save_path, bool lead);
 
 } // namespace shardlab

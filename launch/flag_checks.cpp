@@ -43,4 +43,20 @@ CLI::Validator at_least(long long lo) {
         ">= " + std::to_string(lo));
 }
 
+CLI::Validator zero_or_in_range(double lo, double hi, const std::string& zero_means) {
+    const std::string range = "[" + bound_text(lo) + ", " + bound_text(hi) + "]";
+    return CLI::Validator(
+        [=](std::string& text) -> std::string {
+            double v = 0;
+            if (!CLI::detail::lexical_cast(text, v))
+                return "'" + text + "' is not a number; use 0 (" + zero_means +
+                       ") or a number in " + range;
+            const bool ok = v == 0 || (std::isfinite(v) && v >= lo && v <= hi);
+            return ok ? ""
+                      : text + " is not 0 or in " + range + "; use 0 (" + zero_means +
+                            ") or a number in " + range;
+        },
+        "0 or in " + range);
+}
+
 } // namespace shardlab

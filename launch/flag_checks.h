@@ -14,5 +14,7 @@ CLI::Validator in_range(double lo, double hi, bool lo_open = false, bool hi_open
 
 // An integer flag of at least `lo` (e.g. --heads 1 and up).
 CLI::Validator at_least(long long lo);
+// 0 (which means `zero_means`) or a number in [lo, hi]: e.g. a timeout too short to be sane.
+CLI::Validator zero_or_in_range(double lo, double hi, const std::string& zero_means);
 
 } // namespace shardlab

@@ -62,6 +62,11 @@ void add_train_options(CLI::App& cmd, TrainOptions& o) {
                    "defaults to that directory");
     cmd.add_option("--stop-after", o.stop_after,
                    "Stop after this step, keeping --steps' schedule (resume later)");
+    cmd.add_option("--max-bad-steps", o.max_bad_steps,
+                   "Stop with exit code 3 after this many consecutive steps with a non-finite "
+                   "loss or gradient norm (the run diverged), keeping the last checkpoint whose "
+                   "next loss was finite (0: never stop)")
+        ->check(at_least(0));
     add_device_options(cmd, o.device, true);
     cmd.add_flag("--quiet", o.quiet, "No progress or step lines");
     cmd.add_option("--log-every", o.log_every,
@@ -81,8 +86,9 @@ void add_train_options(CLI::App& cmd, TrainOptions& o) {
                  "every rank in steps.jsonl (for leak hunting: scripts/soak.sh)");
     cmd.add_option("--collective-timeout", o.collective_timeout,
                    "Seconds a rank may wait in one collective before every rank reports where "
-                   "it is and the job ends (a stopped or hung rank; 0: wait forever)")
-        ->check(in_range(0, 1e9));
+                   "it is and the job ends (a stopped or hung rank; 0: wait forever; at least 1 "
+                   "s: shorter waits happen in healthy runs)")
+        ->check(zero_or_in_range(1, 1e9, "wait forever"));
 }
 
 nlohmann::json train_options_json(const TrainOptions& o, const nlohmann::json& model, int seq,

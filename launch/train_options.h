@@ -32,7 +32,8 @@ struct TrainOptions {
     std::string out = "out", save_weights, resume;
     int sample = 0, save_every = 0;
     DeviceOptions device;
-    int stop_after = 0; // stop after this step (0: run all --steps), as a time-limited job would
+    int stop_after = 0;    // stop after this step (0: run all --steps), as a time-limited job would
+    int max_bad_steps = 5; // stop (exit 3) after this many non-finite steps in a row (0: never)
     bool quiet = false;
     int log_every = 0;       // a log line every K steps (0: about 20 lines per run)
     std::string trace;       // --trace FILE: a Chrome/Perfetto trace of every rank's streams

@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "core/timer.h"
 #include "launch/cli_util.h"
+#include "launch/divergence_guard.h"
 #include "launch/final_weights.h"
 #include "launch/progress.h"
 #include "launch/sha256.h"
@@ -58,7 +59,8 @@ void check_run_directory(const TrainOptions& o) {
     std::error_code ec;
     const bool resuming_here = !o.resume.empty() && fs::equivalent(out, o.resume, ec);
     if (o.overwrite || resuming_here) return;
-    for (const char* f : {"report.json", "steps.jsonl", "checkpoint", "checkpoint.prev"})
+    for (const char* f :
+         {"report.json", "steps.jsonl", "checkpoint", "checkpoint.prev", "checkpoint.diverged"})
         if (fs::exists(out / f))
             throw UsageError("--out " + o.out + " holds another run (" + f +
                              "); continue it with --resume " + o.out +
@@ -83,10 +85,26 @@ bool same_filesystem(const std::string& dir, const std::string& path) {
     return ::stat(dir.c_str(), &a) == 0 && ::stat(where.c_str(), &b) == 0 && a.st_dev == b.st_dev;
 }
 
+// What a run adds to --out, in bytes: only what it adds, so a run that writes kilobytes fits a
+// small disk. Checkpoints hold fp32 master, m and v of the whole model (12 bytes a parameter, from
+// every rank into this one directory); a save writes the new one beside the previous, so two at
+// once — or one more when a checkpoint is already there (a resume or --overwrite replaces it in
+// place). The report is ~4 KB plus ~6 KB a rank; a step's log row ~300 bytes, ~1 KB a rank with
+// --log-memory.
+double added_bytes(const TrainOptions& o, double params, int ranks) {
+    const bool checkpoints = o.save_every > 0 || (o.stop_after > 0 && o.stop_after < o.steps);
+    const bool one_there =
+        std::filesystem::exists(std::filesystem::path(find_checkpoint_dir(o.out)) / "meta.json");
+    const double checkpoint = 12 * params + 4096.0 * ranks;
+    const double report = 4096 + 6144.0 * ranks;
+    const double log = double(o.steps) * (o.log_memory ? 1024.0 * ranks : 300.0);
+    return (checkpoints ? (one_there ? 1 : 2) * checkpoint : 0) + report + log;
+}
+
 // Every output is checked before step 1, so no run trains for hours and then cannot write: the run
 // directory (every rank writes its checkpoint file there) and --save-weights (rank 0 writes it)
 // must be writable, with room for what they will hold.
-void check_outputs(const TrainOptions& o, const GPTConfig& config, int rank) {
+void check_outputs(const TrainOptions& o, const GPTConfig& config, int ranks, int rank) {
     namespace fs = std::filesystem;
     std::error_code ec;
     fs::create_directories(o.out, ec);
@@ -94,13 +112,8 @@ void check_outputs(const TrainOptions& o, const GPTConfig& config, int rank) {
         throw UsageError("--out " + o.out + " is not a writable directory" +
                          (ec ? " (" + ec.message() + ")" : "") + "; choose another --out");
     const double params = double(config.num_params());
-    const bool checkpoints = o.save_every > 0 || (o.stop_after > 0 && o.stop_after < o.steps);
-    // Every rank writes its slice into this one directory: fp32 master, m and v of the whole
-    // model, twice (the new checkpoint beside the previous); the report, and a log row per step
-    // (~1 KB with --log-memory); and the weights when --save-weights goes to the same disk.
     const bool weights_here = !o.save_weights.empty() && same_filesystem(o.out, o.save_weights);
-    const double need_out = (checkpoints ? 2 * 12 * params : 0) + (1 << 20) + 1024.0 * o.steps +
-                            (weights_here ? 4 * params : 0);
+    const double need_out = added_bytes(o, params, ranks) + (weights_here ? 4 * params : 0);
     const fs::space_info space = fs::space(o.out, ec);
     if (!ec && double(space.available) < need_out)
         throw UsageError(fmt::format("--out {}: {:.1f} MB free, and this run will write about "
@@ -190,7 +203,7 @@ RunSetup prepare(const TrainOptions& o, int ranks, int rank) {
             "the data ({} tokens) is too small for {} ranks x micro-batch {} of {} tokens; "
             "use more data, a smaller --micro-batch or a shorter --seq",
             s.data.train.size() + s.data.val.size(), ranks, o.micro_batch, s.seq + 1));
-    check_outputs(o, s.config, rank); // last: it creates --out
+    check_outputs(o, s.config, ranks, rank); // last: it creates --out
     return s;
 }
 
@@ -447,6 +460,8 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
     };
     const StopRequest stop_request; // Ctrl-C / SIGTERM / SIGUSR1: checkpoint, then stop
     int stopped_by = 0;
+    std::string diverged; // why the run stopped early, when it diverged
+    DivergenceGuard guard(o.out, o.max_bad_steps, s.precision == Precision::fp16, r.lead);
     for (int step = first; step < end; ++step) {
         const float rate = lr.at(step);
         if (trace.tracer) trace.tracer->enable(traced(step));
@@ -476,15 +491,23 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
             steps_log->append(row);
             if (progress) progress->step(step_line(r, row, so, tracker));
         }
-        // A run stopped early — by --stop-after or a signal — always leaves a checkpoint.
+        guard.after_step(step + 1, so.loss, so.result); // every rank decides alike
+        if (guard.diverged()) {
+            diverged = guard.stop_message(step + 1);
+            end = step + 1;
+        }
+        // A run stopped early — by --stop-after or a signal — always leaves a checkpoint; one
+        // that diverged keeps the checkpoint it had (no state of a bad step is saved).
         stopped_by = step + 1 < end ? agree_on_stop(r, stop_request.requested()) : 0;
         if (stopped_by) end = step + 1;
         const bool stopping_early = step + 1 == end && end < o.steps;
-        if ((o.save_every && (step + 1) % o.save_every == 0) || stopping_early) {
+        if (((o.save_every && (step + 1) % o.save_every == 0) || stopping_early) &&
+            !guard.in_bad_streak()) {
             const CommStats saved = comm.stats();
             ZeroEngine::OwnedState st = engine.save_owned();
             st.iteration = step + 1;
-            save_checkpoint(o.out, config, N, rank, st, r.numel, comm.mpi_comm());
+            save_checkpoint(o.out, config, N, rank, st, r.numel, comm.mpi_comm(), true);
+            guard.saved();
             comm.stats() = saved;
         }
         if (trace.tracer && traced(step)) { // turn this step's events into times now
@@ -492,13 +515,19 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
             ctx.synchronize();
             trace.tracer->resolve();
         }
-        if (stopped_by && progress) progress->clear();
+        if ((stopped_by || !diverged.empty()) && progress) progress->clear();
         if (stopped_by && r.lead)
             fmt::print(stderr,
-                       "shardlab: stopped by {} after step {}: checkpoint saved; continue with "
-                       "--resume {}\n",
-                       signal_name(stopped_by), end, o.out);
+                       "shardlab: stopped by {} after step {}: {}; continue with --resume {}\n",
+                       signal_name(stopped_by), end,
+                       guard.in_bad_streak() ? "no checkpoint saved, as the last steps were not "
+                                               "finite; the previous checkpoint is kept"
+                                             : "checkpoint saved",
+                       o.out);
     }
+    if (r.lead && !diverged.empty()) fmt::print(stderr, "{}\n", diverged);
+    // Ended on a finite step: the last checkpoint's predecessor is no longer needed.
+    if (r.lead && !guard.in_bad_streak()) drop_previous_checkpoint(o.out);
 
     // What the report shows is measured here, before consolidation and sampling move more bytes.
     const MemoryCounts memory = tracker.counts();
@@ -534,8 +563,11 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
             fmt::print(stderr, "shardlab: warning: no trace written: {}\n", e.what());
         }
     }
-    const std::string hash = hash_and_save_weights(engine, s.config, o.save_weights, r.lead);
-    if (o.sample > 0 && !stopped_by) {
+    // A diverged run's weights are not worth a file (its checkpoint says which state to use).
+    const FinalWeights weights =
+        hash_and_save_weights(engine, s.config, diverged.empty() ? o.save_weights : "", r.lead);
+    const std::string& hash = weights.hash;
+    if (o.sample > 0 && !stopped_by && diverged.empty()) {
         GPTModel sampler(s.config, 1, T_, CheckpointPolicy{}, param_dtype(s.precision), ctx,
                          backend.ops());
         const std::vector<std::uint16_t> prompt(
@@ -561,9 +593,26 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
                                  {"ranks", reports},
                                  {"skipped_steps", engine.skipped_steps()},
                                  {"final_params_sha256", hash}};
+        if (!weights.save_error.empty()) report["save_weights_error"] = weights.save_error;
         write_json_file((std::filesystem::path(o.out) / "report.json").string(), report);
         fmt::print("report: {}/report.json, per step: {}/steps.jsonl\n", o.out, o.out);
     }
+    if (!weights.save_error.empty()) { // the lead's alone: it wrote the file
+        const bool checkpoint = std::filesystem::exists(
+            std::filesystem::path(find_checkpoint_dir(o.out)) / "meta.json");
+        fmt::print(stderr,
+                   "shardlab: --save-weights {} was not written: {}. Nothing was left there; the "
+                   "report and step log are in {}. {}\n",
+                   o.save_weights, weights.save_error, o.out,
+                   checkpoint ? fmt::format("Its checkpoint is there too: once there is room, "
+                                            "`shardlab checkpoint export {} --out FILE` writes "
+                                            "the weights of its step",
+                                            o.out)
+                              : "No checkpoint was saved (--save-every), so the weights are lost: "
+                                "free some space before the next run");
+        return 1;
+    }
+    if (!diverged.empty()) return 3;
     return stopped_by ? 128 + stopped_by : 0; // the shell's code for "ended by that signal"
 }
 } // namespace

@@ -2,6 +2,7 @@
 #include "model/weights_io.h"
 
 #include "core/error.h"
+#include "core/json_depth.h"
 #include "model/safetensors.h"
 
 #include <fmt/format.h>
@@ -80,7 +81,8 @@ GPTConfig config_of(const SafeTensorsFile& f, const std::string& path) {
     auto it = f.metadata.find("config");
     if (it == f.metadata.end()) return infer_gpt2_config(f, path);
     try {
-        return config_from_json(nlohmann::json::parse(it->second));
+        return config_from_json(
+            parse_json_bounded(it->second, "'" + path + "': the metadata \"config\""));
     } catch (const nlohmann::json::exception& e) {
         throw UsageError("'" + path + "': the metadata \"config\" is not valid JSON: " + e.what());
     } catch (const UsageError& e) {
@@ -182,10 +184,19 @@ ModelWeights weights_from_file(const SafeTensorsFile& f, const std::string& path
     return w;
 }
 
+namespace {
+// The file's config, checked against its tensors before anything is sized by it (the members
+// after config_ — the layout first — are built from it).
+GPTConfig fitting_config(const SafeTensorsFile& f, const std::string& path) {
+    GPTConfig c = config_of(f, path);
+    check_config_fits_file(c, f, path);
+    return c;
+}
+} // namespace
+
 WeightsReader::WeightsReader(const std::string& path)
-    : path_(path), index_(read_safetensors_index(path)), config_(config_of(index_, path)),
+    : path_(path), index_(read_safetensors_index(path)), config_(fitting_config(index_, path)),
       layout_(config_) {
-    check_config_fits_file(config_, index_, path);
     where_ = match_tensors(index_, layout_, config_, path);
     in_.open(path, std::ios::binary);
 }

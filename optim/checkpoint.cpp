@@ -2,6 +2,8 @@
 #include "optim/checkpoint.h"
 
 #include "core/error.h"
+#include "core/json_depth.h"
+#include "model/gpt_config.h"
 
 #include <fmt/format.h>
 
@@ -11,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include <unistd.h>
 
@@ -90,7 +93,7 @@ void check_compatible(const std::string& cdir, const nlohmann::json& meta,
 
 void save_checkpoint(const std::string& dir, const nlohmann::json& config, int ranks, int rank,
                      const ZeroEngine::OwnedState& s, const std::vector<std::uint64_t>& numel,
-                     MPI_Comm comm) {
+                     MPI_Comm comm, bool keep_previous) {
     const fs::path tmp = fs::path(dir) / "checkpoint.tmp", final_dir = fs::path(dir) / "checkpoint",
                    prev = fs::path(dir) / "checkpoint.prev";
     if (rank == 0) fs::remove_all(tmp); // a half-written one from a run that died mid-save
@@ -122,9 +125,26 @@ void save_checkpoint(const std::string& dir, const nlohmann::json& config, int r
         fs::remove_all(prev);
         if (fs::exists(final_dir)) fs::rename(final_dir, prev);
         fs::rename(tmp, final_dir);
-        fs::remove_all(prev);
+        if (!keep_previous) fs::remove_all(prev);
     }
     MPI_Barrier(comm);
+}
+
+void drop_previous_checkpoint(const std::string& dir) {
+    const fs::path current = fs::path(dir) / "checkpoint", prev = fs::path(dir) / "checkpoint.prev";
+    if (fs::exists(prev) && fs::exists(current / "meta.json")) fs::remove_all(prev);
+}
+
+int set_aside_latest_checkpoint(const std::string& dir) {
+    const fs::path current = fs::path(dir) / "checkpoint", prev = fs::path(dir) / "checkpoint.prev",
+                   aside = fs::path(dir) / "checkpoint.diverged";
+    if (fs::exists(current)) {
+        fs::remove_all(aside);
+        fs::rename(current, aside);
+    }
+    if (!fs::exists(prev / "meta.json")) return 0;
+    fs::rename(prev, current);
+    return read_checkpoint_meta(current.string()).value("iteration", 0);
 }
 
 std::string find_checkpoint_dir(const std::string& dir) {
@@ -146,6 +166,40 @@ std::string agree_checkpoint_dir(const std::string& dir, MPI_Comm comm) {
     return chosen;
 }
 
+namespace {
+// meta.json's model, and its rank count, against the rank files beside it: a model far larger
+// than the files could hold (fp32 master, m and v: 12 bytes a parameter) is corrupt metadata,
+// refused before anything — `checkpoint export`'s layout, say — is sized by it.
+void check_meta_fits_files(const std::string& cdir, const nlohmann::json& meta, int ranks) {
+    const auto corrupt = [&](const std::string& why) {
+        return UsageError("checkpoint '" + cdir + "/meta.json' " + why + "; it is corrupt");
+    };
+    const fs::path last = fs::path(cdir) / fmt::format("rank-{}.bin", ranks - 1);
+    if (!fs::exists(last))
+        throw corrupt(fmt::format("says {} ranks wrote it, but there is no {}", ranks,
+                                  last.filename().string()));
+    double bytes = 0;
+    for (int q = 0; q < ranks; ++q) {
+        std::error_code ec;
+        const auto n = fs::file_size(fs::path(cdir) / fmt::format("rank-{}.bin", q), ec);
+        if (ec)
+            throw corrupt(
+                fmt::format("says {} ranks wrote it, but rank-{}.bin is missing", ranks, q));
+        bytes += double(n);
+    }
+    double params = 0;
+    try {
+        params = config_from_json(meta["config"].value("model", nlohmann::json{})).num_params_f64();
+    } catch (const std::exception& e) {
+        throw corrupt(std::string("holds no valid model config (") + e.what() + ")");
+    }
+    if (12 * params > bytes)
+        throw corrupt(fmt::format("describes a model of {:.3g} parameters, but its rank files "
+                                  "hold only {:.0f} bytes (12 a parameter are needed)",
+                                  params, bytes));
+}
+} // namespace
+
 nlohmann::json read_checkpoint_meta(const std::string& cdir) {
     std::ifstream in(fs::path(cdir) / "meta.json");
     if (!in)
@@ -153,7 +207,8 @@ nlohmann::json read_checkpoint_meta(const std::string& cdir) {
                          "' (no meta.json); point at a run's --out directory");
     nlohmann::json meta;
     try {
-        meta = nlohmann::json::parse(in);
+        meta = parse_json_bounded(std::string(std::istreambuf_iterator<char>(in), {}),
+                                  "checkpoint '" + cdir + "/meta.json'");
     } catch (const nlohmann::json::exception& e) {
         throw UsageError("checkpoint '" + cdir + "/meta.json' is corrupt: " + e.what());
     }
@@ -164,6 +219,7 @@ nlohmann::json read_checkpoint_meta(const std::string& cdir) {
     const int ranks = meta.value("ranks", 0);
     if (ranks < 1 || !meta.contains("config") || !meta["units"].is_array())
         throw UsageError("checkpoint '" + cdir + "/meta.json' is incomplete; it is corrupt");
+    check_meta_fits_files(cdir, meta, ranks);
     return meta;
 }
 

@@ -25,9 +25,19 @@
 namespace shardlab {
 
 // `numel`: every unit's size; `s.offset`: where each of s's vectors starts in its unit.
+// `keep_previous`: the checkpoint this one replaces stays as dir/checkpoint.prev until
+// drop_previous_checkpoint (a run keeps it until the new one's next step proved finite).
 void save_checkpoint(const std::string& dir, const nlohmann::json& config, int ranks, int rank,
                      const ZeroEngine::OwnedState& s, const std::vector<std::uint64_t>& numel,
-                     MPI_Comm comm);
+                     MPI_Comm comm, bool keep_previous = false);
+
+// Rank 0, between saves: removes dir/checkpoint.prev when dir/checkpoint is complete.
+void drop_previous_checkpoint(const std::string& dir);
+
+// Rank 0, when the latest checkpoint holds a diverged state: moves it to dir/checkpoint.diverged
+// (replacing an older one) and dir/checkpoint.prev, if there is one, back into its place.
+// Returns the step of the checkpoint now in place, or 0 when none is.
+int set_aside_latest_checkpoint(const std::string& dir);
 
 // The checkpoint directory inside `dir`: `dir` itself when it holds meta.json, else
 // dir/checkpoint — or, when a save died between its two renames, dir/checkpoint.prev.

@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
 """Bad input, table-driven: every case must exit with code 2, print a message naming the problem
-and the fix, take under 5 s, and leave the run directory it points at untouched (a finished run
-sits there; its files' bytes are compared before and after every case).
+and the fix, take under 5 s and under 1 GB of memory (the peak resident set of every process it
+started), and leave the run directory it points at untouched (a finished run sits there; its
+files' bytes are compared before and after every case).
 Usage: bad_input_check.py SHARDLAB MPIRUN [MPIRUN ARGS...]"""
 import hashlib
 import json
 import os
+import shutil
 import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 SHARDLAB = sys.argv[1]
@@ -74,6 +77,19 @@ with tempfile.TemporaryDirectory() as tmp:
         b, e = v["data_offsets"]
         odd[k] = dict(v, data_offsets=[b + 4, e + 4])
     odd_name = write("oddname.safetensors", odd, b"\0\0\0\0" + data)
+    # Input nested 100,000 levels deep, where every walk of it would overflow the stack.
+    deep_json = os.path.join(tmp, "deep.json")
+    open(deep_json, "w").write('{"a": ' * 100_000 + "1" + "}" * 100_000)
+    deep_keys = os.path.join(tmp, "deep_keys.toml")
+    open(deep_keys, "w").write("a" + ".a" * 100_000 + " = 1\n")
+    deep_arrays = os.path.join(tmp, "deep_arrays.toml")
+    open(deep_arrays, "w").write("lr = " + "[" * 100_000 + "]" * 100_000 + "\n")
+    # A copy of the run's checkpoint whose meta.json claims 2e9 layers.
+    huge_ckpt = os.path.join(tmp, "huge_ckpt")
+    shutil.copytree(os.path.join(run, "checkpoint"), huge_ckpt)
+    meta = json.load(open(os.path.join(huge_ckpt, "meta.json")))
+    meta["config"]["model"]["layers"] = 2_000_000_000
+    json.dump(meta, open(os.path.join(huge_ckpt, "meta.json"), "w"))
     small_text = os.path.join(tmp, "small.txt")
     open(small_text, "wb").write(open("/usr/share/common-licenses/GPL-3", "rb").read()[:12000])
     cases = [
@@ -91,6 +107,13 @@ with tempfile.TemporaryDirectory() as tmp:
         ("--config value out of range", train + ["--config", bad_toml], "bad value for 'beta2': --beta2: 1.5 is not in [0, 1)"),
         ("--out holding another run", train, "holds another run (report.json); continue it with --resume"),
         ("--out holding another run, 2 ranks", MPIRUN + ["-np", "2"] + train, "holds another run"),
+        ("train --init of a config claiming 2e9 layers", [SHARDLAB, "train", "--init", huge_layers, "--steps", "1", "--out", os.path.join(tmp, "new3")],
+         "2000000000 layers, hidden 32, vocab 256, context 16) describes 2.54e+13 parameters"),
+        ("train --init of it on 2 ranks", MPIRUN + ["-np", "2", SHARDLAB, "train", "--init", huge_layers, "--steps", "1", "--out", os.path.join(tmp, "new4")],
+         "describes 2.54e+13 parameters, but the file holds only"),
+        ("a DeepSpeed config 100,000 objects deep", train + ["--deepspeed-config", deep_json], "nests deeper than 64 levels"),
+        ("--config with a key 100,000 levels deep", train + ["--config", deep_keys], "line 1 nests keys or values deeper than 64 levels"),
+        ("--config with arrays 100,000 levels deep", train + ["--config", deep_arrays], "line 1 nests keys or values deeper than 64 levels"),
         ("config claiming 2e9 layers", eval_ + ["--weights", huge_layers], "2000000000 layers, hidden 32, vocab 256, context 16) describes 2.54e+13 parameters, but the file holds only 85888 bytes"),
         ("header length off by one", eval_ + ["--weights", off_by_one], "trailing bytes mean a corrupt header length"),
         ("trailing garbage", eval_ + ["--weights", trailing], "the tensors end at byte"),
@@ -111,17 +134,29 @@ with tempfile.TemporaryDirectory() as tmp:
         ("plan --params nan", [SHARDLAB, "plan", "--params", "nan"], "--params: nan is not in [1, 1e+15]"),
         ("plan --params -5", [SHARDLAB, "plan", "--params", "-5"], "--params: -5 is not in [1, 1e+15]"),
         ("plan --ranks 0", [SHARDLAB, "plan", "--preset", "gpt2", "--ranks", "0"], "--ranks: 0 is below 1; use 1 or more"),
-        ("negative collective timeout", train + ["--collective-timeout", "-1"], "--collective-timeout: -1 is not in [0, 1e+09]"),
+        ("negative collective timeout", train + ["--collective-timeout", "-1"], "--collective-timeout: -1 is not 0 or in [1, 1e+09]; use 0 (wait forever)"),
+        ("collective timeout below a sane floor", train + ["--collective-timeout", "0.001"], "--collective-timeout: 0.001 is not 0 or in [1, 1e+09]"),
         ("resume at another global batch", MPIRUN + ["-np", "2"] + train + ["--resume", run], "was trained with a global batch of"),
+        ("checkpoint export of a meta.json claiming 2e9 layers", [SHARDLAB, "checkpoint", "export", huge_ckpt, "--out", os.path.join(tmp, "x.safetensors")],
+         "describes a model of 2.54e+13 parameters, but its rank files hold only"),
+        ("checkpoint inspect of it", [SHARDLAB, "checkpoint", "inspect", huge_ckpt], "describes a model of 2.54e+13 parameters"),
         ("checkpoint inspect without a checkpoint", [SHARDLAB, "checkpoint", "inspect", config_dir], "no checkpoint in"),
     ]
     before = snapshot(run)
     failures = 0
     for what, cmd, text in cases:
         start = time.monotonic()
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+        with tempfile.TemporaryFile() as captured:
+            p = subprocess.Popen(cmd, stdout=captured, stderr=subprocess.STDOUT)
+            hang = threading.Timer(60, p.kill)
+            hang.start()
+            _, status, usage = os.wait4(p.pid, 0)  # the usage of this case's processes alone
+            hang.cancel()
+            p.returncode = os.waitstatus_to_exitcode(status)
+            captured.seek(0)
+            out = captured.read().decode(errors="replace")
         seconds = time.monotonic() - start
-        out = p.stdout + p.stderr
+        rss_mb = usage.ru_maxrss / 1024  # Linux reports KB: the largest of the processes
         problems = []
         if p.returncode != 2:
             problems.append(f"exit {p.returncode}, not 2")
@@ -129,11 +164,13 @@ with tempfile.TemporaryDirectory() as tmp:
             problems.append(f"no '{text}' in the output")
         if seconds >= 5:
             problems.append(f"took {seconds:.1f} s")
+        if rss_mb >= 1024:
+            problems.append(f"one of its processes held {rss_mb:.0f} MB")
         if snapshot(run) != before:
             problems.append("the run directory changed")
         if problems:
             failures += 1
             print(f"FAIL {what}: {'; '.join(problems)}\n  {' '.join(cmd)}\n  {out.strip()[:400]}")
         else:
-            print(f"ok   {what} ({seconds:.1f} s)")
+            print(f"ok   {what} ({seconds:.1f} s, {rss_mb:.0f} MB)")
     sys.exit(1 if failures else 0)

@@ -6,6 +6,9 @@
 #      b. --out with room for one rank's share of the checkpoints but not for every rank's (all
 #         ranks of a node write their shards into the same --out);
 #      c. --save-weights on a tmpfs too small for the weights.
+#   And what only adds a little fits: d. a run without checkpoints on a 64 KiB tmpfs (it writes
+#      ~15 KB); e. a resume in place on a tmpfs with room for two checkpoints but not three (the one
+#      already there is replaced, so the run adds one at a time).
 #   2. A disk that fills up during the run (the test stops the ranks with SIGSTOP once training is
 #      under way, fills the tmpfs, and continues them; the next write must fail):
 #      a. between two checkpoints: the first write that fails (the step log's next row, or the
@@ -13,7 +16,9 @@
 #         intact, and once space is freed a resume from it works;
 #      b. the step log or report.json: the run ends naming the file and "disk full", no
 #         report.json, no .tmp;
-#      c. --save-weights: the run ends naming the weights file and "disk full", no file, no .tmp.
+#      c. --save-weights: the run ends naming the weights file and "disk full", no file, no .tmp;
+#         the report and step log are still written in --out (another disk), and the message says
+#         what was kept.
 # Every case runs (in a subshell of its own), and each prints ok or FAIL; the exit status is 1 when
 # any failed. Needs root (mount); without it, or when the mount fails, prints SKIP and exits 77.
 # Usage: disk_full_check.sh SHARDLAB [MPIRUN [MPIRUN ARGS...]]
@@ -158,6 +163,27 @@ case_1c() {
   ok "1c: --save-weights without room refused before step 1 (exit 2)"
 }
 
+case_1d() {
+  # 1d. A run that writes kilobytes fits a 64 KiB disk (it was refused as needing "about 1.1 MB").
+  fresh_tmpfs 64k
+  log=$work/1d.log
+  train "${small[@]}" --steps 2 --out "$mnt/run" > "$log" 2>&1 || fail "1d: a 2-step run without checkpoints refused or failed on a 64 KiB tmpfs (exit $?)"
+  [ -f "$mnt/run/report.json" ] || fail "1d: no report.json"
+  ok "1d: a run writing $(du -sb "$mnt/run" | cut -f1) bytes fits a 64 KiB tmpfs"
+}
+
+case_1e() {
+  # 1e. Resume in place: the checkpoint there is replaced, so the run adds one checkpoint at a time
+  # (38.8 MB), not two; a 100 MiB tmpfs holds two checkpoints but not three.
+  fresh_tmpfs 100m
+  log=$work/1e-first.log
+  train "${tiny[@]}" --steps 3 --save-every 1 --stop-after 1 --out "$mnt/run" > "$log" 2>&1 || fail "1e: the first step failed (exit $?)"
+  log=$work/1e.log
+  train "${tiny[@]}" --steps 3 --save-every 1 --resume "$mnt/run" > "$log" 2>&1 || fail "1e: the resume in place was refused or failed (exit $?)"
+  grep -q '"iteration": 3' "$mnt/run/checkpoint/meta.json" || fail "1e: the checkpoint is not step 3's"
+  ok "1e: a resume in place on a 100 MiB tmpfs (two 38.8 MB checkpoints fit, three do not) ran to step 3"
+}
+
 case_2a() {
   # 2a. The disk fills between two checkpoints. A checkpoint at step 300, then a resume stopped at
   # step 301+ and the disk filled: the first write that fails (the step log's next row, or the
@@ -215,11 +241,16 @@ case_2c() {
   says_disk_full || fail "2c: exit $code; the message names the file but does not say the disk is full (ENOSPC)"
   [ ! -e "$mnt/w.safetensors" ] && [ ! -e "$mnt/w.safetensors.tmp" ] ||
     fail "2c: a weights file or its .tmp was left on the full disk"
+  [ "$code" -eq 1 ] || fail "2c: exit $code, expected 1"
+  [ -f "$work/run2c/report.json" ] && [ -f "$work/run2c/steps.jsonl" ] ||
+    fail "2c: report.json or steps.jsonl missing from --out (a healthy disk)"
+  grep -q '"save_weights_error"' "$work/run2c/report.json" || fail "2c: report.json does not record the failed --save-weights"
+  grep -qF "the report and step log are in $work/run2c" "$log" || fail "2c: the message does not say what was kept"
   ok "2c: --save-weights on a full disk: exit $code, $(grep -m1 "w.safetensors" "$log")"
 }
 
 failed=()
-for c in 1a 1b 1c 2a 2b 2c; do
+for c in 1a 1b 1c 1d 1e 2a 2b 2c; do
   ( trap end_case EXIT; "case_$c" )
   rc=$?
   [ "$rc" -ne 77 ] || exit 77 # skip() said why
