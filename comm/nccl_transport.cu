@@ -10,6 +10,7 @@
 #include <nccl.h>
 
 #include <string>
+#include <thread>
 
 namespace shardlab {
 
@@ -94,10 +95,19 @@ class NcclTransport : public Transport {
 
   private:
     // ncclGroupStart, body's operations, ncclGroupEnd: posted together, so none waits for another.
+    // A call refused inside the body throws; the group is closed all the same (NCCL's groups are
+    // per thread: left open, every later NCCL call of this thread would join it and never run).
     template <typename Body>
     void grouped(Body&& body) {
         check(ncclGroupStart(), "ncclGroupStart");
+        struct Close {
+            bool done = false;
+            ~Close() {
+                if (!done) ncclGroupEnd(); // the body's error is the one reported
+            }
+        } close;
         body();
+        close.done = true;
         check(ncclGroupEnd(), "ncclGroupEnd");
     }
 
@@ -161,8 +171,23 @@ class NcclTransport : public Transport {
         });
     }
 
+    // A non-blocking communicator (NCCL_COMM_BLOCKING=0 in the environment) answers
+    // ncclInProgress: the call is still being issued and the communicator takes no other until
+    // ncclCommGetAsyncError says it is done — which may yet be an error.
+    ncclResult_t finish_issue(ncclResult_t r) const {
+        while (r == ncclInProgress && comm_) {
+            ncclResult_t state = ncclSuccess;
+            if (const ncclResult_t q = ncclCommGetAsyncError(comm_, &state); q != ncclSuccess)
+                return q;
+            r = state;
+            if (r == ncclInProgress) std::this_thread::yield();
+        }
+        return r;
+    }
+
     void check(ncclResult_t r, const char* what) const {
-        if (r == ncclSuccess || r == ncclInProgress) return;
+        r = finish_issue(r);
+        if (r == ncclSuccess) return;
         std::string detail = comm_ ? ncclGetLastError(comm_) : "";
         throw Error(std::string(what) + " failed: " + ncclGetErrorString(r) +
                     (detail.empty() ? "" : " (" + detail + ")") +

@@ -49,8 +49,8 @@ void copy_bytes(void* dst, const Device& dst_device, const void* src, const Devi
     cuda::copy(dst, src, bytes);
 }
 
-GpuQuery query_gpus() {
-    return cuda::query();
+GpuQuery query_gpus(bool measure_free) {
+    return cuda::query(measure_free);
 }
 
 } // namespace shardlab

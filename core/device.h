@@ -34,7 +34,7 @@ struct GpuInfo {
     int index = 0;
     std::string name;
     std::size_t total_bytes = 0;
-    std::size_t free_bytes = 0;
+    std::size_t free_bytes = 0; // measured only when asked (0 otherwise): it needs a context
     int multiprocessors = 0;
     int cc_major = 0, cc_minor = 0;
 };
@@ -45,6 +45,8 @@ struct GpuQuery {
     std::vector<GpuInfo> gpus;
 };
 
-GpuQuery query_gpus();
+// Properties only, unless measure_free: free memory is known only to a context, which the query
+// then creates on every GPU (the caller's current device is restored either way).
+GpuQuery query_gpus(bool measure_free = false);
 
 } // namespace shardlab

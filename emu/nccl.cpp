@@ -46,6 +46,11 @@ struct CommState {
     int rank = 0, size = 0;
     std::atomic<bool> aborted{false};
     std::atomic<int> async_error{ncclSuccess};
+    // NCCL_COMM_BLOCKING=0 (NCCL's own variable): calls return ncclInProgress, and the
+    // communicator takes no other call until ncclCommGetAsyncError has said it is done — here
+    // after `issuing` polls, so a caller that treats ncclInProgress as success is refused.
+    bool nonblocking = false;
+    std::atomic<int> issuing{0};
 
     CommState(MPI_Comm c, MPI_Comm p, int r, int n) : coll(c), p2p(p), rank(r), size(n) {}
     CommState(const CommState&) = delete;
@@ -545,6 +550,14 @@ bool injected_failure(const char* call) {
     return env && std::strcmp(env, call) == 0;
 }
 
+// A non-blocking communicator's call is issued in the background: ncclInProgress, and the next
+// two polls of ncclCommGetAsyncError say so too.
+ncclResult_t issued(CommState& c) {
+    if (!c.nonblocking) return ncclSuccess;
+    c.issuing.store(2);
+    return ncclInProgress;
+}
+
 ncclResult_t submit(Op op) {
     if (injected_failure(op.name)) {
         const std::string why =
@@ -556,8 +569,9 @@ ncclResult_t submit(Op op) {
         return fail(ncclSystemError, why);
     }
     if (group.depth == 0) {
+        CommState& c = *op.comm;
         launch({std::move(op)});
-        return ncclSuccess;
+        return issued(c);
     }
     group.ops.push_back(std::move(op));
     return ncclSuccess;
@@ -596,6 +610,9 @@ std::string check_buffer(const char* call, const char* what, const void* buf, st
 std::string check_common(const char* call, ncclComm_t comm, ncclDataType_t t, std::size_t count,
                          std::size_t blocks) {
     if (!comm) return std::string(call) + ": comm is NULL";
+    if (comm->state->issuing.load() > 0)
+        return std::string(call) + ": the last call on this non-blocking communicator is still "
+                                   "in progress (poll ncclCommGetAsyncError until it is done)";
     const std::size_t es = type_size(t);
     if (es == 0) return std::string(call) + ": unknown datatype " + std::to_string(int(t));
     if (count > SIZE_MAX / es / blocks)
@@ -712,7 +729,9 @@ ncclResult_t open_comm(MPI_Comm split, int nranks, int rank, ncclComm_t* comm) {
     MPI_Comm_set_errhandler(split, MPI_ERRORS_RETURN);
     MPI_Comm_set_errhandler(p2p, MPI_ERRORS_RETURN);
     *comm = new ncclComm{std::make_shared<CommState>(split, p2p, rank, nranks)};
-    return ncclSuccess;
+    const char* blocking = std::getenv("NCCL_COMM_BLOCKING");
+    (*comm)->state->nonblocking = blocking && std::strcmp(blocking, "0") == 0;
+    return issued(*(*comm)->state);
 }
 
 } // namespace
@@ -794,6 +813,11 @@ ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
     if (!comm || !asyncError)
         return fail(ncclInvalidArgument, "ncclCommGetAsyncError: comm or asyncError is NULL");
+    if (int left = comm->state->issuing.load(); left > 0) {
+        comm->state->issuing.store(left - 1);
+        *asyncError = ncclInProgress;
+        return ncclSuccess;
+    }
     *asyncError = ncclResult_t(comm->state->async_error.load());
     return ncclSuccess;
 }
@@ -839,8 +863,13 @@ ncclResult_t ncclGroupEnd() {
     std::vector<Op> ops = std::exchange(group.ops, {});
     const ncclResult_t error = std::exchange(group.error, ncclSuccess);
     if (error != ncclSuccess) return fail(error, "ncclGroupEnd: nothing was run: " + group.why);
+    std::vector<std::shared_ptr<CommState>> comms;
+    for (const Op& o : ops) comms.push_back(o.comm);
     launch(std::move(ops));
-    return ncclSuccess;
+    ncclResult_t r = ncclSuccess;
+    for (const auto& c : comms)
+        if (issued(*c) == ncclInProgress) r = ncclInProgress;
+    return r;
 }
 
 ncclResult_t ncclSend(const void* sendbuff, std::size_t count, ncclDataType_t t, int peer,

@@ -49,6 +49,7 @@ struct Device {
     std::set<EmuStream*> streams; // every stream created and not yet destroyed
     Stats stats;
     int count = 1;
+    std::set<int> contexts; // devices whose context a call created (CUDA 12: cudaSetDevice does)
     std::size_t capacity = std::size_t(16) << 30; // what cudaMemGetInfo says is there
 
     Device() {
@@ -243,6 +244,11 @@ Stats stats() {
     return device().stats;
 }
 
+int contexts_created() {
+    std::lock_guard<std::mutex> lock(device().mutex);
+    return int(device().contexts.size());
+}
+
 const char* last_fault() {
     std::lock_guard<std::mutex> lock(device().mutex);
     return device().fault.c_str();
@@ -347,6 +353,8 @@ cudaError_t cudaSetDevice(int d) {
     refuse_in_host_function("cudaSetDevice");
     if (d < 0 || d >= device().count) return fail(cudaErrorInvalidDevice);
     current_device = d;
+    std::lock_guard<std::mutex> lock(device().mutex);
+    device().contexts.insert(d);
     return cudaSuccess;
 }
 
@@ -374,6 +382,7 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int d) {
 cudaError_t cudaMemGetInfo(std::size_t* free, std::size_t* total) {
     refuse_in_host_function("cudaMemGetInfo");
     std::lock_guard<std::mutex> lock(device().mutex);
+    device().contexts.insert(current_device);
     *total = device().capacity;
     *free = device().capacity - std::min(device().capacity, device().allocated);
     return cudaSuccess;

@@ -28,7 +28,7 @@ void print_cpu(const std::string& gemm_request) {
 }
 
 void print_cuda() {
-    GpuQuery q = query_gpus();
+    GpuQuery q = query_gpus(/*measure_free=*/true);
     if (!q.cuda_built) {
         fmt::print("CUDA: not built (nvcc was not found at configure time); running on CPU\n");
         return;

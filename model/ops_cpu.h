@@ -22,6 +22,8 @@ class CpuOps : public Ops {
 
     void gemm(Stream& s, const Tensor& a, bool trans_a, const Tensor& b, bool trans_b,
               const Tensor& c, float alpha, float beta, const Tensor* bias) override;
+    // The library each dtype's GEMMs run on: what tests check they are holding to the contract.
+    const cpu::GemmPaths& gemm_paths() const { return gemm_->paths(); }
     void bias_grad(Stream& s, const Tensor& dbias, const Tensor& dout) override;
     void layernorm_forward(Stream& s, const Tensor& out, const Tensor& mean, const Tensor& rstd,
                            const Tensor& in, const Tensor& weight, const Tensor& bias) override;

@@ -65,6 +65,24 @@ struct Twin {
     Side cpu, gpu;
 };
 
+// The CPU reference, on the GEMM library $SHARDLAB_GEMM names (test_cuda_ops_onednn: oneDNN, as
+// `auto` picks on an AVX-512 host) — checked, so a reference that fell back to another library
+// cannot pass for it.
+std::unique_ptr<Ops> cpu_reference_ops(DeviceContext& ctx) {
+    auto ops = std::make_unique<CpuOps>(ctx.tracker(), "");
+    const std::string named = cpu::default_gemm_request();
+    if (named != "auto") {
+        EXPECT_EQ(ops->gemm_paths().f32,
+                  named == "onednn" ? cpu::GemmLibrary::onednn : cpu::GemmLibrary::openblas)
+            << "the fp32 CPU reference is not on " << named;
+    }
+    if (named == "onednn" && ops->gemm_paths().bf16 != cpu::GemmLibrary::onednn)
+        std::printf("note: oneDNN has no bf16 matmul on this CPU (%s): the bf16 reference is "
+                    "OpenBLAS's\n",
+                    cpu::cpu_isa().c_str());
+    return ops;
+}
+
 // Both backends, or a skip that says why.
 #define MAKE_TWIN(twin)                                                                            \
     const GpuQuery query = query_gpus();                                                           \
@@ -73,7 +91,7 @@ struct Twin {
                      << "): the CUDA ops are checked on a GPU or under -DSHARDLAB_CUDA=EMU";       \
     Twin twin;                                                                                     \
     twin.cpu.ctx = make_cpu_context();                                                             \
-    twin.cpu.ops = std::make_unique<CpuOps>(twin.cpu.ctx->tracker(), "");                          \
+    twin.cpu.ops = cpu_reference_ops(*twin.cpu.ctx);                                               \
     twin.gpu.ctx = make_cuda_context(0);                                                           \
     twin.gpu.ops = make_cuda_ops(twin.gpu.ctx->tracker())
 

@@ -1,4 +1,5 @@
-// The CPU backend's Ops against the kernels they dispatch to, bitwise: every dtype, GEMM with
+// The CPU backend's Ops against the kernels they dispatch to, bitwise (GEMMs on the library
+// $SHARDLAB_GEMM or auto picks; test_ops_cpu_onednn forces oneDNN): every dtype, GEMM with
 // both transposes, alpha / beta, a bias and strided batches (a loop of 2-D products), the
 // squared norm (eight interleaved double sums in a fixed order, whatever the split into parts),
 // AdamW writing the rounded parameters, and the element-wise ops — all enqueued on a worker-thread
@@ -27,8 +28,10 @@ using namespace shardlab;
 namespace {
 struct Fixture {
     std::unique_ptr<DeviceContext> ctx = make_cpu_context();
-    CpuOps cpu_ops{ctx->tracker(), "openblas"}; // bitwise against the OpenBLAS kernels below
-    Ops& ops = cpu_ops;                         // called through the interface, as the model does
+    // $SHARDLAB_GEMM or auto (test_ops_cpu_onednn forces oneDNN): GEMMs bitwise against a
+    // CpuGemm of the same request, run on the matrices one by one.
+    CpuOps cpu_ops{ctx->tracker(), ""};
+    Ops& ops = cpu_ops; // called through the interface, as the model does
     Stream& s = ctx->compute();
 };
 
@@ -45,19 +48,16 @@ Tensor tensor(std::vector<char>& bytes, DType t, Shape shape) {
     return {bytes.data(), t, shape, Device::cpu()};
 }
 
-template <typename T>
-void reference_gemm(bool ta, bool tb, int M, int N, int K, float alpha, const void* A,
-                    const void* B, float beta, void* C) {
-    std::vector<float> ws(cpu::gemm_workspace_floats<T>(M, N, K));
-    cpu::gemm<T>(ta, tb, M, N, K, alpha, static_cast<const T*>(A), ta ? M : K,
-                 static_cast<const T*>(B), tb ? K : N, beta, static_cast<T*>(C), N, ws.data());
-}
-
+// One 2-D product (row-major, packed) through CpuGemm on the library the request picks.
 void reference_gemm(DType t, bool ta, bool tb, int M, int N, int K, float alpha, const void* A,
-                    const void* B, float beta, void* C) {
-    if (t == DType::f32) return reference_gemm<float>(ta, tb, M, N, K, alpha, A, B, beta, C);
-    if (t == DType::bf16) return reference_gemm<bf16_t>(ta, tb, M, N, K, alpha, A, B, beta, C);
-    reference_gemm<f16_t>(ta, tb, M, N, K, alpha, A, B, beta, C);
+                    const void* B, float beta, void* C, const void* bias = nullptr) {
+    cpu::CpuGemm gemm(cpu::default_gemm_request());
+    cpu::MatmulShape m;
+    m.dtype = t, m.trans_a = ta, m.trans_b = tb, m.M = M, m.N = N, m.K = K;
+    m.lda = ta ? M : K, m.ldb = tb ? K : N, m.ldc = N;
+    m.alpha = alpha, m.beta = beta, m.bias = bias != nullptr;
+    std::vector<char> ws(gemm.workspace_bytes(m) + 1);
+    gemm.run(m, A, B, bias, C, ws.data());
 }
 } // namespace
 
@@ -92,17 +92,26 @@ TEST(CpuOps, GemmWithABiasIsTheLinearLayerAndBiasGradItsColumnSums) {
              w = random_bytes(std::size_t(IC) * OC, t, 5);
         auto bias = random_bytes(OC, t, 6), out = random_bytes(std::size_t(N) * OC, t, 7);
         auto want = out;
-        std::vector<float> ws(1 << 12);
-        if (t == DType::f32)
-            cpu::linear_forward(reinterpret_cast<float*>(want.data()),
-                                reinterpret_cast<const float*>(x.data()),
-                                reinterpret_cast<const float*>(w.data()),
-                                reinterpret_cast<const float*>(bias.data()), N, IC, OC, ws.data());
-        else
-            cpu::linear_forward(reinterpret_cast<bf16_t*>(want.data()),
-                                reinterpret_cast<const bf16_t*>(x.data()),
-                                reinterpret_cast<const bf16_t*>(w.data()),
-                                reinterpret_cast<const bf16_t*>(bias.data()), N, IC, OC, ws.data());
+        reference_gemm(t, false, false, N, OC, IC, 1.0f, x.data(), w.data(), 0.0f, want.data(),
+                       bias.data());
+        if (f.cpu_ops.gemm_paths().of(t) == cpu::GemmLibrary::openblas) {
+            // On OpenBLAS that is the linear layer's kernel, bit for bit.
+            auto linear = out;
+            std::vector<float> ws(1 << 12);
+            if (t == DType::f32)
+                cpu::linear_forward(reinterpret_cast<float*>(linear.data()),
+                                    reinterpret_cast<const float*>(x.data()),
+                                    reinterpret_cast<const float*>(w.data()),
+                                    reinterpret_cast<const float*>(bias.data()), N, IC, OC,
+                                    ws.data());
+            else
+                cpu::linear_forward(reinterpret_cast<bf16_t*>(linear.data()),
+                                    reinterpret_cast<const bf16_t*>(x.data()),
+                                    reinterpret_cast<const bf16_t*>(w.data()),
+                                    reinterpret_cast<const bf16_t*>(bias.data()), N, IC, OC,
+                                    ws.data());
+            EXPECT_EQ(linear, want) << dtype_name(t);
+        }
         const Tensor b = tensor(bias, t, {OC});
         f.ops.gemm(f.s, tensor(x, t, {N, IC}), false, tensor(w, t, {IC, OC}), false,
                    tensor(out, t, {N, OC}), 1.0f, 0.0f, &b);

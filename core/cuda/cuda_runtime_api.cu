@@ -51,7 +51,9 @@ void copy(void* dst, const void* src, std::size_t bytes) {
     check_cuda(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault), "cudaMemcpy");
 }
 
-GpuQuery query() {
+// Properties need no context; cudaSetDevice and cudaMemGetInfo create one (CUDA 12+), so they run
+// only when free memory is asked for, and the caller's current device is put back after.
+GpuQuery query(bool measure_free) {
     GpuQuery q;
     q.cuda_built = true;
     int n = 0;
@@ -62,6 +64,8 @@ GpuQuery query() {
         return q;
     }
     q.status = n > 0 ? "ok" : "no CUDA device found";
+    int caller = 0;
+    cudaGetDevice(&caller);
     for (int i = 0; i < n; ++i) {
         cudaDeviceProp p{};
         if (cudaGetDeviceProperties(&p, i) != cudaSuccess) continue;
@@ -71,10 +75,13 @@ GpuQuery query() {
         g.multiprocessors = p.multiProcessorCount;
         g.cc_major = p.major;
         g.cc_minor = p.minor;
-        cudaSetDevice(i);
-        cudaMemGetInfo(&g.free_bytes, &g.total_bytes);
+        g.total_bytes = p.totalGlobalMem;
+        if (measure_free && cudaSetDevice(i) == cudaSuccess)
+            cudaMemGetInfo(&g.free_bytes, &g.total_bytes);
         q.gpus.push_back(g);
     }
+    if (measure_free) cudaSetDevice(caller);
+    cudaGetLastError(); // a failed query leaves no error for the caller's next call
     return q;
 }
 

@@ -15,7 +15,7 @@ void device_free(int device, void* p) noexcept;
 void* host_malloc_pinned(std::size_t bytes);
 void host_free_pinned(void* p) noexcept;
 void copy(void* dst, const void* src, std::size_t bytes); // cudaMemcpyDefault, synchronous
-GpuQuery query();
+GpuQuery query(bool measure_free);                        // see query_gpus
 
 // Throws the "built without CUDA" error; defined only in a build without nvcc, where every CUDA
 // entry point (here and in model/kernels/cuda/) calls it.

@@ -146,6 +146,9 @@ struct Stats {
                   mallocs = 0, frees = 0;
 };
 Stats stats();
+// How many devices have a context: those a cudaSetDevice or cudaMemGetInfo was made on (for the
+// test that a device query creates none).
+int contexts_created();
 // The message of the last fault a kernel or copy reported (empty when none): what
 // cudaGetErrorString cannot say — the kernel, block, threads and source line.
 const char* last_fault();

@@ -33,6 +33,17 @@ auto key_of(const MatmulShape& s) {
 }
 using Key = decltype(key_of(MatmulShape{}));
 
+// oneDNN 2.x scales (A B + bias) by the output scale, but the contract adds the bias unscaled:
+// with alpha != 1 the bias is a binary-add post-op, which runs after the scale (and after the
+// sum, when beta != 0). alpha = 1 (every GEMM of the model) keeps the primitive's own bias
+// argument and its fastest kernels.
+bool bias_as_post_op(const MatmulShape& s) {
+    return s.bias && s.alpha != 1.0f;
+}
+int bias_post_op_arg(const MatmulShape& s) {
+    return DNNL_ARG_ATTR_MULTIPLE_POST_OP(s.beta != 0.0f ? 1 : 0) | DNNL_ARG_SRC_1;
+}
+
 struct Entry {
     dnnl::matmul::primitive_desc pd;
     dnnl::matmul prim;
@@ -55,12 +66,12 @@ struct OneDnnMatmul::Impl {
         dnnl::primitive_attr attr;
         attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
         if (s.alpha != 1.0f) attr.set_output_scales(0, {s.alpha});
-        if (s.beta != 0.0f) { // dst = product + beta * dst, summed in fp32, rounded once
-            dnnl::post_ops po;
-            po.append_sum(s.beta);
-            attr.set_post_ops(po);
-        }
-        dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, bias, c), attr, engine);
+        dnnl::post_ops po;
+        if (s.beta != 0.0f) po.append_sum(s.beta); // + beta * dst, summed in fp32, rounded once
+        if (bias_as_post_op(s)) po.append_binary(dnnl::algorithm::binary_add, bias);
+        attr.set_post_ops(po);
+        const memory::desc bias_arg = bias_as_post_op(s) ? memory::desc() : bias;
+        dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, bias_arg, c), attr, engine);
         return cache.emplace(k, Entry{pd, dnnl::matmul(pd)}).first->second;
     }
 };
@@ -82,7 +93,11 @@ void OneDnnMatmul::run(const MatmulShape& s, const void* A, const void* B, const
         {DNNL_ARG_WEIGHTS, memory(e.pd.weights_desc(), eng, const_cast<void*>(B))},
         {DNNL_ARG_DST, memory(e.pd.dst_desc(), eng, C)},
         {DNNL_ARG_SCRATCHPAD, memory(e.pd.scratchpad_desc(), eng, scratchpad)}};
-    if (s.bias) args.emplace(DNNL_ARG_BIAS, memory(e.pd.bias_desc(), eng, const_cast<void*>(bias)));
+    if (bias_as_post_op(s))
+        args.emplace(bias_post_op_arg(s),
+                     memory(matrix(s.dtype, 1, s.N, s.N, false), eng, const_cast<void*>(bias)));
+    else if (s.bias)
+        args.emplace(DNNL_ARG_BIAS, memory(e.pd.bias_desc(), eng, const_cast<void*>(bias)));
     dnnl::stream stream(eng); // CPU streams are cheap; this one runs on the calling thread
     e.prim.execute(stream, args);
     stream.wait();

@@ -1,5 +1,5 @@
-// GEMM through oneDNN's matmul primitive: C = alpha * op(A) * op(B) (+ bias) + beta * C on
-// row-major fp32 or bf16 matrices, fp32 accumulation, C rounded once on store. A primitive is
+// GEMM through oneDNN's matmul primitive: C = alpha * op(A) * op(B) + beta * C (+ bias, unscaled)
+// on row-major fp32 or bf16 matrices, fp32 accumulation, C rounded once on store. A primitive is
 // built once per shape (transposes, leading dimensions, alpha, beta, bias) and kept; the caller
 // provides the scratchpad (scratchpad_bytes), so every byte it uses is tracked and calls in flight
 // on different streams never share one. oneDNN runs on the calling thread's OpenMP team.
