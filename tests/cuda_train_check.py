@@ -18,8 +18,8 @@ Modes for the emulator's CUDA-behaviour tests (emu/stream_model.h), each only it
      transport auto picks with ZeRO 3, as on the H200 where they hung — under the serial
      host-function model, each within 120 s (CTest emu_hostfn_serial);
   emu-interleave: under SHARDLAB_EMU_STREAMS=interleave:SEED for each seed of SHARDLAB_EMU_SEEDS,
-     runs that wait across all three streams — ZeRO 3 with offload, ZeRO 1 and the shared GPU
-     over MPI — give the bits the same runs give in issue order (CTest emu_stream_interleave).
+     a run that waits across all three streams (ZeRO 3 with offload) gives the bits it gives in
+     issue order (CTest emu_stream_interleave).
 Usage: cuda_train_check.py emu|gpu|emu-shared|emu-interleave SHARDLAB MPIRUN [MPIRUN ARGS...]"""
 import json
 import os
@@ -123,9 +123,9 @@ def shared_gpu_serial(tmp):
 def interleaved(tmp):
     """Runs that order work across the compute, comm and copy streams: the bits of issue order,
     under each seed of SHARDLAB_EMU_SEEDS (default "1 2 3")."""
-    runs = (("zero3-offload", BF16 + ["--device", "cuda", "--zero", "3", "--offload"], 2),
-            ("zero1", BF16 + ["--device", "cuda", "--zero", "1"], 2),
-            ("shared-mpi-zero3", BF16 + SHARED + ["--transport", "mpi", "--zero", "3"], 1))
+    # One run keeps it cheap: ZeRO 3 with offload waits across all three streams (gathers and
+    # reduce-scatters on comm, the optimizer's copies on copy, the host updater between them).
+    runs = (("zero3-offload", BF16 + ["--device", "cuda", "--zero", "3", "--offload"], 2),)
     for name, args, gpus in runs:
         want = signature(run(args, os.path.join(tmp, name + "-issue"), gpus=gpus,
                              env_extra={"SHARDLAB_EMU_STREAMS": "issue"}))
@@ -134,7 +134,8 @@ def interleaved(tmp):
             got = signature(run(args, os.path.join(tmp, f"{name}-{seed}"), gpus=gpus,
                                 env_extra={"SHARDLAB_EMU_STREAMS": streams}))
             check(got == want, f"{name} under SHARDLAB_EMU_STREAMS={streams}: {got} vs issue order {want}")
-            print(f"ok: {name} under SHARDLAB_EMU_STREAMS={streams}: the bits of issue order")
+            if got == want:
+                print(f"ok: {name} under SHARDLAB_EMU_STREAMS={streams}: the bits of issue order")
 
 
 if MODE in ("emu-shared", "emu-interleave"):

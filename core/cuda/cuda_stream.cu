@@ -5,9 +5,8 @@
 #include "core/cuda/cuda_check.h"
 #include "core/device_context.h"
 
-#include <fmt/format.h>
-
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <exception>
 #include <thread>
@@ -42,15 +41,18 @@ void watched_wait(cudaEvent_t e, const std::string& stream, const StreamGroupSta
             int device = 0;
             cudaGetDevice(&device);
             const std::string activity = group.activity();
-            throw Error(
-                fmt::format("device watchdog: waited {:.1f} s for the {} stream of cuda:{} and "
-                            "it has not "
-                            "got there: a host function that never returns, a kernel that does "
-                            "not end, or "
-                            "a collective whose peers do not come. The last collective this "
-                            "device was "
-                            "given: {} (--collective-timeout {:g} s; 0 waits forever)",
-                            waited, stream, device, activity.empty() ? "none" : activity, limit));
+            char head[160]; // no fmt here: nvcc 13's front end rejects its format checks
+            std::snprintf(head, sizeof(head),
+                          "device watchdog: waited %.1f s for the %s stream of cuda:%d", waited,
+                          stream.c_str(), device);
+            char tail[64];
+            std::snprintf(tail, sizeof(tail), " (--collective-timeout %g s; 0 waits forever)",
+                          limit);
+            throw Error(std::string(head) +
+                        " and it has not got there: a host function that never returns, a kernel "
+                        "that does not end, or a collective whose peers do not come. The last "
+                        "collective this device was given: " +
+                        (activity.empty() ? "none" : activity) + tail);
         }
         if (spins < 256)
             std::this_thread::yield();
