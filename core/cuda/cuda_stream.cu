@@ -1,5 +1,4 @@
-// CUDA streams and events behind the Stream interface, and the CUDA device
-// context.
+// CUDA streams and events behind the Stream interface, and the CUDA device context.
 #include "core/cuda/cuda_stream.h"
 
 #include "core/cuda/cuda_check.h"
@@ -16,11 +15,10 @@
 namespace shardlab::cuda {
 
 namespace {
-// The device watchdog: the host waits for `e` (recorded on `stream`) by
-// polling, so that a device that never gets there — a host function that never
-// returns, a kernel that does not end, a collective whose peers do not come —
-// is reported after the group's stall timeout instead of hanging the rank.
-// Polling yields at first, then sleeps 50 us: what a wait may overshoot.
+// The device watchdog: the host waits for `e` (recorded on `stream`) by polling, so that a device
+// that never gets there — a host function that never returns, a kernel that does not end, a
+// collective whose peers do not come — is reported after the group's stall timeout instead of
+// hanging the rank. Polling yields at first, then sleeps 50 us: what a wait may overshoot.
 void watched_wait(cudaEvent_t e, const std::string& stream, const StreamGroupState& group) {
     const double limit = group.stall_timeout();
     if (limit <= 0) {
@@ -75,8 +73,8 @@ CudaEvent::~CudaEvent() {
 bool CudaEvent::query() const {
     const cudaError_t e = cudaEventQuery(event_);
     if (e == cudaErrorNotReady) {
-        // "Not ready" is also left as the thread's last error: clear it, or the
-        // next kernel launch's check would report it.
+        // "Not ready" is also left as the thread's last error: clear it, or the next kernel
+        // launch's check would report it.
         (void)cudaGetLastError();
         return false;
     }
@@ -107,13 +105,12 @@ CudaStream::CudaStream(std::string name, int device, std::shared_ptr<StreamGroup
 
 CudaStream::~CudaStream() {
     if (!abandoned_) cudaStreamSynchronize(stream_);
-    cudaStreamDestroy(stream_); // returns at once; CUDA releases the stream when
-                                // its work is done
+    cudaStreamDestroy(stream_); // returns at once; CUDA releases the stream when its work is done
 }
 
-// Host functions not yet started see the failed group and return at once;
-// kernels and copies run to their end on their own. What cannot be waited for
-// is a host function blocked on a peer.
+// Host functions not yet started see the failed group and return at once; kernels and copies run to
+// their end on their own. What cannot be waited for is a stream waiting for a host stream blocked
+// on a peer.
 bool CudaStream::abandon(double patience_s) {
     abandoned_ = true;
     if (!group_->failed())
@@ -137,9 +134,8 @@ void CudaStream::wait(const EventPtr& e) {
         check_cuda(cudaStreamWaitEvent(stream_, cuda->handle(), 0), "cudaStreamWaitEvent");
         return;
     }
-    // A host stream's event: the stream waits on memory that the event's
-    // completion writes (no host function waits), and this stream's group fails
-    // if that stream failed.
+    // A host stream's event: the stream waits on memory that the event's completion writes (no host
+    // function waits), and this stream's group fails if that stream failed.
     auto* cpu = dynamic_cast<CpuEvent*>(e.get());
     check(cpu != nullptr, "internal: the " + name_ + " stream was given an event of no known kind");
     const std::uint32_t ticket = signal_->wait(stream_);
@@ -159,8 +155,7 @@ struct HostTask {
     std::shared_ptr<StreamGroupState> group;
 };
 
-// Runs on CUDA's host-function thread, which must not call CUDA: the task is
-// plain host work.
+// Runs on CUDA's host-function thread, which must not call CUDA: the task is plain host work.
 void run_host_task(void* p) {
     std::unique_ptr<HostTask> t(static_cast<HostTask*>(p));
     if (t->group->failed()) return;
@@ -181,9 +176,8 @@ void CudaStream::enqueue(std::function<void()> fn) {
 
 void CudaStream::memcpy(void* dst, const void* src, std::size_t bytes) {
     if (bytes == 0 || dst == src) return;
-    // Into pageable memory the copy returns only once it is done: wait first,
-    // watched, so that a stalled stream is reported rather than hanging inside
-    // cudaMemcpyAsync.
+    // Into pageable memory the copy returns only once it is done: wait first, watched, so that a
+    // stalled stream is reported rather than hanging inside cudaMemcpyAsync.
     cudaPointerAttributes a{};
     check_cuda(cudaPointerGetAttributes(&a, dst), "cudaPointerGetAttributes");
     if (a.type == cudaMemoryTypeUnregistered) synchronize();
@@ -192,9 +186,8 @@ void CudaStream::memcpy(void* dst, const void* src, std::size_t bytes) {
 
 void CudaStream::upload(void* dst, const void* host_src, std::size_t bytes) {
     if (bytes == 0) return;
-    // From pageable memory CUDA stages the data before cudaMemcpyAsync returns,
-    // so the caller may reuse it at once; pinned memory is read later, so it is
-    // first copied into pageable memory.
+    // From pageable memory CUDA stages the data before cudaMemcpyAsync returns, so the caller may
+    // reuse it at once; pinned memory is read later, so it is first copied into pageable memory.
     cudaPointerAttributes a{};
     check_cuda(cudaPointerGetAttributes(&a, host_src), "cudaPointerGetAttributes");
     if (a.type == cudaMemoryTypeUnregistered) {

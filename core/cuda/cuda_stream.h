@@ -1,12 +1,11 @@
-// The CUDA backend's streams and events: Stream and Event (core/stream.h) over
-// cudaStream_t and cudaEvent_t. Host tasks (Stream::enqueue) run through
-// cudaLaunchHostFunc and share the CPU backend's sticky-error rule: a task that
-// throws poisons the device's streams, later host tasks are skipped and the
-// next synchronize() rethrows it. No host function ever waits: CUDA may run all
-// of a process's host functions on one thread, so a stream waits for a host
-// stream's event on memory (core/cuda/host_signal.h). The host's waits for the
-// device are watched: past the stall timeout they report the stream and what
-// the device was doing, and throw. Included by .cu files only.
+// The CUDA backend's streams and events: Stream and Event (core/stream.h) over cudaStream_t and
+// cudaEvent_t. Host tasks (Stream::enqueue) run through cudaLaunchHostFunc and share the CPU
+// backend's sticky-error rule: a task that throws poisons the device's streams, later host tasks
+// are skipped and the next synchronize() rethrows it. No host function ever waits: CUDA may run
+// all of a process's host functions on one thread, so a stream waits for a host stream's event on
+// memory (core/cuda/host_signal.h). The host's waits for the device are watched: past the stall
+// timeout they report the stream and what the device was doing, and throw. Included by .cu files
+// only.
 #pragma once
 
 #include "core/cpu_stream.h" // StreamGroupState
@@ -70,8 +69,7 @@ class CudaStream : public Stream, public WatchedStream {
     bool abandoned_ = false;             // unwinding: the destructor does not wait
 };
 
-// The CUDA stream behind a Stream of the CUDA backend (an Error for any other
-// kind).
+// The CUDA stream behind a Stream of the CUDA backend (an Error for any other kind).
 cudaStream_t stream_of(Stream& s);
 
 } // namespace shardlab::cuda
