@@ -5,6 +5,9 @@
 #include "comm/mpi_error.h"
 #include "core/error.h"
 #include "core/tracer.h"
+#include "core/watched_stream.h"
+
+#include <fmt/format.h>
 
 #include <exception>
 
@@ -49,7 +52,11 @@ void Communicator::timed(const char* op, Algo a, std::size_t bytes, Body&& body)
                      stream_, next_what_.empty() ? key : key + ": " + next_what_, "collective",
                      {{"op", key}, {"bytes", bytes}, {"seq", seq_ + 1}, {"what", next_what_}})
                : Tracer::kNone;
-    transport_->begin_call({++seq_, key, bytes, std::move(next_what_)});
+    CollectiveId id{++seq_, key, bytes, std::move(next_what_)};
+    if (auto* w = dynamic_cast<WatchedStream*>(&stream_))
+        w->note_activity(
+            fmt::format("{} on rank {} with ranks 0-{}", describe(id), rank(), size() - 1));
+    transport_->begin_call(std::move(id));
     next_what_.clear();
     const auto sent0 = transport_->bytes_sent(), recv0 = transport_->bytes_received();
     const EventPtr start = stream_.record();
@@ -74,6 +81,8 @@ void Communicator::fold_times(bool wait) {
 
 void Communicator::set_collective_timeout(double seconds) {
     transport_->set_timeout(seconds);
+    if (auto* w = dynamic_cast<WatchedStream*>(&stream_))
+        w->set_stall_timeout(seconds); // a GPU's streams: the device watchdog's limit too
 }
 
 CommStats& Communicator::stats() {

@@ -5,8 +5,11 @@
 // without NCCL. The staging is tracked as host `comm_buffers` and released in stream order.
 //
 // The host transport runs on a host stream of its own (a worker thread), ordered with the
-// device stream by events both ways: MPI is never called from a CUDA host function, where a
-// CUDA-aware MPI's own CUDA calls are forbidden, and waiting for a peer holds no CUDA thread.
+// device stream by events both ways: the host stream's worker waits for the device's event, and
+// the device stream waits for the host stream's event on a word of pinned memory
+// (core/cuda/host_signal.h). MPI is never called from a CUDA host function, where a CUDA-aware
+// MPI's own CUDA calls are forbidden, and no host function waits for a peer: CUDA may run all of
+// a process's host functions on one thread (docs/GPU.md).
 #pragma once
 
 #include "comm/transport.h"

@@ -23,18 +23,48 @@ void StreamGroupState::rethrow_if_failed() const {
     std::rethrow_exception(error_);
 }
 
+std::exception_ptr StreamGroupState::error() const {
+    if (!failed()) return nullptr;
+    std::lock_guard<std::mutex> lock(mutex_);
+    return error_;
+}
+
+void StreamGroupState::note_activity(const std::string& what) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    activity_ = what;
+}
+
+std::string StreamGroupState::activity() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return activity_;
+}
+
 bool CpuEvent::query() const {
     std::lock_guard<std::mutex> lock(mutex_);
     return done_;
 }
 
 void CpuEvent::complete() {
+    std::vector<std::function<void(std::exception_ptr)>> then;
     {
         std::lock_guard<std::mutex> lock(mutex_);
         done_ = true;
         time_ = now_seconds();
+        then.swap(then_);
     }
     cv_.notify_all();
+    for (auto& fn : then) fn(group_->error());
+}
+
+void CpuEvent::then(std::function<void(std::exception_ptr)> fn) {
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (!done_) {
+            then_.push_back(std::move(fn));
+            return;
+        }
+    }
+    fn(group_->error());
 }
 
 void CpuEvent::wait_complete() const {

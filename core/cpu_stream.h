@@ -15,6 +15,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace shardlab {
 
@@ -24,11 +25,20 @@ class StreamGroupState {
     void fail(std::exception_ptr e);
     bool failed() const { return failed_.load(std::memory_order_acquire); }
     void rethrow_if_failed() const;
+    std::exception_ptr error() const;
+
+    // The device watchdog's limit and what it names (Stream::set_stall_timeout, note_activity).
+    void set_stall_timeout(double seconds) { stall_timeout_s_.store(seconds); }
+    double stall_timeout() const { return stall_timeout_s_.load(); }
+    void note_activity(const std::string& what);
+    std::string activity() const;
 
   private:
     mutable std::mutex mutex_;
     std::exception_ptr error_;
     std::atomic<bool> failed_{false};
+    std::atomic<double> stall_timeout_s_{0};
+    std::string activity_;
 };
 
 class CpuEvent : public Event {
@@ -40,12 +50,17 @@ class CpuEvent : public Event {
 
     void complete(); // called by the stream's worker when it reaches this point
     void wait_complete() const;
+    // Runs fn(the group's error, or null) once the event has completed: at once if it has, else
+    // on the worker that completes it, which must not wait for anything (a GPU stream's wait
+    // for this event is such a function: it writes a word of pinned memory).
+    void then(std::function<void(std::exception_ptr)> fn);
 
   private:
     std::shared_ptr<StreamGroupState> group_;
     mutable std::mutex mutex_;
     mutable std::condition_variable cv_;
     bool done_ = false;
+    std::vector<std::function<void(std::exception_ptr)>> then_;
     double time_ = 0; // seconds on a monotonic clock, when the stream reached this point
 };
 

@@ -4,9 +4,13 @@
 // CUDA's error rules — a launch error is returned by cudaGetLastError once; a fault inside a
 // kernel is sticky: every later call reports it.
 #include "core/cpu_stream.h"
+#include "emu/include/cuda.h"
 #include "emu/include/cuda_runtime.h"
+#include "emu/stream_model.h"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -23,6 +27,7 @@
 struct EmuStream {
     std::unique_ptr<shardlab::CpuStream> stream;
     bool blocking = true; // false: cudaStreamNonBlocking, which cudaMemcpy does not wait for
+    shardlab::emu::StreamSchedule schedule = shardlab::emu::new_stream_schedule();
 };
 struct EmuEvent {
     shardlab::EventPtr mark; // the last record
@@ -106,8 +111,16 @@ bool is_pageable(const void* p) {
     return !in(device().device_allocs, p) && !in(device().pinned_allocs, p);
 }
 
+EmuStream& emu_stream(cudaStream_t s) {
+    return *(s ? s : device().default_stream.get());
+}
 CpuStream& stream(cudaStream_t s) {
-    return *(s ? s : device().default_stream.get())->stream;
+    return *emu_stream(s).stream;
+}
+// Every stream operation enters the stream here, as emu/stream_model.h models it.
+void submit(cudaStream_t s, std::function<void()> fn, bool host_function = false) {
+    EmuStream& e = emu_stream(s);
+    e.stream->enqueue(wrap_operation(e.schedule, std::move(fn), host_function));
 }
 
 // Every stream (what cudaDeviceSynchronize and cudaFree wait for), or only the default stream and
@@ -132,6 +145,8 @@ void record_fault(const std::exception& e) {
     device().sticky = what.find("misaligned") != std::string::npos ? cudaErrorMisalignedAddress
                                                                    : cudaErrorLaunchFailure;
     device().fault = what;
+    std::fprintf(stderr, "shardlab emu: device fault under %s: %s\n",
+                 schedule_description().c_str(), what.c_str());
 }
 
 void count(std::uint64_t Stats::*counter) {
@@ -229,14 +244,14 @@ bool check_launch(const char* name, const void* kernel, dim3 g, dim3 b, std::siz
 void enqueue_grid(cudaStream_t s, const char* name, dim3 grid, dim3 block, std::size_t smem,
                   std::function<void()> body) {
     count(&Stats::kernel_launches);
-    stream(s).enqueue(faulting([name, grid, block, smem, body = std::move(body)] {
-        run_grid(name, grid, block, smem, body);
-    }));
+    submit(s, faulting([name, grid, block, smem, body = std::move(body)] {
+               run_grid(name, grid, block, smem, body);
+           }));
 }
 
 void enqueue(cudaStream_t s, std::function<void()> fn) {
     refuse_in_host_function("a cuBLAS or NCCL call");
-    stream(s).enqueue(faulting(std::move(fn)));
+    submit(s, faulting(std::move(fn)));
 }
 
 Stats stats() {
@@ -504,10 +519,11 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned) {
 
 cudaError_t cudaLaunchHostFunc(cudaStream_t s, cudaHostFn_t fn, void* user) {
     refuse_in_host_function("cudaLaunchHostFunc");
-    stream(s).enqueue(faulting([fn, user] {
-        const HostFunctionScope scope;
-        fn(user);
-    }));
+    submit(s, faulting([fn, user] {
+               const HostFunctionScope scope;
+               fn(user);
+           }),
+           /*host_function=*/true);
     return cudaSuccess;
 }
 
@@ -578,18 +594,21 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t bytes, cudaM
         std::memmove(dst, src, bytes);
         return cudaSuccess;
     }
-    if (is_pageable(src)) { // from pageable host memory: staged now
-        stream(s).upload(dst, src, bytes);
+    if (is_pageable(src)) { // from pageable host memory: staged now, the caller may reuse it
+        auto staged = std::make_shared<std::vector<char>>(static_cast<const char*>(src),
+                                                          static_cast<const char*>(src) + bytes);
+        submit(s, [dst, staged] { std::memcpy(dst, staged->data(), staged->size()); });
         return cudaSuccess;
     }
-    stream(s).memcpy(dst, src, bytes);
+    // Device or pinned memory: read when the stream reaches the copy, not before.
+    submit(s, [=] { std::memmove(dst, src, bytes); });
     return cudaSuccess;
 }
 
 cudaError_t cudaMemsetAsync(void* dst, int value, std::size_t bytes, cudaStream_t s) {
     refuse_in_host_function("cudaMemsetAsync");
     if (sticky() != cudaSuccess) return sticky();
-    stream(s).enqueue(faulting([=] { std::memset(dst, value, bytes); }));
+    submit(s, faulting([=] { std::memset(dst, value, bytes); }));
     return cudaSuccess;
 }
 
@@ -600,5 +619,57 @@ cudaError_t cudaFuncSetAttribute(const void* kernel, cudaFuncAttribute attr, int
         return last_error = cudaErrorInvalidValue;
     std::lock_guard<std::mutex> lock(device().mutex);
     device().max_dynamic_shared[kernel] = value;
+    return cudaSuccess;
+}
+
+// --- the driver API's stream memory operation ---------------------------------------------------
+
+cudaError_t cudaHostGetDevicePointer(void** device_ptr, void* host, unsigned) {
+    if (is_pageable(host) || is_device(host)) return last_error = cudaErrorInvalidValue;
+    *device_ptr = host;
+    return cudaSuccess;
+}
+
+namespace {
+// A stream's wait for a word of host memory: the stream's worker polls it (a CpuStream wait, which
+// runs even after a fault, so no stream waits for a skipped write).
+class MemoryWait : public shardlab::Event {
+  public:
+    MemoryWait(const std::uint32_t* word, std::uint32_t value) : word_(word), value_(value) {}
+    bool query() const override {
+        auto* word = const_cast<std::uint32_t*>(word_); // atomic_ref<const T> is C++26
+        const std::uint32_t now =
+            std::atomic_ref<std::uint32_t>(*word).load(std::memory_order_acquire);
+        return std::int32_t(now - value_) >= 0;
+    }
+    void synchronize() override {
+        for (int spins = 0; !query(); ++spins)
+            if (spins < 64)
+                std::this_thread::yield();
+            else
+                std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+    double seconds_since(const shardlab::Event&) const override { return 0; }
+
+  private:
+    const std::uint32_t* word_;
+    std::uint32_t value_;
+};
+} // namespace
+
+CUresult cuStreamWaitValue32(CUstream s, CUdeviceptr addr, cuuint32_t value, unsigned flags) {
+    refuse_in_host_function("cuStreamWaitValue32");
+    const auto* word = reinterpret_cast<const std::uint32_t*>(addr);
+    if (flags != CU_STREAM_WAIT_VALUE_GEQ || is_pageable(word)) return CUDA_ERROR_INVALID_VALUE;
+    stream(s).wait(std::make_shared<MemoryWait>(word, value));
+    return CUDA_SUCCESS;
+}
+
+cudaError_t cudaGetDriverEntryPointByVersion(const char* symbol, void** fn, unsigned,
+                                             unsigned long long,
+                                             cudaDriverEntryPointQueryResult* status) {
+    const bool found = std::strcmp(symbol, "cuStreamWaitValue32") == 0;
+    *fn = found ? reinterpret_cast<void*>(&cuStreamWaitValue32) : nullptr;
+    if (status) *status = found ? cudaDriverEntryPointSuccess : cudaDriverEntryPointSymbolNotFound;
     return cudaSuccess;
 }

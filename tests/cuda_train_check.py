@@ -13,7 +13,14 @@ own emulated GPU, NCCL's stand-in between them), unchanged on a real GPU (label 
   5. under the emulator, its call counts prove that a training step never synchronises the device
      nor makes a blocking copy, and allocates nothing once the caching allocator is warm: runs of 2
      and 4 steps make the same number of cudaMalloc / cudaFree / blocking calls.
-Usage: cuda_train_check.py emu|gpu SHARDLAB MPIRUN [MPIRUN ARGS...]"""
+Modes for the emulator's CUDA-behaviour tests (emu/stream_model.h), each only its own part:
+  emu-shared: part 4's two ranks sharing one GPU — over the MPI transport with ZeRO 0 and with the
+     transport auto picks with ZeRO 3, as on the H200 where they hung — under the serial
+     host-function model, each within 120 s (CTest emu_hostfn_serial);
+  emu-interleave: under SHARDLAB_EMU_STREAMS=interleave:SEED for each seed of SHARDLAB_EMU_SEEDS,
+     a run that waits across all three streams (ZeRO 3 with offload) gives the bits it gives in
+     issue order (CTest emu_stream_interleave).
+Usage: cuda_train_check.py emu|gpu|emu-shared|emu-interleave SHARDLAB MPIRUN [MPIRUN ARGS...]"""
 import json
 import os
 import subprocess
@@ -23,7 +30,7 @@ import tempfile
 MODE = sys.argv[1]
 SHARDLAB = sys.argv[2]
 MPIRUN = sys.argv[3:]
-EMU = MODE == "emu"
+EMU = MODE.startswith("emu")
 # On a real GPU the two ranks share it unless the machine has two (auto: NCCL where it can).
 CUDA = ["--device", "cuda"] + ([] if EMU else ["--share-gpu"])
 MODEL = ["--layers", "2", "--hidden", "64", "--heads", "4", "--seq", "32", "--vocab", "256"]
@@ -36,14 +43,17 @@ def check(cond, what):
         print("FAIL:", what)
 
 
-def run(args, out, ranks=2, gpus=2, stats=None):
-    env = dict(os.environ)
+def run(args, out, ranks=2, gpus=2, stats=None, env_extra=None, timeout=600):
+    env = dict(os.environ, **(env_extra or {}))
     if EMU:
         env["SHARDLAB_EMU_GPUS"] = str(gpus)  # how many GPUs each rank's node shows
         if stats:
             env["SHARDLAB_EMU_STATS"] = stats
     cmd = MPIRUN + ["-np", str(ranks), SHARDLAB, "train", *MODEL, "--quiet", "--out", out, *args]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired as e:
+        sys.exit(f"HUNG: no result within {timeout} s: {' '.join(cmd)}\n{e.stdout}\n{e.stderr}")
     if p.returncode != 0:
         sys.exit(f"FAILED: {' '.join(cmd)}\n{p.stdout}\n{p.stderr}")
     return json.load(open(os.path.join(out, "report.json")))
@@ -86,9 +96,56 @@ if not EMU and not gpu_present():
     print("skipped: no NVIDIA GPU here (nvidia-smi finds none)")
     sys.exit(77)  # CTest's SKIP_RETURN_CODE
 
+STEPS = ["--micro-batch", "2", "--steps", "4", "--lr", "3e-3", "--warmup", "2"]
+BF16 = STEPS + ["--precision", "bf16"]
+SHARED = ["--device", "cuda", "--share-gpu"]
+
+
+def signature(rep):
+    return (losses(rep), rep["final_params_sha256"])
+
+
+def shared_gpu_serial(tmp):
+    """The H200's hanging runs, under the host-function model CUDA allows."""
+    env = {"SHARDLAB_EMU_HOSTFN": "serial"}
+    sigs = {}
+    for name, args in (("mpi-zero0", ["--transport", "mpi", "--zero", "0"]),
+                       ("auto-zero3", ["--zero", "3"])):
+        rep = run(BF16 + SHARED + args + ["--collective-timeout", "100"], os.path.join(tmp, name),
+                  gpus=1, env_extra=env, timeout=120)
+        check("transport mpi" in rep["ranks"][0]["device"], f"{name}: device {rep['ranks'][0]['device']}")
+        check_measured_equals_predicted(name, rep)
+        sigs[name] = signature(rep)
+        print(f"ok: 2 ranks sharing one GPU, {name}, serial host functions: losses {sigs[name][0]}")
+    check(sigs["mpi-zero0"] == sigs["auto-zero3"], f"ZeRO 0 and 3 differ on the shared GPU: {sigs}")
+
+
+def interleaved(tmp):
+    """Runs that order work across the compute, comm and copy streams: the bits of issue order,
+    under each seed of SHARDLAB_EMU_SEEDS (default "1 2 3")."""
+    # One run keeps it cheap: ZeRO 3 with offload waits across all three streams (gathers and
+    # reduce-scatters on comm, the optimizer's copies on copy, the host updater between them).
+    runs = (("zero3-offload", BF16 + ["--device", "cuda", "--zero", "3", "--offload"], 2),)
+    for name, args, gpus in runs:
+        want = signature(run(args, os.path.join(tmp, name + "-issue"), gpus=gpus,
+                             env_extra={"SHARDLAB_EMU_STREAMS": "issue"}))
+        for seed in os.environ.get("SHARDLAB_EMU_SEEDS", "1 2 3").split():
+            streams = f"interleave:{seed}"
+            got = signature(run(args, os.path.join(tmp, f"{name}-{seed}"), gpus=gpus,
+                                env_extra={"SHARDLAB_EMU_STREAMS": streams}))
+            check(got == want, f"{name} under SHARDLAB_EMU_STREAMS={streams}: {got} vs issue order {want}")
+            if got == want:
+                print(f"ok: {name} under SHARDLAB_EMU_STREAMS={streams}: the bits of issue order")
+
+
+if MODE in ("emu-shared", "emu-interleave"):
+    with tempfile.TemporaryDirectory() as tmp:
+        (shared_gpu_serial if MODE == "emu-shared" else interleaved)(tmp)
+    sys.exit(1 if failures else 0)
+
 with tempfile.TemporaryDirectory() as tmp:
-    steps = ["--micro-batch", "2", "--steps", "4", "--lr", "3e-3", "--warmup", "2"]
-    bf16 = steps + ["--precision", "bf16"]
+    steps = STEPS
+    bf16 = BF16
 
     # 1-2. The stages, with and without offload, bitwise alike; every byte as predicted.
     reference = None

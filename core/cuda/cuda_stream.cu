@@ -5,6 +5,7 @@
 #include "core/device_context.h"
 
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <exception>
 #include <thread>
@@ -13,8 +14,54 @@
 
 namespace shardlab::cuda {
 
-CudaEvent::CudaEvent(cudaStream_t s, std::shared_ptr<StreamGroupState> group)
-    : group_(std::move(group)) {
+namespace {
+// The device watchdog: the host waits for `e` (recorded on `stream`) by polling, so that a device
+// that never gets there — a host function that never returns, a kernel that does not end, a
+// collective whose peers do not come — is reported after the group's stall timeout instead of
+// hanging the rank. Polling yields at first, then sleeps 50 us: what a wait may overshoot.
+void watched_wait(cudaEvent_t e, const std::string& stream, const StreamGroupState& group) {
+    const double limit = group.stall_timeout();
+    if (limit <= 0) {
+        check_cuda(cudaEventSynchronize(e), ("waiting for the " + stream + " stream").c_str());
+        return;
+    }
+    const auto start = std::chrono::steady_clock::now();
+    for (unsigned spins = 0;; ++spins) {
+        const cudaError_t r = cudaEventQuery(e);
+        if (r != cudaErrorNotReady) {
+            check_cuda(r, ("waiting for the " + stream + " stream").c_str());
+            return;
+        }
+        (void)cudaGetLastError(); // "not ready" is not an error
+        const double waited =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        if (waited > limit) {
+            int device = 0;
+            cudaGetDevice(&device);
+            const std::string activity = group.activity();
+            char head[160]; // no fmt here: nvcc 13's front end rejects its format checks
+            std::snprintf(head, sizeof(head),
+                          "device watchdog: waited %.1f s for the %s stream of cuda:%d", waited,
+                          stream.c_str(), device);
+            char tail[64];
+            std::snprintf(tail, sizeof(tail), " (--collective-timeout %g s; 0 waits forever)",
+                          limit);
+            throw Error(std::string(head) +
+                        " and it has not got there: a host function that never returns, a kernel "
+                        "that does not end, or a collective whose peers do not come. The last "
+                        "collective this device was given: " +
+                        (activity.empty() ? "none" : activity) + tail);
+        }
+        if (spins < 256)
+            std::this_thread::yield();
+        else
+            std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+}
+} // namespace
+
+CudaEvent::CudaEvent(cudaStream_t s, std::shared_ptr<StreamGroupState> group, std::string stream)
+    : group_(std::move(group)), stream_(std::move(stream)) {
     check_cuda(cudaEventCreateWithFlags(&event_, cudaEventDefault), "cudaEventCreate");
     check_cuda(cudaEventRecord(event_, s), "cudaEventRecord");
 }
@@ -36,7 +83,7 @@ bool CudaEvent::query() const {
 }
 
 void CudaEvent::synchronize() {
-    check_cuda(cudaEventSynchronize(event_), "cudaEventSynchronize");
+    watched_wait(event_, stream_, *group_);
     group_->rethrow_if_failed();
 }
 
@@ -53,6 +100,7 @@ CudaStream::CudaStream(std::string name, int device, std::shared_ptr<StreamGroup
     check_cuda(cudaSetDevice(device), "cudaSetDevice");
     // Non-blocking: never implicitly ordered with the legacy default stream.
     check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+    signal_ = std::make_shared<HostSignal>();
 }
 
 CudaStream::~CudaStream() {
@@ -60,8 +108,9 @@ CudaStream::~CudaStream() {
     cudaStreamDestroy(stream_); // returns at once; CUDA releases the stream when its work is done
 }
 
-// Host functions not yet started see the failed group and return at once; kernels and copies
-// run to their end on their own. What cannot be waited for is a host function blocked on a peer.
+// Host functions not yet started see the failed group and return at once; kernels and copies run to
+// their end on their own. What cannot be waited for is a stream waiting for a host stream blocked
+// on a peer.
 bool CudaStream::abandon(double patience_s) {
     abandoned_ = true;
     if (!group_->failed())
@@ -77,7 +126,7 @@ bool CudaStream::abandon(double patience_s) {
 }
 
 EventPtr CudaStream::record() {
-    return std::make_shared<CudaEvent>(stream_, group_);
+    return std::make_shared<CudaEvent>(stream_, group_, name_);
 }
 
 void CudaStream::wait(const EventPtr& e) {
@@ -85,14 +134,19 @@ void CudaStream::wait(const EventPtr& e) {
         check_cuda(cudaStreamWaitEvent(stream_, cuda->handle(), 0), "cudaStreamWaitEvent");
         return;
     }
-    // A host stream's event: a host function waits for it (a plain wait, no CUDA call), and
-    // fails this stream's group if that stream failed.
-    enqueue([e] { e->synchronize(); });
+    // A host stream's event: the stream waits on memory that the event's completion writes (no host
+    // function waits), and this stream's group fails if that stream failed.
+    auto* cpu = dynamic_cast<CpuEvent*>(e.get());
+    check(cpu != nullptr, "internal: the " + name_ + " stream was given an event of no known kind");
+    const std::uint32_t ticket = signal_->wait(stream_);
+    cpu->then([signal = signal_, group = group_, ticket](std::exception_ptr error) {
+        if (error) group->fail(error);
+        signal->done(ticket);
+    });
 }
 
 void CudaStream::synchronize() {
-    check_cuda(cudaStreamSynchronize(stream_), ("synchronizing the " + name_ + " stream").c_str());
-    group_->rethrow_if_failed();
+    record()->synchronize(); // watched, as every host wait for the device
 }
 
 namespace {
@@ -122,6 +176,11 @@ void CudaStream::enqueue(std::function<void()> fn) {
 
 void CudaStream::memcpy(void* dst, const void* src, std::size_t bytes) {
     if (bytes == 0 || dst == src) return;
+    // Into pageable memory the copy returns only once it is done: wait first, watched, so that a
+    // stalled stream is reported rather than hanging inside cudaMemcpyAsync.
+    cudaPointerAttributes a{};
+    check_cuda(cudaPointerGetAttributes(&a, dst), "cudaPointerGetAttributes");
+    if (a.type == cudaMemoryTypeUnregistered) synchronize();
     check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_), "cudaMemcpyAsync");
 }
 

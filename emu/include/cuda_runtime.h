@@ -79,12 +79,26 @@ struct cudaPointerAttributes {
     void* hostPointer;
 };
 constexpr unsigned cudaHostAllocDefault = 0;
+constexpr unsigned cudaHostAllocMapped = 2;
 
 cudaError_t cudaMalloc(void** p, std::size_t bytes);
 cudaError_t cudaFree(void* p);
 cudaError_t cudaHostAlloc(void** p, std::size_t bytes, unsigned flags);
 cudaError_t cudaFreeHost(void* p);
 cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* a, const void* p);
+// Pinned memory is the device's address space too (unified addressing): the same pointer.
+cudaError_t cudaHostGetDevicePointer(void** device, void* host, unsigned flags);
+
+// The driver API's entry points (emu/include/cuda.h): only "cuStreamWaitValue32" is there.
+enum cudaDriverEntryPointQueryResult {
+    cudaDriverEntryPointSuccess = 0,
+    cudaDriverEntryPointSymbolNotFound = 1,
+    cudaDriverEntryPointVersionNotSufficent = 2,
+};
+constexpr unsigned long long cudaEnableDefault = 0;
+cudaError_t cudaGetDriverEntryPointByVersion(const char* symbol, void** fn, unsigned version,
+                                             unsigned long long flags,
+                                             cudaDriverEntryPointQueryResult* status = nullptr);
 
 // --- streams, events, copies --------------------------------------------------------------------
 
