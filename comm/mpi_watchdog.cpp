@@ -18,6 +18,9 @@ namespace shardlab {
 namespace {
 using Clock = std::chrono::steady_clock;
 constexpr int kReportTag = 1;
+// A gap this long between two looks at the clock (normally microseconds apart) means this process
+// did not run: stopped (SIGSTOP, a debugger) and continued, or starved of every core.
+constexpr double kPausedSeconds = 2;
 
 double since(Clock::time_point t) {
     return std::chrono::duration<double>(Clock::now() - t).count();
@@ -63,11 +66,25 @@ std::string rank_list(const std::vector<int>& ranks) {
     return s;
 }
 
+// When another rank's report was already waiting as this rank arrived (or as it ran again after a
+// pause), the others gave up while this rank was not there: it was the one missing — stopped
+// (SIGSTOP, a debugger) or too slow (swapping, a slow disk) — and is only now reading their
+// reports. The network is not to blame then, whatever the answers look like.
+std::string late_arrival(const std::vector<std::optional<RankWait>>& seen, int me) {
+    int longest = me;
+    for (std::size_t r = 0; r < seen.size(); ++r)
+        if (seen[r] && seen[r]->waited > seen[std::size_t(longest)]->waited) longest = int(r);
+    return fmt::format("the other ranks gave up on this collective while this rank was not there "
+                       "(rank {} waited {:.1f} s): this rank was stopped or too slow (SIGSTOP, "
+                       "a debugger, swapping, a slow disk), and the others ended the job",
+                       longest, seen[std::size_t(longest)]->waited);
+}
+
 // The verdict from what every rank said (nullopt: no answer): a schedule mismatch when two ranks
 // wait in different collectives under one sequence number; otherwise the ranks that did not
 // answer have not arrived (sequence numbers may differ by one then: a ring lets a rank finish a
 // collective its successor is still in).
-std::string verdict(const std::vector<std::optional<RankWait>>& seen, int me) {
+std::string verdict(const std::vector<std::optional<RankWait>>& seen, int me, bool late) {
     std::vector<int> missing;
     bool conflict = false, out_of_step = false;
     for (std::size_t r = 0; r < seen.size(); ++r) {
@@ -82,6 +99,7 @@ std::string verdict(const std::vector<std::optional<RankWait>>& seen, int me) {
                 out_of_step = out_of_step || seen[q]->id.seq != seen[r]->id.seq;
             }
     }
+    if (late) return late_arrival(seen, me);
     const CollectiveId& mine = seen[std::size_t(me)]->id;
     if (conflict)
         return "schedule mismatch: the ranks wait in different collectives (they took different "
@@ -144,6 +162,7 @@ bool Watchdog::peer_is_asking() {
 
 void Watchdog::wait_all(std::vector<MPI_Request>& reqs, const CollectiveId& id) {
     const auto start = Clock::now();
+    double checked = 0; // the wait when the clock was last read
     for (unsigned spins = 1;; ++spins) {
         int done = 0;
         check_mpi(MPI_Testall(int(reqs.size()), reqs.data(), &done, MPI_STATUSES_IGNORE),
@@ -151,7 +170,12 @@ void Watchdog::wait_all(std::vector<MPI_Request>& reqs, const CollectiveId& id) 
         if (done) return;
         if (size_ > 1 && spins % 256 == 0) { // the clock and a probe, not on every spin
             const double waited = since(start), limit = timeout_s_;
-            if ((limit > 0 && waited > limit) || peer_is_asking()) investigate(id, waited);
+            const bool asked = peer_is_asking();
+            // Asked before this rank could have kept anyone waiting, or not run for a while
+            // (stopped and continued): then this rank is the one the others waited for.
+            arrived_late_ = asked && (spins == 256 || waited - checked > kPausedSeconds);
+            checked = waited;
+            if ((limit > 0 && waited > limit) || asked) investigate(id, waited);
         }
         std::this_thread::yield();
     }
@@ -194,7 +218,7 @@ void Watchdog::investigate(const CollectiveId& id, double waited) {
     const std::string line = fmt::format(
         "shardlab: rank {}: collective watchdog: waited {:.1f} s in {}: {} (--collective-timeout "
         "{:g} s; 0 waits forever)\n",
-        rank_, waited, describe(id), verdict(seen, rank_), timeout_s_.load());
+        rank_, waited, describe(id), verdict(seen, rank_, arrived_late_), timeout_s_.load());
     const std::string text =
         (first == rank_
              ? "shardlab: collective watchdog: where every rank is:\n" + table(seen, grace)

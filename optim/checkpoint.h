@@ -12,6 +12,7 @@
 // global batch, step k reads the same samples however the batch is split over ranks.
 #pragma once
 
+#include "comm/watched_calls.h"
 #include "optim/checkpoint_file.h"
 #include "optim/zero_engine.h"
 
@@ -24,10 +25,12 @@
 
 namespace shardlab {
 
-// `numel`: every unit's size; `s.offset`: where each of s's vectors starts in its unit.
+// `numel`: every unit's size; `s.offset`: where each of s's vectors starts in its unit. The ranks
+// agree through `comm`'s watched calls: a rank stopped or stuck in a save ends the job after the
+// collective timeout, named, instead of hanging it.
 void save_checkpoint(const std::string& dir, const nlohmann::json& config, int ranks, int rank,
                      const ZeroEngine::OwnedState& s, const std::vector<std::uint64_t>& numel,
-                     MPI_Comm comm);
+                     WatchedComm& comm);
 
 // The checkpoint directory inside `dir`: `dir` itself when it holds meta.json, else
 // dir/checkpoint — or, when a save died between its two renames, dir/checkpoint.prev.
@@ -35,7 +38,7 @@ std::string find_checkpoint_dir(const std::string& dir);
 
 // The checkpoint directory a resume reads, decided by rank 0 and broadcast, so that every rank
 // reads the same one (find_checkpoint_dir). Call it on every rank.
-std::string agree_checkpoint_dir(const std::string& dir, MPI_Comm comm);
+std::string agree_checkpoint_dir(const std::string& dir, WatchedComm& comm);
 
 // meta.json of checkpoint directory `cdir`; UsageError when there is none or it is unreadable.
 nlohmann::json read_checkpoint_meta(const std::string& cdir);
