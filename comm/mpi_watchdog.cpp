@@ -18,8 +18,8 @@ namespace shardlab {
 namespace {
 using Clock = std::chrono::steady_clock;
 constexpr int kReportTag = 1;
-// A gap this long between two looks at the clock (normally microseconds apart) means this process
-// did not run: stopped (SIGSTOP, a debugger) and continued, or starved of every core.
+// A gap this long between two spins of a wait (one yield apart: microseconds, or milliseconds on
+// a crowded machine) means this process did not run: stopped (SIGSTOP, a debugger) and continued.
 constexpr double kPausedSeconds = 2;
 
 double since(Clock::time_point t) {
@@ -32,13 +32,15 @@ double grace_seconds(double timeout) {
     return std::clamp(timeout / 2, 1.0, 10.0);
 }
 
-std::string encode(const CollectiveId& id, double waited) {
-    return fmt::format("{}\t{}\t{:.3f}\t{}\t{}", id.seq, id.bytes, waited, id.op, id.what);
+std::string encode(const CollectiveId& id, double waited, bool late) {
+    return fmt::format("{}\t{}\t{:.3f}\t{}\t{}\t{}", id.seq, id.bytes, waited, late ? 1 : 0, id.op,
+                       id.what);
 }
 
 struct RankWait {
     CollectiveId id;
     double waited = 0;
+    bool late = false; // it arrived, or ran again, after the others had given up
 };
 
 RankWait decode(const std::string& text) {
@@ -51,6 +53,8 @@ RankWait decode(const std::string& text) {
     w.id.bytes = std::stoull(field);
     std::getline(in, field, '\t');
     w.waited = std::stod(field);
+    std::getline(in, field, '\t');
+    w.late = field == "1";
     std::getline(in, w.id.op, '\t');
     std::getline(in, w.id.what);
     return w;
@@ -100,6 +104,13 @@ std::string verdict(const std::vector<std::optional<RankWait>>& seen, int me, bo
             }
     }
     if (late) return late_arrival(seen, me);
+    std::vector<int> late_ranks; // those that answered only after being continued
+    for (std::size_t r = 0; r < seen.size(); ++r)
+        if (seen[r] && seen[r]->late) late_ranks.push_back(int(r));
+    if (!late_ranks.empty())
+        return rank_list(late_ranks) + (late_ranks.size() == 1 ? " was" : " were") +
+               " not there when the ranks gave up, and answered only after being continued: a "
+               "stopped process (SIGSTOP, a debugger) or one too slow; look there";
     const CollectiveId& mine = seen[std::size_t(me)]->id;
     if (conflict)
         return "schedule mismatch: the ranks wait in different collectives (they took different "
@@ -162,19 +173,22 @@ bool Watchdog::peer_is_asking() {
 
 void Watchdog::wait_all(std::vector<MPI_Request>& reqs, const CollectiveId& id) {
     const auto start = Clock::now();
-    double checked = 0; // the wait when the clock was last read
-    for (unsigned spins = 1;; ++spins) {
+    auto last = start;
+    bool paused = false; // this process did not run for a while (stopped and continued)
+    for (unsigned spins = 0;; ++spins) {
         int done = 0;
         check_mpi(MPI_Testall(int(reqs.size()), reqs.data(), &done, MPI_STATUSES_IGNORE),
                   "MPI_Testall");
         if (done) return;
-        if (size_ > 1 && spins % 256 == 0) { // the clock and a probe, not on every spin
+        const auto now = Clock::now(); // a clock read costs far less than the yield below
+        paused = paused || std::chrono::duration<double>(now - last).count() > kPausedSeconds;
+        last = now;
+        if (size_ > 1 && spins % 256 == 0) { // a probe, not on every spin; the first on arrival
             const double waited = since(start), limit = timeout_s_;
             const bool asked = peer_is_asking();
-            // Asked before this rank could have kept anyone waiting, or not run for a while
-            // (stopped and continued): then this rank is the one the others waited for.
-            arrived_late_ = asked && (spins == 256 || waited - checked > kPausedSeconds);
-            checked = waited;
+            // Asked as this rank arrived, or after it had not run for a while: then this rank is
+            // the one the others waited for.
+            arrived_late_ = asked && (spins == 0 || paused);
             if ((limit > 0 && waited > limit) || asked) investigate(id, waited);
         }
         std::this_thread::yield();
@@ -182,7 +196,7 @@ void Watchdog::wait_all(std::vector<MPI_Request>& reqs, const CollectiveId& id) 
 }
 
 void Watchdog::investigate(const CollectiveId& id, double waited) {
-    report_ = encode(id, waited);
+    report_ = encode(id, waited, arrived_late_);
     report_requests_.assign(std::size_t(size_), MPI_REQUEST_NULL);
     for (int peer = 0; peer < size_; ++peer)
         if (peer != rank_)
@@ -190,7 +204,7 @@ void Watchdog::investigate(const CollectiveId& id, double waited) {
                                 comm_, &report_requests_[std::size_t(peer)]),
                       "MPI_Isend");
     std::vector<std::optional<RankWait>> seen(static_cast<std::size_t>(size_));
-    seen[std::size_t(rank_)] = RankWait{id, waited};
+    seen[std::size_t(rank_)] = RankWait{id, waited, arrived_late_};
     const double grace = grace_seconds(timeout_s_);
     const auto start = Clock::now();
     auto answers = [&] {
