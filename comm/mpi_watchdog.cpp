@@ -18,6 +18,9 @@ namespace shardlab {
 namespace {
 using Clock = std::chrono::steady_clock;
 constexpr int kReportTag = 1;
+// A gap this long between two spins of a wait (one yield apart: microseconds, or milliseconds on
+// a crowded machine) means this process did not run: stopped (SIGSTOP, a debugger) and continued.
+constexpr double kPausedSeconds = 2;
 
 double since(Clock::time_point t) {
     return std::chrono::duration<double>(Clock::now() - t).count();
@@ -29,13 +32,15 @@ double grace_seconds(double timeout) {
     return std::clamp(timeout / 2, 1.0, 10.0);
 }
 
-std::string encode(const CollectiveId& id, double waited) {
-    return fmt::format("{}\t{}\t{:.3f}\t{}\t{}", id.seq, id.bytes, waited, id.op, id.what);
+std::string encode(const CollectiveId& id, double waited, bool late) {
+    return fmt::format("{}\t{}\t{:.3f}\t{}\t{}\t{}", id.seq, id.bytes, waited, late ? 1 : 0, id.op,
+                       id.what);
 }
 
 struct RankWait {
     CollectiveId id;
     double waited = 0;
+    bool late = false; // it arrived, or ran again, after the others had given up
 };
 
 RankWait decode(const std::string& text) {
@@ -48,6 +53,8 @@ RankWait decode(const std::string& text) {
     w.id.bytes = std::stoull(field);
     std::getline(in, field, '\t');
     w.waited = std::stod(field);
+    std::getline(in, field, '\t');
+    w.late = field == "1";
     std::getline(in, w.id.op, '\t');
     std::getline(in, w.id.what);
     return w;
@@ -63,11 +70,25 @@ std::string rank_list(const std::vector<int>& ranks) {
     return s;
 }
 
+// When another rank's report was already waiting as this rank arrived (or as it ran again after a
+// pause), the others gave up while this rank was not there: it was the one missing — stopped
+// (SIGSTOP, a debugger) or too slow (swapping, a slow disk) — and is only now reading their
+// reports. The network is not to blame then, whatever the answers look like.
+std::string late_arrival(const std::vector<std::optional<RankWait>>& seen, int me) {
+    int longest = me;
+    for (std::size_t r = 0; r < seen.size(); ++r)
+        if (seen[r] && seen[r]->waited > seen[std::size_t(longest)]->waited) longest = int(r);
+    return fmt::format("the other ranks gave up on this collective while this rank was not there "
+                       "(rank {} waited {:.1f} s): this rank was stopped or too slow (SIGSTOP, "
+                       "a debugger, swapping, a slow disk), and the others ended the job",
+                       longest, seen[std::size_t(longest)]->waited);
+}
+
 // The verdict from what every rank said (nullopt: no answer): a schedule mismatch when two ranks
 // wait in different collectives under one sequence number; otherwise the ranks that did not
 // answer have not arrived (sequence numbers may differ by one then: a ring lets a rank finish a
 // collective its successor is still in).
-std::string verdict(const std::vector<std::optional<RankWait>>& seen, int me) {
+std::string verdict(const std::vector<std::optional<RankWait>>& seen, int me, bool late) {
     std::vector<int> missing;
     bool conflict = false, out_of_step = false;
     for (std::size_t r = 0; r < seen.size(); ++r) {
@@ -82,6 +103,14 @@ std::string verdict(const std::vector<std::optional<RankWait>>& seen, int me) {
                 out_of_step = out_of_step || seen[q]->id.seq != seen[r]->id.seq;
             }
     }
+    if (late) return late_arrival(seen, me);
+    std::vector<int> late_ranks; // those that answered only after being continued
+    for (std::size_t r = 0; r < seen.size(); ++r)
+        if (seen[r] && seen[r]->late) late_ranks.push_back(int(r));
+    if (!late_ranks.empty())
+        return rank_list(late_ranks) + (late_ranks.size() == 1 ? " was" : " were") +
+               " not there when the ranks gave up, and answered only after being continued: a "
+               "stopped process (SIGSTOP, a debugger) or one too slow; look there";
     const CollectiveId& mine = seen[std::size_t(me)]->id;
     if (conflict)
         return "schedule mismatch: the ranks wait in different collectives (they took different "
@@ -144,21 +173,30 @@ bool Watchdog::peer_is_asking() {
 
 void Watchdog::wait_all(std::vector<MPI_Request>& reqs, const CollectiveId& id) {
     const auto start = Clock::now();
-    for (unsigned spins = 1;; ++spins) {
+    auto last = start;
+    bool paused = false; // this process did not run for a while (stopped and continued)
+    for (unsigned spins = 0;; ++spins) {
         int done = 0;
         check_mpi(MPI_Testall(int(reqs.size()), reqs.data(), &done, MPI_STATUSES_IGNORE),
                   "MPI_Testall");
         if (done) return;
-        if (size_ > 1 && spins % 256 == 0) { // the clock and a probe, not on every spin
+        const auto now = Clock::now(); // a clock read costs far less than the yield below
+        paused = paused || std::chrono::duration<double>(now - last).count() > kPausedSeconds;
+        last = now;
+        if (size_ > 1 && spins % 256 == 0) { // a probe, not on every spin; the first on arrival
             const double waited = since(start), limit = timeout_s_;
-            if ((limit > 0 && waited > limit) || peer_is_asking()) investigate(id, waited);
+            const bool asked = peer_is_asking();
+            // Asked as this rank arrived, or after it had not run for a while: then this rank is
+            // the one the others waited for.
+            arrived_late_ = asked && (spins == 0 || paused);
+            if ((limit > 0 && waited > limit) || asked) investigate(id, waited);
         }
         std::this_thread::yield();
     }
 }
 
 void Watchdog::investigate(const CollectiveId& id, double waited) {
-    report_ = encode(id, waited);
+    report_ = encode(id, waited, arrived_late_);
     report_requests_.assign(std::size_t(size_), MPI_REQUEST_NULL);
     for (int peer = 0; peer < size_; ++peer)
         if (peer != rank_)
@@ -166,7 +204,7 @@ void Watchdog::investigate(const CollectiveId& id, double waited) {
                                 comm_, &report_requests_[std::size_t(peer)]),
                       "MPI_Isend");
     std::vector<std::optional<RankWait>> seen(static_cast<std::size_t>(size_));
-    seen[std::size_t(rank_)] = RankWait{id, waited};
+    seen[std::size_t(rank_)] = RankWait{id, waited, arrived_late_};
     const double grace = grace_seconds(timeout_s_);
     const auto start = Clock::now();
     auto answers = [&] {
@@ -194,7 +232,7 @@ void Watchdog::investigate(const CollectiveId& id, double waited) {
     const std::string line = fmt::format(
         "shardlab: rank {}: collective watchdog: waited {:.1f} s in {}: {} (--collective-timeout "
         "{:g} s; 0 waits forever)\n",
-        rank_, waited, describe(id), verdict(seen, rank_), timeout_s_.load());
+        rank_, waited, describe(id), verdict(seen, rank_, arrived_late_), timeout_s_.load());
     const std::string text =
         (first == rank_
              ? "shardlab: collective watchdog: where every rank is:\n" + table(seen, grace)

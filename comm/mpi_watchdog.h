@@ -51,7 +51,8 @@ class Watchdog {
     MPI_Comm comm_ = MPI_COMM_NULL;
     int rank_ = 0, size_ = 1;
     std::atomic<double> timeout_s_;
-    std::string report_; // what this rank told the others; outlives the sends
+    bool arrived_late_ = false; // another rank's report was waiting when this rank arrived
+    std::string report_;        // what this rank told the others; outlives the sends
     std::vector<MPI_Request> report_requests_;
 };
 

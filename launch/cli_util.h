@@ -2,6 +2,8 @@
 // MPI starts, byte formatting, and the MPI session.
 #pragma once
 
+#include "comm/watched_calls.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -40,6 +42,9 @@ struct AgreedFailure : std::exception {
 // rank throws AgreedFailure — a clean exit instead of a hang or an abort. For checks whose outcome
 // can differ between ranks: files each node reads for itself, checkpoints, data.
 void collectively(const std::function<void()>& fn, MPI_Comm comm);
+// The same through watched calls: a rank that never reaches the agreement is named and the job
+// ends after the collective timeout (comm/watched_calls.h). What a training run uses.
+void collectively(const std::function<void()>& fn, WatchedComm& comm);
 
 // One string per rank, collected on rank 0 in rank order (empty elsewhere). Plain MPI: for
 // reports and walkthroughs, outside the statistics of shardlab's own collectives.

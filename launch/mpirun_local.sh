@@ -5,6 +5,13 @@
 # --bind-to core; shardlab then runs k threads per rank, its default), so two ranks never share a
 # core and one rank's threads never share one either. More ranks than cores: --oversubscribe,
 # unbound. Usage: launch/mpirun_local.sh -np 4 CMD...
+#
+# Stopping: Ctrl-C, SIGTERM or SIGHUP to this script asks the ranks to save a checkpoint at the end
+# of their step and exit (a second one aborts at once). Open MPI's mpirun cannot do this itself: it
+# never forwards SIGINT or SIGTERM, it ends the job instead — SIGTERM to every rank, SIGKILL one
+# second later (odls_base_sigkill_timeout), too soon for a save. It does forward SIGUSR1 and kills
+# nothing, so this script turns the first stop signal into SIGUSR1 to mpirun, and runs mpirun in a
+# session of its own so that a Ctrl-C at the terminal reaches only this script.
 set -euo pipefail
 np=1
 for ((i = 1; i <= $#; i++)); do
@@ -21,4 +28,36 @@ fi
 # it reaches a terminal: shardlab train then draws its status line (launch/progress.cpp).
 if [ -t 1 ]; then export SHARDLAB_TERMINAL=${SHARDLAB_TERMINAL:-1}; flags+=(-x SHARDLAB_TERMINAL); fi
 export OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy_mechanism:-none}
-exec mpirun "${flags[@]}" "$@"
+# The ranks word their stop messages for this path (launch/stop_request.cpp).
+export SHARDLAB_LAUNCHER=mpirun_local.sh
+flags+=(-x SHARDLAB_LAUNCHER)
+
+pid= stop=
+on_stop() { # $1: the signal's name; $2: the shell's exit code for it
+  if [ -z "$stop" ]; then
+    stop=$2
+    echo "mpirun_local: SIG$1: asking the ranks to save a checkpoint at the end of this step and stop" \
+      "(SIGUSR1 to mpirun); send it again to abort without one" >&2
+    [ -z "$pid" ] || kill -USR1 "$pid" 2>/dev/null
+  else
+    echo "mpirun_local: SIG$1 again: aborting without a checkpoint (the last complete one is kept)" >&2
+    [ -z "$pid" ] || kill -TERM "$pid" 2>/dev/null
+  fi
+}
+trap 'on_stop INT 130' INT
+trap 'on_stop TERM 143' TERM
+trap 'on_stop HUP 129' HUP
+session=()
+! command -v setsid >/dev/null || session=(setsid)
+${session[@]+"${session[@]}"} mpirun "${flags[@]}" "$@" &
+pid=$!
+[ -z "$stop" ] || kill -USR1 "$pid" 2>/dev/null # a signal while mpirun started
+while :; do
+  rc=0
+  wait "$pid" || rc=$?
+  kill -0 "$pid" 2>/dev/null || break # else wait was cut short by a trapped signal
+done
+# Stopped on request with a checkpoint, the ranks exit 138 (128 + SIGUSR1): report the signal this
+# script got, as a shell would.
+[ -n "$stop" ] && [ "$rc" -eq 138 ] && rc=$stop
+exit "$rc"

@@ -4,6 +4,11 @@
 // exit; a second one aborts at once. Ranks agree at each step boundary, so a signal that reaches
 // one rank stops them all at the same step.
 //
+// What it prints is true to what will happen: a SIGTERM from Open MPI's mpirun (this rank's
+// parent) is mpirun ending the job — on Ctrl-C or SIGTERM to mpirun, or after another rank
+// failed — and SIGKILL follows a second later, so no checkpoint is promised then, and the message
+// says how to stop with one (launch/mpirun_local.sh, or SIGUSR1 to mpirun). docs/RELIABILITY.md.
+//
 // A signal handler can only reach the program through a global, so this is the one piece of
 // global state: a flag the handler sets and the training loop reads, nothing else.
 #pragma once

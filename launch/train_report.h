@@ -5,6 +5,7 @@
 #pragma once
 
 #include "comm/comm_stats.h"
+#include "comm/watched_calls.h"
 #include "core/memory_tracker.h"
 #include "plan/memory_plan.h"
 
@@ -71,8 +72,8 @@ struct RankMeasurements {
 // "host_device_bytes", "time", "skipped_steps", "resident"}, and "gpu_driver" on a GPU.
 nlohmann::json rank_report(int rank, const RankMeasurements& m, const Plan& plan, int steps_run);
 
-// Every rank's report, on rank 0 (empty elsewhere).
-std::vector<nlohmann::json> gather_reports(const nlohmann::json& mine, MPI_Comm comm);
+// Every rank's report, on rank 0 (empty elsewhere); a watched gather.
+std::vector<nlohmann::json> gather_reports(const nlohmann::json& mine, WatchedComm& comm);
 
 void print_rank_report(const nlohmann::json& r);
 

@@ -242,12 +242,13 @@ struct Run {
     int N, rank, A;
     bool lead;
     std::vector<std::uint64_t> numel; // every unit's size
+    WatchedComm& outside;             // the calls outside the training collectives, watched
 };
 
 // Resumes from --resume: rank 0 picks the checkpoint directory, every rank loads its state from
 // it, and the step to continue from is rank 0's, checked against every rank's.
 int resume(Run& r) {
-    const std::string cdir = agree_checkpoint_dir(r.o.resume, r.comm.mpi_comm());
+    const std::string cdir = agree_checkpoint_dir(r.o.resume, r.outside);
     ZeroEngine::OwnedState saved;
     collectively(
         [&] {
@@ -261,9 +262,9 @@ int resume(Run& r) {
                                 "to do",
                                 r.o.stop_after, saved.iteration));
         },
-        r.comm.mpi_comm());
+        r.outside);
     int first = saved.iteration;
-    MPI_Bcast(&first, 1, MPI_INT, 0, r.comm.mpi_comm());
+    r.outside.bcast(&first, sizeof first, 0, "resume: the checkpoint's step");
     collectively(
         [&] {
             check(saved.iteration == first,
@@ -271,7 +272,7 @@ int resume(Run& r) {
                               "{}; the checkpoint is inconsistent (use checkpoint.prev)",
                               cdir, r.rank, saved.iteration, first));
         },
-        r.comm.mpi_comm());
+        r.outside);
     r.engine.load_owned(saved);
     if (r.lead) fmt::print("resumed from '{}' at step {}\n", cdir, first);
     return first;
@@ -388,7 +389,8 @@ struct TraceSession {
     TraceSession& operator=(const TraceSession&) = delete;
 };
 
-int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicator& comm) {
+int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicator& comm,
+               WatchedComm& outside) {
     const int N = comm.size(), rank = comm.rank(), B = o.micro_batch, T_ = s.seq;
     DeviceContext& ctx = backend.context();
     MemoryTracker& tracker = ctx.tracker();
@@ -406,7 +408,7 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
     std::unique_ptr<ZeroEngine> made;
     collectively(
         [&] { made = std::make_unique<ZeroEngine>(layout, zopts, comm, ctx, ops, *updater, init); },
-        comm.mpi_comm());
+        outside);
     ZeroEngine& engine = *made;
     s.init.reset();
     nlohmann::json config = train_options_json(o, config_to_json(s.config), T_, s.grad_accum);
@@ -416,7 +418,7 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
     std::vector<std::uint64_t> numel;
     for (const ParamUnit& u : layout.units()) numel.push_back(u.numel);
     Run r{o,      s, backend, comm,         engine,    *updater, model,
-          config, N, rank,    s.grad_accum, rank == 0, numel};
+          config, N, rank,    s.grad_accum, rank == 0, numel,    outside};
 
     const int first = o.resume.empty() ? 0 : resume(r);
     engine.take_exposed_comm_seconds();
@@ -506,7 +508,7 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
             const CommStats saved = comm.stats();
             ZeroEngine::OwnedState st = engine.save_owned();
             st.iteration = step + 1;
-            save_checkpoint(o.out, config, N, rank, st, r.numel, comm.mpi_comm(), true);
+            save_checkpoint(o.out, config, N, rank, st, r.numel, outside, true);
             guard.saved();
             comm.stats() = saved;
         }
@@ -583,8 +585,7 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
     const RankMeasurements measured{
         backend.describe(),     driver,  memory, stats, phases, reserved, traffic, timing,
         engine.skipped_steps(), resident};
-    const auto reports =
-        gather_reports(rank_report(rank, measured, plan, steps_run), comm.mpi_comm());
+    const auto reports = gather_reports(rank_report(rank, measured, plan, steps_run), outside);
     if (r.lead) {
         for (const auto& rep : reports) print_rank_report(rep);
         fmt::print("\nfinal fp32 master weights sha256 {}\n", hash);
@@ -623,11 +624,12 @@ int run_training(const TrainOptions& o) {
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     RunSetup setup;
-    collectively([&] { setup = prepare(o, ranks, rank); }, MPI_COMM_WORLD); // files differ per node
+    WatchedComm outside(MPI_COMM_WORLD, o.collective_timeout);
+    collectively([&] { setup = prepare(o, ranks, rank); }, outside); // files differ per node
     const std::unique_ptr<Backend> backend = make_backend(o.device, MPI_COMM_WORLD);
     const std::unique_ptr<Communicator> comm = backend->communicator(MPI_COMM_WORLD);
     comm->set_collective_timeout(o.collective_timeout);
-    return train_loop(o, setup, *backend, *comm);
+    return train_loop(o, setup, *backend, *comm, outside);
 }
 
 } // namespace shardlab

@@ -3,6 +3,7 @@
 
 #include "core/error.h"
 #include "core/json_depth.h"
+#include "core/test_hook.h"
 #include "model/gpt_config.h"
 
 #include <fmt/format.h>
@@ -93,11 +94,11 @@ void check_compatible(const std::string& cdir, const nlohmann::json& meta,
 
 void save_checkpoint(const std::string& dir, const nlohmann::json& config, int ranks, int rank,
                      const ZeroEngine::OwnedState& s, const std::vector<std::uint64_t>& numel,
-                     MPI_Comm comm, bool keep_previous) {
+                     WatchedComm& comm, bool keep_previous) {
     const fs::path tmp = fs::path(dir) / "checkpoint.tmp", final_dir = fs::path(dir) / "checkpoint",
                    prev = fs::path(dir) / "checkpoint.prev";
     if (rank == 0) fs::remove_all(tmp); // a half-written one from a run that died mid-save
-    MPI_Barrier(comm);
+    comm.barrier("checkpoint save: checkpoint.tmp cleared");
     const std::string bytes = encode_checkpoint_file(slices(s, numel, ranks, rank));
     // Every rank must have written its file before the new checkpoint replaces the old one.
     int ok = 1;
@@ -109,7 +110,8 @@ void save_checkpoint(const std::string& dir, const nlohmann::json& config, int r
         ok = 0;
         why = e.what();
     }
-    MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm);
+    test_hook_stop("save", rank);
+    comm.allreduce(&ok, 1, MPI_MIN, "checkpoint save: did every rank write its file");
     if (!ok) {
         std::error_code ec;
         fs::remove(tmp / fmt::format("rank-{}.bin", rank), ec); // give the space back
@@ -127,7 +129,7 @@ void save_checkpoint(const std::string& dir, const nlohmann::json& config, int r
         fs::rename(tmp, final_dir);
         if (!keep_previous) fs::remove_all(prev);
     }
-    MPI_Barrier(comm);
+    comm.barrier("checkpoint save: the new checkpoint in place");
 }
 
 void drop_previous_checkpoint(const std::string& dir) {
@@ -155,14 +157,12 @@ std::string find_checkpoint_dir(const std::string& dir) {
     return current.string();
 }
 
-std::string agree_checkpoint_dir(const std::string& dir, MPI_Comm comm) {
-    int rank = 0;
-    MPI_Comm_rank(comm, &rank);
-    std::string chosen = rank == 0 ? find_checkpoint_dir(dir) : std::string();
+std::string agree_checkpoint_dir(const std::string& dir, WatchedComm& comm) {
+    std::string chosen = comm.rank() == 0 ? find_checkpoint_dir(dir) : std::string();
     int len = int(chosen.size());
-    MPI_Bcast(&len, 1, MPI_INT, 0, comm);
+    comm.bcast(&len, sizeof len, 0, "resume: the checkpoint's name length");
     chosen.resize(std::size_t(len));
-    MPI_Bcast(chosen.data(), len, MPI_CHAR, 0, comm);
+    comm.bcast(chosen.data(), len, 0, "resume: which checkpoint to read");
     return chosen;
 }
 

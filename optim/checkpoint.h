@@ -12,6 +12,7 @@
 // global batch, step k reads the same samples however the batch is split over ranks.
 #pragma once
 
+#include "comm/watched_calls.h"
 #include "optim/checkpoint_file.h"
 #include "optim/zero_engine.h"
 
@@ -24,12 +25,14 @@
 
 namespace shardlab {
 
-// `numel`: every unit's size; `s.offset`: where each of s's vectors starts in its unit.
-// `keep_previous`: the checkpoint this one replaces stays as dir/checkpoint.prev until
-// drop_previous_checkpoint (a run keeps it until the new one's next step proved finite).
+// `numel`: every unit's size; `s.offset`: where each of s's vectors starts in its unit. The ranks
+// agree through `comm`'s watched calls: a rank stopped or stuck in a save ends the job after the
+// collective timeout, named, instead of hanging it. `keep_previous`: the checkpoint this one
+// replaces stays as dir/checkpoint.prev until drop_previous_checkpoint (a run keeps it until the
+// new one's next step proved finite).
 void save_checkpoint(const std::string& dir, const nlohmann::json& config, int ranks, int rank,
                      const ZeroEngine::OwnedState& s, const std::vector<std::uint64_t>& numel,
-                     MPI_Comm comm, bool keep_previous = false);
+                     WatchedComm& comm, bool keep_previous = false);
 
 // Rank 0, between saves: removes dir/checkpoint.prev when dir/checkpoint is complete.
 void drop_previous_checkpoint(const std::string& dir);
@@ -45,7 +48,7 @@ std::string find_checkpoint_dir(const std::string& dir);
 
 // The checkpoint directory a resume reads, decided by rank 0 and broadcast, so that every rank
 // reads the same one (find_checkpoint_dir). Call it on every rank.
-std::string agree_checkpoint_dir(const std::string& dir, MPI_Comm comm);
+std::string agree_checkpoint_dir(const std::string& dir, WatchedComm& comm);
 
 // meta.json of checkpoint directory `cdir`; UsageError when there is none or it is unreadable.
 nlohmann::json read_checkpoint_meta(const std::string& cdir);
