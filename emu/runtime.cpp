@@ -70,11 +70,13 @@ struct Device {
         if (std::FILE* f = std::fopen(path, "a")) {
             std::fprintf(f,
                          "{\"kernel_launches\": %llu, \"device_synchronizations\": %llu, "
-                         "\"blocking_copies\": %llu, \"mallocs\": %llu, \"frees\": %llu}\n",
+                         "\"blocking_copies\": %llu, \"mallocs\": %llu, \"frees\": %llu, "
+                         "\"pageable_uploads\": %llu}\n",
                          (unsigned long long)stats.kernel_launches,
                          (unsigned long long)stats.device_synchronizations,
                          (unsigned long long)stats.blocking_copies,
-                         (unsigned long long)stats.mallocs, (unsigned long long)stats.frees);
+                         (unsigned long long)stats.mallocs, (unsigned long long)stats.frees,
+                         (unsigned long long)stats.pageable_uploads);
             std::fclose(f);
         }
     }
@@ -595,6 +597,7 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t bytes, cudaM
         return cudaSuccess;
     }
     if (is_pageable(src)) { // from pageable host memory: staged now, the caller may reuse it
+        count(&Stats::pageable_uploads);
         auto staged = std::make_shared<std::vector<char>>(static_cast<const char*>(src),
                                                           static_cast<const char*>(src) + bytes);
         submit(s, [dst, staged] { std::memcpy(dst, staged->data(), staged->size()); });

@@ -105,6 +105,8 @@ CudaStream::CudaStream(std::string name, int device, std::shared_ptr<StreamGroup
 
 CudaStream::~CudaStream() {
     if (!abandoned_) cudaStreamSynchronize(stream_);
+    // Abandoned, a copy may still read a slot, and freeing pinned memory waits for the device.
+    if (abandoned_) (void)staging_.release();
     cudaStreamDestroy(stream_); // returns at once; CUDA releases the stream when its work is done
 }
 
@@ -186,8 +188,10 @@ void CudaStream::memcpy(void* dst, const void* src, std::size_t bytes) {
 
 void CudaStream::upload(void* dst, const void* host_src, std::size_t bytes) {
     if (bytes == 0) return;
-    // From pageable memory CUDA stages the data before cudaMemcpyAsync returns, so the caller may
-    // reuse it at once; pinned memory is read later, so it is first copied into pageable memory.
+    if (staging_->upload(dst, host_src, bytes, stream_)) return; // small: through pinned slots
+    // A large upload (initial parameters, once): from pageable memory CUDA stages the data before
+    // cudaMemcpyAsync returns, so the caller may reuse it at once; pinned memory is read later, so
+    // it is first copied into pageable memory.
     cudaPointerAttributes a{};
     check_cuda(cudaPointerGetAttributes(&a, host_src), "cudaPointerGetAttributes");
     if (a.type == cudaMemoryTypeUnregistered) {

@@ -10,6 +10,7 @@
 
 #include "core/cpu_stream.h" // StreamGroupState
 #include "core/cuda/host_signal.h"
+#include "core/cuda/upload_staging.h"
 #include "core/stream.h"
 #include "core/watched_stream.h"
 
@@ -66,7 +67,8 @@ class CudaStream : public Stream, public WatchedStream {
     cudaStream_t stream_ = nullptr;
     std::shared_ptr<StreamGroupState> group_;
     std::shared_ptr<HostSignal> signal_; // shared with the host events' writers
-    bool abandoned_ = false;             // unwinding: the destructor does not wait
+    std::unique_ptr<UploadStaging> staging_ = std::make_unique<UploadStaging>(); // for upload()
+    bool abandoned_ = false; // unwinding: the destructor does not wait
 };
 
 // The CUDA stream behind a Stream of the CUDA backend (an Error for any other kind).

@@ -158,6 +158,9 @@ void reset_device();
 struct Stats {
     std::uint64_t kernel_launches = 0, device_synchronizations = 0, blocking_copies = 0,
                   mallocs = 0, frees = 0;
+    // cudaMemcpyAsync from pageable host memory: CUDA may synchronise the host with the stream to
+    // stage it, so the training path makes none once warm.
+    std::uint64_t pageable_uploads = 0;
 };
 Stats stats();
 // How many devices have a context: those a cudaSetDevice or cudaMemGetInfo was made on (for the
