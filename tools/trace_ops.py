@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Per-op time table of a `shardlab train --trace` file: for one rank, each op (span of kind `op`
-on the compute stream, and collectives, copies and host AdamW tiles on their streams) with its
-calls and milliseconds per traced step and its share of the step's time, largest first, as a
-Markdown table. The numbers behind docs/GPU.md's "where one step's time goes"; no matplotlib
-needed, so it runs wherever python3 does (the GPU lease prints it).
+on the compute stream, and collectives, copies and host AdamW tiles on their streams) that starts
+inside a traced step, with its calls and milliseconds per traced step and its share of the step's
+time, largest first, as a Markdown table. The numbers behind docs/GPU.md's "where one step's time
+goes"; no matplotlib needed, so it runs wherever python3 does (the GPU lease prints it).
 
 Usage: trace_ops.py TRACE.json [--rank R] [--top N]"""
 import argparse
@@ -19,9 +19,12 @@ def table(events, rank, top):
         raise SystemExit(f"trace_ops.py: rank {rank} has no traced step in this trace")
     n = len(steps)
     step_ms = sum(e["dur"] for e in steps) / 1e3 / n
+    windows = [(e["ts"], e["ts"] + e["dur"]) for e in steps]
     per_op = collections.defaultdict(lambda: [0, 0.0])
     for e in spans:
-        if e["cat"] in ("op", "collective", "copy", "host"):
+        # Only what started inside a traced step: a run's final validation is traced too.
+        inside = any(lo <= e["ts"] < hi for lo, hi in windows)
+        if inside and e["cat"] in ("op", "collective", "copy", "host"):
             # A collective is named by its purpose ("allgather: gather unit h.3"): group by kind.
             key = (e["cat"], e["name"].split(":")[0])
             per_op[key][0] += 1
