@@ -230,10 +230,16 @@ B=$work/shardlab-gpu LOGS=$work/logs
 . "$B/env.sh"
 # The libraries the machine provides (MANIFEST.md): the toolkit's cuBLAS, the venv's NCCL. Find
 # the folder of each that the loader does not, and say where it came from.
+lib_dir() {
+  local d
+  for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib /usr/local/cuda-*/lib \
+    /opt/torch/.venv/lib/python3*/site-packages/nvidia/*/lib; do
+    [ -e "$d/$1" ] && { echo "$d"; return; }
+  done
+  find /opt /usr/local -name "$1" -printf '%h\n' -quit 2>/dev/null
+}
 for lib in $(ldd "$B/bin/shardlab" | awk '/not found/ {print $1}' | sort -u); do
-  dir=$( (ls -d /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib /usr/local/cuda-*/lib \
-    /opt/torch/.venv/lib/python3*/site-packages/nvidia/*/lib 2>/dev/null; find /opt /usr/local -name "$lib" -printf '%h\n' 2>/dev/null) |
-    while read -r d; do [ -e "$d/$lib" ] && { echo "$d"; break; }; done)
+  dir=$(lib_dir "$lib")
   [ -n "$dir" ] && export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$dir && echo "gpu_lease: $lib from $dir"
 done
 GPU_NAME=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)

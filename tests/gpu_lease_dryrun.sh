@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The GPU lease end to end without a GPU: scripts/gpu_bundle.sh packs the EMULATOR build, and
 # scripts/gpu_lease.sh --dry-run runs every step from that archive inside a mount namespace where
-# this machine's Open MPI (libraries, plugins, mpirun, /etc/openmpi) and the system copy of every
-# library the bundle ships are hidden (bind mounts over them), as on a bare CUDA image. Checks:
+# this machine's Open MPI (libraries, plugins, mpirun, /etc/openmpi) and every library the build
+# and Open MPI load beyond glibc, the GCC runtime and zlib are hidden (bind mounts over them), as
+# on a bare CUDA image. Checks:
 # the hiding works (the build's own shardlab no longer loads, no system mpirun); the lease's
 # libraries all come from the bundle and its mpirun runs; an injected failure and an injected hang
 # (killed by its step's timeout) do not stop the later steps; absent tools (nvidia-smi,
@@ -21,7 +22,18 @@ fail() { echo "FAIL: $*"; exit 1; }
 
 "$repo/scripts/gpu_bundle.sh" --build "$build" --out "$work/bundle" --debs "$build/gpu_bundle_debs" --fast
 archive=$work/bundle/shardlab-gpu.tar.gz
-tar -xzf "$archive" -O shardlab-gpu/lib/ORIGINS.txt > "$work/origins"
+# What to hide, found without trusting the bundle: the system files the bundle copied
+# (lib/ORIGINS.txt) and, independently, this machine's ldd closure of the build's binaries and of
+# its Open MPI (programs and plugins), minus what a bare CUDA image has too (glibc, the GCC
+# runtime, zlib).
+provided='^(linux-vdso|ld-linux-x86-64|libc|libm|libdl|libpthread|librt|libresolv|libutil|libstdc\+\+|libgcc_s|libz)\.so'
+{
+  tar -xzf "$archive" -O shardlab-gpu/lib/ORIGINS.txt | awk '{print $2}'
+  for f in "$build/shardlab" "$build/tests/test_cuda_ops" /usr/bin/orterun /usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3/*.so \
+    /usr/lib/x86_64-linux-gnu/pmix2/lib/pmix/*.so; do
+    [ -e "$f" ] && ldd "$f" 2>/dev/null
+  done | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | grep -Ev "$provided" | awk '{print $2}' | xargs -r realpath
+} | grep -v '^/usr/lib/x86_64-linux-gnu/\(openmpi\|pmix2\)/' | sort -u > "$work/hide"
 
 # Inside the namespace: hide, prove it is hidden, run the lease (an injected failure and hang).
 cat > "$work/inside.sh" <<'SH'
@@ -36,11 +48,11 @@ done
 for f in /usr/bin/orterun /usr/bin/orted /usr/bin/mpirun /usr/bin/mpiexec /usr/bin/mpicxx /usr/bin/mpicc; do
   [ -e "$f" ] && mount --bind /dev/null "$(realpath "$f")"
 done
-while read -r name path; do mount --bind /dev/null "$path"; done < "$work/origins"
+while read -r path; do mount --bind /dev/null "$path"; done < "$work/hide"
 if mpirun --version >/dev/null 2>&1; then echo "FAIL: the system's mpirun still runs"; exit 1; fi
 # A hidden library reads as empty: the loader stops at the first ("file too short").
 if "$build/shardlab" --help >/dev/null 2>&1; then echo "FAIL: the system libraries are not hidden"; exit 1; fi
-echo "hidden: Open MPI, mpirun and $(wc -l < "$work/origins") system libraries; the build's own shardlab: $("$build/shardlab" --help 2>&1 | head -1)"
+echo "hidden: Open MPI, mpirun and $(wc -l < "$work/hide") system libraries; the build's own shardlab: $("$build/shardlab" --help 2>&1 | head -1)"
 export LEASE_WORK=$work/lease LEASE_OPS_FILTER='CudaOps.Gelu*:CudaOps.CrossEntropy*:CudaOps.AdamW*'
 OUT=$work/out LEASE_INJECT="memcheck=fail eager=hang" LEASE_LIMITS="eager=3" \
   "$repo/scripts/gpu_lease.sh" --dry-run --bundle "$archive" > "$work/lease.txt" 2>&1
@@ -65,7 +77,7 @@ for f in files:
     parts = f.split("/")
     assert len(parts) <= 3, f"{f}: more than 2 folders deep"
     assert all(re.fullmatch(r"[A-Za-z0-9._-]+", p) for p in parts), f"{f}: a name the tool refuses"
-print("$OUT:", sorted(files))
+print("$OUT:", ", ".join(f"{f} ({os.path.getsize(os.path.join(out, f)):,} B)" for f in sorted(files)))
 r = json.load(open(os.path.join(out, "results.json")))
 st = {s["step"]: (s["status"], s["result"]) for s in r["steps"]}
 want = {"env": "ok", "ops": "ok", "train": "ok", "bench": "ok", "trace": "ok", "eager": "TIMEOUT",
