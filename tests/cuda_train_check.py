@@ -21,7 +21,11 @@ Modes for the emulator's CUDA-behaviour tests (emu/stream_model.h), each only it
   emu-interleave: under SHARDLAB_EMU_STREAMS=interleave:SEED for each seed of SHARDLAB_EMU_SEEDS,
      a run that waits across all three streams (ZeRO 3 with offload) gives the bits it gives in
      issue order (CTest emu_stream_interleave).
-Usage: cuda_train_check.py emu|gpu|emu-shared|emu-interleave SHARDLAB MPIRUN [MPIRUN ARGS...]"""
+Mode `lease` is `gpu` without looking for nvidia-smi (scripts/gpu_lease.sh has; its dry run gives
+it the emulator build, one emulated GPU the ranks share). A run that fails or outlasts
+CUDA_TRAIN_RUN_TIMEOUT seconds (default 600) is reported and the checks go on with the next one,
+so one hanging configuration does not hide the others' results.
+Usage: cuda_train_check.py emu|gpu|lease|emu-shared|emu-interleave SHARDLAB MPIRUN [MPIRUN ARGS...]"""
 import json
 import os
 import subprocess
@@ -35,7 +39,17 @@ EMU = MODE.startswith("emu")
 # On a real GPU the two ranks share it unless the machine has two (auto: NCCL where it can).
 CUDA = ["--device", "cuda"] + ([] if EMU else ["--share-gpu"])
 MODEL = ["--layers", "2", "--hidden", "64", "--heads", "4", "--seq", "32", "--vocab", "256"]
+# CUDA_TRAIN_QUICK=1 (the lease's dry run on the emulator): a smaller model, 2 steps, ZeRO-0 and
+# ZeRO-3 + offload only, bf16 only against the CPU.
+QUICK = os.environ.get("CUDA_TRAIN_QUICK") == "1"
+if QUICK:
+    MODEL = ["--layers", "1", "--hidden", "32", "--heads", "2", "--seq", "16", "--vocab", "256"]
+RUN_TIMEOUT = float(os.environ.get("CUDA_TRAIN_RUN_TIMEOUT", "600"))
 failures = []
+
+
+class RunFailed(Exception):
+    pass
 
 
 def check(cond, what):
@@ -44,19 +58,26 @@ def check(cond, what):
         print("FAIL:", what)
 
 
-def run(args, out, ranks=2, gpus=2, stats=None, env_extra=None, timeout=600):
+def run(args, out, ranks=2, gpus=2, stats=None, env_extra=None, timeout=RUN_TIMEOUT):
     env = dict(os.environ, **(env_extra or {}))
     if EMU:
         env["SHARDLAB_EMU_GPUS"] = str(gpus)  # how many GPUs each rank's node shows
         if stats:
             env["SHARDLAB_EMU_STATS"] = stats
     cmd = MPIRUN + ["-np", str(ranks), SHARDLAB, "train", *MODEL, "--quiet", "--out", out, *args]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
-    except subprocess.TimeoutExpired as e:
-        sys.exit(f"HUNG: no result within {timeout} s: {' '.join(cmd)}\n{e.stdout}\n{e.stderr}")
+        stdout, stderr = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.terminate()  # SIGTERM: mpirun ends its ranks (a SIGKILL would leave them on the GPU)
+        try:
+            stdout, stderr = p.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            stdout, stderr = p.communicate()
+        raise RunFailed(f"TIMEOUT after {timeout:g} s: {' '.join(cmd)}\n{stdout}\n{stderr}")
     if p.returncode != 0:
-        sys.exit(f"FAILED: {' '.join(cmd)}\n{p.stdout}\n{p.stderr}")
+        raise RunFailed(f"FAILED (exit {p.returncode}): {' '.join(cmd)}\n{stdout}\n{stderr}")
     return json.load(open(os.path.join(out, "report.json")))
 
 
@@ -93,11 +114,16 @@ def gpu_present():
         return False
 
 
-if not EMU and not gpu_present():
+def failed(e):
+    check(False, str(e).split("\n")[0])
+    print(e)
+
+
+if MODE == "gpu" and not gpu_present():
     print("skipped: no NVIDIA GPU here (nvidia-smi finds none)")
     sys.exit(77)  # CTest's SKIP_RETURN_CODE
 
-STEPS = ["--micro-batch", "2", "--steps", "4", "--lr", "3e-3", "--warmup", "2"]
+STEPS = ["--micro-batch", "2", "--steps", "2" if QUICK else "4", "--lr", "3e-3", "--warmup", "1" if QUICK else "2"]
 BF16 = STEPS + ["--precision", "bf16"]
 SHARED = ["--device", "cuda", "--share-gpu"]
 
@@ -152,57 +178,77 @@ with tempfile.TemporaryDirectory() as tmp:
     reference = None
     for zero in range(4):
         for offload in (False, True):
+            if QUICK and (zero, offload) not in ((0, False), (3, True)):
+                continue
             name = f"zero{zero}{'-offload' if offload else ''}"
-            rep = run(bf16 + CUDA + ["--zero", str(zero)] + (["--offload"] if offload else []),
-                      os.path.join(tmp, name))
+            try:
+                rep = run(bf16 + CUDA + ["--zero", str(zero)] + (["--offload"] if offload else []),
+                          os.path.join(tmp, name))
+            except RunFailed as e:
+                failed(e)
+                continue
             sig = (losses(rep), rep["final_params_sha256"])
             if reference is None:
                 reference = (name, sig)
             check(sig == reference[1], f"{name}: losses/weights differ from {reference[0]}: {sig} vs {reference[1]}")
             check_measured_equals_predicted(name, rep)
-    print(f"ok: ZeRO 0-3 with and without offload on the CUDA backend, bitwise alike: {reference[1][0]}")
+            print(f"{name}: ran, losses {sig[0]}")
+    if not failures:
+        print(f"ok: ZeRO 0-3 with and without offload on the CUDA backend, bitwise alike: {reference[1][0]}")
 
     # 3. The CUDA backend against the CPU backend.
-    for precision, bound in (("bf16", 1e-2), ("fp32", 1e-5)):
+    for precision, bound in (("bf16", 1e-2),) + (() if QUICK else (("fp32", 1e-5),)):
         args = steps + ["--precision", precision, "--zero", "3"]
-        cuda = losses(run(args + CUDA, os.path.join(tmp, f"cuda-{precision}")))
-        cpu = losses(run(args + ["--device", "cpu"], os.path.join(tmp, f"cpu-{precision}")))
+        try:
+            cuda = losses(run(args + CUDA, os.path.join(tmp, f"cuda-{precision}")))
+            cpu = losses(run(args + ["--device", "cpu"], os.path.join(tmp, f"cpu-{precision}")))
+        except RunFailed as e:
+            failed(e)
+            continue
         gap = relative_gap(cuda, cpu)
         check(gap <= bound, f"{precision}: CUDA losses {cuda} vs CPU {cpu}: relative gap {gap:.2e} > {bound}")
         print(f"ok: {precision} CUDA vs CPU losses within {gap:.1e} (bound {bound})")
 
     # 4. Two ranks on one GPU over the MPI transport: the same bits as over NCCL.
-    if EMU:
-        shared = run(bf16 + CUDA + ["--zero", "3", "--share-gpu", "--transport", "mpi"],
-                     os.path.join(tmp, "shared"), gpus=1)
-        check((losses(shared), shared["final_params_sha256"]) == reference[1],
-              f"2 ranks sharing a GPU over MPI: {losses(shared)} vs {reference[1][0]}")
-        check("transport mpi" in shared["ranks"][0]["device"], f"shared GPU device {shared['ranks'][0]['device']}")
-        check_measured_equals_predicted("shared-gpu", shared)
-        print("ok: two ranks sharing one GPU over the MPI transport: the same bits as over NCCL")
-    else:  # one rank over NCCL, against the CPU
-        args = bf16 + ["--zero", "3"]
-        nccl = run(args + ["--device", "cuda", "--transport", "nccl"], os.path.join(tmp, "nccl"), ranks=1)
-        check("transport nccl" in nccl["ranks"][0]["device"], f"device {nccl['ranks'][0]['device']}")
-        check_measured_equals_predicted("nccl-1-rank", nccl)
-        cpu = losses(run(args + ["--device", "cpu"], os.path.join(tmp, "cpu-1-rank"), ranks=1))
-        gap = relative_gap(losses(nccl), cpu)
-        check(gap <= 1e-2, f"1 rank over NCCL: {losses(nccl)} vs CPU {cpu}: {gap:.2e}")
-        print(f"ok: one rank over NCCL, within {gap:.1e} of the CPU")
+    try:
+        if EMU:
+            shared = run(bf16 + CUDA + ["--zero", "3", "--share-gpu", "--transport", "mpi"],
+                         os.path.join(tmp, "shared"), gpus=1)
+            check(reference is not None and (losses(shared), shared["final_params_sha256"]) == reference[1],
+                  f"2 ranks sharing a GPU over MPI: {losses(shared)} vs {reference}")
+            check("transport mpi" in shared["ranks"][0]["device"], f"shared GPU device {shared['ranks'][0]['device']}")
+            check_measured_equals_predicted("shared-gpu", shared)
+            print("ok: two ranks sharing one GPU over the MPI transport: the same bits as over NCCL")
+        else:  # one rank over NCCL, against the CPU
+            args = bf16 + ["--zero", "3"]
+            nccl = run(args + ["--device", "cuda", "--transport", "nccl"], os.path.join(tmp, "nccl"), ranks=1)
+            check("transport nccl" in nccl["ranks"][0]["device"], f"device {nccl['ranks'][0]['device']}")
+            check_measured_equals_predicted("nccl-1-rank", nccl)
+            cpu = losses(run(args + ["--device", "cpu"], os.path.join(tmp, "cpu-1-rank"), ranks=1))
+            gap = relative_gap(losses(nccl), cpu)
+            check(gap <= 1e-2, f"1 rank over NCCL: {losses(nccl)} vs CPU {cpu}: {gap:.2e}")
+            print(f"ok: one rank over NCCL, within {gap:.1e} of the CPU")
+    except RunFailed as e:
+        failed(e)
 
     # 5. What a step asks of the device (the emulator counts it).
     if EMU:
         counts = {}
-        for n in (2, 4):
-            stats = os.path.join(tmp, f"stats{n}.jsonl")
-            run(["--micro-batch", "2", "--steps", str(n), "--zero", "3", "--offload"] + CUDA,
-                os.path.join(tmp, f"count{n}"), stats=stats)
-            counts[n] = [json.loads(line) for line in open(stats)]
-        for r, (two, four) in enumerate(zip(counts[2], counts[4])):
+        try:
+            for n in (2, 4):
+                stats = os.path.join(tmp, f"stats{n}.jsonl")
+                run(["--micro-batch", "2", "--steps", str(n), "--zero", "3", "--offload"] + CUDA,
+                    os.path.join(tmp, f"count{n}"), stats=stats)
+                counts[n] = [json.loads(line) for line in open(stats)]
+        except RunFailed as e:
+            failed(e)
+        for r, (two, four) in enumerate(zip(counts.get(2, []), counts.get(4, []))):
             check(two["device_synchronizations"] == four["device_synchronizations"] == 0,
                   f"rank {r}: cudaDeviceSynchronize called: {two} / {four}")
             for key in ("blocking_copies", "mallocs", "frees", "pageable_uploads"):
                 check(two[key] == four[key], f"rank {r}: {key} grow with the steps: {two[key]} -> {four[key]}")
             check(four["kernel_launches"] > two["kernel_launches"] > 0, f"rank {r}: launches {two} / {four}")
-        print(f"ok: steps make no device synchronisation, blocking copy, pageable upload or allocation: {counts[4]}")
+        if len(counts) == 2:
+            print(f"ok: steps make no device synchronisation, blocking copy, pageable upload or allocation: {counts[4]}")
+print(f"{len(failures)} failure(s)" if failures else "all checks passed")
 sys.exit(1 if failures else 0)

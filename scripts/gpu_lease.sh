@@ -1,0 +1,309 @@
+#!/usr/bin/env bash
+# What ONE device `run` executes on a lent GPU machine (docs/GPU.md): unpack the bundle that
+# scripts/gpu_bundle.sh made here, set up its libraries and relocated Open MPI, then run each
+# check under its own `timeout`, all of them inside one time budget, a failing or hanging step
+# never stopping the ones after it:
+#   env        nvidia-smi, driver, GPU, PyTorch; every library resolves; mpirun from the bundle runs
+#   ops        test_cuda_ops on the GPU
+#   train      `train --device cuda` ZeRO 0-3 +- offload, 2 ranks sharing the GPU over the staged
+#              (MPI) transport, measured = predicted memory and bytes; 1 rank over NCCL
+#              (tests/cuda_train_check.py)
+#   bench      GPT-2 124M bf16 `bench step`, micro-batch 16 x 1024, vocabulary 50257 and 50304
+#   trace      three `--trace` steps of the same model, turned into a per-op time table
+#   eager      the PyTorch eager peer (tools/torch_bench_step.py) on the same GPU and shapes
+#   memcheck   compute-sanitizer memcheck on test_cuda_ops
+#   racecheck  compute-sanitizer racecheck on test_cuda_ops
+#   compile    the torch.compile peer, with what time is left
+# A tool that is absent (nvidia-smi, compute-sanitizer, PyTorch with CUDA), or a device the
+# sanitizer refuses ("Device not supported"), makes its step SKIP with the reason, not fail.
+# Into $OUT (the device tool brings back at most 8 files): summary.md (rewritten after every step,
+# so a run cut short still has one), results.json and lease-logs.tar.gz (every step's log, the
+# JSON results, the trace). summary.md is printed last: the tool returns the output's last 12,000
+# characters.
+#
+# Usage: scripts/gpu_lease.sh [--bundle ARCHIVE] [--only STEP[,STEP...]] [--budget SECONDS]
+#                             [--out DIR] [--dry-run]
+#   --bundle   default gpu_bundle/shardlab-gpu.tar.gz (relative to the repository root)
+#   --only     run just these steps (e.g. `--only train` to retry one in the lease's last minutes)
+#   --budget   seconds for all steps together (default 420: a 540 s `run` timeout leaves room)
+#   --out      default $OUT, else lease-out/
+#   --dry-run  the emulator bundle's sizes: GPT-2 shrunk to a tiny model, short limits (CTest
+#              gpu_lease_dryrun); also LEASE_DRYRUN=1
+# Testing hooks: LEASE_INJECT="step=fail step=hang" replaces those steps' bodies by a failure or a
+# hang; LEASE_LIMITS="step=SECONDS ..." overrides steps' time limits.
+set -uo pipefail # no -e: every step runs whatever the one before it did
+self=$(realpath "$0")
+
+# ---------------------------------------------------------------------------------------------
+# The steps. Each runs in its own process (this script re-entered with --step NAME) under
+# `timeout`; it logs to stdout, writes one line of result with `result`, and returns 0 (ok),
+# 77 (skipped: the result line says why) or anything else (failed).
+# ---------------------------------------------------------------------------------------------
+result() { echo "$*" > "$LOGS/$STEP.result"; }
+skip() { result "$*"; exit 77; }
+mpirun_cmd() { echo mpirun --oversubscribe --bind-to none $([ "$(id -u)" = 0 ] && echo --allow-run-as-root); }
+gpt2() { # the model every timing step uses: GPT-2 124M, or a tiny stand-in in the dry run
+  if [ "$DRY" = 1 ]; then echo --layers 1 --hidden 32 --heads 2 --seq 16; else echo --preset gpt2; fi
+}
+peer_model() { if [ "$DRY" = 1 ]; then echo --layers 1 --hidden 32 --heads 2; else echo --layers 12 --hidden 768 --heads 12; fi; }
+timed_steps() { if [ "$DRY" = 1 ]; then echo --steps 2 --warmup 1; else echo --steps 10 --warmup 3; fi; }
+batch() { if [ "$DRY" = 1 ]; then echo 2; else echo 16; fi; }
+seqlen() { if [ "$DRY" = 1 ]; then echo 16; else echo 1024; fi; }
+vocabs() { if [ "$DRY" = 1 ]; then echo 257 320; else echo 50257 50304; fi; }
+torch_cuda() { env -u LD_LIBRARY_PATH python3 -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 3)' 2>/dev/null; }
+
+step_env() {
+  echo "== host"; uname -a; (. /etc/os-release && echo "$PRETTY_NAME"); ldd --version | head -1; nproc
+  echo "== bundle"; cat "$B/MANIFEST.md"
+  echo "== libraries (LD_LIBRARY_PATH=$LD_LIBRARY_PATH)"
+  local missing=""
+  for b in shardlab test_cuda_ops; do
+    ldd "$B/bin/$b"
+    missing+=$(ldd "$B/bin/$b" | awk '/not found/ {printf " %s", $1}')
+  done
+  echo "== mpirun: $(command -v mpirun)"
+  mpirun --version | head -1
+  local mpi_ok=no
+  timeout --foreground -k 5 30 $(mpirun_cmd) -np 2 hostname && mpi_ok=yes
+  local gpu="nvidia-smi absent (skipped)"
+  if command -v nvidia-smi >/dev/null; then
+    echo "== GPU"; nvidia-smi
+    gpu=$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | head -1)
+    gpu+=", CUDA $(nvidia-smi | grep -o 'CUDA Version: [0-9.]*' | cut -d' ' -f3)"
+  fi
+  echo "== PyTorch"
+  local torch
+  torch=$(env -u LD_LIBRARY_PATH python3 -c 'import torch; print(torch.__version__, "cuda" if torch.cuda.is_available() else "no CUDA")' 2>/dev/null || echo "absent")
+  echo "$torch"
+  echo "== shardlab device"; shardlab device
+  result "GPU: $gpu; PyTorch: $torch; $(ldd --version | head -1 | grep -o '[0-9.]*$' | sed 's/^/glibc /'); mpirun from the bundle: $mpi_ok${missing:+; MISSING:$missing}"
+  [ -z "$missing" ] && [ $mpi_ok = yes ]
+}
+
+step_ops() {
+  local filter=()
+  [ -n "${LEASE_OPS_FILTER:-}" ] && filter=(--gtest_filter="$LEASE_OPS_FILTER")
+  test_cuda_ops "${filter[@]}" --gtest_output=json:"$LOGS/test_cuda_ops.json"
+  local rc=$?
+  result "$(python3 - "$LOGS/test_cuda_ops.json" <<'PY'
+import json, sys
+try:
+    r = json.load(open(sys.argv[1]))
+except (OSError, ValueError):
+    print("no gtest report (crashed?)"); sys.exit()
+tests = [t for s in r["testsuites"] for t in s["testsuite"]]
+bad = [f"{t['classname']}.{t['name']}" for t in tests if t.get("failures")]
+skipped = sum(t.get("result") == "SKIPPED" for t in tests)
+print(f"{len(tests) - len(bad) - skipped} of {len(tests)} passed" + (f", {skipped} skipped (no GPU?)" if skipped else "")
+      + (": FAILED " + ", ".join(bad) if bad else ""))
+PY
+)"
+  return $rc
+}
+
+sanitizer() { # TOOL: compute-sanitizer's memcheck or racecheck on test_cuda_ops
+  local cs
+  cs=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null) || skip "compute-sanitizer absent"
+  local filter=()
+  [ -n "${LEASE_OPS_FILTER:-}" ] && filter=(--gtest_filter="$LEASE_OPS_FILTER")
+  local extra=()
+  [ "$1" = racecheck ] && extra=(--racecheck-report hazard)
+  "$cs" --tool "$1" "${extra[@]}" --error-exitcode 9 test_cuda_ops "${filter[@]}" 2>&1 | tee "$LOGS/$1.txt"
+  local rc=${PIPESTATUS[0]}
+  grep -q "Device not supported" "$LOGS/$1.txt" && skip "compute-sanitizer: Device not supported (a runtime it cannot instrument)"
+  result "$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$LOGS/$1.txt" | tail -1 | sed 's/^=* *//') (exit $rc)"
+  return $rc
+}
+step_memcheck() { sanitizer memcheck; }
+step_racecheck() { sanitizer racecheck; }
+
+step_train() {
+  CUDA_TRAIN_QUICK=$DRY CUDA_TRAIN_RUN_TIMEOUT=${LEASE_TRAIN_RUN_TIMEOUT:-45} python3 "$B/tests/cuda_train_check.py" lease \
+    "$B/bin/shardlab" $(mpirun_cmd) 2>&1 | tee "$LOGS/train.txt"
+  local rc=${PIPESTATUS[0]}
+  result "$(grep -c '^ok:' "$LOGS/train.txt") checks ok, $(grep -c '^FAIL:' "$LOGS/train.txt") failed$(grep -m3 '^FAIL:' "$LOGS/train.txt" | cut -c1-160 | sed 's/^/; /' | tr -d '\n')"
+  return $rc
+}
+
+speed() { # FILE: "ms, tokens/s[, MFU]" of a bench step / torch_bench_step.py JSON object
+  python3 - "$1" "${GPU_NAME:-}" <<'PY' 2>/dev/null || echo failed
+import json, sys
+r = json.load(open(sys.argv[1]))
+gpu = sys.argv[2]
+# bf16 dense peak (datasheet) for the MFU; the bench's own FLOP count (gflops) where it gives one.
+peak = 989.5e3 if ("H100" in gpu or "H200" in gpu) and "PCIe" not in gpu else 756e3 if "H100 PCIe" in gpu else 0
+mfu = f", {r['gflops'] / peak:.1%} MFU" if peak and "gflops" in r else ""
+print(f"{r['ms_per_step']:.1f} ms, {r['tokens_per_s']:,.0f} tok/s{mfu}")
+PY
+}
+
+step_bench() {
+  local rc=0 v each=$(($(limit_of bench) / 2 - 5)) line=""
+  for v in $(vocabs); do
+    timeout --foreground -k 5 $each shardlab bench step --device cuda $(gpt2) --vocab "$v" --precision bf16 \
+      --batch "$(batch)" --seq-len "$(seqlen)" $(timed_steps) --json > "$LOGS/bench_$v.json" || rc=$?
+    cat "$LOGS/bench_$v.json"
+    line+="V=$v: $(speed "$LOGS/bench_$v.json"); "
+  done
+  result "$line"
+  return $rc
+}
+
+step_trace() {
+  timeout --foreground -k 5 $(($(limit_of trace) - 15)) $(mpirun_cmd) -np 1 shardlab train --device cuda $(gpt2) \
+    --vocab "$(vocabs | cut -d' ' -f1)" --precision bf16 --micro-batch "$(batch)" --steps 4 --warmup 1 \
+    --trace "$LOGS/trace.json" --trace-steps 3 --out "$LOGS/trace_run" --quiet || return $?
+  python3 "$B/tools/trace_ops.py" "$LOGS/trace.json" | tee "$LOGS/trace_ops.md"
+  result "$(grep -m1 '^rank' "$LOGS/trace_ops.md"); top: $(grep '^| [a-z]' "$LOGS/trace_ops.md" | grep -v '^| op ' | head -3 | awk -F' *[|] *' '{printf "%s %s ms, ", $2, $5}')"
+}
+
+peer() { # eager|compile: tools/torch_bench_step.py with the machine's own libraries
+  python3 -c 'import torch' 2>/dev/null || skip "PyTorch absent"
+  torch_cuda || skip "PyTorch without CUDA here"
+  local rc=0 v each=$(($(limit_of "$1") / 2 - 5)) line="" flag=()
+  [ "$1" = compile ] && flag=(--compile)
+  for v in $(vocabs | tr ' ' '\n' | sort -r); do # 50304 first: the compile step may only get one
+    timeout --foreground -k 5 $each env -u LD_LIBRARY_PATH python3 "$B/tools/torch_bench_step.py" --device cuda \
+      $(peer_model) --vocab "$v" --seq "$(seqlen)" --batch "$(batch)" \
+      --precision bf16 --threads 1 $(timed_steps) "${flag[@]}" > "$LOGS/${STEP}_$v.json" || rc=$?
+    cat "$LOGS/${STEP}_$v.json"
+    line+="V=$v: $(speed "$LOGS/${STEP}_$v.json"); "
+  done
+  result "$line"
+  return $rc
+}
+step_eager() { peer eager; }
+step_compile() { peer compile; }
+
+# ---------------------------------------------------------------------------------------------
+# The runner
+# ---------------------------------------------------------------------------------------------
+ALL_STEPS="env ops train bench trace eager memcheck racecheck compile"
+limit_of() { # a step's time limit in seconds: LEASE_LIMITS overrides, the dry run is shorter
+  local o
+  for o in ${LEASE_LIMITS:-}; do [ "${o%%=*}" = "$1" ] && { echo "${o#*=}"; return; }; done
+  if [ "$DRY" = 1 ]; then
+    case $1 in env) echo 30 ;; ops | train) echo 60 ;; *) echo 30 ;; esac
+  else
+    case $1 in env) echo 40 ;; ops) echo 90 ;; train) echo 180 ;; bench | trace) echo 100 ;; eager) echo 120 ;;
+      memcheck | racecheck) echo 100 ;; compile) echo 240 ;; *) echo 60 ;; esac
+  fi
+}
+
+if [ "${1:-}" = --step ]; then # re-entered: run one step's body
+  STEP=$2
+  for inj in ${LEASE_INJECT:-}; do
+    [ "${inj%%=*}" = "$STEP" ] || continue
+    case ${inj#*=} in
+      fail) echo "injected failure"; result "injected failure (LEASE_INJECT)"; exit 3 ;;
+      hang) echo "injected hang"; result "injected hang (LEASE_INJECT)"; exec sleep 100000 ;;
+    esac
+  done
+  "step_$STEP"
+  exit $?
+fi
+
+bundle=gpu_bundle/shardlab-gpu.tar.gz only="" budget="" out=${OUT:-} DRY=${LEASE_DRYRUN:-0}
+while [ $# -gt 0 ]; do
+  case $1 in
+    --bundle) bundle=$2; shift 2 ;;
+    --only) only=$(echo "$2" | tr ',' ' '); shift 2 ;;
+    --budget) budget=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --dry-run) DRY=1; shift ;;
+    *) echo "gpu_lease: unknown argument $1 (see the usage at the top of the script)" >&2; exit 2 ;;
+  esac
+done
+cd "$(dirname "$self")/.."
+bundle=$(realpath "$bundle")
+out=$(realpath -m "${out:-lease-out}")
+budget=${budget:-$([ "$DRY" = 1 ] && echo 120 || echo 420)}
+start=$(date +%s)
+deadline=$((start + budget))
+for s in $only; do case " $ALL_STEPS " in *" $s "*) ;; *) echo "gpu_lease: no step '$s' (steps: $ALL_STEPS)" >&2; exit 2 ;; esac; done
+
+# Unpack onto local disk (the repository copy may be slow or read-only), fresh each time.
+work=${LEASE_WORK:-/tmp/shardlab-lease}
+rm -rf "$work" && mkdir -p "$work/logs" "$out" || exit 1
+tar -C "$work" -xzf "$bundle" || { echo "gpu_lease: cannot unpack $bundle" >&2; exit 1; }
+B=$work/shardlab-gpu LOGS=$work/logs
+. "$B/env.sh"
+# The libraries the machine provides (MANIFEST.md): the toolkit's cuBLAS, the venv's NCCL. Find
+# the folder of each that the loader does not, and say where it came from.
+lib_dir() {
+  local d
+  for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib /usr/local/cuda-*/lib \
+    /opt/torch/.venv/lib/python3*/site-packages/nvidia/*/lib; do
+    [ -e "$d/$1" ] && { echo "$d"; return; }
+  done
+  find /opt /usr/local -name "$1" -printf '%h\n' -quit 2>/dev/null
+}
+for lib in $(ldd "$B/bin/shardlab" | awk '/not found/ {print $1}' | sort -u); do
+  dir=$(lib_dir "$lib")
+  [ -n "$dir" ] && export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$dir && echo "gpu_lease: $lib from $dir"
+done
+GPU_NAME=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+export B LOGS DRY GPU_NAME LEASE_INJECT="${LEASE_INJECT:-}" LEASE_LIMITS="${LEASE_LIMITS:-}"
+export PYTHONUNBUFFERED=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+: > "$LOGS/steps.tsv"
+
+write_summary() {
+  python3 - "$LOGS" "$out" "$DRY" "$(date +%s)" "$start" "$budget" <<'PY'
+import json, os, sys
+logs, out, dry, now, start, budget = sys.argv[1], sys.argv[2], sys.argv[3] == "1", *map(int, sys.argv[4:])
+rows = [l.rstrip("\n").split("\t") for l in open(os.path.join(logs, "steps.tsv")) if l.strip()]
+manifest = open(os.path.join(os.environ["B"], "MANIFEST.md")).read().splitlines()
+build = next((l[2:] for l in manifest if l.startswith("- build:")), "?")
+lines = ["# shardlab GPU lease" + (" (DRY RUN: emulator build, tiny model)" if dry else ""), "",
+         f"{build}; {now - start} s of a {budget} s budget", "",
+         "| step | status | s | limit | result |", "|---|---|---|---|---|"]
+for name, status, secs, limit, res in rows:
+    lines.append(f"| {name} | {status} | {secs} | {limit} | {res.replace('|', '/')} |")
+ops = os.path.join(logs, "trace_ops.md")
+if os.path.exists(ops):
+    lines += ["", "## Per-op time of the traced steps (rank 0)", ""] + open(ops).read().splitlines()[:22]
+text = "\n".join(lines) + "\n"
+open(os.path.join(out, "summary.md"), "w").write(text)
+res = {"dry_run": dry, "build": build, "seconds": now - start,
+       "steps": [dict(zip(("step", "status", "seconds", "limit", "result"), r)) for r in rows]}
+for f in sorted(os.listdir(logs)):
+    if f.endswith(".json") and f.startswith(("bench_", "eager_", "compile_")):
+        try:
+            res[f[:-5]] = json.load(open(os.path.join(logs, f)))
+        except ValueError:
+            pass
+json.dump(res, open(os.path.join(out, "results.json"), "w"), indent=1)
+PY
+}
+
+run_step() {
+  local name=$1 limit left t0 rc status res
+  limit=$(limit_of "$name")
+  left=$((deadline - $(date +%s)))
+  if [ "$left" -lt 15 ]; then
+    status=SKIP res="no time left in the ${budget} s budget" t0=$(date +%s)
+  else
+    [ "$limit" -gt $((left - 5)) ] && limit=$((left - 5))
+    t0=$(date +%s)
+    STEP=$name timeout -k 5 "$limit" "$BASH" "$self" --step "$name" > "$LOGS/$name.log" 2>&1
+    rc=$?
+    res=$(cat "$LOGS/$name.result" 2>/dev/null | tr '\t\n' '  ' | sed 's/[ ;]*$//')
+    case $rc in
+      0) status=ok ;;
+      77) status=SKIP ;;
+      124 | 137) status=TIMEOUT res="killed after ${limit} s; ${res}" ;;
+      *) status="FAIL ($rc)" ;;
+    esac
+  fi
+  printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$status" $(($(date +%s) - t0)) "$limit" "$res" >> "$LOGS/steps.tsv"
+  printf 'gpu_lease: [%4ds] %-9s %-9s %s\n' $(($(date +%s) - start)) "$name" "$status" "$res"
+  write_summary
+}
+
+for s in ${only:-$ALL_STEPS}; do run_step "$s"; done
+tar -C "$work" -czf "$out/lease-logs.tar.gz" logs
+echo "gpu_lease: \$OUT: $(cd "$out" && ls | tr '\n' ' ')"
+echo
+cat "$out/summary.md"
+grep -qv -P '\t(ok|SKIP)\t' "$LOGS/steps.tsv" && exit 1
+exit 0

@@ -1,0 +1,57 @@
+#!/usr/bin/env python3
+"""Per-op time table of a `shardlab train --trace` file: for one rank, each op (span of kind `op`
+on the compute stream, and collectives, copies and host AdamW tiles on their streams) that starts
+inside a traced step, with its calls and milliseconds per traced step and its share of the step's
+time, largest first, as a Markdown table. The numbers behind docs/GPU.md's "where one step's time
+goes"; no matplotlib needed, so it runs wherever python3 does (the GPU lease prints it).
+
+Usage: trace_ops.py TRACE.json [--rank R] [--top N]"""
+import argparse
+import collections
+import json
+import sys
+
+
+def table(events, rank, top):
+    spans = [e for e in events if e.get("ph") == "X" and e.get("pid") == rank]
+    steps = [e for e in spans if e["cat"] == "step" and e["name"].startswith("step ")]
+    if not steps:
+        raise SystemExit(f"trace_ops.py: rank {rank} has no traced step in this trace")
+    n = len(steps)
+    step_ms = sum(e["dur"] for e in steps) / 1e3 / n
+    windows = [(e["ts"], e["ts"] + e["dur"]) for e in steps]
+    per_op = collections.defaultdict(lambda: [0, 0.0])
+    for e in spans:
+        # Only what started inside a traced step: a run's final validation is traced too.
+        inside = any(lo <= e["ts"] < hi for lo, hi in windows)
+        if inside and e["cat"] in ("op", "collective", "copy", "host"):
+            # A collective is named by its purpose ("allgather: gather unit h.3"): group by kind.
+            key = (e["cat"], e["name"].split(":")[0])
+            per_op[key][0] += 1
+            per_op[key][1] += e["dur"] / 1e3
+    rows = sorted(per_op.items(), key=lambda kv: -kv[1][1])
+    lines = [f"rank {rank}: {n} traced step(s), {step_ms:.3f} ms per step (the step span)", "",
+             "| op | stream kind | calls/step | ms/step | share of step | us/call |",
+             "|---|---|---|---|---|---|"]
+    for (cat, name), (calls, ms) in rows[:top]:
+        lines.append(f"| {name} | {cat} | {calls / n:g} | {ms / n:.3f} | {ms / n / step_ms:.1%} | "
+                     f"{ms / calls * 1e3:.1f} |")
+    ops_ms = sum(ms for (cat, _), (_, ms) in per_op.items() if cat == "op") / n
+    lines += ["", f"compute-stream ops together: {ops_ms:.3f} ms per step ({ops_ms / step_ms:.1%} "
+              "of the step; the rest is gaps: launch overhead, waits for copies or collectives)"]
+    return "\n".join(lines)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("trace")
+    ap.add_argument("--rank", type=int, default=0)
+    ap.add_argument("--top", type=int, default=25)
+    a = ap.parse_args()
+    events = json.load(open(a.trace))["traceEvents"]
+    print(table(events, a.rank, a.top))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
