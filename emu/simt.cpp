@@ -97,7 +97,12 @@ void yield() {
     Fiber& f = me();
     Block& b = *current_block;
     sanitizers::to_scheduler(b.marks, f.marks, false);
-    f.sched = std::move(f.sched).resume();
+    try {
+        f.sched = std::move(f.sched).resume();
+    } catch (const ctx::detail::forced_unwind&) { // discard_unfinished: back here to unwind
+        sanitizers::back_in_fiber(b.marks, f.marks);
+        throw;
+    }
     sanitizers::back_in_fiber(b.marks, f.marks);
 }
 
