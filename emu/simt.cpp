@@ -329,6 +329,26 @@ struct Job {
     std::exception_ptr error;
 };
 
+// A job's reference, given up: the count shared_ptr keeps is an atomic in this uninstrumented file,
+// invisible to ThreadSanitizer, so each owner releases before it lets go and the last one acquires
+// before deleting (emu/fiber_sanitizers.h); without it the Job's deletion looks like a race.
+struct JobRef {
+    std::shared_ptr<Job> job;
+    JobRef() = default;
+    explicit JobRef(std::shared_ptr<Job> j) : job(std::move(j)) {}
+    JobRef(const JobRef&) = delete;
+    JobRef& operator=(const JobRef&) = delete;
+    ~JobRef() {
+        if (job) sanitizers::release(job.get());
+    }
+};
+std::shared_ptr<Job> make_job() {
+    return std::shared_ptr<Job>(new Job, [](Job* j) {
+        sanitizers::acquire(j);
+        delete j;
+    });
+}
+
 // Runs blocks of `job` until none are left; returns when this thread has no more to take.
 void work_on(Job& job) {
     thread_local ctx::pooled_fixedsize_stack stacks(64 * 1024);
@@ -386,18 +406,19 @@ class Pool {
   private:
     void loop() {
         for (;;) {
-            std::shared_ptr<Job> job;
+            JobRef ref;
             {
                 std::unique_lock<std::mutex> lock(mutex_);
                 cv_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
                 if (stop_) return;
-                job = jobs_.front();
-                if (job->next.load() >= job->total) {
+                if (jobs_.front()->next.load() >= jobs_.front()->total) {
+                    sanitizers::release(jobs_.front().get());
                     jobs_.pop_front(); // nothing left to take
                     continue;
                 }
+                ref.job = jobs_.front();
             }
-            work_on(*job);
+            work_on(*ref.job);
         }
     }
     std::mutex mutex_;
@@ -525,7 +546,8 @@ void check_aligned(const void* p, std::size_t alignment, const char* what) {
 void run_grid(const char* kernel, dim3 grid, dim3 block, std::size_t dynamic_shared_bytes,
               const std::function<void()>& body) {
     Schedule::process(); // a malformed SHARDLAB_EMU_SCHEDULE fails here, before any block runs
-    auto job = std::make_shared<Job>();
+    const JobRef ref(make_job());
+    Job* job = ref.job.get();
     job->kernel = kernel;
     job->grid = grid;
     job->block = block;
@@ -533,7 +555,7 @@ void run_grid(const char* kernel, dim3 grid, dim3 block, std::size_t dynamic_sha
     job->body = &body;
     job->total = 1ull * grid.x * grid.y * grid.z;
     if (job->total == 0) return;
-    pool().post(job);
+    pool().post(ref.job);
     work_on(*job);
     std::unique_lock<std::mutex> lock(job->mutex);
     job->done_cv.wait(lock, [&] { return job->done == job->total; });
