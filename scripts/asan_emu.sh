@@ -11,7 +11,7 @@ generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
 cmake -S . -B build-asan-emu "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DSHARDLAB_ASAN=ON \
   -DSHARDLAB_CUDA=EMU >/dev/null
-cmake --build build-asan-emu -j "$(nproc)" --target shardlab test_cuda_ops test_simt test_emu_cublas \
+cmake --build build-asan-emu -j "$(nproc)" --target shardlab test_cuda_ops test_simt test_emu_schedule test_emu_cublas \
   test_emu_nccl
 export ASAN_OPTIONS="detect_leaks=0 abort_on_error=0 halt_on_error=1 detect_stack_use_after_return=0"
 export UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1"
