@@ -118,6 +118,19 @@ inline void acquire([[maybe_unused]] void* object) {
 #endif
 }
 
+// A process-wide setting made once (a function-local static of `init`'s type) and read by any
+// thread. The guard's fast path sits in this uninstrumented code, so its ordering is invisible to
+// ThreadSanitizer; the first reader publishes the value and every reader acquires it.
+template <typename Init>
+const auto& made_once(Init init) {
+    static const auto value = init();
+    static const bool published =
+        (release(const_cast<void*>(static_cast<const void*>(&value))), true);
+    (void)published;
+    acquire(const_cast<void*>(static_cast<const void*>(&value)));
+    return value;
+}
+
 // A stack goes back to the pool: what its last fiber left poisoned must not trip the next one.
 inline void stack_returned([[maybe_unused]] void* bottom, [[maybe_unused]] std::size_t size) {
 #if defined(__SANITIZE_ADDRESS__)

@@ -1,6 +1,8 @@
 // Schedule parsing and the seeded decisions (splitmix64: tiny, and the same on every platform).
 #include "emu/schedule.h"
 
+#include "emu/fiber_sanitizers.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -47,14 +49,13 @@ Schedule Schedule::parse(const std::string& text) {
 }
 
 const Schedule& Schedule::process() {
-    static const Schedule s = [] {
+    return sanitizers::made_once([] {
         const char* env = std::getenv("SHARDLAB_EMU_SCHEDULE");
         Schedule parsed = parse(env && *env ? env : "forward");
         if (parsed.kind_ != Kind::forward)
             std::fprintf(stderr, "emu: SHARDLAB_EMU_SCHEDULE=%s\n", parsed.text_.c_str());
         return parsed;
-    }();
-    return s;
+    });
 }
 
 Schedule::Block::Block(const Schedule& s, const char* kernel, std::uint64_t block_linear)

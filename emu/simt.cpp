@@ -457,13 +457,13 @@ namespace {
 // nothing, as if it were deleted from the source: the race detector must then report the race it
 // guarded against. Announced once on stderr, so a mutation that never ran is seen as such.
 bool deleted_barrier(const std::source_location& where) {
-    static const std::string deleted = [] {
+    const std::string& deleted = sanitizers::made_once([] {
         const char* env = std::getenv("SHARDLAB_EMU_DELETE_BARRIER");
         return std::string(env ? env : "");
-    }();
+    });
     if (deleted.empty() || site(where) != deleted) return false;
     static std::once_flag announced;
-    std::call_once(announced, [] {
+    std::call_once(announced, [&] {
         std::fprintf(stderr, "emu: the barrier at %s is deleted (SHARDLAB_EMU_DELETE_BARRIER)\n",
                      deleted.c_str());
     });
