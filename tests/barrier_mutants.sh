@@ -26,9 +26,9 @@ while IFS=: read -r path line _; do
   filter=${test_of[$file]:-}
   if [ -z "$filter" ]; then echo "barrier $site: no test listed for $file in $0"; fail=1; continue; fi
   n=$((n + 1))
-  start=$(date +%s.%N)
+  start=$(date +%s%N)
   SHARDLAB_EMU_DELETE_BARRIER=$site "$bin" --gtest_filter="$filter" >"$log" 2>&1
-  took=$(printf '%.1f' "$(echo "$(date +%s.%N) - $start" | bc)")
+  took=$((($(date +%s%N) - start) / 100000000)) took=$((took / 10)).$((took % 10))
   if ! grep -q "barrier at $site is deleted" "$log"; then
     echo "barrier $site: never reached by $filter"; fail=1
   elif grep -q "WARNING: ThreadSanitizer: data race" "$log"; then
