@@ -90,6 +90,7 @@ void store_from_f32(void* p, DType t, std::size_t i, float v) {
 }
 
 void convert(const void* src, DType src_type, void* dst, DType dst_type, std::size_t n) {
+    if (n == 0) return; // empty tensors have null data, and memmove(nullptr, ..., 0) is undefined
     if (src_type == dst_type) {
         std::memmove(dst, src, n * dtype_size(src_type));
         return;

@@ -1,13 +1,18 @@
 // The grid scheduler: blocks over a pool of OS threads, one fiber per CUDA thread inside a block,
-// round-robin until every fiber waits; then barriers and warp rendezvous are released or, when
-// none can be, the fault is reported.
+// in rounds (in the order SHARDLAB_EMU_SCHEDULE picks) until every fiber waits; then barriers and
+// warp rendezvous are released or, when none can be, the fault is reported.
 #include "emu/simt.h"
+
+#include "emu/fiber_sanitizers.h"
+#include "emu/schedule.h"
 
 #include <boost/context/fiber.hpp>
 #include <boost/context/pooled_fixedsize_stack.hpp>
 
 #include <algorithm>
 #include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <exception>
 #include <memory>
@@ -35,12 +40,16 @@ struct Fiber {
     // Warp operations done so far, counted per mask: the k-th operation with a mask meets the k-th
     // of every other lane in it, so lanes outside a partial mask never stall it (as on Volta+).
     std::vector<std::pair<unsigned, std::uint64_t>> warp_counts;
+    bool started = false; // has run: a fiber never resumed unwinds without running any of ours
+    std::uint64_t barriers = 0; // barriers passed: which of the block's two barrier objects is next
     std::exception_ptr error;
+    sanitizers::FiberMarks marks;
 };
 
 struct Warp {
     std::uint64_t slot[32] = {};
     bool vote[32] = {};
+    char sync[2] = {}; // the race detector's rendezvous objects, alternating
 };
 
 // What the running fiber's calls reach: its block and itself.
@@ -49,6 +58,17 @@ struct Block {
     std::vector<Fiber> fibers;
     std::vector<Warp> warps;
     std::vector<char>* dynamic_shared = nullptr;
+    Schedule::Block schedule;
+    sanitizers::SchedulerMarks marks;
+    std::vector<void*> tsan_fibers; // one per thread slot, kept for every later block
+    // The race detector's objects: the block's start (everything before it happens before every
+    // thread), and barriers in alternation (a thread may release the next barrier's before a
+    // slower one has acquired the last one's, which must not order them).
+    char start_sync = 0;
+    char barrier_sync[2] = {};
+    ~Block() {
+        for (void* f : tsan_fibers) sanitizers::destroy_tsan_fiber(f);
+    }
 };
 thread_local Block* current_block = nullptr;
 thread_local Fiber* current_fiber = nullptr;
@@ -75,8 +95,32 @@ Fiber& me() {
 
 void yield() {
     Fiber& f = me();
-    f.sched = std::move(f.sched).resume();
+    Block& b = *current_block;
+    sanitizers::to_scheduler(b.marks, f.marks, false);
+    try {
+        f.sched = std::move(f.sched).resume();
+    } catch (const ctx::detail::forced_unwind&) { // discard_unfinished: back here to unwind
+        sanitizers::back_in_fiber(b.marks, f.marks);
+        throw;
+    }
+    sanitizers::back_in_fiber(b.marks, f.marks);
 }
+
+// The fiber stacks' pool, telling each fiber which stack it got (the sanitizers need it).
+struct RecordedStack {
+    ctx::pooled_fixedsize_stack* pool;
+    sanitizers::FiberMarks* marks;
+    ctx::stack_context allocate() {
+        ctx::stack_context s = pool->allocate();
+        marks->stack_size = s.size;
+        marks->stack_bottom = static_cast<char*>(s.sp) - s.size;
+        return s;
+    }
+    void deallocate(ctx::stack_context& s) {
+        sanitizers::stack_returned(static_cast<char*>(s.sp) - s.size, s.size);
+        pool->deallocate(s);
+    }
+};
 
 std::string site(const std::source_location& w) {
     const std::string file = w.file_name();
@@ -176,10 +220,27 @@ bool release(Block& b) {
     throw KernelError(s.str());
 }
 
-void run_block(Block& b, const char* kernel, uint3 block_idx, dim3 grid, dim3 dim,
-               const std::function<void()>& body, ctx::pooled_fixedsize_stack& stacks) {
+// Destroys the fibers a fault left suspended (unwinding their stacks), switching to each as the
+// sanitizers must see it.
+void discard_unfinished(Block& b) {
+    for (Fiber& f : b.fibers) {
+        if (f.state == State::done || !f.self) continue;
+        if (!f.started) {
+            f.self = ctx::fiber();
+            continue;
+        }
+        current_fiber = &f;
+        sanitizers::to_fiber(b.marks, f.marks);
+        f.self = ctx::fiber();
+        sanitizers::back_in_scheduler(b.marks);
+        current_fiber = nullptr;
+    }
+}
+
+void make_fibers(Block& b, uint3 block_idx, dim3 grid, dim3 dim, const std::function<void()>& body,
+                 ctx::pooled_fixedsize_stack& stacks) {
     const unsigned n = dim.x * dim.y * dim.z;
-    b.kernel = kernel;
+    while (b.tsan_fibers.size() < n) b.tsan_fibers.push_back(sanitizers::make_tsan_fiber());
     b.fibers.clear();
     b.fibers.resize(n);
     b.warps.assign((n + 31) / 32, Warp{});
@@ -190,29 +251,65 @@ void run_block(Block& b, const char* kernel, uint3 block_idx, dim3 grid, dim3 di
         f.id.block_idx = block_idx;
         f.id.block_dim = dim;
         f.id.grid_dim = grid;
-        f.self = ctx::fiber(std::allocator_arg, stacks, [&f, &body](ctx::fiber&& sched) {
-            f.sched = std::move(sched);
-            try {
-                body();
-            } catch (const ctx::detail::forced_unwind&) {
-                throw;
-            } catch (...) {
-                f.error = std::current_exception();
-            }
-            f.state = State::done;
-            return std::move(f.sched);
-        });
-    }
-    current_block = &b;
-    for (;;) {
-        for (Fiber& f : b.fibers) {
-            if (f.state != State::ready) continue;
-            current_fiber = &f;
-            f.self = std::move(f.self).resume();
-            current_fiber = nullptr;
-            if (f.error) std::rethrow_exception(f.error);
+        f.marks.tsan = b.tsan_fibers[t];
+        if (f.marks.tsan) {
+            const std::string name = std::string("CUDA ") + where_block(b, f) + ", thread " +
+                                     std::to_string(t) + " (" + std::to_string(f.id.thread_idx.x) +
+                                     "," + std::to_string(f.id.thread_idx.y) + "," +
+                                     std::to_string(f.id.thread_idx.z) + ")";
+            sanitizers::name_fiber(f.marks.tsan, name.c_str());
         }
-        if (!release(b)) break;
+        Block* block = &b;
+        f.self = ctx::fiber(std::allocator_arg, RecordedStack{&stacks, &f.marks},
+                            [&f, &body, block](ctx::fiber&& sched) {
+                                sanitizers::fiber_started(block->marks);
+                                f.started = true;
+                                sanitizers::acquire(&block->start_sync);
+                                f.sched = std::move(sched);
+                                try {
+                                    body();
+                                } catch (const ctx::detail::forced_unwind&) {
+                                    sanitizers::to_scheduler(block->marks, f.marks, true);
+                                    throw;
+                                } catch (...) {
+                                    f.error = std::current_exception();
+                                }
+                                f.state = State::done;
+                                sanitizers::to_scheduler(block->marks, f.marks, true);
+                                return std::move(f.sched);
+                            });
+    }
+}
+
+void run_block(Block& b, const char* kernel, uint3 block_idx, dim3 grid, dim3 dim,
+               const std::function<void()>& body, ctx::pooled_fixedsize_stack& stacks) {
+    b.kernel = kernel;
+    b.schedule =
+        Schedule::Block(Schedule::process(), kernel,
+                        block_idx.x + 1ull * grid.x * (block_idx.y + 1ull * grid.y * block_idx.z));
+    sanitizers::enter_scheduler(b.marks);
+    make_fibers(b, block_idx, grid, dim, body, stacks);
+    sanitizers::release(&b.start_sync);
+    current_block = &b;
+    try {
+        for (;;) {
+            for (unsigned t : b.schedule.next_round(unsigned(b.fibers.size()))) {
+                Fiber& f = b.fibers[t];
+                if (f.state != State::ready) continue;
+                current_fiber = &f;
+                sanitizers::to_fiber(b.marks, f.marks);
+                f.self = std::move(f.self).resume();
+                sanitizers::back_in_scheduler(b.marks);
+                current_fiber = nullptr;
+                if (f.error) std::rethrow_exception(f.error);
+            }
+            if (!release(b)) break;
+        }
+    } catch (...) {
+        current_fiber = nullptr;
+        discard_unfinished(b);
+        current_block = nullptr;
+        throw;
     }
     current_block = nullptr;
 }
@@ -231,6 +328,26 @@ struct Job {
     unsigned long long done = 0;
     std::exception_ptr error;
 };
+
+// A job's reference, given up: the count shared_ptr keeps is an atomic in this uninstrumented file,
+// invisible to ThreadSanitizer, so each owner releases before it lets go and the last one acquires
+// before deleting (emu/fiber_sanitizers.h); without it the Job's deletion looks like a race.
+struct JobRef {
+    std::shared_ptr<Job> job;
+    JobRef() = default;
+    explicit JobRef(std::shared_ptr<Job> j) : job(std::move(j)) {}
+    JobRef(const JobRef&) = delete;
+    JobRef& operator=(const JobRef&) = delete;
+    ~JobRef() {
+        if (job) sanitizers::release(job.get());
+    }
+};
+std::shared_ptr<Job> make_job() {
+    return std::shared_ptr<Job>(new Job, [](Job* j) {
+        sanitizers::acquire(j);
+        delete j;
+    });
+}
 
 // Runs blocks of `job` until none are left; returns when this thread has no more to take.
 void work_on(Job& job) {
@@ -289,18 +406,19 @@ class Pool {
   private:
     void loop() {
         for (;;) {
-            std::shared_ptr<Job> job;
+            JobRef ref;
             {
                 std::unique_lock<std::mutex> lock(mutex_);
                 cv_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
                 if (stop_) return;
-                job = jobs_.front();
-                if (job->next.load() >= job->total) {
+                if (jobs_.front()->next.load() >= jobs_.front()->total) {
+                    sanitizers::release(jobs_.front().get());
                     jobs_.pop_front(); // nothing left to take
                     continue;
                 }
+                ref.job = jobs_.front();
             }
-            work_on(*job);
+            work_on(*ref.job);
         }
     }
     std::mutex mutex_;
@@ -318,7 +436,11 @@ Pool& pool() {
 } // namespace
 
 ThreadCtx& thread_ctx() {
-    return me().id;
+    Fiber& f = me();
+    // A random schedule also switches threads here, inside a barrier interval: kernels read their
+    // ids all along, so interleavings vary beyond the order in which threads start.
+    if (current_block->schedule.yield_now()) yield();
+    return f.id;
 }
 
 int lane_id() {
@@ -330,11 +452,34 @@ void* dynamic_shared() {
     return current_block->dynamic_shared->data();
 }
 
+namespace {
+// SHARDLAB_EMU_DELETE_BARRIER=FILE:LINE (tests/barrier_mutants.sh) turns that __syncthreads into
+// nothing, as if it were deleted from the source: the race detector must then report the race it
+// guarded against. Announced once on stderr, so a mutation that never ran is seen as such.
+bool deleted_barrier(const std::source_location& where) {
+    const std::string& deleted = sanitizers::made_once([] {
+        const char* env = std::getenv("SHARDLAB_EMU_DELETE_BARRIER");
+        return std::string(env ? env : "");
+    });
+    if (deleted.empty() || site(where) != deleted) return false;
+    static std::once_flag announced;
+    std::call_once(announced, [&] {
+        std::fprintf(stderr, "emu: the barrier at %s is deleted (SHARDLAB_EMU_DELETE_BARRIER)\n",
+                     deleted.c_str());
+    });
+    return true;
+}
+} // namespace
+
 void syncthreads(std::source_location where) {
+    if (deleted_barrier(where)) return;
     Fiber& f = me();
     f.state = State::at_barrier;
     f.where = where;
+    void* barrier = &current_block->barrier_sync[f.barriers++ % 2];
+    sanitizers::release(barrier);
     yield();
+    sanitizers::acquire(barrier);
 }
 
 namespace {
@@ -350,7 +495,10 @@ void meet(unsigned mask, std::source_location where) {
     f.mask = mask;
     f.where = where;
     f.target = next_warp_count(f, mask);
+    void* rendezvous = &current_block->warps[f.id.linear / 32].sync[f.target % 2];
+    sanitizers::release(rendezvous);
     yield();
+    sanitizers::acquire(rendezvous);
 }
 } // namespace
 
@@ -397,7 +545,9 @@ void check_aligned(const void* p, std::size_t alignment, const char* what) {
 
 void run_grid(const char* kernel, dim3 grid, dim3 block, std::size_t dynamic_shared_bytes,
               const std::function<void()>& body) {
-    auto job = std::make_shared<Job>();
+    Schedule::process(); // a malformed SHARDLAB_EMU_SCHEDULE fails here, before any block runs
+    const JobRef ref(make_job());
+    Job* job = ref.job.get();
     job->kernel = kernel;
     job->grid = grid;
     job->block = block;
@@ -405,11 +555,18 @@ void run_grid(const char* kernel, dim3 grid, dim3 block, std::size_t dynamic_sha
     job->body = &body;
     job->total = 1ull * grid.x * grid.y * grid.z;
     if (job->total == 0) return;
-    pool().post(job);
+    pool().post(ref.job);
     work_on(*job);
     std::unique_lock<std::mutex> lock(job->mutex);
     job->done_cv.wait(lock, [&] { return job->done == job->total; });
-    if (job->error) std::rethrow_exception(job->error);
+    if (!job->error) return;
+    try {
+        std::rethrow_exception(job->error);
+    } catch (const KernelError& e) {
+        // The interleaving matters to a fault: say which schedule reproduces it.
+        throw KernelError(std::string(e.what()) +
+                          " [SHARDLAB_EMU_SCHEDULE=" + Schedule::process().text() + "]");
+    }
 }
 
 } // namespace shardlab::emu

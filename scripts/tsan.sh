@@ -1,19 +1,23 @@
 #!/usr/bin/env bash
-# ThreadSanitizer: builds build-tsan/ (-DSHARDLAB_TSAN=ON, no CUDA) and runs under it the unit
-# tests, the collectives and ZeRO engine tests on 2 ranks, and 2-rank training in the stages and
-# modes whose streams interact most (ZeRO-2 and ZeRO-3 with prefetch, offload, fp16, gradient
-# accumulation, checkpointing, resume with offload). Any report fails the run (exit code 66). Part of
-# scripts/test.sh, so CI runs it too.
+# ThreadSanitizer: builds build-tsan/ (-DSHARDLAB_TSAN=ON, the CUDA backend under the SIMT emulator)
+# and runs under it the unit tests, the collectives and ZeRO engine tests on 2 ranks, and 2-rank
+# training in the stages and modes whose streams interact most (ZeRO-2 and ZeRO-3 with prefetch,
+# offload, fp16, gradient accumulation, checkpointing, resume with offload). Then the race
+# detector: the CUDA kernels' tests, where two threads of a block touching one address without a
+# barrier between them is a report (emu/fiber_sanitizers.h), and its mutation test: deleting any
+# one __syncthreads of the kernels must be reported (tests/barrier_mutants.sh). Any report fails the
+# run (exit code 66). Part of scripts/test.sh, so CI runs it too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh --no-build
 generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
-[ -f build-tsan/CMakeCache.txt ] || cmake -S . -B build-tsan "${generator[@]}" \
-  -DCMAKE_BUILD_TYPE=Release -DSHARDLAB_TSAN=ON -DSHARDLAB_CUDA=OFF >/dev/null
+cmake -S . -B build-tsan "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DSHARDLAB_TSAN=ON \
+  -DSHARDLAB_CUDA=EMU >/dev/null
 unit=(test_streams test_caching_allocator test_memory_tracker test_dtype test_comm_model test_model
       test_plan test_token_data test_safetensors)
-cmake --build build-tsan -j "$(nproc)" --target shardlab test_collectives test_zero_engine "${unit[@]}"
+cmake --build build-tsan -j "$(nproc)" --target shardlab test_collectives test_zero_engine \
+  test_cuda_ops "${unit[@]}"
 
 export TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1 suppressions=$PWD/tests/tsan.supp"
 export OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none
@@ -43,4 +47,8 @@ done
 "${mpirun[@]}" -np 2 build-tsan/shardlab train "${small[@]}" --zero 3 --offload --steps 4 --resume "$work/run" --out "$work/run" > "$work/train.log" 2>&1 \
   || { cat "$work/train.log"; echo "tsan: resume FAILED"; exit 1; }
 echo "tsan: resume on 2 ranks clean"
+# (libgomp is not built with TSan, and the test's CPU reference does not go through set_threads.)
+OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 build-tsan/tests/test_cuda_ops > "$work/cuda.log" 2>&1 || { cat "$work/cuda.log"; echo "tsan: test_cuda_ops FAILED"; exit 1; }
+echo "tsan: test_cuda_ops (the kernels under the race detector) clean"
+tests/barrier_mutants.sh build-tsan/tests/test_cuda_ops "$PWD" || { echo "tsan: barrier_mutants FAILED"; exit 1; }
 echo "tsan: all clean"
