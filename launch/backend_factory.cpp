@@ -31,20 +31,26 @@ int threads_within_binding(int threads, MPI_Comm world) {
 }
 } // namespace
 
+namespace {
+std::unique_ptr<Backend> build_backend(const DeviceOptions& o, MPI_Comm world) {
+    if (o.device == "cuda") return make_cuda_backend(world, {o.share_gpu, o.transport});
+    const int threads =
+        threads_within_binding(o.threads > 0 ? o.threads : cpu::default_threads(), world);
+    return make_cpu_backend(threads, o.comm_cpus, o.gemm);
+}
+} // namespace
+
 std::unique_ptr<Backend> make_backend(const DeviceOptions& o, MPI_Comm world) {
     check_device_options(o);
     std::unique_ptr<Backend> backend;
-    collectively(
-        [&] {
-            if (o.device == "cuda")
-                backend = make_cuda_backend(world, {o.share_gpu, o.transport});
-            else {
-                const int threads = threads_within_binding(
-                    o.threads > 0 ? o.threads : cpu::default_threads(), world);
-                backend = make_cpu_backend(threads, o.comm_cpus, o.gemm);
-            }
-        },
-        world);
+    collectively([&] { backend = build_backend(o, world); }, world);
+    return backend;
+}
+
+std::unique_ptr<Backend> make_backend(const DeviceOptions& o, MPI_Comm world, WatchedComm& agree) {
+    check_device_options(o);
+    std::unique_ptr<Backend> backend;
+    collectively([&] { backend = build_backend(o, world); }, agree);
     return backend;
 }
 

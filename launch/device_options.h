@@ -12,6 +12,8 @@
 
 namespace shardlab {
 
+class WatchedComm; // comm/watched_calls.h
+
 struct DeviceOptions {
     std::string device = "cpu";     // cpu | cuda
     int threads = 0;                // CPU: OpenMP threads per rank (0: cores / ranks on this node)
@@ -32,5 +34,8 @@ void check_device_options(const DeviceOptions& o);
 // rank exits with code 2 (AgreedFailure) — none is left waiting for another. In
 // launch/backend_factory.cpp.
 std::unique_ptr<Backend> make_backend(const DeviceOptions& o, MPI_Comm world);
+// The same, agreeing through `agree`'s watched calls: a rank that never gets its device ready (a
+// GPU held by another job) is named after the collective timeout instead of hanging the others.
+std::unique_ptr<Backend> make_backend(const DeviceOptions& o, MPI_Comm world, WatchedComm& agree);
 
 } // namespace shardlab

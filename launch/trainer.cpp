@@ -626,7 +626,7 @@ int run_training(const TrainOptions& o) {
     RunSetup setup;
     WatchedComm outside(MPI_COMM_WORLD, o.collective_timeout);
     collectively([&] { setup = prepare(o, ranks, rank); }, outside); // files differ per node
-    const std::unique_ptr<Backend> backend = make_backend(o.device, MPI_COMM_WORLD);
+    const std::unique_ptr<Backend> backend = make_backend(o.device, MPI_COMM_WORLD, outside);
     const std::unique_ptr<Communicator> comm = backend->communicator(MPI_COMM_WORLD);
     comm->set_collective_timeout(o.collective_timeout);
     return train_loop(o, setup, *backend, *comm, outside);

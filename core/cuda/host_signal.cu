@@ -5,7 +5,6 @@
 
 #include <cuda.h>
 
-#include <atomic>
 
 namespace shardlab::cuda {
 
@@ -63,7 +62,8 @@ void HostSignal::done(std::uint32_t ticket) {
     while (early_.erase(released_ + 1)) ++released_;
     // Release: what the host wrote before (staged bytes, updated parameters) is visible to the
     // device's work after the wait.
-    std::atomic_ref<std::uint32_t>(*word_).store(released_, std::memory_order_release);
+    // (A GCC builtin: nvcc compiles this file as C++17, which has no std::atomic_ref.)
+    __atomic_store_n(word_, released_, __ATOMIC_RELEASE);
 }
 
 } // namespace shardlab::cuda
