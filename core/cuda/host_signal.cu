@@ -5,7 +5,6 @@
 
 #include <cuda.h>
 
-
 namespace shardlab::cuda {
 
 namespace {
