@@ -10,4 +10,5 @@ generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
 [ -f build-emu/CMakeCache.txt ] || cmake -S . -B build-emu "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DSHARDLAB_CUDA=EMU "$@" >/dev/null
 [ $# -eq 0 ] || cmake -S . -B build-emu "$@" >/dev/null
-cmake --build build-emu -j "$(nproc)" --target shardlab test_cuda_ops test_simt test_emu_schedule test_emu_cublas test_emu_nccl
+cmake --build build-emu -j "$(nproc)" --target shardlab test_cuda_ops test_simt test_emu_schedule test_emu_cublas test_emu_nccl \
+  test_nccl_transport test_emu_device_query
