@@ -581,7 +581,7 @@ cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t bytes, cudaMemcpy
     count(&Stats::blocking_copies);
     const cudaError_t e = wait_for([] { synchronize_all(/*only_blocking=*/true); });
     if (e != cudaSuccess) return e;
-    std::memmove(dst, src, bytes);
+    if (bytes) std::memmove(dst, src, bytes); // (an empty copy may name no buffer at all)
     return cudaSuccess;
 }
 
