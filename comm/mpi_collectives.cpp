@@ -110,7 +110,7 @@ void MpiCollectives::reduce_scatter(const void* send, void* recv, std::size_t co
         wait_for(MPI_Ireduce_scatter(send, out, counts.data(), mpi_type(t), sum_op(t), comm_, &req),
                  "MPI_Ireduce_scatter", req, wait);
     if (op == ReduceOp::avg) scale_down(out, out, std::size_t(counts[rank_]), t, float(size_));
-    if (out != recv) std::memcpy(recv, out, staged.size());
+    if (out != recv && !staged.empty()) std::memcpy(recv, out, staged.size());
 }
 
 void MpiCollectives::all_reduce(const void* send, void* recv, std::size_t count, DType t,
@@ -124,7 +124,7 @@ void MpiCollectives::all_reduce(const void* send, void* recv, std::size_t count,
 
 void MpiCollectives::broadcast(const void* send, void* recv, std::size_t count, DType t, int root,
                                const Wait& wait) {
-    if (rank_ == root && send != recv) std::memcpy(recv, send, count * dtype_size(t));
+    if (rank_ == root && send != recv && count) std::memcpy(recv, send, count * dtype_size(t));
     MPI_Request req;
     wait_for(MPI_Ibcast(recv, as_int(count), mpi_type(t), root, comm_, &req), "MPI_Ibcast", req,
              wait);

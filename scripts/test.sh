@@ -4,9 +4,9 @@
 # `ctest -L cuda`), and its kernel and emulator tests again with the block's threads run in reverse
 # and in a seeded random order (SHARDLAB_EMU_SCHEDULE; a new seed each run, printed, so a failure
 # reproduces with it); then the ThreadSanitizer build's (scripts/tsan.sh: also the race detector on
-# the kernels); the AddressSanitizer + UBSan emulator build's `ctest -L cuda` (scripts/asan_emu.sh);
-# then each input parser's libFuzzer harness for 7 seconds (scripts/fuzz.sh). This is exactly what
-# CI runs.
+# the kernels); the AddressSanitizer + UBSan emulator build's kernel and emulator tests
+# (scripts/asan_emu.sh); then each input parser's libFuzzer harness for 7 seconds (scripts/fuzz.sh).
+# This is exactly what CI runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
