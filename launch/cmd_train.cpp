@@ -39,7 +39,10 @@ CommandRunner add_train_command(CLI::App& cmd) {
         const std::set<std::string> cli = command_line_flags(cmd); // before any file applies
         std::vector<std::string> lines;
         nlohmann::json printed;
-        // Every rank reads the files itself (a node may lack one): rank 0 reports any failure.
+        // Every rank reads the files itself (a node may lack one): rank 0 reports any failure. The
+        // agreement is watched with the command line's --collective-timeout (a file may change
+        // it for the run): a rank stuck reading a file on a hung mount is named, not waited for.
+        WatchedComm agree(MPI_COMM_WORLD, o->collective_timeout);
         collectively(
             [&] {
                 if (!o->config_file.empty()) apply_config_file(cmd, o->config_file);
@@ -47,7 +50,7 @@ CommandRunner add_train_command(CLI::App& cmd) {
                     lines = apply_deepspeed_config(cmd, *o, cli, ranks);
                 if (o->print_config) printed = effective_options(*o, ranks);
             },
-            MPI_COMM_WORLD);
+            agree);
         // Continuing a run writes into its directory unless told otherwise: `--resume DIR` alone
         // must not start a second report in the default ./out.
         if (!o->resume.empty() && cmd.get_option("--out")->count() == 0) o->out = o->resume;
