@@ -662,7 +662,9 @@ TEST_F(Nccl, RefusesInvalidArguments) {
         EXPECT_TRUE(contains(ncclGetLastError(nullptr), about)) << ncclGetLastError(nullptr);
     };
     refused(ncclAllReduce(d, d, 4, ncclFloat32, ncclSum, nullptr, s_), "ncclAllReduce", "comm");
-    refused(ncclAllReduce(d, d, 4, ncclDataType_t(42), ncclSum, comm_, s_), "ncclAllReduce",
+    // (13: no type, yet inside the enum's range; a value past its range, such as 42, would be
+    // undefined behaviour before the call is made, which UBSan reports.)
+    refused(ncclAllReduce(d, d, 4, ncclDataType_t(13), ncclSum, comm_, s_), "ncclAllReduce",
             "datatype");
     refused(ncclAllReduce(d, d, 4, ncclFloat32, ncclRedOp_t(9), comm_, s_), "ncclAllReduce", "op");
     refused(ncclAllReduce(d, d, 4, ncclFloat8e4m3, ncclSum, comm_, s_), "ncclAllReduce", "fp8");
