@@ -93,8 +93,7 @@ bool same_filesystem(const std::string& dir, const std::string& path) {
 // --log-memory.
 double added_bytes(const TrainOptions& o, double params, int ranks) {
     const bool checkpoints = o.save_every > 0 || (o.stop_after > 0 && o.stop_after < o.steps);
-    const bool one_there =
-        std::filesystem::exists(std::filesystem::path(find_checkpoint_dir(o.out)) / "meta.json");
+    const bool one_there = has_checkpoint(o.out);
     const double checkpoint = 12 * params + 4096.0 * ranks;
     const double report = 4096 + 6144.0 * ranks;
     const double log = double(o.steps) * (o.log_memory ? 1024.0 * ranks : 300.0);
@@ -599,8 +598,7 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
         fmt::print("report: {}/report.json, per step: {}/steps.jsonl\n", o.out, o.out);
     }
     if (!weights.save_error.empty()) { // the lead's alone: it wrote the file
-        const bool checkpoint = std::filesystem::exists(
-            std::filesystem::path(find_checkpoint_dir(o.out)) / "meta.json");
+        const bool checkpoint = has_checkpoint(o.out);
         fmt::print(stderr,
                    "shardlab: --save-weights {} was not written: {}. Nothing was left there; the "
                    "report and step log are in {}. {}\n",

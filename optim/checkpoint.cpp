@@ -157,6 +157,10 @@ std::string find_checkpoint_dir(const std::string& dir) {
     return current.string();
 }
 
+bool has_checkpoint(const std::string& dir) {
+    return fs::exists(fs::path(find_checkpoint_dir(dir)) / "meta.json");
+}
+
 std::string agree_checkpoint_dir(const std::string& dir, WatchedComm& comm) {
     std::string chosen = comm.rank() == 0 ? find_checkpoint_dir(dir) : std::string();
     int len = int(chosen.size());

@@ -46,6 +46,9 @@ int set_aside_latest_checkpoint(const std::string& dir);
 // dir/checkpoint — or, when a save died between its two renames, dir/checkpoint.prev.
 std::string find_checkpoint_dir(const std::string& dir);
 
+// Whether `dir` holds a complete checkpoint (find_checkpoint_dir's choice has its meta.json).
+bool has_checkpoint(const std::string& dir);
+
 // The checkpoint directory a resume reads, decided by rank 0 and broadcast, so that every rank
 // reads the same one (find_checkpoint_dir). Call it on every rank.
 std::string agree_checkpoint_dir(const std::string& dir, WatchedComm& comm);
