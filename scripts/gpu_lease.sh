@@ -153,7 +153,10 @@ step_trace() {
   timeout --foreground -k 5 $(($(limit_of trace) - 15)) $(mpirun_cmd) -np 1 shardlab train --device cuda $(gpt2) \
     --vocab "$(vocabs | cut -d' ' -f1)" --precision bf16 --micro-batch "$(batch)" --steps 4 --warmup 1 \
     --trace "$LOGS/trace.json" --trace-steps 3 --out "$LOGS/trace_run" --quiet || return $?
-  python3 "$B/tools/trace_ops.py" "$LOGS/trace.json" | tee "$LOGS/trace_ops.md"
+  # Beside each op, what the paper model (docs/GPU.md) expects on this GPU from the traced shapes.
+  local paper=()
+  case "${GPU_NAME:-}" in *H200*) paper=(--paper h200) ;; *H100*) paper=(--paper h100) ;; *A100*) paper=(--paper a100) ;; esac
+  python3 "$B/tools/trace_ops.py" "$LOGS/trace.json" "${paper[@]}" | tee "$LOGS/trace_ops.md"
   result "$(grep -m1 '^rank' "$LOGS/trace_ops.md"); top: $(grep '^| [a-z]' "$LOGS/trace_ops.md" | grep -v '^| op ' | head -3 | awk -F' *[|] *' '{printf "%s %s ms, ", $2, $5}')"
 }
 

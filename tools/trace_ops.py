@@ -3,16 +3,22 @@
 on the compute stream, and collectives, copies and host AdamW tiles on their streams) that starts
 inside a traced step, with its calls and milliseconds per traced step and its share of the step's
 time, largest first, as a Markdown table. The numbers behind docs/GPU.md's "where one step's time
-goes"; no matplotlib needed, so it runs wherever python3 does (the GPU lease prints it).
+goes"; no matplotlib needed, so it runs wherever python3 does (the GPU lease prints it). With
+--paper GPU, each op's expected time on that GPU from its traced shapes (tools/roofline.py, the
+paper model of docs/GPU.md) stands beside the measured one, and the ratio says which op missed.
 
-Usage: trace_ops.py TRACE.json [--rank R] [--top N]"""
+Usage: trace_ops.py TRACE.json [--rank R] [--top N] [--paper h100|h200|a100]"""
 import argparse
 import collections
 import json
+import os
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import roofline  # noqa: E402
 
-def table(events, rank, top):
+
+def table(events, rank, top, paper=None):
     spans = [e for e in events if e.get("ph") == "X" and e.get("pid") == rank]
     steps = [e for e in spans if e["cat"] == "step" and e["name"].startswith("step ")]
     if not steps:
@@ -20,7 +26,7 @@ def table(events, rank, top):
     n = len(steps)
     step_ms = sum(e["dur"] for e in steps) / 1e3 / n
     windows = [(e["ts"], e["ts"] + e["dur"]) for e in steps]
-    per_op = collections.defaultdict(lambda: [0, 0.0])
+    per_op = collections.defaultdict(lambda: [0, 0.0, 0.0])
     for e in spans:
         # Only what started inside a traced step: a run's final validation is traced too.
         inside = any(lo <= e["ts"] < hi for lo, hi in windows)
@@ -29,14 +35,21 @@ def table(events, rank, top):
             key = (e["cat"], e["name"].split(":")[0])
             per_op[key][0] += 1
             per_op[key][1] += e["dur"] / 1e3
+            c = roofline.cost(e["name"], e.get("args", {})) if paper and e["cat"] == "op" else None
+            per_op[key][2] += roofline.seconds(c, paper) * 1e3 if c else float("nan")
     rows = sorted(per_op.items(), key=lambda kv: -kv[1][1])
     lines = [f"rank {rank}: {n} traced step(s), {step_ms:.3f} ms per step (the step span)", "",
-             "| op | stream kind | calls/step | ms/step | share of step | us/call |",
-             "|---|---|---|---|---|---|"]
-    for (cat, name), (calls, ms) in rows[:top]:
-        lines.append(f"| {name} | {cat} | {calls / n:g} | {ms / n:.3f} | {ms / n / step_ms:.1%} | "
-                     f"{ms / calls * 1e3:.1f} |")
-    ops_ms = sum(ms for (cat, _), (_, ms) in per_op.items() if cat == "op") / n
+             "| op | stream kind | calls/step | ms/step | share of step | us/call |"
+             + (f" paper ms/step ({paper}) | measured / paper |" if paper else ""),
+             "|---|---|---|---|---|---|" + ("---|---|" if paper else "")]
+    for (cat, name), (calls, ms, paper_ms) in rows[:top]:
+        line = (f"| {name} | {cat} | {calls / n:g} | {ms / n:.3f} | {ms / n / step_ms:.1%} | "
+                f"{ms / calls * 1e3:.1f} |")
+        if paper:
+            known = paper_ms == paper_ms  # nan: an op the paper has no shapes for
+            line += f" {paper_ms / n:.3f} | {ms / paper_ms:.2f}x |" if known else " - | - |"
+        lines.append(line)
+    ops_ms = sum(v[1] for (cat, _), v in per_op.items() if cat == "op") / n
     lines += ["", f"compute-stream ops together: {ops_ms:.3f} ms per step ({ops_ms / step_ms:.1%} "
               "of the step; the rest is gaps: launch overhead, waits for copies or collectives)"]
     return "\n".join(lines)
@@ -47,9 +60,10 @@ def main():
     ap.add_argument("trace")
     ap.add_argument("--rank", type=int, default=0)
     ap.add_argument("--top", type=int, default=25)
+    ap.add_argument("--paper", choices=sorted(roofline.GPUS))
     a = ap.parse_args()
     events = json.load(open(a.trace))["traceEvents"]
-    print(table(events, a.rank, a.top))
+    print(table(events, a.rank, a.top, a.paper))
     return 0
 
 
