@@ -135,11 +135,11 @@ def main():
         diff = check_trace(ops, a.check_trace)
         print("\n".join(diff) if diff else f"the trace's step runs the paper's {len(ops)} ops")
         return 1 if diff else 0
-    print(table(ops, L, C, V, a.batch, T, a.gpu, a.precision, a.attention))
+    print(table(ops, L, C, V, Vg, a.batch, T, a.gpu, a.precision, a.attention))
     return 0
 
 
-def table(ops, L, C, V, B, T, gpu, precision, attention):
+def table(ops, L, C, V, Vg, B, T, gpu, precision, attention):
     per = collections.defaultdict(lambda: [0, 0.0, 0.0, 0.0, 0.0])
     for name, args in ops:
         c = roofline.cost(name, args)
@@ -157,7 +157,8 @@ def table(ops, L, C, V, B, T, gpu, precision, attention):
     # attention 6 * L * T * C per token), over the true vocabulary: the MFU convention.
     model_flops = B * T * (6.0 * (L * 12.0 * C * C + V * C) + 6.0 * L * T * C)
     peak = roofline.GPUS[gpu]["tensor"]
-    lines = [f"GPT-2 L={L} C={C} V={V}, {B}x{T} tokens, {precision}, {attention} attention, "
+    padded = f" (GEMMs at {Vg})" if Vg != V else ""
+    lines = [f"GPT-2 L={L} C={C} V={V}{padded}, {B}x{T} tokens, {precision}, {attention} attention, "
              f"{roofline.GPUS[gpu]['name']}: one step, one GPU, ZeRO-0",
              "", "| op | calls | GFLOP | GB moved | roofline ms | expected ms | share |",
              "|---|---:|---:|---:|---:|---:|---:|"]
