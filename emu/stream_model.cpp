@@ -131,9 +131,17 @@ std::function<void()> wrap_operation(StreamSchedule& schedule, std::function<voi
         (set.stall_host_function ? host_functions_enqueued.fetch_add(1) + 1
                                  : operations_enqueued.fetch_add(1) + 1) == set.stall_at;
     if (stall) {
-        std::fprintf(stderr, "shardlab emu: SHARDLAB_EMU_STALL: this %s never returns\n",
+        std::fprintf(stderr, "shardlab emu: SHARDLAB_EMU_STALL: this %s will never return\n",
                      host_function ? "host function" : "stream operation");
-        fn = [] { stall_forever(); };
+        // The moment it starts (Unix time): tests measure the job's reaction from here, not from
+        // its start, so a slower build (sanitizers) does not move the bound.
+        fn = [] {
+            const double now = std::chrono::duration<double>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count();
+            std::fprintf(stderr, "shardlab emu: SHARDLAB_EMU_STALL: stalled at %.3f\n", now);
+            stall_forever();
+        };
     }
     if (host_function && set.serial_host_functions)
         fn = [fn = std::move(fn)] { host_function_thread().run(fn); };

@@ -2,8 +2,9 @@
 # The device watchdog (core/cuda/cuda_stream.cu): rank 1's emulated GPU stalls — one stream
 # operation (SHARDLAB_EMU_STALL=op:K) or one host function (hostfn:K, in a run that has one: the
 # staged transport before issue 27 had one per collective) never returns — and the job must end
-# non-zero within --collective-timeout + 10 s, the stalled rank naming the stream and the
-# collective it was given. Usage: emu_stall_check.sh SHARDLAB MPIRUN [MPIRUN ARGS...]
+# non-zero within --collective-timeout + 10 s of the stall (the emulator prints the moment it
+# stalls), the stalled rank naming the stream and the collective it was given; and within 60 s in
+# all, or it hung. Usage: emu_stall_check.sh SHARDLAB MPIRUN [MPIRUN ARGS...]
 set -uo pipefail
 shardlab=$1
 shift
@@ -12,26 +13,31 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 timeout_s=5
 for stall in op:40 op:400; do
-    start=$(date +%s.%N)
     SHARDLAB_EMU_GPUS=1 SHARDLAB_EMU_STALL=$stall timeout 60 "${mpirun[@]}" -np 2 "$shardlab" train \
         --layers 2 --hidden 64 --heads 4 --seq 32 --vocab 256 --micro-batch 2 --steps 4 \
         --device cuda --share-gpu --transport mpi --zero 3 --quiet --out "$work/out-${stall/:/-}" \
         --collective-timeout $timeout_s >"$work/log" 2>&1
     rc=$?
-    took=$(python3 -c "import time; print(f'{time.time() - $start:.1f}')")
+    stalled_at=$(sed -n 's/.*SHARDLAB_EMU_STALL: stalled at \([0-9.]*\).*/\1/p' "$work/log" | head -1)
+    took=$(python3 -c "import time; print(f'{time.time() - ${stalled_at:-0}:.1f}')")
+    if [ -z "$stalled_at" ]; then
+        echo "FAIL ($stall): exit $rc and nothing stalled (the run has fewer operations?)"
+        cat "$work/log"
+        exit 1
+    fi
     if [ $rc -eq 0 ] || [ $rc -eq 124 ]; then
-        echo "FAIL ($stall): exit $rc after $took s (0: the stall was not noticed; 124: hung)"
+        echo "FAIL ($stall): exit $rc, $took s after the stall (0: the stall was not noticed; 124: hung)"
         cat "$work/log"
         exit 1
     fi
     if ! grep -q "device watchdog: waited .* for the [a-z]* stream of cuda:0" "$work/log"; then
-        echo "FAIL ($stall): exit $rc after $took s, but no report naming the stalled stream:"
+        echo "FAIL ($stall): exit $rc $took s after the stall, but no report naming the stalled stream:"
         cat "$work/log"
         exit 1
     fi
     if python3 -c "import sys; sys.exit(0 if $took <= $timeout_s + 10 else 1)"; then :; else
-        echo "FAIL ($stall): the job took $took s, more than --collective-timeout $timeout_s + 10 s"
+        echo "FAIL ($stall): the job ended $took s after the stall, more than --collective-timeout $timeout_s + 10 s"
         exit 1
     fi
-    echo "ok ($stall): exit $rc after $took s:"; grep "device watchdog" "$work/log" | head -1
+    echo "ok ($stall): exit $rc $took s after the stall:"; grep "device watchdog" "$work/log" | head -1
 done
