@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 
@@ -26,7 +27,7 @@ int inspect(const std::string& dir) {
     const std::string cdir = find_checkpoint_dir(dir);
     const nlohmann::json meta = read_checkpoint_meta(cdir);
     const nlohmann::json& c = meta["config"];
-    const GPTConfig model = config_from_json(c["model"]);
+    const GPTConfig model = checkpoint_model(meta);
     const ParamLayout layout(model);
     const int N = meta["ranks"].get<int>();
     fmt::print("checkpoint {}\n  model      {}\n  training   {} ZeRO-{}, global batch {} "
@@ -61,22 +62,24 @@ int inspect(const std::string& dir) {
 int export_weights(const std::string& dir, const std::string& out) {
     const std::string cdir = find_checkpoint_dir(dir);
     const nlohmann::json meta = read_checkpoint_meta(cdir);
-    const GPTConfig model = config_from_json(meta["config"]["model"]);
+    const GPTConfig model = checkpoint_model(meta);
     const ParamLayout layout(model);
-    // Tensors in unit order, each unit's in offset order: then they tile the data section
-    // exactly as the units' flat buffers follow each other, and a unit slice is one write.
+    // Tensors in unit order, each unit's in offset order: then they follow each other in the data
+    // section as in the units' flat buffers, but for wte's padding rows, which the file has not
+    // (it holds the true vocabulary). tensor_base[u][k]: where unit u's tensor k starts there.
     std::vector<TensorEntry> entries;
-    std::vector<std::uint64_t> unit_base;
+    std::vector<std::vector<std::uint64_t>> tensor_base;
     std::uint64_t base = 0;
     for (const ParamUnit& u : layout.units()) {
-        unit_base.push_back(base);
+        tensor_base.emplace_back();
         std::uint64_t next = 0;
         for (const ParamInfo& p : u.params) {
             check(p.offset == next, "internal: unit " + u.name + "'s tensors do not tile it");
             entries.push_back({p.name, DType::f32, p.shape});
-            next += p.numel;
+            tensor_base.back().push_back(base);
+            next += p.stored;
+            base += p.numel;
         }
-        base += u.numel;
     }
     SafeTensorsWriter w(out, {{"format", "pt"}, {"config", config_to_json(model).dump()}}, entries);
     const int N = meta["ranks"].get<int>();
@@ -85,9 +88,18 @@ int export_weights(const std::string& dir, const std::string& out) {
         check(f.units.size() == layout.num_units() && f.iteration == meta.value("iteration", -1),
               fmt::format("rank-{}.bin does not belong to this checkpoint (units {}, step {})", q,
                           f.units.size(), f.iteration));
-        for (std::size_t u = 0; u < f.units.size(); ++u) {
+        for (std::size_t u = 0; u < f.units.size(); ++u) { // each tensor's part of the slice
             const CheckpointSection& s = f.units[u];
-            w.write(4 * (unit_base[u] + s.range.begin), s.master.data(), 4 * s.range.count);
+            const std::vector<ParamInfo>& params = layout.units()[u].params;
+            for (std::size_t k = 0; k < params.size(); ++k) {
+                const std::uint64_t lo = std::max<std::uint64_t>(s.range.begin, params[k].offset),
+                                    hi =
+                                        std::min<std::uint64_t>(s.range.begin + s.range.count,
+                                                                params[k].offset + params[k].numel);
+                if (lo < hi)
+                    w.write(4 * (tensor_base[u][k] + lo - params[k].offset),
+                            s.master.data() + (lo - s.range.begin), 4 * (hi - lo));
+            }
         }
     }
     w.finish();

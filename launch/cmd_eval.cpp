@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "launch/commands.h"
 #include "launch/device_options.h"
+#include "launch/flag_checks.h"
 #include "model/backend.h"
 #include "model/gpt_model.h"
 #include "model/precision.h"
@@ -21,7 +22,7 @@ namespace shardlab {
 namespace {
 struct EvalOptions {
     std::string weights, data, precision = "fp32";
-    int batch = 8, seq = 0;
+    int batch = 8, seq = 0, vocab_multiple = GPTConfig::kDefaultVocabMultiple;
     bool json = false;
     DeviceOptions device;
 };
@@ -56,12 +57,16 @@ CommandRunner add_eval_command(CLI::App& cmd) {
     cmd.add_option("--batch", o->batch, "Windows per forward pass");
     cmd.add_option("--seq", o->seq, "Tokens per window T (default: the model's context)");
     cmd.add_option("--precision", o->precision, "fp32 | bf16 | fp16");
+    cmd.add_option("--vocab-multiple", o->vocab_multiple,
+                   "Pad the vocabulary of wte, the head and the logits to a multiple of this "
+                   "(the loss is the same; 1: no padding)")
+        ->check(in_range(1, 65536));
     add_device_options(cmd, o->device);
     cmd.add_flag("--json", o->json, "Print a JSON object {loss, tokens, windows}");
     return [o] {
         const Precision p = parse_precision(o->precision);
         if (o->batch <= 0) throw UsageError("--batch must be positive");
-        const ModelWeights w = load_weights(o->weights);
+        const ModelWeights w = load_weights(o->weights, o->vocab_multiple);
         const int seq = o->seq ? o->seq : w.config.context;
         if (seq > w.config.context || seq <= 0)
             throw UsageError(fmt::format("--seq {} is outside 1..{} (the model's context)", seq,

@@ -28,6 +28,7 @@ struct PlanFlags {
     std::string preset, arch = "gpt2", precision = "bf16", opt_states = "fp32", checkpoint = "none";
     std::string gpu, json_path, sweep, estimator = "shardlab", plot, python = kDefaultPython;
     int layers = 0, hidden = 0, heads = 0, kv_heads = 0, ffn = 0, vocab = 0, seq = 0;
+    int vocab_multiple = GPTConfig::kDefaultVocabMultiple;
     double params = 0;
     int ranks = 0, nodes = 0, gpus_per_node = 0, zero = 0, micro_batch = 1, grad_accum = 1,
         prefetch = 0, rank = 0;
@@ -57,7 +58,7 @@ PlanModel build_model(const PlanFlags& f) {
     if (llama) return plan_model_llama(L, d, H, Hkv, pick(f.ffn, base.ffn), V, T, name);
     if (f.ffn && f.ffn != 4 * d)
         throw UsageError("GPT-2 uses ffn = 4 x hidden; for another ffn use --arch llama");
-    return plan_model_from_gpt2(GPTConfig{V, T, L, d, H, Hkv}, name);
+    return plan_model_from_gpt2(GPTConfig{V, T, L, d, H, Hkv, f.vocab_multiple}, name);
 }
 
 PlanOptions build_options(const PlanFlags& f) {
@@ -121,6 +122,8 @@ nlohmann::json plan_json(const Plan& p) {
               {"kv_heads", p.model.kv_heads},
               {"ffn", p.model.ffn},
               {"vocab", p.model.vocab},
+              {"padded_vocab", p.model.padded_vocab()},
+              {"params_unpadded", p.model.unpadded_params()},
               {"seq", p.options.seq ? p.options.seq : p.model.context}}},
             {"zero", p.options.zero},
             {"offload", p.options.offload},
@@ -168,6 +171,13 @@ std::string fit_verdict(const Plan& p) {
                        p.fits ? "fits" : "DOES NOT FIT", p.options.micro_batch, p.max_micro_batch);
 }
 
+// " stored (124439808 in the model, V padded to 50304)" when the vocabulary is padded.
+std::string padding_note(const PlanModel& m) {
+    if (m.padded_vocab() == m.vocab) return "";
+    return fmt::format(" stored ({} in the model, V padded to {})", m.unpadded_params(),
+                       m.padded_vocab());
+}
+
 void print_plan(const Plan& p) {
     const MemoryPlan& m = p.memory;
     const PlanOptions& o = p.options;
@@ -175,10 +185,10 @@ void print_plan(const Plan& p) {
         fmt::print("{}: {} parameters (model states only); {} rank(s), ZeRO-{}{}\n\n", p.model.name,
                    p.model.params, o.ranks, o.zero, o.offload ? " + offload" : "");
     else
-        fmt::print("{}: {} parameters; {} rank(s), ZeRO-{}{}, {}{}, micro-batch {} x {}, "
+        fmt::print("{}: {} parameters{}; {} rank(s), ZeRO-{}{}, {}{}, micro-batch {} x {}, "
                    "checkpoint {}\n\n",
-                   p.model.name, p.model.params, o.ranks, o.zero, o.offload ? " + offload" : "",
-                   o.inference ? "inference " : "",
+                   p.model.name, p.model.params, padding_note(p.model), o.ranks, o.zero,
+                   o.offload ? " + offload" : "", o.inference ? "inference " : "",
                    o.precision == Precision::fp32
                        ? "fp32"
                        : (o.precision == Precision::bf16 ? "bf16" : "fp16"),
@@ -315,7 +325,8 @@ int run_plan(const PlanFlags& f) {
     if (plans.size() == 1) {
         print_plan(plans[0]);
     } else {
-        fmt::print("{}: {} parameters, per rank (GB = 1e9 B)\n", model.name, model.params);
+        fmt::print("{}: {} parameters{}, per rank (GB = 1e9 B)\n", model.name, model.params,
+                   padding_note(model));
         for (std::size_t i = 0; i < plans.size(); ++i) print_table_row(plans[i], i == 0);
     }
     DeepSpeedComparison ds;
@@ -353,6 +364,10 @@ CommandRunner add_plan_command(CLI::App& cmd) {
     cmd.add_option("--ffn", f->ffn, "MLP width (llama)")->check(at_least(1));
     cmd.add_option("--vocab", f->vocab, "Vocabulary")->check(at_least(1));
     cmd.add_option("--seq", f->seq, "Sequence length")->check(at_least(1));
+    cmd.add_option("--vocab-multiple", f->vocab_multiple,
+                   "GPT-2: the vocabulary padded to a multiple of this in wte and the logits, as "
+                   "train stores it (1: no padding)")
+        ->check(in_range(1, 65536));
     cmd.add_option("--params", f->params, "A bare parameter count (model states only), e.g. 7.5e9")
         ->check(in_range(1, 1e15));
     cmd.add_option("--ranks,-n", f->ranks, "Data-parallel ranks N")->check(at_least(1));

@@ -43,14 +43,19 @@ FinalWeights hash_and_save_weights(ZeroEngine& engine, const GPTConfig& config,
     std::uint64_t written = 0;
     for (std::size_t u = 0; u < layout.num_units(); ++u) {
         const std::vector<float> unit = engine.consolidated_unit(int(u)); // gather
-        hash.update(unit.data(), unit.size() * sizeof(float));
-        try {
-            if (out) out->write(written, unit.data(), unit.size() * sizeof(float));
-        } catch (const Error& e) { // e.g. a full disk: drop the file, keep gathering and hashing
-            result.save_error = e.what();
-            out.reset(); // removes the partial file
+        // Tensor by tensor, each its true elements: wte's padding rows are neither hashed nor
+        // written, so the hash and the file are the same for every --vocab-multiple.
+        for (const ParamInfo& p : layout.units()[u].params) {
+            const float* first = unit.data() + p.offset;
+            hash.update(first, p.numel * sizeof(float));
+            try {
+                if (out) out->write(written, first, p.numel * sizeof(float));
+            } catch (const Error& e) { // e.g. a full disk: drop the file, keep gathering, hashing
+                result.save_error = e.what();
+                out.reset(); // removes the partial file
+            }
+            written += p.numel * sizeof(float);
         }
-        written += unit.size() * sizeof(float);
     } // each unit released before the next is gathered
     try {
         if (out) out->finish();

@@ -13,6 +13,7 @@ GPTConfig ModelOptions::config() const {
     if (kv_heads) c.kv_heads = kv_heads;
     if (vocab) c.vocab = vocab;
     if (seq) c.context = seq;
+    c.vocab_multiple = vocab_multiple;
     c.validate();
     return c;
 }
@@ -28,6 +29,11 @@ void add_model_options(CLI::App& cmd, ModelOptions& o) {
     cmd.add_option("--vocab", o.vocab, "Vocabulary size")->check(at_least(1));
     cmd.add_option("--seq", o.seq, "Context length (rows of the position table)")
         ->check(at_least(1));
+    cmd.add_option("--vocab-multiple", o.vocab_multiple,
+                   "Store wte (and compute the head's GEMMs and logits) with the vocabulary "
+                   "padded to a multiple of this, the padding masked out of the loss: the same "
+                   "model, faster GEMMs (1: no padding)")
+        ->check(in_range(1, 65536));
 }
 
 } // namespace shardlab

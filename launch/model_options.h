@@ -11,6 +11,7 @@ namespace shardlab {
 struct ModelOptions {
     std::string preset = "tiny";
     int layers = 0, hidden = 0, heads = 0, kv_heads = 0, vocab = 0, seq = 0; // 0: the preset's
+    int vocab_multiple = GPTConfig::kDefaultVocabMultiple; // wte rows padded to a multiple of it
     GPTConfig config() const;
 };
 

@@ -94,6 +94,7 @@ void add_train_options(CLI::App& cmd, TrainOptions& o) {
 nlohmann::json train_options_json(const TrainOptions& o, const nlohmann::json& model, int seq,
                                   int grad_accum) {
     return {{"model", model},
+            {"vocab_multiple", o.model.vocab_multiple},
             {"init", o.init},
             {"precision", o.precision},
             {"zero", o.zero},

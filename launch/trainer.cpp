@@ -110,7 +110,7 @@ void check_outputs(const TrainOptions& o, const GPTConfig& config, int ranks, in
     if (ec || !can_create(fs::path(o.out) / (".write-test-" + std::to_string(rank))))
         throw UsageError("--out " + o.out + " is not a writable directory" +
                          (ec ? " (" + ec.message() + ")" : "") + "; choose another --out");
-    const double params = double(config.num_params());
+    const double params = double(config.num_params_stored()); // checkpoints hold the padding
     const bool weights_here = !o.save_weights.empty() && same_filesystem(o.out, o.save_weights);
     const double need_out = added_bytes(o, params, ranks) + (weights_here ? 4 * params : 0);
     const fs::space_info space = fs::space(o.out, ec);
@@ -175,7 +175,7 @@ RunSetup prepare(const TrainOptions& o, int ranks, int rank) {
         s.grad_accum = o.global_batch / per_step;
     }
     if (!o.init.empty()) { // its header checked now; each rank reads its part in the engine
-        s.init = std::make_unique<WeightsReader>(o.init);
+        s.init = std::make_unique<WeightsReader>(o.init, o.model.vocab_multiple);
         s.config = s.init->config();
     } else {
         s.config = o.model.config(); // the engine draws each rank's part (gpt2_initial_values)

@@ -13,21 +13,31 @@ namespace shardlab {
 
 namespace {
 // wte, wpe, per block (ln_1, c_attn, attn c_proj, ln_2, c_fc, mlp c_proj), ln_f; in N's arithmetic.
+// `rows`: wte's rows (V, or Vp for the stored count).
 template <typename N>
-N count_params(const GPTConfig& c) {
-    const N V = N(c.vocab), T = N(c.context), d = N(c.hidden), L = N(c.layers);
+N count_params(const GPTConfig& c, int rows) {
+    const N V = N(rows), T = N(c.context), d = N(c.hidden), L = N(c.layers);
     const N block =
         2 * d + (d * 3 * d + 3 * d) + (d * d + d) + 2 * d + (d * 4 * d + 4 * d) + (4 * d * d + d);
     return V * d + T * d + L * block + 2 * d;
 }
 } // namespace
 
+int GPTConfig::padded_vocab() const {
+    const long long m = vocab_multiple > 0 ? vocab_multiple : 1;
+    return int((vocab + m - 1) / m * m);
+}
+
 std::size_t GPTConfig::num_params() const {
-    return count_params<std::size_t>(*this);
+    return count_params<std::size_t>(*this, vocab);
+}
+
+std::size_t GPTConfig::num_params_stored() const {
+    return count_params<std::size_t>(*this, padded_vocab());
 }
 
 double GPTConfig::num_params_f64() const {
-    return count_params<double>(*this);
+    return count_params<double>(*this, vocab);
 }
 
 void GPTConfig::validate() const {
@@ -40,6 +50,10 @@ void GPTConfig::validate() const {
     positive(hidden, "hidden");
     positive(heads, "heads");
     positive(kv_heads, "kv-heads");
+    if (vocab_multiple < 1 || vocab_multiple > 65536)
+        throw UsageError(fmt::format("--vocab-multiple {} is outside 1..65536; use 128 (the "
+                                     "default) or 1 for no padding",
+                                     vocab_multiple));
     if (hidden % heads != 0)
         throw UsageError(fmt::format("hidden {} is not divisible by heads {}; pick heads dividing "
                                      "hidden (e.g. --heads {})",
@@ -55,8 +69,13 @@ void GPTConfig::validate() const {
 }
 
 std::string GPTConfig::describe() const {
-    return fmt::format("L={} d={} H={} T={} V={} ({:.2f}M params)", layers, hidden, heads, context,
-                       vocab, double(num_params()) / 1e6);
+    const std::string shape =
+        fmt::format("L={} d={} H={} T={} V={}", layers, hidden, heads, context, vocab);
+    if (padded_vocab() == vocab)
+        return fmt::format("{} ({:.2f}M params)", shape, double(num_params()) / 1e6);
+    return fmt::format("{} ({:.2f}M params; {:.2f}M stored, V padded to {})", shape,
+                       double(num_params()) / 1e6, double(num_params_stored()) / 1e6,
+                       padded_vocab());
 }
 
 GPTConfig gpt_preset(const std::string& name) {

@@ -1,5 +1,9 @@
 // GPTConfig: the shape of a GPT-2 model, its presets, and the checks that a shape is usable.
 // kv_heads is carried (GQA-ready) but the GPT-2 kernels require kv_heads == heads for now.
+// vocab_multiple is how the model is stored, not what it is: wte (and so the head's GEMMs and the
+// logits) gets padded_vocab() rows, V rounded up to that multiple, the rows past V zero and masked
+// out of the loss — the same model, with GEMM dimensions a GPU or a BLAS runs fast
+// (docs/MEMORY.md).
 #pragma once
 
 #include <nlohmann/json_fwd.hpp>
@@ -10,28 +14,39 @@
 namespace shardlab {
 
 struct GPTConfig {
-    int vocab = 256;   // V
-    int context = 256; // T_max: rows of the position table
-    int layers = 4;    // L
-    int hidden = 256;  // d
-    int heads = 4;     // H
-    int kv_heads = 4;  // H_kv (GQA when < heads)
+    int vocab = 256;                            // V
+    int context = 256;                          // T_max: rows of the position table
+    int layers = 4;                             // L
+    int hidden = 256;                           // d
+    int heads = 4;                              // H
+    int kv_heads = 4;                           // H_kv (GQA when < heads)
+    int vocab_multiple = kDefaultVocabMultiple; // M: wte stored with V rounded up to M rows
+
+    static constexpr int kDefaultVocabMultiple = 128;
 
     int head_dim() const { return hidden / heads; }
     int ffn() const { return 4 * hidden; }
-    std::size_t num_params() const; // exact count, tied head counted once
-    // The same count in floating point: cannot overflow, so it can size up a config read from an
+    int padded_vocab() const;       // Vp = V rounded up to a multiple of vocab_multiple
+    std::size_t num_params() const; // exact count of the model (true V), tied head counted once
+    // The elements the parameters take in memory: num_params() + (Vp - V) * d zero padding.
+    std::size_t num_params_stored() const;
+    // The true count in floating point: cannot overflow, so it can size up a config read from an
     // untrusted file before anything is allocated for it.
     double num_params_f64() const;
 
     // Throws UsageError naming the bad field and the fix.
     void validate() const;
-    std::string describe() const; // "L=4 d=256 H=4 T=256 V=256 (3.41M params)"
+    // "L=4 d=256 H=4 T=256 V=256 (3.41M params)"; with padding "L=12 d=768 H=12 T=1024 V=50257
+    // (124.44M params; 124.48M stored, V padded to 50304)".
+    std::string describe() const;
 };
 
 // Presets: tiny (L4 d256 H4 T256 V256), gpt2 (124M), gpt2-medium, gpt2-large, gpt2-xl.
 GPTConfig gpt_preset(const std::string& name);
 
+// The model's shape (vocab is the true V). vocab_multiple is not written: a weights file holds the
+// true V and loads into any padding; config_from_json leaves the default, which the caller sets
+// from its own flag (checkpoints record theirs beside the model, optim/checkpoint.cpp).
 nlohmann::json config_to_json(const GPTConfig& c);
 GPTConfig config_from_json(const nlohmann::json& j); // validates
 

@@ -48,6 +48,10 @@ void gpt2_init_range(const ParamLayout& layout, int unit, std::uint64_t seed, in
             out[e - begin] = zero  ? 0.0f
                              : one ? 1.0f
                                    : float(std * normal(seed, tensor, e - p.offset));
+        // wte's padding rows (past V): zero, and the draws above do not depend on the padding.
+        const std::uint64_t pad_first = std::max<std::uint64_t>(begin, p.offset + p.numel);
+        const std::uint64_t pad_last = std::min<std::uint64_t>(begin + count, p.offset + p.stored);
+        for (std::uint64_t e = pad_first; e < pad_last; ++e) out[e - begin] = 0.0f;
         ++tensor;
     }
 }

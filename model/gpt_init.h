@@ -1,6 +1,7 @@
 // GPT-2 initialisation, seeded and identical on every rank and thread count: weights normal(0,
 // 0.02), the two residual output projections normal(0, 0.02/sqrt(2L)), biases 0, LayerNorm
-// weight 1 and bias 0. Each element's value depends only on (seed, tensor index, element index).
+// weight 1 and bias 0. Each element's value depends only on (seed, tensor index, element index),
+// so a model padded to any vocabulary multiple gets the same true weights; its padding is zero.
 #pragma once
 
 #include "model/param_layout.h"

@@ -144,7 +144,8 @@ void GPTModel::check_tokens(const std::uint16_t* inputs, const std::uint16_t* ta
 
 void GPTModel::forward(UnitParams& params, const std::uint16_t* inputs,
                        const std::uint16_t* targets, float grad_scale) {
-    const int L = c_.layers, d = c_.hidden, V = c_.vocab, BT = B_ * T_;
+    // wte, the head's GEMMs and the logits are Vp wide (the padded vocabulary); the loss reads V.
+    const int L = c_.layers, d = c_.hidden, V = c_.vocab, Vp = c_.padded_vocab(), BT = B_ * T_;
     const bool training = grad_scale != 0.0f;
     Stream& s = ctx_.compute();
     check_tokens(inputs, targets);
@@ -166,7 +167,7 @@ void GPTModel::forward(UnitParams& params, const std::uint16_t* inputs,
     {
         const TraceScope span(ctx_.tracer(), s, "embedding forward", "model");
         ops_.embedding_forward(s, tensor(x_[0], {B_, T_, d}), inputs_.as<std::uint16_t>(),
-                               weight(emb, layout_.wte_offset(), {V, d}),
+                               weight(emb, layout_.wte_offset(), {Vp, d}),
                                weight(emb, layout_.wpe_offset(), {c_.context, d}));
     }
     params.release(ParamLayout::kEmbeddings);
@@ -189,12 +190,12 @@ void GPTModel::forward(UnitParams& params, const std::uint16_t* inputs,
     lnf_ = activation(std::size_t(BT) * d, dt_);
     lnf_mean_ = activation(BT, DType::f32);
     lnf_rstd_ = activation(BT, DType::f32);
-    logits_ = activation(std::size_t(BT) * V, dt_);
-    const Tensor lnf = tensor(lnf_, {BT, d}), logits = tensor(logits_, {BT, V});
+    logits_ = activation(std::size_t(BT) * Vp, dt_);
+    const Tensor lnf = tensor(lnf_, {BT, d}), logits = tensor(logits_, {BT, Vp});
     ops_.layernorm_forward(s, lnf, stats(lnf_mean_), stats(lnf_rstd_), x(L), weight(fin, 0, {d}),
                            weight(fin, d, {d}));
-    ops_.gemm(s, lnf, false, weight(emb, layout_.wte_offset(), {V, d}), true, logits, 1.0f, 0.0f);
-    ops_.cross_entropy(s, logits, targets_.as<std::uint16_t>(),
+    ops_.gemm(s, lnf, false, weight(emb, layout_.wte_offset(), {Vp, d}), true, logits, 1.0f, 0.0f);
+    ops_.cross_entropy(s, logits, V, targets_.as<std::uint16_t>(),
                        training ? grad_scale / float(BT) : 0.0f, losses_.back().as<double>());
     if (training) return;
     params.release(layout_.final_unit());
@@ -209,7 +210,8 @@ void GPTModel::forward(UnitParams& params, const std::uint16_t* inputs,
 }
 
 void GPTModel::backward(UnitParams& params) {
-    const int L = c_.layers, d = c_.hidden, V = c_.vocab, BT = B_ * T_;
+    // dlogits' padded columns are zero (cross_entropy): no gradient reaches wte's padded rows.
+    const int L = c_.layers, d = c_.hidden, Vp = c_.padded_vocab(), BT = B_ * T_;
     const std::size_t n = std::size_t(BT) * d, es = dtype_size(dt_);
     check(!x_.empty(), "internal: backward without a training forward");
     Stream& s = ctx_.compute();
@@ -226,11 +228,12 @@ void GPTModel::backward(UnitParams& params) {
     const void* fin = head_fin_;
     void* demb = params.grads(ParamLayout::kEmbeddings);
     void* dfin = params.grads(layout_.final_unit());
-    const Tensor dlogits = tensor(logits_, {BT, V}), lnf = tensor(lnf_, {BT, d});
+    const Tensor dlogits = tensor(logits_, {BT, Vp}), lnf = tensor(lnf_, {BT, d});
     auto head_span = std::make_unique<TraceScope>(ctx_.tracer(), s, "head backward", "model");
-    ops_.gemm(s, dlogits, false, weight(emb, layout_.wte_offset(), {V, d}), false, dsmall, 1.0f,
+    ops_.gemm(s, dlogits, false, weight(emb, layout_.wte_offset(), {Vp, d}), false, dsmall, 1.0f,
               0.0f);
-    ops_.gemm(s, dlogits, true, lnf, false, weight(demb, layout_.wte_offset(), {V, d}), 1.0f, 1.0f);
+    ops_.gemm(s, dlogits, true, lnf, false, weight(demb, layout_.wte_offset(), {Vp, d}), 1.0f,
+              1.0f);
     ops_.layernorm_backward(s, dx, weight(dfin, 0, {d}), weight(dfin, d, {d}), dsmall,
                             tensor(x_[L], {BT, d}), weight(fin, 0, {d}), stats(lnf_mean_),
                             stats(lnf_rstd_));
@@ -262,7 +265,7 @@ void GPTModel::backward(UnitParams& params) {
         params.grads_done(unit);
     }
     const TraceScope embedding_span(ctx_.tracer(), s, "embedding backward", "model");
-    ops_.embedding_backward(s, weight(demb, layout_.wte_offset(), {V, d}),
+    ops_.embedding_backward(s, weight(demb, layout_.wte_offset(), {Vp, d}),
                             weight(demb, layout_.wpe_offset(), {c_.context, d}),
                             tensor(g.dx, {B_, T_, d}), inputs_.as<std::uint16_t>());
     params.grads_done(ParamLayout::kEmbeddings);
@@ -283,7 +286,12 @@ std::vector<double> GPTModel::take_losses() {
 
 std::vector<float> GPTModel::logits() {
     check(logits_.data() != nullptr, "internal: no logits kept (run an evaluation forward)");
-    return to_host_f32(ctx_.compute(), tensor(logits_, {B_, T_, c_.vocab}));
+    const std::size_t V = std::size_t(c_.vocab), Vp = std::size_t(c_.padded_vocab());
+    std::vector<float> all = to_host_f32(ctx_.compute(), tensor(logits_, {B_, T_, int(Vp)}));
+    for (std::size_t r = 0; r < std::size_t(B_) * T_ && Vp != V; ++r) // drop the padded columns
+        std::copy_n(all.begin() + std::ptrdiff_t(r * Vp), V, all.begin() + std::ptrdiff_t(r * V));
+    all.resize(std::size_t(B_) * T_ * V);
+    return all;
 }
 
 } // namespace shardlab

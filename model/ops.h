@@ -65,11 +65,12 @@ class Ops {
     virtual void embedding_backward(Stream& s, const Tensor& dwte, const Tensor& dwpe,
                                     const Tensor& dout, const std::uint16_t* tokens) = 0;
 
-    // Mean cross-entropy of softmax(logits [N, V]) against targets [N] (device memory), written
-    // to *loss (device memory). With dlogits_scale != 0 the logits are overwritten with
-    // (softmax - onehot) * dlogits_scale: the fused backward.
-    virtual void cross_entropy(Stream& s, const Tensor& logits, const std::uint16_t* targets,
-                               float dlogits_scale, double* loss) = 0;
+    // Mean cross-entropy of softmax(the first `vocab` columns of logits [N, Vp]) against targets
+    // [N] (device memory), written to *loss (device memory); columns vocab..Vp-1 are the padded
+    // vocabulary and take no part. With dlogits_scale != 0 the logits are overwritten with
+    // (softmax - onehot) * dlogits_scale, the padded columns with 0: the fused backward.
+    virtual void cross_entropy(Stream& s, const Tensor& logits, int vocab,
+                               const std::uint16_t* targets, float dlogits_scale, double* loss) = 0;
 
     // dst += src (residual connections; gradient accumulation).
     virtual void accumulate(Stream& s, const Tensor& dst, const Tensor& src) = 0;

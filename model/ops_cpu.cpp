@@ -168,13 +168,16 @@ void CpuOps::embedding_backward(Stream& s, const Tensor& dwte, const Tensor& dwp
     });
 }
 
-void CpuOps::cross_entropy(Stream& s, const Tensor& logits, const std::uint16_t* targets,
+void CpuOps::cross_entropy(Stream& s, const Tensor& logits, int vocab, const std::uint16_t* targets,
                            float dlogits_scale, double* loss) {
+    check(vocab >= 1 && vocab <= last_dim(logits),
+          "internal: cross_entropy's vocab is outside the logits' columns");
     for_dtype(logits.dtype, [&](auto tag) {
         using T = decltype(tag);
-        s.enqueue([z = logits.as<T>(), targets, n = rows(logits), v = last_dim(logits),
-                   dlogits_scale,
-                   loss] { *loss = cpu::softmax_cross_entropy(z, targets, n, v, dlogits_scale); });
+        s.enqueue([z = logits.as<T>(), targets, n = rows(logits), vocab, ld = last_dim(logits),
+                   dlogits_scale, loss] {
+            *loss = cpu::softmax_cross_entropy(z, targets, n, vocab, ld, dlogits_scale);
+        });
     });
 }
 

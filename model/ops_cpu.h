@@ -43,7 +43,7 @@ class CpuOps : public Ops {
                            const Tensor& wte, const Tensor& wpe) override;
     void embedding_backward(Stream& s, const Tensor& dwte, const Tensor& dwpe, const Tensor& dout,
                             const std::uint16_t* tokens) override;
-    void cross_entropy(Stream& s, const Tensor& logits, const std::uint16_t* targets,
+    void cross_entropy(Stream& s, const Tensor& logits, int vocab, const std::uint16_t* targets,
                        float dlogits_scale, double* loss) override;
     void accumulate(Stream& s, const Tensor& dst, const Tensor& src) override;
     void convert(Stream& s, const Tensor& dst, const Tensor& src) override;

@@ -114,12 +114,14 @@ class CudaOps : public Ops {
                                  dout.dtype, buckets.as<int>());
     }
 
-    void cross_entropy(Stream& s, const Tensor& logits, const std::uint16_t* targets,
+    void cross_entropy(Stream& s, const Tensor& logits, int vocab, const std::uint16_t* targets,
                        float dlogits_scale, double* loss) override {
         const int N = rows(logits);
+        check(vocab >= 1 && vocab <= last_dim(logits),
+              "internal: cross_entropy's vocab is outside the logits' columns");
         Allocation row_losses = scratch(s, std::size_t(N) * sizeof(double));
-        cuda::cross_entropy(stream_of(s), logits.data, targets, N, last_dim(logits), dlogits_scale,
-                            row_losses.as<double>(), loss, logits.dtype);
+        cuda::cross_entropy(stream_of(s), logits.data, targets, N, vocab, last_dim(logits),
+                            dlogits_scale, row_losses.as<double>(), loss, logits.dtype);
     }
 
     void accumulate(Stream& s, const Tensor& dst, const Tensor& src) override {

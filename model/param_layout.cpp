@@ -1,25 +1,28 @@
 // Builds the unit list in GPT-2's order; offsets follow declaration order inside each unit.
 #include "model/param_layout.h"
 
+#include <algorithm>
 #include <string>
 
 namespace shardlab {
 
 namespace {
-std::size_t add(ParamUnit& u, std::string name, std::vector<std::int64_t> shape) {
+// `stored`: the elements the tensor takes in the unit, when more than its shape's (padding after).
+std::size_t add(ParamUnit& u, std::string name, std::vector<std::int64_t> shape,
+                std::size_t stored = 0) {
     std::size_t n = 1;
     for (auto d : shape) n *= std::size_t(d);
     const bool decay = shape.size() == 2;
-    u.params.push_back({std::move(name), std::move(shape), u.numel, n, decay});
-    u.numel += n;
+    u.params.push_back({std::move(name), std::move(shape), u.numel, n, decay, std::max(n, stored)});
+    u.numel += u.params.back().stored;
     return u.params.back().offset;
 }
 } // namespace
 
-ParamLayout::ParamLayout(const GPTConfig& c) {
+ParamLayout::ParamLayout(const GPTConfig& c) : vocab_(c.vocab), padded_vocab_(c.padded_vocab()) {
     const std::int64_t V = c.vocab, T = c.context, d = c.hidden, f = c.ffn();
     ParamUnit emb{"embeddings", {}, 0};
-    add(emb, "transformer.wte.weight", {V, d});
+    add(emb, "transformer.wte.weight", {V, d}, std::size_t(padded_vocab_) * std::size_t(d));
     wpe_offset_ = add(emb, "transformer.wpe.weight", {T, d});
     units_.push_back(std::move(emb));
 

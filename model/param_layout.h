@@ -1,6 +1,10 @@
 // ParamLayout: where every GPT-2 parameter lives. Parameters are grouped into sharding units —
 // the embeddings, each transformer block, the final LayerNorm — each one flat buffer; a tensor
 // is a named view (Hugging Face GPT-2 name and shape, Conv1D layout [in, out]) at an offset.
+// wte is the one tensor that may take more room than its shape: it is stored with padded_vocab()
+// rows, and the rows past V — `stored - numel` elements after it — are zero padding that belongs
+// to no tensor: files never see it, the optimizer never updates it (optim/updater.cpp cuts
+// segments by numel), the loss masks it (docs/DECISIONS.md, "Vocabulary padding").
 #pragma once
 
 #include "model/gpt_config.h"
@@ -16,8 +20,9 @@ struct ParamInfo {
     std::string name;                // "transformer.h.3.attn.c_attn.weight"
     std::vector<std::int64_t> shape; // [768, 2304]
     std::size_t offset = 0;          // elements from the start of its unit
-    std::size_t numel = 0;
-    bool decay = false; // weight decay applies: the 2-D weights only
+    std::size_t numel = 0;           // elements of `shape`: what a weights file holds
+    bool decay = false;              // weight decay applies: the 2-D weights only
+    std::size_t stored = 0;          // elements reserved in the unit: numel, or more (wte padded)
 };
 
 struct ParamUnit {
@@ -46,6 +51,8 @@ class ParamLayout {
     const BlockOffsets& block() const { return block_; }
     std::size_t wte_offset() const { return 0; }
     std::size_t wpe_offset() const { return wpe_offset_; }
+    int vocab() const { return vocab_; }               // V: wte's rows in files
+    int padded_vocab() const { return padded_vocab_; } // Vp: wte's rows in the unit
 
     // (unit index, tensor) by Hugging Face name; nullptr when there is no such tensor.
     const ParamInfo* find(const std::string& name, int* unit = nullptr) const;
@@ -54,6 +61,7 @@ class ParamLayout {
     std::vector<ParamUnit> units_;
     BlockOffsets block_{};
     std::size_t wpe_offset_ = 0, total_ = 0;
+    int vocab_ = 0, padded_vocab_ = 0;
 };
 
 } // namespace shardlab

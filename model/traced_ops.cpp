@@ -81,11 +81,12 @@ void TracedOps::embedding_backward(Stream& s, const Tensor& dwte, const Tensor& 
     in_.embedding_backward(s, dwte, dwpe, dout, tokens);
 }
 
-void TracedOps::cross_entropy(Stream& s, const Tensor& logits, const std::uint16_t* targets,
-                              float dlogits_scale, double* loss) {
-    const TraceScope span(&t_, s, "cross_entropy", "op",
-                          {{"logits", shape(logits)}, {"backward", dlogits_scale != 0}});
-    in_.cross_entropy(s, logits, targets, dlogits_scale, loss);
+void TracedOps::cross_entropy(Stream& s, const Tensor& logits, int vocab,
+                              const std::uint16_t* targets, float dlogits_scale, double* loss) {
+    const TraceScope span(
+        &t_, s, "cross_entropy", "op",
+        {{"logits", shape(logits)}, {"vocab", vocab}, {"backward", dlogits_scale != 0}});
+    in_.cross_entropy(s, logits, vocab, targets, dlogits_scale, loss);
 }
 
 void TracedOps::accumulate(Stream& s, const Tensor& dst, const Tensor& src) {

@@ -162,18 +162,21 @@ std::vector<std::vector<std::size_t>> match_tensors(const SafeTensorsFile& f,
 }
 } // namespace
 
-ModelWeights load_weights(const std::string& path) {
-    return weights_from_file(read_safetensors(path), path);
+ModelWeights load_weights(const std::string& path, int vocab_multiple) {
+    return weights_from_file(read_safetensors(path), path, vocab_multiple);
 }
 
-ModelWeights weights_from_file(const SafeTensorsFile& f, const std::string& path) {
+ModelWeights weights_from_file(const SafeTensorsFile& f, const std::string& path,
+                               int vocab_multiple) {
     ModelWeights w;
     w.config = config_of(f, path);
     check_config_fits_file(w.config, f, path);
+    w.config.vocab_multiple = vocab_multiple;
+    w.config.validate();
     const ParamLayout layout(w.config);
     const auto where = match_tensors(f, layout, w.config, path);
     for (std::size_t u = 0; u < layout.num_units(); ++u) {
-        w.units.emplace_back(layout.units()[u].numel);
+        w.units.emplace_back(layout.units()[u].numel); // zeros: wte's padding rows stay so
         for (std::size_t k = 0; k < where[u].size(); ++k) {
             const ParamInfo& p = layout.units()[u].params[k];
             const SafeTensor& t = f.tensors[where[u][k]];
@@ -187,16 +190,18 @@ ModelWeights weights_from_file(const SafeTensorsFile& f, const std::string& path
 namespace {
 // The file's config, checked against its tensors before anything is sized by it (the members
 // after config_ — the layout first — are built from it).
-GPTConfig fitting_config(const SafeTensorsFile& f, const std::string& path) {
+GPTConfig fitting_config(const SafeTensorsFile& f, const std::string& path, int vocab_multiple) {
     GPTConfig c = config_of(f, path);
     check_config_fits_file(c, f, path);
+    c.vocab_multiple = vocab_multiple;
+    c.validate();
     return c;
 }
 } // namespace
 
-WeightsReader::WeightsReader(const std::string& path)
-    : path_(path), index_(read_safetensors_index(path)), config_(fitting_config(index_, path)),
-      layout_(config_) {
+WeightsReader::WeightsReader(const std::string& path, int vocab_multiple)
+    : path_(path), index_(read_safetensors_index(path)),
+      config_(fitting_config(index_, path, vocab_multiple)), layout_(config_) {
     where_ = match_tensors(index_, layout_, config_, path);
     in_.open(path, std::ios::binary);
 }
@@ -206,6 +211,11 @@ void WeightsReader::read(int unit, std::uint64_t begin, std::uint64_t count, flo
     std::vector<unsigned char> bytes;
     for (std::size_t k = 0; k < u.params.size(); ++k) {
         const ParamInfo& p = u.params[k];
+        // The padding after the tensor (wte's rows past V): zeros, not in the file.
+        const std::uint64_t pad_first = std::max<std::uint64_t>(begin, p.offset + p.numel);
+        const std::uint64_t pad_last = std::min<std::uint64_t>(begin + count, p.offset + p.stored);
+        if (pad_first < pad_last)
+            std::fill(out + (pad_first - begin), out + (pad_last - begin), 0.0f);
         const std::uint64_t first = std::max<std::uint64_t>(begin, p.offset);
         const std::uint64_t last = std::min<std::uint64_t>(begin + count, p.offset + p.numel);
         if (first >= last) continue;

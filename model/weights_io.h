@@ -20,18 +20,23 @@ struct ModelWeights {
     std::vector<std::vector<float>> units; // fp32 values, one vector per sharding unit
 };
 
+// Files hold the true vocabulary (wte [V, d]) whatever config.vocab_multiple is: saving writes the
+// first V rows of the padded wte, loading fills the padding rows with zeros.
 // Stores every tensor as fp32 or bf16 (rounded to nearest even).
 void save_weights(const std::string& path, const ModelWeights& weights, DType store_as);
 
 // Reads weights; names with or without the "transformer." prefix are accepted, and the tied
 // "lm_head.weight" and the causal-mask buffers "*.attn.bias" / "*.attn.masked_bias" are ignored.
 // Without a "config" metadata entry (a Hugging Face checkpoint) the config is inferred from the
-// tensor shapes, with GPT-2's head size of 64.
-ModelWeights load_weights(const std::string& path);
+// tensor shapes, with GPT-2's head size of 64. The units are laid out with wte padded to a
+// multiple of `vocab_multiple` rows (config.vocab_multiple is set to it).
+ModelWeights load_weights(const std::string& path,
+                          int vocab_multiple = GPTConfig::kDefaultVocabMultiple);
 
 // The same for a file already read, `path` naming it in messages: what load_weights does after
 // read_safetensors, and what fuzz/fuzz_safetensors.cpp runs on every file the reader accepts.
-ModelWeights weights_from_file(const SafeTensorsFile& f, const std::string& path);
+ModelWeights weights_from_file(const SafeTensorsFile& f, const std::string& path,
+                               int vocab_multiple = GPTConfig::kDefaultVocabMultiple);
 
 // A weights file read in pieces: the header is read and checked against the model config when
 // it opens (every tensor present and shaped right, as load_weights checks), then any element range
@@ -39,9 +44,13 @@ ModelWeights weights_from_file(const SafeTensorsFile& f, const std::string& path
 // what a rank holds, so no rank reads the whole model.
 class WeightsReader {
   public:
-    explicit WeightsReader(const std::string& path); // throws UsageError naming the problem
+    // Throws UsageError naming the problem. Units are laid out with wte padded to a multiple of
+    // `vocab_multiple` rows; config().vocab_multiple is that.
+    explicit WeightsReader(const std::string& path,
+                           int vocab_multiple = GPTConfig::kDefaultVocabMultiple);
     const GPTConfig& config() const { return config_; }
-    // Elements [begin, begin + count) of `unit`; a NaN or infinity is a UsageError naming it.
+    // Elements [begin, begin + count) of `unit` (wte's padding rows read as zeros); a NaN or
+    // infinity is a UsageError naming it.
     void read(int unit, std::uint64_t begin, std::uint64_t count, float* out);
 
   private:

@@ -63,8 +63,39 @@ CheckpointFile slices(const ZeroEngine::OwnedState& s, const std::vector<std::ui
     return f;
 }
 
+// wte's stored rows: the vocabulary padded to the run's "vocab_multiple" (absent in checkpoints
+// written before padding existed: 1).
+int vocab_multiple_of(const nlohmann::json& config) {
+    const nlohmann::json m = config.value("vocab_multiple", nlohmann::json(1));
+    return m.is_number_integer() ? m.get<int>() : 1;
+}
+int stored_vocab_rows(const nlohmann::json& config) {
+    const nlohmann::json model = config.value("model", nlohmann::json());
+    const nlohmann::json v =
+        model.is_object() ? model.value("vocab", nlohmann::json(0)) : nlohmann::json(0);
+    GPTConfig c;
+    c.vocab = v.is_number_integer() ? v.get<int>() : 0;
+    c.vocab_multiple = vocab_multiple_of(config);
+    return c.padded_vocab();
+}
+
+// The padding is a layout, not a model: a checkpoint resumes under any --vocab-multiple that gives
+// wte the same rows, and is refused, naming the flag, under one that does not.
+void check_vocab_padding(const std::string& cdir, const nlohmann::json& saved,
+                         const nlohmann::json& now) {
+    const int saved_rows = stored_vocab_rows(saved), now_rows = stored_vocab_rows(now);
+    if (saved_rows == now_rows) return;
+    const int saved_multiple = vocab_multiple_of(saved);
+    throw UsageError(fmt::format(
+        "checkpoint '{}' stores the token embedding with {} rows (the vocabulary padded to a "
+        "multiple of {}), this run with {} (--vocab-multiple {}); resume with --vocab-multiple {}",
+        cdir, saved_rows, saved_multiple, now_rows, vocab_multiple_of(now), saved_multiple));
+}
+
 void check_compatible(const std::string& cdir, const nlohmann::json& meta,
                       const nlohmann::json& config, const std::vector<std::uint64_t>& numel) {
+    if (meta["config"].value("model", nlohmann::json()) == config.value("model", nlohmann::json()))
+        check_vocab_padding(cdir, meta["config"], config);
     for (const char* key : kMustMatch) {
         const auto saved = meta["config"].value(key, nlohmann::json());
         const auto now = config.value(key, nlohmann::json());
@@ -225,6 +256,13 @@ nlohmann::json read_checkpoint_meta(const std::string& cdir) {
         throw UsageError("checkpoint '" + cdir + "/meta.json' is incomplete; it is corrupt");
     check_meta_fits_files(cdir, meta, ranks);
     return meta;
+}
+
+GPTConfig checkpoint_model(const nlohmann::json& meta) {
+    GPTConfig c = config_from_json(meta["config"]["model"]);
+    c.vocab_multiple = vocab_multiple_of(meta["config"]);
+    c.validate();
+    return c;
 }
 
 ZeroEngine::OwnedState load_checkpoint(const std::string& cdir, const nlohmann::json& config,

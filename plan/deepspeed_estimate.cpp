@@ -27,7 +27,9 @@ double times_max(std::uint64_t total, std::uint64_t k, double f, double factor) 
 
 DeepSpeedModelCounts deepspeed_model_counts(const PlanModel& m) {
     DeepSpeedModelCounts out;
-    out.total_params = m.params; // shardlab counts a tied weight once, as DeepSpeed does
+    // shardlab counts a tied weight once, as DeepSpeed does. DeepSpeed runs Hugging Face's model,
+    // whose wte has the true vocabulary: the padding shardlab stores is not in its count.
+    out.total_params = m.unpadded_params();
     const std::uint64_t V = std::uint64_t(m.vocab), d = std::uint64_t(m.hidden);
     // The candidates in model.modules() order; DeepSpeed keeps the first maximum it meets.
     std::vector<std::pair<std::string, std::uint64_t>> modules;

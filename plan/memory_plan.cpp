@@ -25,7 +25,8 @@ std::uint64_t gpt2_activation_bytes(const GPTConfig& c, int batch, int seq, Prec
     const std::uint64_t block =
         S * (15 * BT * d + std::uint64_t(batch) * c.heads * seq * seq) + 4 * BT * 4;
     const std::uint64_t inputs = (c.layers + 1) * BT * d * S;
-    const std::uint64_t head = BT * d * S + 2 * BT * 4 + BT * std::uint64_t(c.vocab) * S;
+    // ln_f's output and stats, and the logits: B*T x Vp, the padded vocabulary (GPTModel::forward).
+    const std::uint64_t head = BT * d * S + 2 * BT * 4 + BT * std::uint64_t(c.padded_vocab()) * S;
     // Forward: kept blocks accumulate; a checkpointed block exists only while it runs (and again
     // while it is recomputed in backward, with no more kept blocks live than in forward).
     std::uint64_t kept = 0, peak = 0;

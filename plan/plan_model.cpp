@@ -11,7 +11,15 @@
 namespace shardlab {
 
 GPTConfig PlanModel::gpt2_config() const {
-    return GPTConfig{vocab, context, layers, hidden, heads, kv_heads};
+    return GPTConfig{vocab, context, layers, hidden, heads, kv_heads, vocab_multiple};
+}
+
+int PlanModel::padded_vocab() const {
+    return arch == Architecture::gpt2 ? gpt2_config().padded_vocab() : vocab;
+}
+
+std::size_t PlanModel::unpadded_params() const {
+    return params - std::size_t(padded_vocab() - vocab) * std::size_t(hidden);
 }
 
 PlanModel plan_model_from_gpt2(const GPTConfig& c, const std::string& name) {
@@ -26,6 +34,7 @@ PlanModel plan_model_from_gpt2(const GPTConfig& c, const std::string& name) {
     c.validate();
     PlanModel m{name,    Architecture::gpt2, c.layers, c.hidden, c.heads, c.kv_heads, c.ffn(),
                 c.vocab, c.context,          0,        {},       0,       0};
+    m.vocab_multiple = c.vocab_multiple;
     const ParamLayout layout(c);
     for (const auto& u : layout.units()) m.unit_numel.push_back(u.numel);
     m.params = layout.total_numel();

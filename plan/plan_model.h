@@ -21,8 +21,15 @@ struct PlanModel {
     std::vector<std::size_t> unit_numel;    // sharding units in order (one unit when params_only)
     int embedding_unit = 0, final_unit = 0; // indices into unit_numel (equal when params_only)
     bool tied_head = true;                  // GPT-2 ties the output head to the token embedding
+    // GPT-2: wte, the head's GEMMs and the logits have the vocabulary padded to this multiple, as
+    // a run stores them (GPTConfig::vocab_multiple); params and unit_numel include the padding.
+    int vocab_multiple = 1;
 
     GPTConfig gpt2_config() const; // only for Architecture::gpt2
+    int padded_vocab() const;      // Vp (vocab for llama and a bare count: they are not padded)
+    // Ψ of the model itself, padding not counted: what Hugging Face's model holds (DeepSpeed's
+    // estimator is given this, plan/deepspeed_estimate.cpp).
+    std::size_t unpadded_params() const;
 };
 
 // gpt2, gpt2-medium, gpt2-large, gpt2-xl, tiny (GPT-2 architecture); 7b, 13b, 70b (llama-2).

@@ -427,37 +427,47 @@ TEST(CudaOps, EmbeddingIsTheCpusBitForBitBackwardIncluded) {
 
 // Cross-entropy: the row's log-sum-exp sums V exponentials in another order (and CUDA's expf and
 // logf are not the host's): a relative difference of a few V u in the loss; the gradient is one
-// rounding of probabilities that close.
+// rounding of probabilities that close. With a padded vocabulary (rows ld = 80 apart, only the
+// first V = 67 columns valid) the padded columns hold 40 and more — they would dominate the
+// softmax if read — and their gradient is exactly 0 on both sides.
 TEST(CudaOps, CrossEntropyLossAndFusedGradient) {
     MAKE_TWIN(t);
     const int N = 21, V = 67;
     std::vector<std::uint16_t> targets(N);
     for (int i = 0; i < N; ++i) targets[i] = std::uint16_t((i * 13) % V);
-    for (DType dt : kAll)
-        for (float scale : {0.0f, 1.0f / N}) {
-            SCOPED_TRACE(testing::Message() << dtype_name(dt) << " scale " << scale);
-            const auto logits = random_values(std::size_t(N) * V, 21, 3.0f);
-            double loss[2];
-            std::vector<float> grad[2];
-            for (int side = 0; side < 2; ++side) {
-                Side& x = side ? t.gpu : t.cpu;
-                Allocation tg = x.ctx->tracker().allocate(N * 2, Category::workspace, x.s());
-                x.s().upload(tg.data(), targets.data(), N * 2);
-                const Tensor z = x.make(logits, dt, {N, V});
-                double* l = x.scalar<double>();
-                x.ops->cross_entropy(x.s(), z, tg.as<std::uint16_t>(), scale, l);
-                loss[side] = x.value(l);
-                grad[side] = x.read(z);
-                x.memory.push_back(std::move(tg));
+    for (const int ld : {V, 80})
+        for (DType dt : kAll)
+            for (float scale : {0.0f, 1.0f / N}) {
+                SCOPED_TRACE(testing::Message()
+                             << dtype_name(dt) << " scale " << scale << " ld " << ld);
+                auto logits = random_values(std::size_t(N) * ld, 21, 3.0f);
+                for (int r = 0; r < N; ++r)
+                    for (int v = V; v < ld; ++v) logits[std::size_t(r) * ld + v] = 40.0f + float(v);
+                double loss[2];
+                std::vector<float> grad[2];
+                for (int side = 0; side < 2; ++side) {
+                    Side& x = side ? t.gpu : t.cpu;
+                    Allocation tg = x.ctx->tracker().allocate(N * 2, Category::workspace, x.s());
+                    x.s().upload(tg.data(), targets.data(), N * 2);
+                    const Tensor z = x.make(logits, dt, {N, ld});
+                    double* l = x.scalar<double>();
+                    x.ops->cross_entropy(x.s(), z, V, tg.as<std::uint16_t>(), scale, l);
+                    loss[side] = x.value(l);
+                    grad[side] = x.read(z);
+                    x.memory.push_back(std::move(tg));
+                }
+                EXPECT_NEAR(loss[1], loss[0], 8.0 * V * 0x1p-24 * std::fabs(loss[0]));
+                std::vector<double> bound(grad[0].size());
+                for (std::size_t i = 0; i < bound.size(); ++i)
+                    bound[i] = scale == 0.0f ? 0.0
+                                             : 8.0 * V * 0x1p-24 * scale +
+                                                   (dt == DType::f32 ? 0.0 : ulp(dt, grad[0][i]));
+                expect_within(grad[1], grad[0], bound, "dlogits");
+                for (int r = 0; r < N && scale != 0.0f; ++r)
+                    for (int v = V; v < ld; ++v)
+                        ASSERT_EQ(grad[1][std::size_t(r) * ld + v], 0.0f)
+                            << "row " << r << " col " << v;
             }
-            EXPECT_NEAR(loss[1], loss[0], 8.0 * V * 0x1p-24 * std::fabs(loss[0]));
-            std::vector<double> bound(grad[0].size());
-            for (std::size_t i = 0; i < bound.size(); ++i)
-                bound[i] = scale == 0.0f ? 0.0
-                                         : 8.0 * V * 0x1p-24 * scale +
-                                               (dt == DType::f32 ? 0.0 : ulp(dt, grad[0][i]));
-            expect_within(grad[1], grad[0], bound, "dlogits");
-        }
 }
 
 TEST(CudaOps, ElementwiseOpsAreTheCpusBitForBit) {

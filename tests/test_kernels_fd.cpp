@@ -255,7 +255,7 @@ Named run_all(const Problem& p, float* ws) {
     }
     {
         auto z = to_s<S>(p.logits);
-        const double loss = softmax_cross_entropy<S>(z.data(), p.targets.data(), N, V, 1.0f / N);
+        const double loss = softmax_cross_entropy<S>(z.data(), p.targets.data(), N, V, V, 1.0f / N);
         r.emplace_back("cross_entropy loss", Vec{loss});
         r.emplace_back("cross_entropy dlogits", to_double(z));
     }
@@ -440,7 +440,7 @@ TEST_F(KernelsFd, SoftmaxCrossEntropy) {
     const int N = p.d.N(), V = p.d.V;
     auto loss = [&] {
         Vec z = p.logits; // dlogits_scale 0: the logits are left alone
-        return softmax_cross_entropy<double>(z.data(), p.targets.data(), N, V, 0.0f);
+        return softmax_cross_entropy<double>(z.data(), p.targets.data(), N, V, V, 0.0f);
     };
     // The loss itself, independently: mean over rows of log(sum exp z) - z[target].
     double expect = 0;
@@ -453,9 +453,47 @@ TEST_F(KernelsFd, SoftmaxCrossEntropy) {
     // The fused backward, for a mean loss: scale 1/N. (1/N rounded to float is off by < 6e-8
     // relative, far inside the tolerance.)
     Vec grad = p.logits;
-    const double l = softmax_cross_entropy<double>(grad.data(), p.targets.data(), N, V, 1.0f / N);
+    const double l =
+        softmax_cross_entropy<double>(grad.data(), p.targets.data(), N, V, V, 1.0f / N);
     EXPECT_EQ(l, loss());
     check_gradient("cross_entropy dlogits", p.logits, grad, loss);
+}
+
+// The padded vocabulary: logits [N, ld] whose columns V..ld-1 hold large values (they would
+// dominate the softmax if read) give the unpadded kernel's loss and gradient bit for bit in the
+// first V columns, and a zero gradient in the padded ones — in every dtype, since the padding
+// changes neither the values summed nor their order.
+template <typename S>
+void expect_padding_ignored(const Problem& p, int N, int V) {
+    const int ld = V + 9;
+    Vec padded_d(std::size_t(N) * ld);
+    for (int r = 0; r < N; ++r)
+        for (int v = 0; v < ld; ++v)
+            padded_d[std::size_t(r) * ld + v] = v < V ? p.logits[std::size_t(r) * V + v] : 40.0 + v;
+    const std::vector<S> plain = to_s<S>(p.logits), padded = to_s<S>(padded_d);
+    for (float scale : {0.0f, 1.0f / float(N)}) {
+        std::vector<S> a = plain, b = padded;
+        const double la = softmax_cross_entropy<S>(a.data(), p.targets.data(), N, V, V, scale);
+        const double lb = softmax_cross_entropy<S>(b.data(), p.targets.data(), N, V, ld, scale);
+        EXPECT_EQ(lb, la);
+        const Vec got = to_double(b), want = to_double(a), before = to_double(padded);
+        for (int r = 0; r < N; ++r)
+            for (int v = 0; v < ld; ++v)
+                ASSERT_EQ(got[std::size_t(r) * ld + v], v < V ? want[std::size_t(r) * V + v]
+                                                        : scale != 0
+                                                            ? 0.0
+                                                            : before[std::size_t(r) * ld + v])
+                    << "row " << r << " column " << v << " scale " << scale;
+    }
+}
+
+TEST_F(KernelsFd, SoftmaxCrossEntropyIgnoresThePaddedVocabulary) {
+    const Problem p = make_problem(kTiny, 6);
+    const int N = p.d.N(), V = p.d.V;
+    expect_padding_ignored<double>(p, N, V);
+    expect_padding_ignored<float>(p, N, V);
+    expect_padding_ignored<bf16_t>(p, N, V);
+    expect_padding_ignored<f16_t>(p, N, V);
 }
 
 TEST_F(KernelsFd, ResidualAndAccumulate) {
@@ -548,7 +586,7 @@ TEST(KernelsContract, BackwardsOverwriteOrAccumulateAsDocumented) {
 
     // Cross-entropy with dlogits_scale 0 computes the loss and leaves the logits alone.
     Vec z = p.logits;
-    const double l = softmax_cross_entropy<double>(z.data(), p.targets.data(), N, V, 0.0f);
+    const double l = softmax_cross_entropy<double>(z.data(), p.targets.data(), N, V, V, 0.0f);
     EXPECT_EQ(z, p.logits);
     EXPECT_EQ(l, fresh_of("cross_entropy loss")[0]);
 }

@@ -73,8 +73,22 @@ std::pair<double, std::vector<std::vector<char>>> run_step(const GPTConfig& c, C
 TEST(ParamLayout, Gpt2HasHuggingFaceNamesShapesAndParameterCount) {
     const GPTConfig c = gpt_preset("gpt2");
     const ParamLayout layout(c);
-    EXPECT_EQ(layout.total_numel(), 124439808u); // GPT-2 small, as Hugging Face counts it
+    // GPT-2 small, as Hugging Face counts it: 124,439,808. Stored with wte padded from 50257 to
+    // 50304 rows (a multiple of 128): 47 * 768 = 36,096 zeros more.
     EXPECT_EQ(c.num_params(), 124439808u);
+    EXPECT_EQ(c.padded_vocab(), 50304);
+    EXPECT_EQ(c.num_params_stored(), 124475904u);
+    EXPECT_EQ(layout.total_numel(), 124475904u);
+    EXPECT_EQ(c.describe(),
+              "L=12 d=768 H=12 T=1024 V=50257 (124.44M params; 124.48M stored, V padded to 50304)");
+    const ParamInfo* wte = layout.find("transformer.wte.weight");
+    EXPECT_EQ(wte->shape, (std::vector<std::int64_t>{50257, 768})); // files hold the true V
+    EXPECT_EQ(wte->numel, std::size_t(50257) * 768);
+    EXPECT_EQ(wte->stored, std::size_t(50304) * 768);
+    GPTConfig unpadded = c;
+    unpadded.vocab_multiple = 1;
+    EXPECT_EQ(ParamLayout(unpadded).total_numel(), 124439808u);
+    EXPECT_EQ(unpadded.describe(), "L=12 d=768 H=12 T=1024 V=50257 (124.44M params)");
     EXPECT_EQ(layout.num_units(), 14u); // embeddings, 12 blocks, ln_f
     int unit = -1;
     const ParamInfo* p = layout.find("transformer.h.3.attn.c_attn.weight", &unit);
@@ -83,7 +97,7 @@ TEST(ParamLayout, Gpt2HasHuggingFaceNamesShapesAndParameterCount) {
     EXPECT_EQ(p->shape, (std::vector<std::int64_t>{768, 2304}));
     EXPECT_TRUE(p->decay);
     EXPECT_FALSE(layout.find("transformer.h.3.ln_1.bias")->decay);
-    EXPECT_EQ(layout.find("transformer.wpe.weight")->offset, std::size_t(50257) * 768);
+    EXPECT_EQ(layout.find("transformer.wpe.weight")->offset, std::size_t(50304) * 768);
     EXPECT_EQ(layout.find("transformer.h.11.mlp.c_proj.weight")->shape,
               (std::vector<std::int64_t>{3072, 768}));
     EXPECT_EQ(layout.find("lm_head.weight"), nullptr); // tied to wte
@@ -241,9 +255,10 @@ TEST(GPTModel, ActivationBytesAreExactlyTheTensorsKept) {
     // Counted by hand from what backward needs, per block (S bytes per element, 4 per statistic):
     // ln1, atty, res2, ln2: 4·BTd; qkv 3·BTd; fch, fch_gelu 8·BTd; att B·H·T²; 4 LayerNorm
     // statistics of BT floats. Plus the L+1 residual-stream inputs (BTd each) and the head:
-    // ln_f output BTd, its 2 statistics, logits BT·V.
+    // ln_f output BTd, its 2 statistics, logits BT·Vp: V = 64 padded to the default multiple,
+    // Vp = 128.
     const GPTConfig c{64, 16, 3, 32, 4, 4};
-    const std::size_t B = 2, T = 16, BT = B * T, d = 32, H = 4, L = 3, V = 64;
+    const std::size_t B = 2, T = 16, BT = B * T, d = 32, H = 4, L = 3, V = 128;
     for (std::size_t S : {std::size_t(4), std::size_t(2)}) {
         const std::size_t block = S * (15 * BT * d + B * H * T * T) + 4 * BT * 4;
         const std::size_t inputs = (L + 1) * BT * d * S;
@@ -378,5 +393,35 @@ TEST(WeightsIO, ReadsAHuggingFaceStyleCheckpointWithoutConfig) {
     const ModelWeights got = load_weights(path);
     EXPECT_EQ(config_to_json(got.config), config_to_json(c));
     EXPECT_EQ(got.units, w.units);
+    std::filesystem::remove(path);
+}
+
+TEST(WeightsIO, FilesHoldTheTrueVocabularyWhateverThePadding) {
+    // V = 70, d = 16: stored padded to 128 rows (multiple 128) or 70 (multiple 1). The file's wte
+    // is [70, 16] either way; loading fills the padding rows with zeros, and a WeightsReader range
+    // across the padding reads zeros there and the file's values around it.
+    GPTConfig c{70, 8, 1, 16, 2, 2};
+    const ModelWeights padded{c, gpt2_init(ParamLayout(c), 5, c.layers)};
+    const std::string path = temp_path("padded.safetensors");
+    save_weights(path, padded, DType::f32);
+    const SafeTensorsFile f = read_safetensors(path);
+    EXPECT_EQ(f.tensors[0].shape, (std::vector<std::int64_t>{70, 16}));
+    const ModelWeights plain = load_weights(path, 1);
+    EXPECT_EQ(plain.config.padded_vocab(), 70);
+    ASSERT_EQ(plain.units[0].size(), std::size_t(70 + 8) * 16);
+    const ModelWeights again = load_weights(path, 128);
+    EXPECT_EQ(again.units, padded.units); // the padding zero, the rest as saved
+    for (std::size_t e = 70 * 16; e < 128 * 16; ++e) ASSERT_EQ(padded.units[0][e], 0.0f) << e;
+    for (std::size_t e = 0; e < 70 * 16; ++e) ASSERT_EQ(plain.units[0][e], padded.units[0][e]);
+    for (std::size_t e = 0; e < 8 * 16; ++e) // wpe, after the padding
+        ASSERT_EQ(plain.units[0][70 * 16 + e], padded.units[0][128 * 16 + e]);
+    WeightsReader reader(path, 128);
+    std::vector<float> part(200, -1.0f);
+    reader.read(0, 70 * 16 - 100, 200, part.data()); // 100 of wte, 100 of its padding
+    for (std::size_t i = 0; i < 200; ++i)
+        ASSERT_EQ(part[i], padded.units[0][70 * 16 - 100 + i]) << i;
+    reader.read(0, 128 * 16 - 50, 178, part.data()); // 50 of padding, all 128 of wpe
+    for (std::size_t i = 0; i < 178; ++i)
+        ASSERT_EQ(part[i], padded.units[0][128 * 16 - 50 + i]) << i;
     std::filesystem::remove(path);
 }

@@ -1,7 +1,7 @@
-// Per row: max, the exponentials into a row buffer (vectorized: vexp, compiled per ISA), their sum
-// in eight interleaved partial sums combined in a fixed order, the loss; then (optionally) the
-// gradient in place, p = e / sum. Row losses are summed in row order in double, so the mean is
-// independent of the thread count.
+// Per row (of stride ld; only the first V columns are the vocabulary): max, the exponentials into a
+// row buffer (vectorized: vexp, compiled per ISA), their sum in eight interleaved partial sums
+// combined in a fixed order, the loss; then (optionally) the gradient in place, p = e / sum. Row
+// losses are summed in row order in double, so the mean is independent of the thread count.
 #include "model/kernels/cpu/cross_entropy.h"
 
 #include "model/kernels/cpu/target_clones.h"
@@ -44,7 +44,7 @@ SHARDLAB_TARGET_CLONES void row_grad(T* __restrict z, const acc_t<T>* __restrict
 } // namespace
 
 template <typename T>
-double softmax_cross_entropy(T* logits, const std::uint16_t* targets, int N, int V,
+double softmax_cross_entropy(T* logits, const std::uint16_t* targets, int N, int V, int ld,
                              float dlogits_scale) {
     using A = acc_t<T>;
     std::vector<double> losses(N);
@@ -53,7 +53,7 @@ double softmax_cross_entropy(T* logits, const std::uint16_t* targets, int N, int
         std::vector<A> e(V);
 #pragma omp for schedule(static)
         for (int r = 0; r < N; ++r) {
-            T* z = logits + std::size_t(r) * V;
+            T* z = logits + std::size_t(r) * ld;
             A maxv;
             const A sum = row_exp(z, e.data(), V, maxv);
             const int t = targets[r];
@@ -62,6 +62,7 @@ double softmax_cross_entropy(T* logits, const std::uint16_t* targets, int N, int
             const A scale = A(dlogits_scale), inv_sum = A(1) / sum;
             row_grad(z, e.data(), V, inv_sum, scale);
             z[t] = from_acc<T>((e[t] * inv_sum - A(1)) * scale);
+            for (int v = V; v < ld; ++v) z[v] = from_acc<T>(A(0)); // padded vocabulary: no gradient
         }
     }
     double total = 0;
@@ -69,9 +70,9 @@ double softmax_cross_entropy(T* logits, const std::uint16_t* targets, int N, int
     return N > 0 ? total / N : 0.0;
 }
 
-template double softmax_cross_entropy<float>(float*, const std::uint16_t*, int, int, float);
-template double softmax_cross_entropy<double>(double*, const std::uint16_t*, int, int, float);
-template double softmax_cross_entropy<bf16_t>(bf16_t*, const std::uint16_t*, int, int, float);
-template double softmax_cross_entropy<f16_t>(f16_t*, const std::uint16_t*, int, int, float);
+template double softmax_cross_entropy<float>(float*, const std::uint16_t*, int, int, int, float);
+template double softmax_cross_entropy<double>(double*, const std::uint16_t*, int, int, int, float);
+template double softmax_cross_entropy<bf16_t>(bf16_t*, const std::uint16_t*, int, int, int, float);
+template double softmax_cross_entropy<f16_t>(f16_t*, const std::uint16_t*, int, int, int, float);
 
 } // namespace shardlab::cpu

@@ -1,6 +1,8 @@
 // Fused softmax + cross-entropy, one block per row: the row's maximum and sum of exponentials by
 // block reductions, its loss in double, then (for training) the gradient written over the logits.
-// The mean over rows is taken by one thread, in row order, as the CPU does.
+// The mean over rows is taken by one thread, in row order, as the CPU does. Rows are ld apart and
+// only their first V columns are the vocabulary: the padded columns V..ld-1 are ignored by the
+// loss and get a zero gradient.
 #include "core/cuda/element.h"
 #include "core/cuda/launch.h"
 #include "model/kernels/cuda/kernels.h"
@@ -12,11 +14,11 @@ namespace {
 constexpr unsigned kThreads = 256;
 
 template <typename T>
-__global__ void cross_entropy_rows_kernel(T* logits, const std::uint16_t* targets, int V,
+__global__ void cross_entropy_rows_kernel(T* logits, const std::uint16_t* targets, int V, int ld,
                                           float dlogits_scale, double* row_losses) {
     __shared__ float scratch[32];
     const int r = int(blockIdx.x);
-    T* z = logits + std::size_t(r) * V;
+    T* z = logits + std::size_t(r) * ld;
     float maxv = -INFINITY;
     for (int v = int(threadIdx.x); v < V; v += int(blockDim.x)) maxv = fmaxf(maxv, to_f32(z[v]));
     maxv = block_max(maxv, scratch);
@@ -32,6 +34,7 @@ __global__ void cross_entropy_rows_kernel(T* logits, const std::uint16_t* target
         const float p = expf(to_f32(z[v]) - log_sum);
         z[v] = from_f32<T>((p - (v == target ? 1.0f : 0.0f)) * dlogits_scale);
     }
+    for (int v = V + int(threadIdx.x); v < ld; v += int(blockDim.x)) z[v] = from_f32<T>(0.0f);
 }
 
 __global__ void mean_kernel(const double* row_losses, int N, double* loss) {
@@ -41,13 +44,13 @@ __global__ void mean_kernel(const double* row_losses, int N, double* loss) {
 }
 } // namespace
 
-void cross_entropy(cudaStream_t s, void* logits, const std::uint16_t* targets, int N, int V,
+void cross_entropy(cudaStream_t s, void* logits, const std::uint16_t* targets, int N, int V, int ld,
                    float dlogits_scale, double* row_losses, double* loss, DType t) {
     if (N > 0)
         dispatch(t, [&](auto tag) {
             using T = typename decltype(tag)::type;
             launch("cross_entropy_rows", cross_entropy_rows_kernel<T>, unsigned(N), kThreads, 0, s,
-                   static_cast<T*>(logits), targets, V, dlogits_scale, row_losses);
+                   static_cast<T*>(logits), targets, V, ld, dlogits_scale, row_losses);
         });
     launch("cross_entropy_mean", mean_kernel, 1, 1, 0, s, row_losses, N, loss);
 }

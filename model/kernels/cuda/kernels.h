@@ -58,9 +58,10 @@ void embedding_backward(cudaStream_t s, void* dwte, void* dwpe, const void* dout
                         const std::uint16_t* tokens, int B, int T, int C, int V, DType t,
                         int* scratch);
 
-// cross_entropy.cu — per row: loss in double into row_losses [N]; then their mean, summed in row
-// order, into *loss. With dlogits_scale != 0 the logits become (softmax - onehot) * scale.
-void cross_entropy(cudaStream_t s, void* logits, const std::uint16_t* targets, int N, int V,
+// cross_entropy.cu — per row of logits [N, ld], over its first V columns: loss in double into
+// row_losses [N]; then their mean, summed in row order, into *loss. With dlogits_scale != 0 the
+// logits become (softmax - onehot) * scale, the padded columns V..ld-1 zero.
+void cross_entropy(cudaStream_t s, void* logits, const std::uint16_t* targets, int N, int V, int ld,
                    float dlogits_scale, double* row_losses, double* loss, DType t);
 
 // softmax.cu — attention's causal softmax over fp32 scores [rows of T]: probabilities in t, zero
