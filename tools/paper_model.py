@@ -9,7 +9,7 @@ traced step of a run of the same shape: same ops, same shapes, same counts, or i
 (CTest paper_model_matches_trace, so the paper follows the code).
 
 Usage: paper_model.py [--preset gpt2|tiny] [--batch B] [--seq T] [--precision bf16|fp16|fp32]
-                      [--vocab V] [--vocab-padded VP] [--attention flash|materialize] [--gpu h100]
+                      [--vocab V] [--vocab-multiple M] [--attention flash|materialize] [--gpu h100]
                       [--layers L --hidden C --heads H] [--check-trace TRACE.json]"""
 import argparse
 import collections
@@ -27,16 +27,17 @@ def shape(dims, dt, transposed=False):
     return f"[{', '.join(str(d) for d in dims)}] {dt}" + (" T" if transposed else "")
 
 
-def param_tensors(L, C, V, ctx):
+def param_tensors(L, C, V, Vp, ctx):
     """The sizes of every parameter tensor (one AdamW call each) and of every unit's gradient
-    (one fill each, zeroed after the update): embeddings (wte, wpe), L blocks, the final norm."""
+    (one fill each, zeroed after the update): embeddings (wte, wpe), L blocks, the final norm.
+    wte's padding rows (V .. Vp) are stored in its unit but belong to no tensor."""
     block = [C, C, 3 * C * C, 3 * C, C * C, C, C, C, 4 * C * C, 4 * C, 4 * C * C, C]
     tensors = [V * C, ctx * C] + block * L + [C, C]
-    units = [V * C + ctx * C] + [sum(block)] * L + [2 * C]
+    units = [Vp * C + ctx * C] + [sum(block)] * L + [2 * C]
     return tensors, units
 
 
-def step_ops(L, C, H, V, ctx, B, T, dt, attention):
+def step_ops(L, C, H, V, Vp, ctx, B, T, dt, attention):
     """[(name, args)] of one step, in the order the compute stream runs them."""
     N, ops = B * T, []
 
@@ -66,11 +67,12 @@ def step_ops(L, C, H, V, ctx, B, T, dt, attention):
         linear(4 * C, C)
         op("accumulate", dst=shape([N, C], dt))
     op("layernorm_forward", **{"in": shape([N, C], dt)})
-    op("gemm", a=shape([N, C], dt), b=shape([V, C], dt, True), c=shape([N, V], dt))
-    op("cross_entropy", logits=shape([N, V], dt), backward=True)
+    # The head's GEMMs see the padded vocabulary; the loss only its first V columns.
+    op("gemm", a=shape([N, C], dt), b=shape([Vp, C], dt, True), c=shape([N, Vp], dt))
+    op("cross_entropy", logits=shape([N, Vp], dt), vocab=V, backward=True)
     op("fill", dst=shape([N, C], dt))
-    op("gemm", a=shape([N, V], dt), b=shape([V, C], dt), c=shape([N, C], dt))
-    op("gemm", a=shape([N, V], dt, True), b=shape([N, C], dt), c=shape([V, C], dt))
+    op("gemm", a=shape([N, Vp], dt), b=shape([Vp, C], dt), c=shape([N, C], dt))
+    op("gemm", a=shape([N, Vp], dt, True), b=shape([N, C], dt), c=shape([Vp, C], dt))
     op("layernorm_backward", dout=shape([N, C], dt))
     for _ in range(L):
         linear_backward(4 * C, C)
@@ -82,7 +84,7 @@ def step_ops(L, C, H, V, ctx, B, T, dt, attention):
         linear_backward(C, 3 * C)
         op("layernorm_backward", dout=shape([N, C], dt))
     op("embedding_backward", dout=shape([B, T, C], dt))
-    tensors, units = param_tensors(L, C, V, ctx)
+    tensors, units = param_tensors(L, C, V, Vp, ctx)
     op("squared_norm", parts=len(units))
     for n in tensors:
         op("adamw", master=shape([n], "fp32"))
@@ -116,7 +118,8 @@ def main():
     ap.add_argument("--hidden", type=int)
     ap.add_argument("--heads", type=int)
     ap.add_argument("--vocab", type=int)
-    ap.add_argument("--vocab-padded", type=int, help="the vocabulary the GEMMs see (default: --vocab)")
+    ap.add_argument("--vocab-multiple", type=int, default=128,
+                    help="V padded to a multiple of this in the head's GEMMs, as train's flag (1: none)")
     ap.add_argument("--context", type=int)
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--seq", type=int)
@@ -129,8 +132,8 @@ def main():
     L, C, H, V = a.layers or L, a.hidden or C, a.heads or H, a.vocab or V
     ctx = a.context or ctx
     T = a.seq or ctx
-    Vg = a.vocab_padded or V
-    ops = step_ops(L, C, H, Vg, ctx, a.batch, T, a.precision, a.attention)
+    Vg = -(-V // a.vocab_multiple) * a.vocab_multiple
+    ops = step_ops(L, C, H, V, Vg, ctx, a.batch, T, a.precision, a.attention)
     if a.check_trace:
         diff = check_trace(ops, a.check_trace)
         print("\n".join(diff) if diff else f"the trace's step runs the paper's {len(ops)} ops")
