@@ -395,33 +395,47 @@ TEST(CudaOps, GeluForwardAndBackward) {
     }
 }
 
+// The embedding and its backward, bit for bit: the CUDA backward sorts the positions by token on
+// the device (tiles of 1024 merged by ranks) and sums each token's rows in position order, as the
+// CPU does. Shapes: one tile; several tiles (1400 positions) with many repeats; every position the
+// same token (one run across the tiles); C = 1 and C = 769 (no vector width divides them).
 TEST(CudaOps, EmbeddingIsTheCpusBitForBitBackwardIncluded) {
     MAKE_TWIN(t);
-    const int B = 3, T = 7, C = 13, V = 50;
-    std::vector<std::uint16_t> tokens(B * T);
-    for (int i = 0; i < B * T; ++i) tokens[i] = std::uint16_t((i * 7) % 11 * 4 % V); // repeats
-    for (DType dt : kAll) {
-        SCOPED_TRACE(dtype_name(dt));
-        const auto wte = random_values(std::size_t(V) * C, 18), wpe = random_values(T * C, 19);
-        const auto dout = random_values(std::size_t(B) * T * C, 20);
-        std::vector<char> out[2], dwte[2], dwpe[2];
-        for (int side = 0; side < 2; ++side) {
-            Side& x = side ? t.gpu : t.cpu;
-            Allocation tok =
-                x.ctx->tracker().allocate(tokens.size() * 2, Category::workspace, x.s());
-            x.s().upload(tok.data(), tokens.data(), tokens.size() * 2);
-            const Tensor to = x.make(std::vector<float>(B * T * C), dt, {B, T, C});
-            x.ops->embedding_forward(x.s(), to, tok.as<std::uint16_t>(), x.make(wte, dt, {V, C}),
-                                     x.make(wpe, dt, {T, C}));
-            const Tensor dte = x.make(wte, dt, {V, C}), dpe = x.make(wpe, dt, {T, C}); // += onto
-            x.ops->embedding_backward(x.s(), dte, dpe, x.make(dout, dt, {B, T, C}),
-                                      tok.as<std::uint16_t>());
-            out[side] = x.bits(to), dwte[side] = x.bits(dte), dwpe[side] = x.bits(dpe);
-            x.memory.push_back(std::move(tok));
+    struct Shape4 {
+        int B, T, C, V, pattern; // pattern 0: (i * 7) % 11 * 4 % V; 1: i * i % V; 2: all V - 1
+    };
+    for (const Shape4 sh : {Shape4{3, 7, 13, 50, 0}, Shape4{2, 700, 3, 37, 1},
+                            Shape4{3, 400, 1, 5, 2}, Shape4{2, 3, 769, 9, 0}}) {
+        const int B = sh.B, T = sh.T, C = sh.C, V = sh.V;
+        std::vector<std::uint16_t> tokens(B * T);
+        for (int i = 0; i < B * T; ++i)
+            tokens[i] = std::uint16_t(sh.pattern == 0   ? (i * 7) % 11 * 4 % V
+                                      : sh.pattern == 1 ? i * i % V
+                                                        : V - 1);
+        for (DType dt : kAll) {
+            SCOPED_TRACE(testing::Message()
+                         << dtype_name(dt) << " B " << B << " T " << T << " C " << C << " V " << V);
+            const auto wte = random_values(std::size_t(V) * C, 18), wpe = random_values(T * C, 19);
+            const auto dout = random_values(std::size_t(B) * T * C, 20);
+            std::vector<char> out[2], dwte[2], dwpe[2];
+            for (int side = 0; side < 2; ++side) {
+                Side& x = side ? t.gpu : t.cpu;
+                Allocation tok =
+                    x.ctx->tracker().allocate(tokens.size() * 2, Category::workspace, x.s());
+                x.s().upload(tok.data(), tokens.data(), tokens.size() * 2);
+                const Tensor to = x.make(std::vector<float>(B * T * C), dt, {B, T, C});
+                x.ops->embedding_forward(x.s(), to, tok.as<std::uint16_t>(),
+                                         x.make(wte, dt, {V, C}), x.make(wpe, dt, {T, C}));
+                const Tensor dte = x.make(wte, dt, {V, C}), dpe = x.make(wpe, dt, {T, C}); // +=
+                x.ops->embedding_backward(x.s(), dte, dpe, x.make(dout, dt, {B, T, C}),
+                                          tok.as<std::uint16_t>());
+                out[side] = x.bits(to), dwte[side] = x.bits(dte), dwpe[side] = x.bits(dpe);
+                x.memory.push_back(std::move(tok));
+            }
+            EXPECT_EQ(out[1], out[0]);
+            EXPECT_EQ(dwte[1], dwte[0]);
+            EXPECT_EQ(dwpe[1], dwpe[0]);
         }
-        EXPECT_EQ(out[1], out[0]);
-        EXPECT_EQ(dwte[1], dwte[0]);
-        EXPECT_EQ(dwpe[1], dwpe[0]);
     }
 }
 
