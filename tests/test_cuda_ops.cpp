@@ -474,38 +474,81 @@ TEST(CudaOps, CrossEntropyLossAndFusedGradient) {
         }
 }
 
+// A view of x without its first `skip` elements (1-D): off the 16-byte grid when skip is odd, so
+// the kernels' element-by-element fallback is exercised.
+Tensor skip_front(const Tensor& x, std::int64_t skip) {
+    return Tensor{static_cast<char*>(x.data) + skip * dtype_size(x.dtype), x.dtype,
+                  Shape{std::int64_t(x.numel()) - skip}, x.device};
+}
+
+// Sizes below, at and off the vector widths (4 fp32, 8 16-bit), and pointers on and off the
+// 16-byte grid: the vector and element paths give the CPU's bits.
 TEST(CudaOps, ElementwiseOpsAreTheCpusBitForBit) {
     MAKE_TWIN(t);
-    const std::size_t n = 4099;
-    const auto a = random_values(n, 22), b = random_values(n, 23, 1e3f);
-    for (DType dt : kAll) {
-        SCOPED_TRACE(dtype_name(dt));
-        std::vector<char> acc[2], filled[2], zeros[2];
-        for (int side = 0; side < 2; ++side) {
-            Side& x = side ? t.gpu : t.cpu;
-            const Tensor ta = x.make(a, dt, {std::int64_t(n)});
-            x.ops->accumulate(x.s(), ta, x.make(b, dt, {std::int64_t(n)}));
-            acc[side] = x.bits(ta);
-            const Tensor f = x.make(a, dt, {std::int64_t(n)});
-            x.ops->fill(x.s(), f, -1.375f);
-            filled[side] = x.bits(f);
-            x.ops->fill(x.s(), f, 0.0f);
-            zeros[side] = x.bits(f);
+    for (const std::size_t n : {std::size_t(1), std::size_t(3), std::size_t(65), std::size_t(4099)})
+        for (const std::int64_t skip : {0, 1}) {
+            const auto a = random_values(n + skip, 22), b = random_values(n + skip, 23, 1e3f);
+            const std::int64_t len = std::int64_t(n + skip);
+            for (DType dt : kAll) {
+                SCOPED_TRACE(testing::Message()
+                             << dtype_name(dt) << " n " << n << " skip " << skip);
+                std::vector<char> acc[2], filled[2], zeros[2];
+                for (int side = 0; side < 2; ++side) {
+                    Side& x = side ? t.gpu : t.cpu;
+                    const Tensor ta = skip_front(x.make(a, dt, {len}), skip);
+                    x.ops->accumulate(x.s(), ta, skip_front(x.make(b, dt, {len}), skip));
+                    acc[side] = x.bits(ta);
+                    const Tensor f = skip_front(x.make(a, dt, {len}), skip);
+                    x.ops->fill(x.s(), f, -1.375f);
+                    filled[side] = x.bits(f);
+                    x.ops->fill(x.s(), f, 0.0f);
+                    zeros[side] = x.bits(f);
+                }
+                EXPECT_EQ(acc[1], acc[0]);
+                EXPECT_EQ(filled[1], filled[0]);
+                EXPECT_EQ(zeros[1], std::vector<char>(zeros[1].size(), 0));
+                for (DType to : kAll) { // every conversion, rounding to nearest even
+                    std::vector<char> conv[2];
+                    for (int side = 0; side < 2; ++side) {
+                        Side& x = side ? t.gpu : t.cpu;
+                        const Tensor d =
+                            skip_front(x.make(std::vector<float>(n + skip), to, {len}), skip);
+                        x.ops->convert(x.s(), d, skip_front(x.make(b, dt, {len}), skip));
+                        conv[side] = x.bits(d);
+                    }
+                    EXPECT_EQ(conv[1], conv[0]) << dtype_name(dt) << " -> " << dtype_name(to);
+                }
+            }
         }
-        EXPECT_EQ(acc[1], acc[0]);
-        EXPECT_EQ(filled[1], filled[0]);
-        EXPECT_EQ(zeros[1], std::vector<char>(zeros[1].size(), 0));
-        for (DType to : kAll) { // every conversion, rounding to nearest even
-            std::vector<char> conv[2];
+}
+
+// A GEMM with a bias and alpha = 0 is the bias broadcast to every row, exactly (the product adds
+// +0): the bias kernel alone, bit for bit, over rows = batch * M and row lengths on and off the
+// vector width (C = 1, 3, 65, 769, 64).
+TEST(CudaOps, GemmBiasRowsAreTheBiasBitForBit) {
+    MAKE_TWIN(t);
+    for (const int N : {1, 3, 65, 769, 64})
+        for (DType dt : kAll) {
+            SCOPED_TRACE(testing::Message() << dtype_name(dt) << " N " << N);
+            const int B = 3, M = 5, K = 2;
+            const auto bias = random_values(std::size_t(N), 4);
+            std::vector<char> out[2];
             for (int side = 0; side < 2; ++side) {
                 Side& x = side ? t.gpu : t.cpu;
-                const Tensor d = x.make(std::vector<float>(n), to, {std::int64_t(n)});
-                x.ops->convert(x.s(), d, x.make(b, dt, {std::int64_t(n)}));
-                conv[side] = x.bits(d);
+                const Tensor a = x.make(random_values(std::size_t(B) * M * K, 1), dt, {B, M, K});
+                const Tensor b = x.make(random_values(std::size_t(B) * K * N, 2), dt, {B, K, N});
+                const Tensor c =
+                    x.make(std::vector<float>(std::size_t(B) * M * N, NAN), dt, {B, M, N});
+                const Tensor tb = x.make(bias, dt, {N});
+                x.ops->gemm(x.s(), a, false, b, false, c, 0.0f, 0.0f, &tb);
+                out[side] = x.bits(c);
             }
-            EXPECT_EQ(conv[1], conv[0]) << dtype_name(dt) << " -> " << dtype_name(to);
+            EXPECT_EQ(out[1], out[0]);
+            std::vector<char> row(out[0].begin(), out[0].begin() + N * dtype_size(dt));
+            for (int r = 1; r < B * M; ++r) // and every row is the bias
+                EXPECT_TRUE(std::equal(row.begin(), row.end(),
+                                       out[1].begin() + std::ptrdiff_t(r) * row.size()));
         }
-    }
 }
 
 // The squared norm: both sum squares in double (the GPU by a fixed tree, the CPU in order); the
