@@ -60,6 +60,14 @@ class CudaOps : public Ops {
                                 weight.data, bias.data, rows(in), last_dim(in), in.dtype);
     }
 
+    void residual_layernorm_forward(Stream& s, const Tensor& residual, const Tensor& x,
+                                    const Tensor& out, const Tensor& mean, const Tensor& rstd,
+                                    const Tensor& weight, const Tensor& bias) override {
+        cuda::residual_layernorm_forward(stream_of(s), residual.data, x.data, out.data,
+                                         mean.as<float>(), rstd.as<float>(), weight.data, bias.data,
+                                         rows(x), last_dim(x), x.dtype);
+    }
+
     void layernorm_backward(Stream& s, const Tensor& din, const Tensor& dweight,
                             const Tensor& dbias, const Tensor& dout, const Tensor& in,
                             const Tensor& weight, const Tensor& mean, const Tensor& rstd) override {

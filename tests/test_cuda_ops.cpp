@@ -248,53 +248,102 @@ TEST(CudaOps, BiasGradOverManyChunksIsWithinTheReassociationBound) {
 // other, relative — and the output one rounding of values that close. The parameter gradients
 // over rows that fit one chunk sum in the CPU's order: with the same mean and rstd given to both,
 // bit for bit.
+// C = 1, 3, 65, 769: rows no vector width divides, so chunks of rows start off the 16-byte grid;
+// C = 2000 is longer than the kernels' shared-memory row cache (the rest read again from memory).
 TEST(CudaOps, LayerNormForwardAndBackward) {
     MAKE_TWIN(t);
-    const int N = 23, C = 77;
-    for (DType dt : kAll) {
-        SCOPED_TRACE(dtype_name(dt));
-        const auto in = random_values(std::size_t(N) * C, 7, 2.0f);
-        const auto w = random_values(C, 8), b = random_values(C, 9);
-        const auto dout = random_values(std::size_t(N) * C, 10), din0 = random_values(N * C, 11);
-        const auto dw0 = random_values(C, 12), db0 = random_values(C, 13);
-        std::vector<float> out[2], mean[2], rstd[2], din[2];
-        std::vector<char> dw[2], db[2];
-        std::vector<float> cpu_mean, cpu_rstd;
-        for (int side = 0; side < 2; ++side) {
-            Side& x = side ? t.gpu : t.cpu;
-            const Tensor tin = x.make(in, dt, {N, C}), tw = x.make(w, dt, {C}),
-                         tb = x.make(b, dt, {C});
-            const Tensor tout = x.make(std::vector<float>(N * C), dt, {N, C});
-            const Tensor tm = x.make(std::vector<float>(N), DType::f32, {N});
-            const Tensor tr = x.make(std::vector<float>(N), DType::f32, {N});
-            x.ops->layernorm_forward(x.s(), tout, tm, tr, tin, tw, tb);
-            out[side] = x.read(tout), mean[side] = x.read(tm), rstd[side] = x.read(tr);
-            // backward from the CPU's statistics on both sides
-            const Tensor sm = x.make(mean[0], DType::f32, {N}),
-                         sr = x.make(rstd[0], DType::f32, {N});
-            const Tensor tdin = x.make(din0, dt, {N, C}), tdw = x.make(dw0, dt, {C}),
-                         tdb = x.make(db0, dt, {C});
-            x.ops->layernorm_backward(x.s(), tdin, tdw, tdb, x.make(dout, dt, {N, C}), tin, tw, sm,
-                                      sr);
-            din[side] = x.read(tdin), dw[side] = x.bits(tdw), db[side] = x.bits(tdb);
+    const int N = 23;
+    for (const int C : {77, 1, 3, 65, 769, 2000})
+        for (DType dt : kAll) {
+            SCOPED_TRACE(testing::Message() << dtype_name(dt) << " C " << C);
+            const auto in = random_values(std::size_t(N) * C, 7, 2.0f);
+            const auto w = random_values(C, 8), b = random_values(C, 9);
+            const auto dout = random_values(std::size_t(N) * C, 10),
+                       din0 = random_values(N * C, 11);
+            const auto dw0 = random_values(C, 12), db0 = random_values(C, 13);
+            std::vector<float> out[2], mean[2], rstd[2], din[2];
+            std::vector<char> dw[2], db[2];
+            std::vector<float> cpu_mean, cpu_rstd;
+            for (int side = 0; side < 2; ++side) {
+                Side& x = side ? t.gpu : t.cpu;
+                const Tensor tin = x.make(in, dt, {N, C}), tw = x.make(w, dt, {C}),
+                             tb = x.make(b, dt, {C});
+                const Tensor tout = x.make(std::vector<float>(N * C), dt, {N, C});
+                const Tensor tm = x.make(std::vector<float>(N), DType::f32, {N});
+                const Tensor tr = x.make(std::vector<float>(N), DType::f32, {N});
+                x.ops->layernorm_forward(x.s(), tout, tm, tr, tin, tw, tb);
+                out[side] = x.read(tout), mean[side] = x.read(tm), rstd[side] = x.read(tr);
+                // backward from the CPU's statistics on both sides
+                const Tensor sm = x.make(mean[0], DType::f32, {N}),
+                             sr = x.make(rstd[0], DType::f32, {N});
+                const Tensor tdin = x.make(din0, dt, {N, C}), tdw = x.make(dw0, dt, {C}),
+                             tdb = x.make(db0, dt, {C});
+                x.ops->layernorm_backward(x.s(), tdin, tdw, tdb, x.make(dout, dt, {N, C}), tin, tw,
+                                          sm, sr);
+                din[side] = x.read(tdin), dw[side] = x.bits(tdw), db[side] = x.bits(tdb);
+            }
+            std::vector<double> stat_bound(N), rstd_bound(N), out_bound(out[0].size()),
+                din_bound(din[0].size());
+            for (int r = 0; r < N; ++r) {
+                stat_bound[r] = 4.0 * C * 0x1p-24 * 2.0; // |x| <= 2
+                rstd_bound[r] = 4.0 * C * 0x1p-24 * std::fabs(rstd[0][r]);
+            }
+            for (std::size_t i = 0; i < out_bound.size(); ++i) {
+                out_bound[i] =
+                    8.0 * C * 0x1p-24 * 4.0 + (dt == DType::f32 ? 0.0 : ulp(dt, out[0][i]));
+                din_bound[i] =
+                    8.0 * C * 0x1p-24 * 16.0 + (dt == DType::f32 ? 0.0 : ulp(dt, din[0][i]));
+            }
+            expect_within(mean[1], mean[0], stat_bound, "mean");
+            expect_within(rstd[1], rstd[0], rstd_bound, "rstd");
+            expect_within(out[1], out[0], out_bound, "out");
+            expect_within(din[1], din[0], din_bound, "din");
+            EXPECT_EQ(dw[1], dw[0]);
+            EXPECT_EQ(db[1], db[0]);
         }
-        std::vector<double> stat_bound(N), rstd_bound(N), out_bound(out[0].size()),
-            din_bound(din[0].size());
-        for (int r = 0; r < N; ++r) {
-            stat_bound[r] = 4.0 * C * 0x1p-24 * 2.0; // |x| <= 2
-            rstd_bound[r] = 4.0 * C * 0x1p-24 * std::fabs(rstd[0][r]);
+}
+
+// The fused residual + LayerNorm is the two ops' bits on the GPU (one kernel there, the same
+// chunk order and roundings), and the CPU's fused op within LayerNorm's bound (the residual, an
+// element-wise add, bit for bit).
+TEST(CudaOps, ResidualLayerNormIsTheTwoOpsBitForBit) {
+    MAKE_TWIN(t);
+    const int N = 7;
+    for (const int C : {1, 3, 65, 768, 769, 2000})
+        for (DType dt : kAll) {
+            SCOPED_TRACE(testing::Message() << dtype_name(dt) << " C " << C);
+            const auto res = random_values(std::size_t(N) * C, 31, 2.0f);
+            const auto x = random_values(std::size_t(N) * C, 32, 2.0f);
+            const auto w = random_values(C, 33), b = random_values(C, 34);
+            // [0] CPU fused, [1] GPU fused, [2] GPU accumulate + layernorm_forward
+            std::vector<char> rbits[3], obits[3], mbits[3], sbits[3];
+            std::vector<float> out[3];
+            for (int run = 0; run < 3; ++run) {
+                Side& d = run ? t.gpu : t.cpu;
+                const Tensor tr = d.make(res, dt, {N, C}), tx = d.make(x, dt, {N, C});
+                const Tensor tw = d.make(w, dt, {C}), tb = d.make(b, dt, {C});
+                const Tensor to = d.make(std::vector<float>(std::size_t(N) * C, NAN), dt, {N, C});
+                const Tensor tm = d.make(std::vector<float>(N), DType::f32, {N});
+                const Tensor ts = d.make(std::vector<float>(N), DType::f32, {N});
+                if (run < 2) {
+                    d.ops->residual_layernorm_forward(d.s(), tr, tx, to, tm, ts, tw, tb);
+                } else {
+                    d.ops->accumulate(d.s(), tr, tx);
+                    d.ops->layernorm_forward(d.s(), to, tm, ts, tr, tw, tb);
+                }
+                rbits[run] = d.bits(tr), obits[run] = d.bits(to), mbits[run] = d.bits(tm),
+                sbits[run] = d.bits(ts), out[run] = d.read(to);
+            }
+            EXPECT_EQ(rbits[1], rbits[2]);
+            EXPECT_EQ(obits[1], obits[2]);
+            EXPECT_EQ(mbits[1], mbits[2]);
+            EXPECT_EQ(sbits[1], sbits[2]);
+            EXPECT_EQ(rbits[1], rbits[0]);
+            std::vector<double> bound(out[0].size()); // |residual| <= 4: as LayerNormForward's
+            for (std::size_t i = 0; i < bound.size(); ++i)
+                bound[i] = 8.0 * C * 0x1p-24 * 8.0 + (dt == DType::f32 ? 0.0 : ulp(dt, out[0][i]));
+            expect_within(out[1], out[0], bound, "out");
         }
-        for (std::size_t i = 0; i < out_bound.size(); ++i) {
-            out_bound[i] = 8.0 * C * 0x1p-24 * 4.0 + (dt == DType::f32 ? 0.0 : ulp(dt, out[0][i]));
-            din_bound[i] = 8.0 * C * 0x1p-24 * 16.0 + (dt == DType::f32 ? 0.0 : ulp(dt, din[0][i]));
-        }
-        expect_within(mean[1], mean[0], stat_bound, "mean");
-        expect_within(rstd[1], rstd[0], rstd_bound, "rstd");
-        expect_within(out[1], out[0], out_bound, "out");
-        expect_within(din[1], din[0], din_bound, "din");
-        EXPECT_EQ(dw[1], dw[0]);
-        EXPECT_EQ(db[1], db[0]);
-    }
 }
 
 // LayerNorm's parameter gradients over several chunks of rows: the column sums' bound (above), the

@@ -45,6 +45,10 @@ void gelu_backward(cudaStream_t s, void* din, const void* in, const void* dout, 
 // parameter gradients are column sums (as above), partials: 2 * column_chunks(N) * C floats.
 void layernorm_forward(cudaStream_t s, void* out, float* mean, float* rstd, const void* in,
                        const void* weight, const void* bias, int N, int C, DType t);
+// residual += x (rounded, as accumulate), then layernorm_forward of it: one kernel, the same bits.
+void residual_layernorm_forward(cudaStream_t s, void* residual, const void* x, void* out,
+                                float* mean, float* rstd, const void* weight, const void* bias,
+                                int N, int C, DType t);
 void layernorm_backward(cudaStream_t s, void* din, void* dweight, void* dbias, const void* dout,
                         const void* in, const void* weight, const float* mean, const float* rstd,
                         int N, int C, DType t, float* partials);
