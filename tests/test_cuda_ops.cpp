@@ -136,6 +136,13 @@ double relative_error(const std::vector<float>& got, const std::vector<float>& w
 
 const DType kAll[] = {DType::f32, DType::bf16, DType::f16};
 
+// A view of x without its first `skip` elements (1-D): off the 16-byte grid when skip is odd, so
+// the kernels' element-by-element fallback is exercised.
+Tensor skip_front(const Tensor& x, std::int64_t skip) {
+    return Tensor{static_cast<char*>(x.data) + skip * dtype_size(x.dtype), x.dtype,
+                  Shape{std::int64_t(x.numel()) - skip}, x.device};
+}
+
 } // namespace
 
 // GEMM: both sides accumulate K products in fp32, in different orders, so each differs from the
@@ -386,62 +393,73 @@ TEST(CudaOps, LayerNormParamGradsOverManyChunksAreWithinTheReassociationBound) {
 }
 
 // Attention mixes T-term reductions (scores, softmax sums, P V) and, in 16-bit storage, rounds
-// probabilities and scores' gradients: relative errors of a few ulp of the storage type.
+// probabilities and scores' gradients: relative errors of a few ulp of the storage type. T = 19
+// and 1: rows no vector width divides; 64: every row on the 16-byte grid; 530: rows longer than
+// the softmax backward's shared-memory row cache.
 TEST(CudaOps, CausalAttentionForwardAndBackward) {
     MAKE_TWIN(t);
-    const int B = 2, T = 19, C = 24, H = 3;
-    for (DType dt : kAll) {
-        SCOPED_TRACE(dtype_name(dt));
-        const auto qkv = random_values(std::size_t(B) * T * 3 * C, 14);
-        const auto dout = random_values(std::size_t(B) * T * C, 15);
-        std::vector<float> out[2], att[2], dqkv[2];
-        for (int side = 0; side < 2; ++side) {
-            Side& x = side ? t.gpu : t.cpu;
-            const Tensor tq = x.make(qkv, dt, {B, T, 3 * C});
-            const Tensor to = x.make(std::vector<float>(B * T * C, NAN), dt, {B, T, C});
-            const Tensor ta = x.make(std::vector<float>(B * H * T * T, NAN), dt, {B, H, T, T});
-            const Tensor td = x.make(std::vector<float>(B * T * 3 * C, NAN), dt, {B, T, 3 * C});
-            x.ops->attention_forward(x.s(), to, ta, tq, H);
-            x.ops->attention_backward(x.s(), td, x.make(dout, dt, {B, T, C}), tq, ta, H);
-            out[side] = x.read(to), att[side] = x.read(ta), dqkv[side] = x.read(td);
+    const int C = 24, H = 3;
+    for (const int T : {19, 1, 64, 530})
+        for (DType dt : kAll) {
+            const int B = T > 100 ? 1 : 2;
+            SCOPED_TRACE(testing::Message() << dtype_name(dt) << " T " << T);
+            const auto qkv = random_values(std::size_t(B) * T * 3 * C, 14);
+            const auto dout = random_values(std::size_t(B) * T * C, 15);
+            std::vector<float> out[2], att[2], dqkv[2];
+            for (int side = 0; side < 2; ++side) {
+                Side& x = side ? t.gpu : t.cpu;
+                const Tensor tq = x.make(qkv, dt, {B, T, 3 * C});
+                const Tensor to = x.make(std::vector<float>(B * T * C, NAN), dt, {B, T, C});
+                const Tensor ta = x.make(std::vector<float>(B * H * T * T, NAN), dt, {B, H, T, T});
+                const Tensor td = x.make(std::vector<float>(B * T * 3 * C, NAN), dt, {B, T, 3 * C});
+                x.ops->attention_forward(x.s(), to, ta, tq, H);
+                x.ops->attention_backward(x.s(), td, x.make(dout, dt, {B, T, C}), tq, ta, H);
+                out[side] = x.read(to), att[side] = x.read(ta), dqkv[side] = x.read(td);
+            }
+            const double tol = dt == DType::f32 ? 1e-6 : dt == DType::bf16 ? 2e-2 : 3e-3;
+            EXPECT_LT(relative_error(att[1], att[0]), tol);
+            EXPECT_LT(relative_error(out[1], out[0]), tol);
+            EXPECT_LT(relative_error(dqkv[1], dqkv[0]), 2 * tol);
+            for (int b = 0; b < B * H; ++b) // above the diagonal: exactly zero
+                for (int i = 0; i < T; ++i)
+                    for (int j = i + 1; j < T; ++j)
+                        ASSERT_EQ(att[1][(std::size_t(b) * T + i) * T + j], 0.0f);
         }
-        const double tol = dt == DType::f32 ? 1e-6 : dt == DType::bf16 ? 2e-2 : 3e-3;
-        EXPECT_LT(relative_error(att[1], att[0]), tol);
-        EXPECT_LT(relative_error(out[1], out[0]), tol);
-        EXPECT_LT(relative_error(dqkv[1], dqkv[0]), 2 * tol);
-        for (int b = 0; b < B * H; ++b) // above the diagonal: exactly zero
-            for (int i = 0; i < T; ++i)
-                for (int j = i + 1; j < T; ++j)
-                    ASSERT_EQ(att[1][(std::size_t(b) * T + i) * T + j], 0.0f);
-    }
 }
 
 // GELU: CUDA's tanhf and the CPU's vectorised tanh differ by a few ulp; 16-bit outputs by one
 // rounding of values that close.
+// Sizes off and on the vector widths, pointers off the 16-byte grid (skip 1): the element path.
 TEST(CudaOps, GeluForwardAndBackward) {
     MAKE_TWIN(t);
-    const std::size_t n = 1000 * 3 + 7;
-    for (DType dt : kAll) {
-        SCOPED_TRACE(dtype_name(dt));
-        const auto in = random_values(n, 16, 4.0f), dout = random_values(n, 17);
-        std::vector<float> out[2], din[2];
-        for (int side = 0; side < 2; ++side) {
-            Side& x = side ? t.gpu : t.cpu;
-            const Tensor ti = x.make(in, dt, {std::int64_t(n)});
-            const Tensor to = x.make(std::vector<float>(n, NAN), dt, {std::int64_t(n)});
-            const Tensor td = x.make(std::vector<float>(n, NAN), dt, {std::int64_t(n)});
-            x.ops->gelu_forward(x.s(), to, ti);
-            x.ops->gelu_backward(x.s(), td, ti, x.make(dout, dt, {std::int64_t(n)}));
-            out[side] = x.read(to), din[side] = x.read(td);
-        }
-        std::vector<double> bo(n), bd(n);
-        for (std::size_t i = 0; i < n; ++i) {
-            bo[i] = 16 * 0x1p-24 * 4.0 + (dt == DType::f32 ? 0.0 : ulp(dt, out[0][i]));
-            bd[i] = 16 * 0x1p-24 * 2.0 + (dt == DType::f32 ? 0.0 : ulp(dt, din[0][i]));
-        }
-        expect_within(out[1], out[0], bo, "gelu");
-        expect_within(din[1], din[0], bd, "gelu'");
-    }
+    for (const std::size_t n : {std::size_t(1000 * 3 + 7), std::size_t(3), std::size_t(64)})
+        for (const std::int64_t skip : {0, 1})
+            for (DType dt : kAll) {
+                SCOPED_TRACE(testing::Message()
+                             << dtype_name(dt) << " n " << n << " skip " << skip);
+                const std::int64_t len = std::int64_t(n) + skip;
+                const auto in = random_values(n + skip, 16, 4.0f),
+                           dout = random_values(n + skip, 17);
+                std::vector<float> out[2], din[2];
+                for (int side = 0; side < 2; ++side) {
+                    Side& x = side ? t.gpu : t.cpu;
+                    const Tensor ti = skip_front(x.make(in, dt, {len}), skip);
+                    const Tensor to =
+                        skip_front(x.make(std::vector<float>(n + skip, NAN), dt, {len}), skip);
+                    const Tensor td =
+                        skip_front(x.make(std::vector<float>(n + skip, NAN), dt, {len}), skip);
+                    x.ops->gelu_forward(x.s(), to, ti);
+                    x.ops->gelu_backward(x.s(), td, ti, skip_front(x.make(dout, dt, {len}), skip));
+                    out[side] = x.read(to), din[side] = x.read(td);
+                }
+                std::vector<double> bo(n), bd(n);
+                for (std::size_t i = 0; i < n; ++i) {
+                    bo[i] = 16 * 0x1p-24 * 4.0 + (dt == DType::f32 ? 0.0 : ulp(dt, out[0][i]));
+                    bd[i] = 16 * 0x1p-24 * 2.0 + (dt == DType::f32 ? 0.0 : ulp(dt, din[0][i]));
+                }
+                expect_within(out[1], out[0], bo, "gelu");
+                expect_within(din[1], din[0], bd, "gelu'");
+            }
 }
 
 // The embedding and its backward, bit for bit: the CUDA backward sorts the positions by token on
@@ -521,13 +539,6 @@ TEST(CudaOps, CrossEntropyLossAndFusedGradient) {
                                                (dt == DType::f32 ? 0.0 : ulp(dt, grad[0][i]));
             expect_within(grad[1], grad[0], bound, "dlogits");
         }
-}
-
-// A view of x without its first `skip` elements (1-D): off the 16-byte grid when skip is odd, so
-// the kernels' element-by-element fallback is exercised.
-Tensor skip_front(const Tensor& x, std::int64_t skip) {
-    return Tensor{static_cast<char*>(x.data) + skip * dtype_size(x.dtype), x.dtype,
-                  Shape{std::int64_t(x.numel()) - skip}, x.device};
 }
 
 // Sizes below, at and off the vector widths (4 fp32, 8 16-bit), and pointers on and off the

@@ -16,15 +16,18 @@
 
 namespace shardlab::cuda {
 
-// Loads the chunk at column c0 into f (zeros past the row's end); returns its valid elements.
-template <typename T>
-__device__ __forceinline__ int load_chunk(float (&f)[Packed<T>::size], const T* row, int c0,
-                                          int C) {
-    constexpr int W = Packed<T>::size;
+// Loads the chunk of W columns at c0 into f (zeros past the row's end); returns its valid
+// elements. W is a whole number of T's packs.
+template <typename T, int W>
+__device__ __forceinline__ int load_chunk(float (&f)[W], const T* row, int c0, int C) {
+    constexpr int P = Packed<T>::size;
+    static_assert(W % P == 0, "a chunk is whole packs");
     const int n = min(W, C - c0);
     if (n == W && aligned16(row + c0)) {
-        const Packed<T> p = load_packed(row + c0);
-        for (int e = 0; e < W; ++e) f[e] = to_f32(p.v[e]);
+        for (int q = 0; q < W; q += P) {
+            const Packed<T> p = load_packed(row + c0 + q);
+            for (int e = 0; e < P; ++e) f[q + e] = to_f32(p.v[e]);
+        }
     } else {
         for (int e = 0; e < W; ++e) f[e] = e < n ? to_f32(row[c0 + e]) : 0.0f;
     }
@@ -32,15 +35,17 @@ __device__ __forceinline__ int load_chunk(float (&f)[Packed<T>::size], const T* 
 }
 
 // Stores the chunk's valid elements at column c0, each rounded once.
-template <typename T>
-__device__ __forceinline__ void store_chunk(T* row, int c0, int C,
-                                            const float (&f)[Packed<T>::size]) {
-    constexpr int W = Packed<T>::size;
+template <typename T, int W>
+__device__ __forceinline__ void store_chunk(T* row, int c0, int C, const float (&f)[W]) {
+    constexpr int P = Packed<T>::size;
+    static_assert(W % P == 0, "a chunk is whole packs");
     const int n = min(W, C - c0);
     if (n == W && aligned16(row + c0)) {
-        Packed<T> p;
-        for (int e = 0; e < W; ++e) p.v[e] = from_f32<T>(f[e]);
-        store_packed(row + c0, p);
+        for (int q = 0; q < W; q += P) {
+            Packed<T> p;
+            for (int e = 0; e < P; ++e) p.v[e] = from_f32<T>(f[q + e]);
+            store_packed(row + c0 + q, p);
+        }
     } else {
         for (int e = 0; e < n; ++e) row[c0 + e] = from_f32<T>(f[e]);
     }
