@@ -35,13 +35,11 @@ __global__ void accumulate_kernel(T* dst, const T* src, std::size_t n, bool vect
 // W elements a pack step: the wider of the two types' packs (an fp32 side moves two vectors when
 // the other side is 16-bit).
 template <typename D, typename S>
-constexpr int convert_width() {
-    return Packed<D>::size > Packed<S>::size ? Packed<D>::size : Packed<S>::size;
-}
+constexpr int kConvertWidth = Packed<D>::size > Packed<S>::size ? Packed<D>::size : Packed<S>::size;
 
 template <typename D, typename S>
 __global__ void convert_kernel(D* dst, const S* src, std::size_t n, bool vector) {
-    constexpr int W = convert_width<D, S>();
+    constexpr int W = kConvertWidth<D, S>;
     for_each_pack<W>(n, vector, [&](std::size_t i, int width) {
         if (width == 1) {
             dst[i] = from_f32<D>(to_f32(src[i]));
@@ -115,7 +113,7 @@ void convert(cudaStream_t s, void* dst, DType dst_type, const void* src, DType s
             using D = typename decltype(dtag)::type;
             using S = typename decltype(stag)::type;
             const bool vector = aligned16(dst) && aligned16(src);
-            launch("convert", convert_kernel<D, S>, grid_for(n, vector ? convert_width<D, S>() : 1),
+            launch("convert", convert_kernel<D, S>, grid_for(n, vector ? kConvertWidth<D, S> : 1),
                    kThreads, 0, s, static_cast<D*>(dst), static_cast<const S*>(src), n, vector);
         });
     });
