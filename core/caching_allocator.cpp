@@ -64,7 +64,7 @@ void* CachingAllocator::allocate(std::size_t bytes, Stream& stream) {
 void CachingAllocator::free(void* p, Stream& stream) {
     auto it = in_use_.find(p);
     check(it != in_use_.end(), "internal: freeing memory the caching allocator did not hand out");
-    cache_.emplace(it->second.size, Cached{p, it->second.owner, &stream, stream.record()});
+    cache_.emplace(it->second.size, Cached{p, it->second.owner, &stream, stream.record_untimed()});
     in_use_.erase(it);
 }
 

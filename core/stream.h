@@ -30,6 +30,9 @@ class Stream {
 
     // Marks this point: the event completes when everything enqueued so far has run.
     virtual EventPtr record() = 0;
+    // The same, for a point only waited for or queried, never timed (seconds_since): a GPU stream
+    // records it without a timestamp.
+    virtual EventPtr record_untimed() { return record(); }
     // Work enqueued after this call starts only once `e` has completed (cudaStreamWaitEvent).
     // `e` may come from another backend's stream (a GPU stream and a host worker): then a task
     // of this stream waits for it on the host.

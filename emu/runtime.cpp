@@ -71,12 +71,13 @@ struct Device {
             std::fprintf(f,
                          "{\"kernel_launches\": %llu, \"device_synchronizations\": %llu, "
                          "\"blocking_copies\": %llu, \"mallocs\": %llu, \"frees\": %llu, "
-                         "\"pageable_uploads\": %llu}\n",
+                         "\"pageable_uploads\": %llu, \"event_creates\": %llu}\n",
                          (unsigned long long)stats.kernel_launches,
                          (unsigned long long)stats.device_synchronizations,
                          (unsigned long long)stats.blocking_copies,
                          (unsigned long long)stats.mallocs, (unsigned long long)stats.frees,
-                         (unsigned long long)stats.pageable_uploads);
+                         (unsigned long long)stats.pageable_uploads,
+                         (unsigned long long)stats.event_creates);
             std::fclose(f);
         }
     }
@@ -535,6 +536,7 @@ cudaError_t cudaEventCreate(cudaEvent_t* e) {
 
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned flags) {
     refuse_in_host_function("cudaEventCreateWithFlags");
+    count(&Stats::event_creates);
     *e = new EmuEvent{nullptr, (flags & cudaEventDisableTiming) == 0};
     return cudaSuccess;
 }

@@ -60,6 +60,14 @@ class CudaOps : public Ops {
                                 weight.data, bias.data, rows(in), last_dim(in), in.dtype);
     }
 
+    void residual_layernorm_forward(Stream& s, const Tensor& residual, const Tensor& x,
+                                    const Tensor& out, const Tensor& mean, const Tensor& rstd,
+                                    const Tensor& weight, const Tensor& bias) override {
+        cuda::residual_layernorm_forward(stream_of(s), residual.data, x.data, out.data,
+                                         mean.as<float>(), rstd.as<float>(), weight.data, bias.data,
+                                         rows(x), last_dim(x), x.dtype);
+    }
+
     void layernorm_backward(Stream& s, const Tensor& din, const Tensor& dweight,
                             const Tensor& dbias, const Tensor& dout, const Tensor& in,
                             const Tensor& weight, const Tensor& mean, const Tensor& rstd) override {
@@ -107,11 +115,9 @@ class CudaOps : public Ops {
     void embedding_backward(Stream& s, const Tensor& dwte, const Tensor& dwpe, const Tensor& dout,
                             const std::uint16_t* tokens) override {
         const int B = int(dout.dim(0)), T = int(dout.dim(1)), C = int(dout.dim(2));
-        const int V = int(dwte.dim(0));
-        Allocation buckets =
-            scratch(s, (std::size_t(2) * V + 1 + std::size_t(B) * T) * sizeof(int));
-        cuda::embedding_backward(stream_of(s), dwte.data, dwpe.data, dout.data, tokens, B, T, C, V,
-                                 dout.dtype, buckets.as<int>());
+        Allocation sorted = scratch(s, cuda::embedding_backward_scratch(B * T));
+        cuda::embedding_backward(stream_of(s), dwte.data, dwpe.data, dout.data, tokens, B, T, C,
+                                 dout.dtype, sorted.data());
     }
 
     void cross_entropy(Stream& s, const Tensor& logits, int vocab, const std::uint16_t* targets,

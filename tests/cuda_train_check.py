@@ -13,7 +13,8 @@ own emulated GPU, NCCL's stand-in between them), unchanged on a real GPU (label 
   5. under the emulator, its call counts prove that a training step never synchronises the device
      nor makes a blocking copy or an upload from pageable memory (the token ids go through pinned
      staging), and allocates nothing once the caching allocator is warm: runs of 2 and 4 steps make
-     the same number of cudaMalloc / cudaFree / blocking calls / pageable uploads.
+     the same number of cudaMalloc / cudaFree / blocking calls / pageable uploads / cudaEventCreate
+     (events are pooled per stream: core/cuda/event_pool.h).
 Modes for the emulator's CUDA-behaviour tests (emu/stream_model.h), each only its own part:
   emu-shared: part 4's two ranks sharing one GPU — over the MPI transport with ZeRO 0 and with the
      transport auto picks with ZeRO 3, as on the H200 where they hung — under the serial
@@ -245,10 +246,11 @@ with tempfile.TemporaryDirectory() as tmp:
         for r, (two, four) in enumerate(zip(counts.get(2, []), counts.get(4, []))):
             check(two["device_synchronizations"] == four["device_synchronizations"] == 0,
                   f"rank {r}: cudaDeviceSynchronize called: {two} / {four}")
-            for key in ("blocking_copies", "mallocs", "frees", "pageable_uploads"):
+            for key in ("blocking_copies", "mallocs", "frees", "pageable_uploads", "event_creates"):
                 check(two[key] == four[key], f"rank {r}: {key} grow with the steps: {two[key]} -> {four[key]}")
             check(four["kernel_launches"] > two["kernel_launches"] > 0, f"rank {r}: launches {two} / {four}")
         if len(counts) == 2:
-            print(f"ok: steps make no device synchronisation, blocking copy, pageable upload or allocation: {counts[4]}")
+            print(f"ok: steps make no device synchronisation, blocking copy, pageable upload, allocation "
+                  f"or event creation: {counts[4]}")
 print(f"{len(failures)} failure(s)" if failures else "all checks passed")
 sys.exit(1 if failures else 0)

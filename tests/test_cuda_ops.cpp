@@ -136,6 +136,13 @@ double relative_error(const std::vector<float>& got, const std::vector<float>& w
 
 const DType kAll[] = {DType::f32, DType::bf16, DType::f16};
 
+// A view of x without its first `skip` elements (1-D): off the 16-byte grid when skip is odd, so
+// the kernels' element-by-element fallback is exercised.
+Tensor skip_front(const Tensor& x, std::int64_t skip) {
+    return Tensor{static_cast<char*>(x.data) + skip * dtype_size(x.dtype), x.dtype,
+                  Shape{std::int64_t(x.numel()) - skip}, x.device};
+}
+
 } // namespace
 
 // GEMM: both sides accumulate K products in fp32, in different orders, so each differs from the
@@ -248,53 +255,102 @@ TEST(CudaOps, BiasGradOverManyChunksIsWithinTheReassociationBound) {
 // other, relative — and the output one rounding of values that close. The parameter gradients
 // over rows that fit one chunk sum in the CPU's order: with the same mean and rstd given to both,
 // bit for bit.
+// C = 1, 3, 65, 769: rows no vector width divides, so chunks of rows start off the 16-byte grid;
+// C = 2000 is longer than the kernels' shared-memory row cache (the rest read again from memory).
 TEST(CudaOps, LayerNormForwardAndBackward) {
     MAKE_TWIN(t);
-    const int N = 23, C = 77;
-    for (DType dt : kAll) {
-        SCOPED_TRACE(dtype_name(dt));
-        const auto in = random_values(std::size_t(N) * C, 7, 2.0f);
-        const auto w = random_values(C, 8), b = random_values(C, 9);
-        const auto dout = random_values(std::size_t(N) * C, 10), din0 = random_values(N * C, 11);
-        const auto dw0 = random_values(C, 12), db0 = random_values(C, 13);
-        std::vector<float> out[2], mean[2], rstd[2], din[2];
-        std::vector<char> dw[2], db[2];
-        std::vector<float> cpu_mean, cpu_rstd;
-        for (int side = 0; side < 2; ++side) {
-            Side& x = side ? t.gpu : t.cpu;
-            const Tensor tin = x.make(in, dt, {N, C}), tw = x.make(w, dt, {C}),
-                         tb = x.make(b, dt, {C});
-            const Tensor tout = x.make(std::vector<float>(N * C), dt, {N, C});
-            const Tensor tm = x.make(std::vector<float>(N), DType::f32, {N});
-            const Tensor tr = x.make(std::vector<float>(N), DType::f32, {N});
-            x.ops->layernorm_forward(x.s(), tout, tm, tr, tin, tw, tb);
-            out[side] = x.read(tout), mean[side] = x.read(tm), rstd[side] = x.read(tr);
-            // backward from the CPU's statistics on both sides
-            const Tensor sm = x.make(mean[0], DType::f32, {N}),
-                         sr = x.make(rstd[0], DType::f32, {N});
-            const Tensor tdin = x.make(din0, dt, {N, C}), tdw = x.make(dw0, dt, {C}),
-                         tdb = x.make(db0, dt, {C});
-            x.ops->layernorm_backward(x.s(), tdin, tdw, tdb, x.make(dout, dt, {N, C}), tin, tw, sm,
-                                      sr);
-            din[side] = x.read(tdin), dw[side] = x.bits(tdw), db[side] = x.bits(tdb);
+    const int N = 23;
+    for (const int C : {77, 1, 3, 65, 769, 2000})
+        for (DType dt : kAll) {
+            SCOPED_TRACE(testing::Message() << dtype_name(dt) << " C " << C);
+            const auto in = random_values(std::size_t(N) * C, 7, 2.0f);
+            const auto w = random_values(C, 8), b = random_values(C, 9);
+            const auto dout = random_values(std::size_t(N) * C, 10),
+                       din0 = random_values(N * C, 11);
+            const auto dw0 = random_values(C, 12), db0 = random_values(C, 13);
+            std::vector<float> out[2], mean[2], rstd[2], din[2];
+            std::vector<char> dw[2], db[2];
+            std::vector<float> cpu_mean, cpu_rstd;
+            for (int side = 0; side < 2; ++side) {
+                Side& x = side ? t.gpu : t.cpu;
+                const Tensor tin = x.make(in, dt, {N, C}), tw = x.make(w, dt, {C}),
+                             tb = x.make(b, dt, {C});
+                const Tensor tout = x.make(std::vector<float>(N * C), dt, {N, C});
+                const Tensor tm = x.make(std::vector<float>(N), DType::f32, {N});
+                const Tensor tr = x.make(std::vector<float>(N), DType::f32, {N});
+                x.ops->layernorm_forward(x.s(), tout, tm, tr, tin, tw, tb);
+                out[side] = x.read(tout), mean[side] = x.read(tm), rstd[side] = x.read(tr);
+                // backward from the CPU's statistics on both sides
+                const Tensor sm = x.make(mean[0], DType::f32, {N}),
+                             sr = x.make(rstd[0], DType::f32, {N});
+                const Tensor tdin = x.make(din0, dt, {N, C}), tdw = x.make(dw0, dt, {C}),
+                             tdb = x.make(db0, dt, {C});
+                x.ops->layernorm_backward(x.s(), tdin, tdw, tdb, x.make(dout, dt, {N, C}), tin, tw,
+                                          sm, sr);
+                din[side] = x.read(tdin), dw[side] = x.bits(tdw), db[side] = x.bits(tdb);
+            }
+            std::vector<double> stat_bound(N), rstd_bound(N), out_bound(out[0].size()),
+                din_bound(din[0].size());
+            for (int r = 0; r < N; ++r) {
+                stat_bound[r] = 4.0 * C * 0x1p-24 * 2.0; // |x| <= 2
+                rstd_bound[r] = 4.0 * C * 0x1p-24 * std::fabs(rstd[0][r]);
+            }
+            for (std::size_t i = 0; i < out_bound.size(); ++i) {
+                out_bound[i] =
+                    8.0 * C * 0x1p-24 * 4.0 + (dt == DType::f32 ? 0.0 : ulp(dt, out[0][i]));
+                din_bound[i] =
+                    8.0 * C * 0x1p-24 * 16.0 + (dt == DType::f32 ? 0.0 : ulp(dt, din[0][i]));
+            }
+            expect_within(mean[1], mean[0], stat_bound, "mean");
+            expect_within(rstd[1], rstd[0], rstd_bound, "rstd");
+            expect_within(out[1], out[0], out_bound, "out");
+            expect_within(din[1], din[0], din_bound, "din");
+            EXPECT_EQ(dw[1], dw[0]);
+            EXPECT_EQ(db[1], db[0]);
         }
-        std::vector<double> stat_bound(N), rstd_bound(N), out_bound(out[0].size()),
-            din_bound(din[0].size());
-        for (int r = 0; r < N; ++r) {
-            stat_bound[r] = 4.0 * C * 0x1p-24 * 2.0; // |x| <= 2
-            rstd_bound[r] = 4.0 * C * 0x1p-24 * std::fabs(rstd[0][r]);
+}
+
+// The fused residual + LayerNorm is the two ops' bits on the GPU (one kernel there, the same
+// chunk order and roundings), and the CPU's fused op within LayerNorm's bound (the residual, an
+// element-wise add, bit for bit).
+TEST(CudaOps, ResidualLayerNormIsTheTwoOpsBitForBit) {
+    MAKE_TWIN(t);
+    const int N = 7;
+    for (const int C : {1, 3, 65, 768, 769, 2000})
+        for (DType dt : kAll) {
+            SCOPED_TRACE(testing::Message() << dtype_name(dt) << " C " << C);
+            const auto res = random_values(std::size_t(N) * C, 31, 2.0f);
+            const auto x = random_values(std::size_t(N) * C, 32, 2.0f);
+            const auto w = random_values(C, 33), b = random_values(C, 34);
+            // [0] CPU fused, [1] GPU fused, [2] GPU accumulate + layernorm_forward
+            std::vector<char> rbits[3], obits[3], mbits[3], sbits[3];
+            std::vector<float> out[3];
+            for (int run = 0; run < 3; ++run) {
+                Side& d = run ? t.gpu : t.cpu;
+                const Tensor tr = d.make(res, dt, {N, C}), tx = d.make(x, dt, {N, C});
+                const Tensor tw = d.make(w, dt, {C}), tb = d.make(b, dt, {C});
+                const Tensor to = d.make(std::vector<float>(std::size_t(N) * C, NAN), dt, {N, C});
+                const Tensor tm = d.make(std::vector<float>(N), DType::f32, {N});
+                const Tensor ts = d.make(std::vector<float>(N), DType::f32, {N});
+                if (run < 2) {
+                    d.ops->residual_layernorm_forward(d.s(), tr, tx, to, tm, ts, tw, tb);
+                } else {
+                    d.ops->accumulate(d.s(), tr, tx);
+                    d.ops->layernorm_forward(d.s(), to, tm, ts, tr, tw, tb);
+                }
+                rbits[run] = d.bits(tr), obits[run] = d.bits(to), mbits[run] = d.bits(tm),
+                sbits[run] = d.bits(ts), out[run] = d.read(to);
+            }
+            EXPECT_EQ(rbits[1], rbits[2]);
+            EXPECT_EQ(obits[1], obits[2]);
+            EXPECT_EQ(mbits[1], mbits[2]);
+            EXPECT_EQ(sbits[1], sbits[2]);
+            EXPECT_EQ(rbits[1], rbits[0]);
+            std::vector<double> bound(out[0].size()); // |residual| <= 4: as LayerNormForward's
+            for (std::size_t i = 0; i < bound.size(); ++i)
+                bound[i] = 8.0 * C * 0x1p-24 * 8.0 + (dt == DType::f32 ? 0.0 : ulp(dt, out[0][i]));
+            expect_within(out[1], out[0], bound, "out");
         }
-        for (std::size_t i = 0; i < out_bound.size(); ++i) {
-            out_bound[i] = 8.0 * C * 0x1p-24 * 4.0 + (dt == DType::f32 ? 0.0 : ulp(dt, out[0][i]));
-            din_bound[i] = 8.0 * C * 0x1p-24 * 16.0 + (dt == DType::f32 ? 0.0 : ulp(dt, din[0][i]));
-        }
-        expect_within(mean[1], mean[0], stat_bound, "mean");
-        expect_within(rstd[1], rstd[0], rstd_bound, "rstd");
-        expect_within(out[1], out[0], out_bound, "out");
-        expect_within(din[1], din[0], din_bound, "din");
-        EXPECT_EQ(dw[1], dw[0]);
-        EXPECT_EQ(db[1], db[0]);
-    }
 }
 
 // LayerNorm's parameter gradients over several chunks of rows: the column sums' bound (above), the
@@ -337,91 +393,116 @@ TEST(CudaOps, LayerNormParamGradsOverManyChunksAreWithinTheReassociationBound) {
 }
 
 // Attention mixes T-term reductions (scores, softmax sums, P V) and, in 16-bit storage, rounds
-// probabilities and scores' gradients: relative errors of a few ulp of the storage type.
+// probabilities and scores' gradients: relative errors of a few ulp of the storage type. T = 19
+// and 1: rows no vector width divides; 64: every row on the 16-byte grid; 530: rows longer than
+// the softmax backward's shared-memory row cache.
 TEST(CudaOps, CausalAttentionForwardAndBackward) {
     MAKE_TWIN(t);
-    const int B = 2, T = 19, C = 24, H = 3;
-    for (DType dt : kAll) {
-        SCOPED_TRACE(dtype_name(dt));
-        const auto qkv = random_values(std::size_t(B) * T * 3 * C, 14);
-        const auto dout = random_values(std::size_t(B) * T * C, 15);
-        std::vector<float> out[2], att[2], dqkv[2];
-        for (int side = 0; side < 2; ++side) {
-            Side& x = side ? t.gpu : t.cpu;
-            const Tensor tq = x.make(qkv, dt, {B, T, 3 * C});
-            const Tensor to = x.make(std::vector<float>(B * T * C, NAN), dt, {B, T, C});
-            const Tensor ta = x.make(std::vector<float>(B * H * T * T, NAN), dt, {B, H, T, T});
-            const Tensor td = x.make(std::vector<float>(B * T * 3 * C, NAN), dt, {B, T, 3 * C});
-            x.ops->attention_forward(x.s(), to, ta, tq, H);
-            x.ops->attention_backward(x.s(), td, x.make(dout, dt, {B, T, C}), tq, ta, H);
-            out[side] = x.read(to), att[side] = x.read(ta), dqkv[side] = x.read(td);
+    const int C = 24, H = 3;
+    for (const int T : {19, 1, 64, 530})
+        for (DType dt : kAll) {
+            const int B = T > 100 ? 1 : 2;
+            SCOPED_TRACE(testing::Message() << dtype_name(dt) << " T " << T);
+            const auto qkv = random_values(std::size_t(B) * T * 3 * C, 14);
+            const auto dout = random_values(std::size_t(B) * T * C, 15);
+            std::vector<float> out[2], att[2], dqkv[2];
+            for (int side = 0; side < 2; ++side) {
+                Side& x = side ? t.gpu : t.cpu;
+                const Tensor tq = x.make(qkv, dt, {B, T, 3 * C});
+                const Tensor to = x.make(std::vector<float>(B * T * C, NAN), dt, {B, T, C});
+                const Tensor ta = x.make(std::vector<float>(B * H * T * T, NAN), dt, {B, H, T, T});
+                const Tensor td = x.make(std::vector<float>(B * T * 3 * C, NAN), dt, {B, T, 3 * C});
+                x.ops->attention_forward(x.s(), to, ta, tq, H);
+                x.ops->attention_backward(x.s(), td, x.make(dout, dt, {B, T, C}), tq, ta, H);
+                out[side] = x.read(to), att[side] = x.read(ta), dqkv[side] = x.read(td);
+            }
+            const double tol = dt == DType::f32 ? 1e-6 : dt == DType::bf16 ? 2e-2 : 3e-3;
+            EXPECT_LT(relative_error(att[1], att[0]), tol);
+            EXPECT_LT(relative_error(out[1], out[0]), tol);
+            EXPECT_LT(relative_error(dqkv[1], dqkv[0]), 2 * tol);
+            for (int b = 0; b < B * H; ++b) // above the diagonal: exactly zero
+                for (int i = 0; i < T; ++i)
+                    for (int j = i + 1; j < T; ++j)
+                        ASSERT_EQ(att[1][(std::size_t(b) * T + i) * T + j], 0.0f);
         }
-        const double tol = dt == DType::f32 ? 1e-6 : dt == DType::bf16 ? 2e-2 : 3e-3;
-        EXPECT_LT(relative_error(att[1], att[0]), tol);
-        EXPECT_LT(relative_error(out[1], out[0]), tol);
-        EXPECT_LT(relative_error(dqkv[1], dqkv[0]), 2 * tol);
-        for (int b = 0; b < B * H; ++b) // above the diagonal: exactly zero
-            for (int i = 0; i < T; ++i)
-                for (int j = i + 1; j < T; ++j)
-                    ASSERT_EQ(att[1][(std::size_t(b) * T + i) * T + j], 0.0f);
-    }
 }
 
 // GELU: CUDA's tanhf and the CPU's vectorised tanh differ by a few ulp; 16-bit outputs by one
 // rounding of values that close.
+// Sizes off and on the vector widths, pointers off the 16-byte grid (skip 1): the element path.
 TEST(CudaOps, GeluForwardAndBackward) {
     MAKE_TWIN(t);
-    const std::size_t n = 1000 * 3 + 7;
-    for (DType dt : kAll) {
-        SCOPED_TRACE(dtype_name(dt));
-        const auto in = random_values(n, 16, 4.0f), dout = random_values(n, 17);
-        std::vector<float> out[2], din[2];
-        for (int side = 0; side < 2; ++side) {
-            Side& x = side ? t.gpu : t.cpu;
-            const Tensor ti = x.make(in, dt, {std::int64_t(n)});
-            const Tensor to = x.make(std::vector<float>(n, NAN), dt, {std::int64_t(n)});
-            const Tensor td = x.make(std::vector<float>(n, NAN), dt, {std::int64_t(n)});
-            x.ops->gelu_forward(x.s(), to, ti);
-            x.ops->gelu_backward(x.s(), td, ti, x.make(dout, dt, {std::int64_t(n)}));
-            out[side] = x.read(to), din[side] = x.read(td);
-        }
-        std::vector<double> bo(n), bd(n);
-        for (std::size_t i = 0; i < n; ++i) {
-            bo[i] = 16 * 0x1p-24 * 4.0 + (dt == DType::f32 ? 0.0 : ulp(dt, out[0][i]));
-            bd[i] = 16 * 0x1p-24 * 2.0 + (dt == DType::f32 ? 0.0 : ulp(dt, din[0][i]));
-        }
-        expect_within(out[1], out[0], bo, "gelu");
-        expect_within(din[1], din[0], bd, "gelu'");
-    }
+    for (const std::size_t n : {std::size_t(1000 * 3 + 7), std::size_t(3), std::size_t(64)})
+        for (const std::int64_t skip : {0, 1})
+            for (DType dt : kAll) {
+                SCOPED_TRACE(testing::Message()
+                             << dtype_name(dt) << " n " << n << " skip " << skip);
+                const std::int64_t len = std::int64_t(n) + skip;
+                const auto in = random_values(n + skip, 16, 4.0f),
+                           dout = random_values(n + skip, 17);
+                std::vector<float> out[2], din[2];
+                for (int side = 0; side < 2; ++side) {
+                    Side& x = side ? t.gpu : t.cpu;
+                    const Tensor ti = skip_front(x.make(in, dt, {len}), skip);
+                    const Tensor to =
+                        skip_front(x.make(std::vector<float>(n + skip, NAN), dt, {len}), skip);
+                    const Tensor td =
+                        skip_front(x.make(std::vector<float>(n + skip, NAN), dt, {len}), skip);
+                    x.ops->gelu_forward(x.s(), to, ti);
+                    x.ops->gelu_backward(x.s(), td, ti, skip_front(x.make(dout, dt, {len}), skip));
+                    out[side] = x.read(to), din[side] = x.read(td);
+                }
+                std::vector<double> bo(n), bd(n);
+                for (std::size_t i = 0; i < n; ++i) {
+                    bo[i] = 16 * 0x1p-24 * 4.0 + (dt == DType::f32 ? 0.0 : ulp(dt, out[0][i]));
+                    bd[i] = 16 * 0x1p-24 * 2.0 + (dt == DType::f32 ? 0.0 : ulp(dt, din[0][i]));
+                }
+                expect_within(out[1], out[0], bo, "gelu");
+                expect_within(din[1], din[0], bd, "gelu'");
+            }
 }
 
+// The embedding and its backward, bit for bit: the CUDA backward sorts the positions by token on
+// the device (tiles of 1024 merged by ranks) and sums each token's rows in position order, as the
+// CPU does. Shapes: one tile; several tiles (1400 positions) with many repeats; every position the
+// same token (one run across the tiles); C = 1 and C = 769 (no vector width divides them).
 TEST(CudaOps, EmbeddingIsTheCpusBitForBitBackwardIncluded) {
     MAKE_TWIN(t);
-    const int B = 3, T = 7, C = 13, V = 50;
-    std::vector<std::uint16_t> tokens(B * T);
-    for (int i = 0; i < B * T; ++i) tokens[i] = std::uint16_t((i * 7) % 11 * 4 % V); // repeats
-    for (DType dt : kAll) {
-        SCOPED_TRACE(dtype_name(dt));
-        const auto wte = random_values(std::size_t(V) * C, 18), wpe = random_values(T * C, 19);
-        const auto dout = random_values(std::size_t(B) * T * C, 20);
-        std::vector<char> out[2], dwte[2], dwpe[2];
-        for (int side = 0; side < 2; ++side) {
-            Side& x = side ? t.gpu : t.cpu;
-            Allocation tok =
-                x.ctx->tracker().allocate(tokens.size() * 2, Category::workspace, x.s());
-            x.s().upload(tok.data(), tokens.data(), tokens.size() * 2);
-            const Tensor to = x.make(std::vector<float>(B * T * C), dt, {B, T, C});
-            x.ops->embedding_forward(x.s(), to, tok.as<std::uint16_t>(), x.make(wte, dt, {V, C}),
-                                     x.make(wpe, dt, {T, C}));
-            const Tensor dte = x.make(wte, dt, {V, C}), dpe = x.make(wpe, dt, {T, C}); // += onto
-            x.ops->embedding_backward(x.s(), dte, dpe, x.make(dout, dt, {B, T, C}),
-                                      tok.as<std::uint16_t>());
-            out[side] = x.bits(to), dwte[side] = x.bits(dte), dwpe[side] = x.bits(dpe);
-            x.memory.push_back(std::move(tok));
+    struct Shape4 {
+        int B, T, C, V, pattern; // pattern 0: (i * 7) % 11 * 4 % V; 1: i * i % V; 2: all V - 1
+    };
+    for (const Shape4 sh : {Shape4{3, 7, 13, 50, 0}, Shape4{2, 700, 3, 37, 1},
+                            Shape4{3, 400, 1, 5, 2}, Shape4{2, 3, 769, 9, 0}}) {
+        const int B = sh.B, T = sh.T, C = sh.C, V = sh.V;
+        std::vector<std::uint16_t> tokens(B * T);
+        for (int i = 0; i < B * T; ++i)
+            tokens[i] = std::uint16_t(sh.pattern == 0   ? (i * 7) % 11 * 4 % V
+                                      : sh.pattern == 1 ? i * i % V
+                                                        : V - 1);
+        for (DType dt : kAll) {
+            SCOPED_TRACE(testing::Message()
+                         << dtype_name(dt) << " B " << B << " T " << T << " C " << C << " V " << V);
+            const auto wte = random_values(std::size_t(V) * C, 18), wpe = random_values(T * C, 19);
+            const auto dout = random_values(std::size_t(B) * T * C, 20);
+            std::vector<char> out[2], dwte[2], dwpe[2];
+            for (int side = 0; side < 2; ++side) {
+                Side& x = side ? t.gpu : t.cpu;
+                Allocation tok =
+                    x.ctx->tracker().allocate(tokens.size() * 2, Category::workspace, x.s());
+                x.s().upload(tok.data(), tokens.data(), tokens.size() * 2);
+                const Tensor to = x.make(std::vector<float>(B * T * C), dt, {B, T, C});
+                x.ops->embedding_forward(x.s(), to, tok.as<std::uint16_t>(),
+                                         x.make(wte, dt, {V, C}), x.make(wpe, dt, {T, C}));
+                const Tensor dte = x.make(wte, dt, {V, C}), dpe = x.make(wpe, dt, {T, C}); // +=
+                x.ops->embedding_backward(x.s(), dte, dpe, x.make(dout, dt, {B, T, C}),
+                                          tok.as<std::uint16_t>());
+                out[side] = x.bits(to), dwte[side] = x.bits(dte), dwpe[side] = x.bits(dpe);
+                x.memory.push_back(std::move(tok));
+            }
+            EXPECT_EQ(out[1], out[0]);
+            EXPECT_EQ(dwte[1], dwte[0]);
+            EXPECT_EQ(dwpe[1], dwpe[0]);
         }
-        EXPECT_EQ(out[1], out[0]);
-        EXPECT_EQ(dwte[1], dwte[0]);
-        EXPECT_EQ(dwpe[1], dwpe[0]);
     }
 }
 
@@ -470,38 +551,74 @@ TEST(CudaOps, CrossEntropyLossAndFusedGradient) {
             }
 }
 
+// Sizes below, at and off the vector widths (4 fp32, 8 16-bit), and pointers on and off the
+// 16-byte grid: the vector and element paths give the CPU's bits.
 TEST(CudaOps, ElementwiseOpsAreTheCpusBitForBit) {
     MAKE_TWIN(t);
-    const std::size_t n = 4099;
-    const auto a = random_values(n, 22), b = random_values(n, 23, 1e3f);
-    for (DType dt : kAll) {
-        SCOPED_TRACE(dtype_name(dt));
-        std::vector<char> acc[2], filled[2], zeros[2];
-        for (int side = 0; side < 2; ++side) {
-            Side& x = side ? t.gpu : t.cpu;
-            const Tensor ta = x.make(a, dt, {std::int64_t(n)});
-            x.ops->accumulate(x.s(), ta, x.make(b, dt, {std::int64_t(n)}));
-            acc[side] = x.bits(ta);
-            const Tensor f = x.make(a, dt, {std::int64_t(n)});
-            x.ops->fill(x.s(), f, -1.375f);
-            filled[side] = x.bits(f);
-            x.ops->fill(x.s(), f, 0.0f);
-            zeros[side] = x.bits(f);
+    for (const std::size_t n : {std::size_t(1), std::size_t(3), std::size_t(65), std::size_t(4099)})
+        for (const std::int64_t skip : {0, 1}) {
+            const auto a = random_values(n + skip, 22), b = random_values(n + skip, 23, 1e3f);
+            const std::int64_t len = std::int64_t(n + skip);
+            for (DType dt : kAll) {
+                SCOPED_TRACE(testing::Message()
+                             << dtype_name(dt) << " n " << n << " skip " << skip);
+                std::vector<char> acc[2], filled[2], zeros[2];
+                for (int side = 0; side < 2; ++side) {
+                    Side& x = side ? t.gpu : t.cpu;
+                    const Tensor ta = skip_front(x.make(a, dt, {len}), skip);
+                    x.ops->accumulate(x.s(), ta, skip_front(x.make(b, dt, {len}), skip));
+                    acc[side] = x.bits(ta);
+                    const Tensor f = skip_front(x.make(a, dt, {len}), skip);
+                    x.ops->fill(x.s(), f, -1.375f);
+                    filled[side] = x.bits(f);
+                    x.ops->fill(x.s(), f, 0.0f);
+                    zeros[side] = x.bits(f);
+                }
+                EXPECT_EQ(acc[1], acc[0]);
+                EXPECT_EQ(filled[1], filled[0]);
+                EXPECT_EQ(zeros[1], std::vector<char>(zeros[1].size(), 0));
+                for (DType to : kAll) { // every conversion, rounding to nearest even
+                    std::vector<char> conv[2];
+                    for (int side = 0; side < 2; ++side) {
+                        Side& x = side ? t.gpu : t.cpu;
+                        const Tensor d =
+                            skip_front(x.make(std::vector<float>(n + skip), to, {len}), skip);
+                        x.ops->convert(x.s(), d, skip_front(x.make(b, dt, {len}), skip));
+                        conv[side] = x.bits(d);
+                    }
+                    EXPECT_EQ(conv[1], conv[0]) << dtype_name(dt) << " -> " << dtype_name(to);
+                }
+            }
         }
-        EXPECT_EQ(acc[1], acc[0]);
-        EXPECT_EQ(filled[1], filled[0]);
-        EXPECT_EQ(zeros[1], std::vector<char>(zeros[1].size(), 0));
-        for (DType to : kAll) { // every conversion, rounding to nearest even
-            std::vector<char> conv[2];
+}
+
+// A GEMM with a bias and alpha = 0 is the bias broadcast to every row, exactly (the product adds
+// +0): the bias kernel alone, bit for bit, over rows = batch * M and row lengths on and off the
+// vector width (C = 1, 3, 65, 769, 64).
+TEST(CudaOps, GemmBiasRowsAreTheBiasBitForBit) {
+    MAKE_TWIN(t);
+    for (const int N : {1, 3, 65, 769, 64})
+        for (DType dt : kAll) {
+            SCOPED_TRACE(testing::Message() << dtype_name(dt) << " N " << N);
+            const int B = 3, M = 5, K = 2;
+            const auto bias = random_values(std::size_t(N), 4);
+            std::vector<char> out[2];
             for (int side = 0; side < 2; ++side) {
                 Side& x = side ? t.gpu : t.cpu;
-                const Tensor d = x.make(std::vector<float>(n), to, {std::int64_t(n)});
-                x.ops->convert(x.s(), d, x.make(b, dt, {std::int64_t(n)}));
-                conv[side] = x.bits(d);
+                const Tensor a = x.make(random_values(std::size_t(B) * M * K, 1), dt, {B, M, K});
+                const Tensor b = x.make(random_values(std::size_t(B) * K * N, 2), dt, {B, K, N});
+                const Tensor c =
+                    x.make(std::vector<float>(std::size_t(B) * M * N, NAN), dt, {B, M, N});
+                const Tensor tb = x.make(bias, dt, {N});
+                x.ops->gemm(x.s(), a, false, b, false, c, 0.0f, 0.0f, &tb);
+                out[side] = x.bits(c);
             }
-            EXPECT_EQ(conv[1], conv[0]) << dtype_name(dt) << " -> " << dtype_name(to);
+            EXPECT_EQ(out[1], out[0]);
+            std::vector<char> row(out[0].begin(), out[0].begin() + N * dtype_size(dt));
+            for (int r = 1; r < B * M; ++r) // and every row is the bias
+                EXPECT_TRUE(std::equal(row.begin(), row.end(),
+                                       out[1].begin() + std::ptrdiff_t(r) * row.size()));
         }
-    }
 }
 
 // The squared norm: both sum squares in double (the GPU by a fixed tree, the CPU in order); the

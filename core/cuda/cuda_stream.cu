@@ -60,14 +60,17 @@ void watched_wait(cudaEvent_t e, const std::string& stream, const StreamGroupSta
 }
 } // namespace
 
-CudaEvent::CudaEvent(cudaStream_t s, std::shared_ptr<StreamGroupState> group, std::string stream)
-    : group_(std::move(group)), stream_(std::move(stream)) {
-    check_cuda(cudaEventCreateWithFlags(&event_, cudaEventDefault), "cudaEventCreate");
-    check_cuda(cudaEventRecord(event_, s), "cudaEventRecord");
+CudaEvent::CudaEvent(cudaStream_t s, std::shared_ptr<EventPool> pool,
+                     std::shared_ptr<StreamGroupState> group, std::string stream)
+    : pool_(std::move(pool)), event_(pool_->take()), group_(std::move(group)),
+      stream_(std::move(stream)) {
+    const cudaError_t e = cudaEventRecord(event_, s);
+    if (e != cudaSuccess) pool_->give(event_);
+    check_cuda(e, "cudaEventRecord");
 }
 
 CudaEvent::~CudaEvent() {
-    cudaEventDestroy(event_); // CUDA frees it once the stream has passed it
+    pool_->give(event_); // nobody holds this point any more: the handle may be recorded again
 }
 
 bool CudaEvent::query() const {
@@ -90,6 +93,7 @@ void CudaEvent::synchronize() {
 double CudaEvent::seconds_since(const Event& earlier) const {
     const auto* e = dynamic_cast<const CudaEvent*>(&earlier);
     check(e != nullptr, "internal: timing a CUDA event against another backend's event");
+    check(pool_->timed() && e->pool_->timed(), "internal: timing an event recorded untimed");
     float ms = 0;
     check_cuda(cudaEventElapsedTime(&ms, e->event_, event_), "cudaEventElapsedTime");
     return double(ms) * 1e-3;
@@ -128,7 +132,11 @@ bool CudaStream::abandon(double patience_s) {
 }
 
 EventPtr CudaStream::record() {
-    return std::make_shared<CudaEvent>(stream_, group_, name_);
+    return std::make_shared<CudaEvent>(stream_, timed_, group_, name_);
+}
+
+EventPtr CudaStream::record_untimed() {
+    return std::make_shared<CudaEvent>(stream_, untimed_, group_, name_);
 }
 
 void CudaStream::wait(const EventPtr& e) {
@@ -148,7 +156,7 @@ void CudaStream::wait(const EventPtr& e) {
 }
 
 void CudaStream::synchronize() {
-    record()->synchronize(); // watched, as every host wait for the device
+    record_untimed()->synchronize(); // watched, as every host wait for the device
 }
 
 namespace {

@@ -9,6 +9,7 @@
 #pragma once
 
 #include "core/cpu_stream.h" // StreamGroupState
+#include "core/cuda/event_pool.h"
 #include "core/cuda/host_signal.h"
 #include "core/cuda/upload_staging.h"
 #include "core/stream.h"
@@ -23,9 +24,11 @@ namespace shardlab::cuda {
 
 class CudaEvent : public Event {
   public:
-    // `stream`: the recording stream's name, for the watchdog's report.
-    CudaEvent(cudaStream_t s, std::shared_ptr<StreamGroupState> group, std::string stream);
-    ~CudaEvent() override;
+    // Records an event of `pool` on s. `stream`: the recording stream's name, for the watchdog's
+    // report.
+    CudaEvent(cudaStream_t s, std::shared_ptr<EventPool> pool,
+              std::shared_ptr<StreamGroupState> group, std::string stream);
+    ~CudaEvent() override; // gives the handle back to the pool
     CudaEvent(const CudaEvent&) = delete;
     CudaEvent& operator=(const CudaEvent&) = delete;
 
@@ -35,6 +38,7 @@ class CudaEvent : public Event {
     cudaEvent_t handle() const { return event_; }
 
   private:
+    std::shared_ptr<EventPool> pool_;
     cudaEvent_t event_ = nullptr;
     std::shared_ptr<StreamGroupState> group_;
     std::string stream_;
@@ -49,6 +53,7 @@ class CudaStream : public Stream, public WatchedStream {
 
     const std::string& name() const override { return name_; }
     EventPtr record() override;
+    EventPtr record_untimed() override;
     void wait(const EventPtr& e) override;
     void synchronize() override;
     void enqueue(std::function<void()> fn) override;
@@ -67,6 +72,9 @@ class CudaStream : public Stream, public WatchedStream {
     cudaStream_t stream_ = nullptr;
     std::shared_ptr<StreamGroupState> group_;
     std::shared_ptr<HostSignal> signal_; // shared with the host events' writers
+    // Events reused across records (event_pool.h): timed ones for record(), untimed for the rest.
+    std::shared_ptr<EventPool> timed_ = std::make_shared<EventPool>(cudaEventDefault);
+    std::shared_ptr<EventPool> untimed_ = std::make_shared<EventPool>(cudaEventDisableTiming);
     std::unique_ptr<UploadStaging> staging_ = std::make_unique<UploadStaging>(); // for upload()
     bool abandoned_ = false; // unwinding: the destructor does not wait
 };

@@ -47,6 +47,13 @@ __device__ __forceinline__ float4 load4(const float* p) {
 #endif
     return *reinterpret_cast<const float4*>(p);
 }
+// A 16-byte vector store; p must be 16-byte aligned.
+__device__ __forceinline__ void store4(float* p, float4 v) {
+#ifdef SHARDLAB_CUDA_EMU
+    emu::check_aligned(p, 16, "a float4 store");
+#endif
+    *reinterpret_cast<float4*>(p) = v;
+}
 
 // A type as a value, so a generic lambda can receive it without constructing a device type.
 template <typename T>

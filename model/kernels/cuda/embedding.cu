@@ -1,7 +1,10 @@
-// Token + position embedding. Forward: one thread per output element. Backward without atomics
-// on the sums: the positions are first bucketed by token (a stable counting sort, in one block),
-// then each vocabulary row is summed by one block in position order — the CPU's algorithm, so
-// the same bits — and each position row of dwpe by one thread per column over the batch.
+// Token + position embedding. Forward: one thread per output element. Backward without atomics:
+// the positions are sorted by token, stably (each token's positions in increasing order), by a
+// sort that runs on the whole device — each tile of kSortTile positions sorted in its block
+// (bitonic, in shared memory), then every position's place found by binary searches of the other
+// tiles (a merge by ranks) — and each distinct token's dwte row is summed by one block, in that
+// order: the CPU's algorithm, so the same bits. Each position row of dwpe is summed by one thread
+// per column over the batch, in batch order. No step of it is serial in the number of positions.
 #include "core/cuda/element.h"
 #include "core/cuda/launch.h"
 #include "model/kernels/cuda/kernels.h"
@@ -10,6 +13,10 @@ namespace shardlab::cuda {
 
 namespace {
 constexpr unsigned kThreads = 256;
+// Positions per sorting tile: a key is (token << kTileBits) | index in the tile, below 2^26 for
+// 16-bit tokens, unique, so sorting keys sorts by token and then by position.
+constexpr int kTileBits = 10, kSortTile = 1 << kTileBits;
+constexpr unsigned kNoKey = 0xffffffffu; // pads the last tile; sorts after every key
 
 template <typename T>
 __global__ void embedding_forward_kernel(T* out, const std::uint16_t* tokens, const T* wte,
@@ -22,43 +29,69 @@ __global__ void embedding_forward_kernel(T* out, const std::uint16_t* tokens, co
                          to_f32(wpe[std::size_t(t) * C + c]));
 }
 
-// start [V + 1]: bucket v is order[start[v] .. start[v + 1]); cursor [V]; order [N]. One block:
-// counts with integer atomics (exact, so deterministic), an exclusive scan over the counts (each
-// thread a contiguous slice, then the slices' totals by thread 0), and the positions placed by
-// thread 0 in position order, which keeps each bucket in the CPU's order.
-__global__ void bucket_by_token_kernel(int* start, int* cursor, int* order,
-                                       const std::uint16_t* tokens, int N, int V) {
-    const int tid = int(threadIdx.x), nt = int(blockDim.x);
-    __shared__ int slice_total[1024];
-    for (int v = tid; v <= V; v += nt) start[v] = 0;
+// One block per tile: its keys sorted ascending into keys [tile * kSortTile ..) (the valid ones).
+__global__ void sort_tile_kernel(unsigned* keys, const std::uint16_t* tokens, int N) {
+    __shared__ unsigned s[kSortTile];
+    const int base = int(blockIdx.x) * kSortTile, tid = int(threadIdx.x), nt = int(blockDim.x);
+    for (int i = tid; i < kSortTile; i += nt)
+        s[i] = base + i < N ? (unsigned(tokens[base + i]) << kTileBits) | unsigned(i) : kNoKey;
     __syncthreads();
-    for (int i = tid; i < N; i += nt) atomicAdd(&start[tokens[i] + 1], 1);
-    __syncthreads();
-    const int per = (V + nt) / nt; // entries 1..V of start, as slices
-    const int lo = 1 + tid * per, hi = min(V + 1, lo + per);
-    int running = 0;
-    for (int v = lo; v < hi; ++v) running += start[v], start[v] = running;
-    slice_total[tid] = running;
-    __syncthreads();
-    if (tid == 0)
-        for (int k = 1; k < nt; ++k) slice_total[k] += slice_total[k - 1];
-    __syncthreads();
-    if (tid > 0)
-        for (int v = lo; v < hi; ++v) start[v] += slice_total[tid - 1];
-    __syncthreads();
-    for (int v = tid; v < V; v += nt) cursor[v] = start[v];
-    __syncthreads();
-    if (tid == 0)
-        for (int i = 0; i < N; ++i) order[cursor[tokens[i]]++] = i;
+    for (int k = 2; k <= kSortTile; k *= 2)
+        for (int j = k / 2; j > 0; j /= 2) {
+            for (int i = tid; i < kSortTile; i += nt) {
+                const int other = i ^ j;
+                if (other <= i) continue;
+                const bool ascending = (i & k) == 0;
+                const unsigned a = s[i], b = s[other];
+                if ((a > b) == ascending) s[i] = b, s[other] = a;
+            }
+            __syncthreads();
+        }
+    for (int i = tid; i < kSortTile && base + i < N; i += nt) keys[base + i] = s[i];
 }
 
+// How many keys of the sorted tile keys [0, len) have a token below `token`.
+__device__ int tokens_below(const unsigned* keys, int len, unsigned token) {
+    const unsigned bound = token << kTileBits;
+    int lo = 0, hi = len;
+    while (lo < hi) {
+        const int mid = (lo + hi) / 2;
+        if (keys[mid] < bound)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+// Each position's place in the stable order: the positions of its tile before it in the tile's
+// order, plus, in every earlier tile, those of a token up to its own, and in every later tile,
+// those of a smaller token. order [N]: the positions sorted by token, then position.
+__global__ void place_by_rank_kernel(int* order, const unsigned* keys, int N) {
+    const int i = int(blockIdx.x * blockDim.x + threadIdx.x);
+    if (i >= N) return;
+    const int tile = i / kSortTile, tiles = (N + kSortTile - 1) / kSortTile;
+    const unsigned key = keys[i], token = key >> kTileBits;
+    int place = i - tile * kSortTile;
+    for (int j = 0; j < tiles; ++j) {
+        if (j == tile) continue;
+        const int len = min(kSortTile, N - j * kSortTile);
+        place += tokens_below(keys + std::size_t(j) * kSortTile, len, j < tile ? token + 1 : token);
+    }
+    order[place] = tile * kSortTile + int(key & (kSortTile - 1));
+}
+
+// Block k of N: when order[k] starts a run of one token, that token's dwte row += the run's dout
+// rows, summed per column in position order (fp32), rounded once.
 template <typename T>
-__global__ void embedding_backward_wte_kernel(T* dwte, const T* dout, const int* start,
-                                              const int* order, int C) {
-    const int v = int(blockIdx.x);
-    const int begin = start[v], end = start[v + 1];
-    if (begin == end) return;
-    T* row = dwte + std::size_t(v) * C;
+__global__ void embedding_backward_wte_kernel(T* dwte, const T* dout, const std::uint16_t* tokens,
+                                              const int* order, int N, int C) {
+    const int begin = int(blockIdx.x);
+    const unsigned token = tokens[order[begin]];
+    if (begin > 0 && tokens[order[begin - 1]] == token) return; // not the run's first
+    int end = begin + 1;
+    while (end < N && tokens[order[end]] == token) ++end;
+    T* row = dwte + std::size_t(token) * C;
     for (int c = int(threadIdx.x); c < C; c += int(blockDim.x)) {
         float acc = 0;
         for (int k = begin; k < end; ++k) acc += to_f32(dout[std::size_t(order[k]) * C + c]);
@@ -90,20 +123,24 @@ void embedding_forward(cudaStream_t s, void* out, const std::uint16_t* tokens, c
     });
 }
 
+std::size_t embedding_backward_scratch(int positions) {
+    return 2 * std::size_t(positions) * sizeof(int);
+}
+
 void embedding_backward(cudaStream_t s, void* dwte, void* dwpe, const void* dout,
-                        const std::uint16_t* tokens, int B, int T, int C, int V, DType t,
-                        int* scratch) {
+                        const std::uint16_t* tokens, int B, int T, int C, DType t, void* scratch) {
     const int N = B * T;
     if (N == 0) return;
-    int* start = scratch;
-    int* cursor = start + V + 1;
-    int* order = cursor + V;
-    launch("bucket_by_token", bucket_by_token_kernel, 1, 1024, 0, s, start, cursor, order, tokens,
-           N, V);
+    auto* keys = static_cast<unsigned*>(scratch);
+    int* order = static_cast<int*>(scratch) + N;
+    launch("embedding_sort_tiles", sort_tile_kernel, blocks_for(std::size_t(N), kSortTile), 512, 0,
+           s, keys, tokens, N);
+    launch("embedding_place_by_rank", place_by_rank_kernel, blocks_for(std::size_t(N), kThreads),
+           kThreads, 0, s, order, keys, N);
     dispatch(t, [&](auto tag) {
         using E = typename decltype(tag)::type;
-        launch("embedding_backward_wte", embedding_backward_wte_kernel<E>, unsigned(V), 128, 0, s,
-               static_cast<E*>(dwte), static_cast<const E*>(dout), start, order, C);
+        launch("embedding_backward_wte", embedding_backward_wte_kernel<E>, unsigned(N), 128, 0, s,
+               static_cast<E*>(dwte), static_cast<const E*>(dout), tokens, order, N, C);
         launch("embedding_backward_wpe", embedding_backward_wpe_kernel<E>,
                dim3(blocks_for(std::size_t(C), 128), unsigned(T)), 128, 0, s, static_cast<E*>(dwpe),
                static_cast<const E*>(dout), B, T, C);

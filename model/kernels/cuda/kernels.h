@@ -45,18 +45,23 @@ void gelu_backward(cudaStream_t s, void* din, const void* in, const void* dout, 
 // parameter gradients are column sums (as above), partials: 2 * column_chunks(N) * C floats.
 void layernorm_forward(cudaStream_t s, void* out, float* mean, float* rstd, const void* in,
                        const void* weight, const void* bias, int N, int C, DType t);
+// residual += x (rounded, as accumulate), then layernorm_forward of it: one kernel, the same bits.
+void residual_layernorm_forward(cudaStream_t s, void* residual, const void* x, void* out,
+                                float* mean, float* rstd, const void* weight, const void* bias,
+                                int N, int C, DType t);
 void layernorm_backward(cudaStream_t s, void* din, void* dweight, void* dbias, const void* dout,
                         const void* in, const void* weight, const float* mean, const float* rstd,
                         int N, int C, DType t, float* partials);
 
 // embedding.cu — out = wte[token] + wpe[t]; backward dwte, dwpe += in position order per row,
-// without atomics: each output row is summed by one block.
+// without atomics: the positions sorted by token on the device (stably), each token's row summed
+// by one block, each position row by one thread per column.
 void embedding_forward(cudaStream_t s, void* out, const std::uint16_t* tokens, const void* wte,
                        const void* wpe, int B, int T, int C, DType t);
-// scratch: (2 V + 1 + B*T) ints of device memory, where positions are bucketed by token.
+// The device scratch (bytes) embedding_backward takes for `positions` = B * T.
+std::size_t embedding_backward_scratch(int positions);
 void embedding_backward(cudaStream_t s, void* dwte, void* dwpe, const void* dout,
-                        const std::uint16_t* tokens, int B, int T, int C, int V, DType t,
-                        int* scratch);
+                        const std::uint16_t* tokens, int B, int T, int C, DType t, void* scratch);
 
 // cross_entropy.cu — per row of logits [N, ld], over its first V columns: loss in double into
 // row_losses [N]; then their mean, summed in row order, into *loss. With dlogits_scale != 0 the
