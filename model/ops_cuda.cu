@@ -89,6 +89,17 @@ class CudaOps : public Ops {
                                  T, C, heads, qkv.dtype, dprob.as<float>(), dscore.data());
     }
 
+    // TEMPORARY (flash-cuda helper replaces): not wired yet.
+    void flash_attention_forward(Stream&, const Tensor&, const Tensor&, const Tensor&,
+                                 int) override {
+        throw Error("flash attention: not wired on CUDA yet");
+    }
+
+    void flash_attention_backward(Stream&, const Tensor&, const Tensor&, const Tensor&,
+                                  const Tensor&, const Tensor&, int) override {
+        throw Error("flash attention: not wired on CUDA yet");
+    }
+
     void gelu_forward(Stream& s, const Tensor& out, const Tensor& in) override {
         cuda::gelu_forward(stream_of(s), out.data, in.data, in.numel(), in.dtype);
     }
