@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
 
 namespace shardlab::cuda {
 
@@ -24,7 +25,7 @@ constexpr int kMaxCols = kFlashMaxHeadDim / kLanes; // a thread's columns of an 
 constexpr int kPStride = kTile + 1;                 // a P or dS row, padded against bank conflicts
 constexpr std::size_t kDefaultShared = 48 * 1024;   // more needs an opt-in per kernel
 
-int tiles(int T) {
+__host__ __device__ inline int tiles(int T) {
     return (T + kTile - 1) / kTile;
 }
 
