@@ -24,11 +24,12 @@
 //               to the diagonal; recompute dS the same way; dQ += dS K (times the scale).
 //
 // Tiles are held in fp32 in shared memory whatever the storage dtype (converted on load), every
-// sum in fp32. Shared memory per block, for head dim hd (rows padded to hd + 1 floats against bank
-// conflicts): forward 3 tiles + P = 4 (32 (3 (hd + 1) + 33)) bytes — 29 KiB at hd 64, 53 KiB at
-// 128; backward 4 tiles + P, dS + lse, D — 42 KiB at hd 64, 74 KiB at 128 (above 48 KiB the
-// launchers opt in through cudaFuncSetAttribute). Head dims up to kFlashMaxHeadDim; larger ones are
-// refused. Included by .cu files only.
+// sum in fp32. Shared memory per block, for head dim hd (tile rows padded to hd + 1 floats against
+// bank conflicts): forward Q, K, V tiles + P = 4 (96 (hd + 1) + 1056) bytes: 29,184 at hd 64,
+// 53,760 at 128; backward's dK/dV kernel K, V, Q, dO tiles + P, dS + lse, D: 41,984 at hd 64,
+// 74,752 at 128; its dQ kernel 37,504 and 70,272. Above 48 KiB the launchers opt in through
+// cudaFuncSetAttribute. Head dims up to kFlashMaxHeadDim; larger ones are refused.
+// Included by .cu files only.
 #pragma once
 
 #include "core/dtype.h"
