@@ -7,6 +7,7 @@
 // neither is present.
 #include "core/device_context.h"
 #include "core/error.h"
+#include "model/kernels/cuda/flash_attention_path.h"
 #include "model/ops_cpu.h"
 #include "model/ops_cuda.h"
 #include "optim/adamw.h"
@@ -387,10 +388,22 @@ struct ExactAttention {
 //   rounding is the largest error of all: sum_c |dO_c| times out's bound); dK, dQ = scale dS q, k
 //   summed over up to T terms;
 // each doubled as a margin, and a 16-bit result is then rounded once: one ulp of the storage type.
+// On tensor cores (`tensor_cores`: flash_attention_wmma.h) P and dS are also rounded to the 16-bit
+// storage type before their products, each off by up to its unit roundoff u16 (2^-8 bf16, 2^-11
+// fp16) relative, plus, in fp16, 2^-25 absolute where it falls below fp16's normal range (half the
+// subnormal spacing; bf16 has fp32's range). l, lse and the scores are not rounded. So out gains
+// u16 sum_j P_ij |v_j| + 2^-25 (i + 1) (the forward's P is measured against a running maximum at
+// most the final one and l >= 1, which only shrink its absolute error), dV u16 sum_i P_ij |dO_i|
+// + 2^-25 per term, dK and dQ u16 sum |dS q| (|dS k|) + 2^-25 sum |q| (|k|); doubled like the rest.
+// The products of 16-bit inputs are exact in fp32 and summed in fp32, as the bounds above assume
+// (the emulator adds in order, rounding to nearest; a tensor core's internal additions may round
+// toward zero, up to twice the error per addition: inside the doubling).
 ExactAttention exact_attention(const std::vector<float>& qkv, const std::vector<float>& dout, int B,
-                               int T, int C, int H, DType dt) {
+                               int T, int C, int H, DType dt, bool tensor_cores) {
     const int hd = C / H;
     const double u = 0x1p-24, scale = 1.0 / std::sqrt(double(float(hd)));
+    const double p_round = !tensor_cores ? 0.0 : dt == DType::bf16 ? 0x1p-8 : 0x1p-11;
+    const double p_floor = tensor_cores && dt == DType::f16 ? 0x1p-25 : 0.0;
     const double eps = u * (2.0 * (hd + 1) * std::sqrt(double(hd)) + 2.0 * T + 32.0);
     auto rounding = [&](double x) { return dt == DType::f32 ? 0.0 : ulp(dt, x); };
     ExactAttention r;
@@ -433,7 +446,8 @@ ExactAttention exact_attention(const std::vector<float>& qkv, const std::vector<
                     }
                     const std::size_t oi = (std::size_t(b) * T + i) * C + h * hd + c;
                     r.out[oi] = o;
-                    r.out_bound[oi] = 2.0 * (eps + T * u) * mag + rounding(o);
+                    r.out_bound[oi] =
+                        2.0 * ((eps + T * u + p_round) * mag + p_floor * (i + 1)) + rounding(o);
                     D += dO(i, c) * o;
                     D_err += std::fabs(dO(i, c)) * (r.out_bound[oi] + (hd + 1) * u * std::fabs(o));
                 }
@@ -456,13 +470,15 @@ ExactAttention exact_attention(const std::vector<float>& qkv, const std::vector<
                         const double ds = dS[std::size_t(n) * T + j];
                         dq += ds * x(j, 1, c);
                         dq_err += dS_err[std::size_t(n) * T + j] * std::fabs(x(j, 1, c)) +
-                                  (T + 1) * u * std::fabs(ds * x(j, 1, c));
+                                  ((T + 1) * u + p_round) * std::fabs(ds * x(j, 1, c)) +
+                                  p_floor * std::fabs(x(j, 1, c));
                     }
                     for (int i = n; i < T; ++i) {
                         const double ds = dS[std::size_t(i) * T + n], p = P[std::size_t(i) * T + n];
                         dk += ds * x(i, 0, c);
                         dk_err += dS_err[std::size_t(i) * T + n] * std::fabs(x(i, 0, c)) +
-                                  (T + 1) * u * std::fabs(ds * x(i, 0, c));
+                                  ((T + 1) * u + p_round) * std::fabs(ds * x(i, 0, c)) +
+                                  p_floor * std::fabs(x(i, 0, c));
                         dv += p * dO(i, c);
                         dv_mag += p * std::fabs(dO(i, c));
                     }
@@ -471,7 +487,8 @@ ExactAttention exact_attention(const std::vector<float>& qkv, const std::vector<
                     at(r.dqkv, n, 1, c) = scale * dk;
                     at(r.dqkv_bound, n, 1, c) = 2.0 * scale * dk_err + rounding(scale * dk);
                     at(r.dqkv, n, 2, c) = dv;
-                    at(r.dqkv_bound, n, 2, c) = 2.0 * (eps + T * u) * dv_mag + rounding(dv);
+                    at(r.dqkv_bound, n, 2, c) =
+                        2.0 * ((eps + T * u + p_round) * dv_mag + p_floor * (T - n)) + rounding(dv);
                 }
         }
     return r;
@@ -515,11 +532,23 @@ FlashRun run_flash(Side& g, DType dt, int B, int T, int C, int H, std::uint64_t 
 struct FlashCase {
     int B, T, H, hd;
 };
-// Sequences shorter than, equal to no multiple of, and longer than the 32-row tile; head dims
-// that fill the 8 lanes of a row unevenly (20) and the largest the kernel takes (128: shared
-// memory over the default 48 KiB, the opt-in path).
-const FlashCase kFlashCases[] = {{2, 1, 2, 16},  {1, 7, 3, 16},  {2, 65, 2, 16},
-                                 {1, 65, 1, 64}, {1, 33, 2, 20}, {1, 40, 1, 128}};
+// Sequences shorter than, equal to no multiple of, and longer than the CUDA-core kernels' 32-row
+// tile and the tensor-core kernels' 64-row one (130: three of those, so tiles off and on the
+// diagonal each way); head dims that fill the 8 lanes of a row unevenly (20: no multiple of 16, so
+// 16-bit storage takes the CUDA-core kernels too), that give the tensor-core kernels an odd number
+// of 16-column blocks in each register sizing (48, 80), and the largest the kernels take (128:
+// shared memory over the default 48 KiB, the opt-in path).
+const FlashCase kFlashCases[] = {{2, 1, 2, 16},   {1, 7, 3, 16},  {2, 65, 2, 16}, {1, 65, 1, 64},
+                                 {1, 130, 1, 48}, {1, 33, 2, 20}, {1, 33, 1, 80}, {1, 40, 1, 128}};
+
+// The largest |flash - exact| / bound over all elements.
+double worst_ratio(const std::vector<float>& got, const std::vector<double>& want,
+                   const std::vector<double>& bound) {
+    double worst = 0;
+    for (std::size_t i = 0; i < want.size(); ++i)
+        worst = std::max(worst, std::fabs(double(got[i]) - want[i]) / bound[i]);
+    return worst;
+}
 } // namespace
 
 // Flash attention against causal attention computed in float64 from the same stored inputs, every
@@ -532,11 +561,38 @@ TEST(CudaOps, FlashAttentionMatchesAFloat64Reference) {
                                             << " H " << c.H << " hd " << c.hd);
             const int C = c.H * c.hd;
             const FlashRun f = run_flash(t.gpu, dt, c.B, c.T, C, c.H, 50);
-            const ExactAttention e = exact_attention(f.qkv, f.dout, c.B, c.T, C, c.H, dt);
+            const ExactAttention e =
+                exact_attention(f.qkv, f.dout, c.B, c.T, C, c.H, dt,
+                                cuda::flash_attention_on_tensor_cores(dt, c.hd));
             expect_near_exact(f.out, e.out, e.out_bound, "out");
             expect_near_exact(f.lse, e.lse, e.lse_bound, "lse");
             expect_near_exact(f.dqkv, e.dqkv, e.dqkv_bound, "dqkv");
         }
+}
+
+// The tensor-core kernels run for 16-bit storage with a head dim that is a multiple of 16, the
+// CUDA-core ones otherwise — seen in the results: in bf16 at hd 64 the rounding of P and dS to bf16
+// puts some dK/dQ element beyond the bound that leaves them unrounded, while at hd 20 (no multiple
+// of 16; WMMA could not even load its rows, whose pitch is no 16-byte multiple) every element
+// stays within it.
+TEST(CudaOps, FlashAttentionUsesTensorCoresForSixteenBitMultiplesOfSixteen) {
+    EXPECT_TRUE(cuda::flash_attention_on_tensor_cores(DType::bf16, 64));
+    EXPECT_TRUE(cuda::flash_attention_on_tensor_cores(DType::f16, 16));
+    EXPECT_FALSE(cuda::flash_attention_on_tensor_cores(DType::f32, 64));
+    EXPECT_FALSE(cuda::flash_attention_on_tensor_cores(DType::bf16, 20));
+    EXPECT_FALSE(cuda::flash_attention_on_tensor_cores(DType::f16, 8));
+    MAKE_TWIN(t);
+    for (const int hd : {64, 20}) {
+        SCOPED_TRACE(testing::Message() << "bf16 hd " << hd);
+        const int T = 65, C = hd;
+        const FlashRun f = run_flash(t.gpu, DType::bf16, 1, T, C, 1, 80);
+        const ExactAttention e = exact_attention(f.qkv, f.dout, 1, T, C, 1, DType::bf16, false);
+        const double worst = worst_ratio(f.dqkv, e.dqkv, e.dqkv_bound);
+        if (hd == 64)
+            EXPECT_GT(worst, 1.0) << "P and dS are not rounded: the CUDA-core kernels ran";
+        else
+            EXPECT_LE(worst, 1.0) << "P or dS are rounded: not the CUDA-core kernels";
+    }
 }
 
 // Flash attention against the CUDA backend's materialising attention on the same inputs. In

@@ -5,6 +5,9 @@
 // output columns l, l + 8, l + 16, ... of the head dim.
 #include "model/kernels/cuda/flash_attention.h"
 
+#include "model/kernels/cuda/flash_attention_path.h"
+#include "model/kernels/cuda/flash_attention_wmma.h"
+
 #include "core/cuda/element.h"
 #include "core/cuda/launch.h"
 #include "core/error.h"
@@ -306,6 +309,8 @@ void flash_attention_forward(cudaStream_t s, void* out, float* lse, const void* 
                              int C, int H, DType t) {
     const int hd = head_dim(C, H);
     if (B == 0 || T == 0) return;
+    if (flash_attention_on_tensor_cores(t, hd))
+        return flash_attention_wmma_forward(s, out, lse, qkv, B, T, C, H, t);
     const float scale = 1.0f / std::sqrt(float(hd));
     const dim3 grid(unsigned(tiles(T)), unsigned(H), unsigned(B));
     dispatch(t, [&](auto tag) {
@@ -330,6 +335,8 @@ void flash_attention_backward(cudaStream_t s, void* dqkv, const void* dout, cons
         const P* x = static_cast<const P*>(qkv);
         launch("flash_attention_row_dots", row_dots_kernel<P>, blocks_for(rows, kDotWarps),
                kDotWarps * 32, 0, s, row_dots, d, o, rows, T, C, H);
+        if (flash_attention_on_tensor_cores(t, hd))
+            return flash_attention_wmma_backward(s, dqkv, dout, qkv, lse, row_dots, B, T, C, H, t);
         launch_tiled("flash_attention_backward_kv", flash_backward_kv_kernel<P>, grid,
                      backward_kv_shared(hd), s, static_cast<P*>(dqkv), d, x, lse,
                      static_cast<const float*>(row_dots), T, C, H, scale);
