@@ -90,41 +90,52 @@ __device__ void load_tile(T* tile, const T* src, std::size_t stride, int r0, int
     }
 }
 
-// S (16 x kTile, fp32, into `scratch`) = A_w B^T over hd: A_w the warp's 16 rows of tile `a`, B
-// the rows of tile `b`; column blocks from `first` to `last` - 1 only (the rest are masked).
-template <typename T>
+// S (16 x kTile, fp32, into `scratch`) = A_w B^T over hd: A_w the warp's 16 rows of tile `a`
+// (loaded once as hd / 16 fragments), B the rows of tile `b`; column blocks from `first` to
+// `last` - 1 only (the rest are masked).
+template <int kMaxHd, typename T>
 __device__ void scores(float* scratch, const T* a_rows, const T* b, int hd, int first, int last) {
     const int pitch = tile_pitch(hd);
+    RowA<T> fa[kMaxHd / kFrag];
+    SHARDLAB_UNROLL
+    for (int k = 0; k < kMaxHd / kFrag; ++k)
+        if (k * kFrag < hd) wmma::load_matrix_sync(fa[k], a_rows + k * kFrag, unsigned(pitch));
     for (int n = first; n < last; ++n) {
         Acc acc;
         wmma::fill_fragment(acc, 0.0f);
-        for (int k = 0; k < hd; k += kFrag) {
-            RowA<T> fa;
+        SHARDLAB_UNROLL
+        for (int k = 0; k < kMaxHd / kFrag; ++k) {
+            if (k * kFrag >= hd) break;
             ColB<T> fb; // B^T's column-major view is B row-major
-            wmma::load_matrix_sync(fa, a_rows + k, unsigned(pitch));
-            wmma::load_matrix_sync(fb, b + n * kFrag * pitch + k, unsigned(pitch));
-            wmma::mma_sync(acc, fa, fb, acc);
+            wmma::load_matrix_sync(fb, b + n * kFrag * pitch + k * kFrag, unsigned(pitch));
+            wmma::mma_sync(acc, fa[k], fb, acc);
         }
         wmma::store_matrix_sync(scratch + n * kFrag, acc, unsigned(scratch_pitch(hd)),
                                 wmma::mem_row_major);
     }
 }
 
-// acc[n] (+)= P (16 x kTile, 16-bit, pitch kPitch16) times rows of tile `v` (kTile x hd), over the
-// key blocks [first, last) (the others are zero in P), for every 16-column block n of hd.
+// acc[n] (+)= P (16 x kTile, 16-bit, pitch kPitch16; loaded once as 4 fragments) times rows of
+// tile `v` (kTile x hd), over the key blocks [first, last) (the others are zero in P), for every
+// 16-column block n of hd.
 template <int kMaxHd, typename T>
 __device__ void product(Acc (&acc)[kMaxHd / kFrag], const T* p, const T* v, int hd, int first,
                         int last) {
     const int pitch = tile_pitch(hd);
+    RowA<T> fp[kSub];
+    SHARDLAB_UNROLL
+    for (int k = 0; k < kSub; ++k)
+        if (k >= first && k < last)
+            wmma::load_matrix_sync(fp[k], p + k * kFrag, unsigned(kPitch16));
     SHARDLAB_UNROLL
     for (int n = 0; n < kMaxHd / kFrag; ++n) {
         if (n * kFrag >= hd) break;
-        for (int k = first; k < last; ++k) {
-            RowA<T> fa;
+        SHARDLAB_UNROLL
+        for (int k = 0; k < kSub; ++k) {
+            if (k < first || k >= last) continue;
             RowB<T> fb;
-            wmma::load_matrix_sync(fa, p + k * kFrag, unsigned(kPitch16));
             wmma::load_matrix_sync(fb, v + k * kFrag * pitch + n * kFrag, unsigned(pitch));
-            wmma::mma_sync(acc[n], fa, fb, acc[n]);
+            wmma::mma_sync(acc[n], fp[k], fb, acc[n]);
         }
     }
 }
@@ -179,7 +190,7 @@ __global__ void __launch_bounds__(kThreads)
         __syncthreads(); // the K and V tiles (and the first time, Q) are complete
         // In the diagonal tile, key blocks after the warp's own rows are wholly masked.
         const int blocks = kt == qt ? warp + 1 : kSub;
-        scores(S, Qs + warp * kFrag * pitch, Ks, hd, 0, blocks);
+        scores<kMaxHd>(S, Qs + warp * kFrag * pitch, Ks, hd, 0, blocks);
         __syncwarp(); // the warp's score tile is complete
 
         float s[kRowCols], tile_max = -INFINITY;
@@ -273,17 +284,17 @@ __global__ void __launch_bounds__(kThreads)
         __syncthreads(); // the tiles (and the first time, K and V) are complete
         // In the diagonal tile, query blocks before the warp's own keys are wholly masked.
         const int first = qt == kt ? warp : 0;
-        scores(S, Kw, Qs, hd, first, kSub); // S^T
-        __syncwarp();                       // the warp's S^T is complete
+        scores<kMaxHd>(S, Kw, Qs, hd, first, kSub); // S^T
+        __syncwarp();                               // the warp's S^T is complete
         float p[kRowCols];
         for (int u = 0; u < kRowCols; ++u) {
             const int i = parity + 2 * u, query = qt * kTile + i;
             p[u] = key <= query && query < T_ ? expf(scale * S[r * sp + i] - Ls[i]) : 0.0f;
             Pt[r * kPitch16 + i] = from_f32<T>(p[u]);
         }
-        __syncwarp();                        // S^T is read: the scratch takes dP^T
-        scores(S, Vw, dOs, hd, first, kSub); // dP^T
-        __syncwarp();                        // the warp's dP^T is complete
+        __syncwarp();                                // S^T is read: the scratch takes dP^T
+        scores<kMaxHd>(S, Vw, dOs, hd, first, kSub); // dP^T
+        __syncwarp();                                // the warp's dP^T is complete
         for (int u = 0; u < kRowCols; ++u) {
             const int i = parity + 2 * u; // p is 0 where masked (and the scratch unwritten there)
             dSt[r * kPitch16 + i] =
@@ -334,17 +345,17 @@ __global__ void __launch_bounds__(kThreads)
         load_tile(Vs, head + 2 * C, stride, kt * kTile, T_, hd);
         __syncthreads(); // the K and V tiles (and the first time, Q and dO) are complete
         const int blocks = kt == qt ? warp + 1 : kSub;
-        scores(S, Qs + warp * kFrag * pitch, Ks, hd, 0, blocks); // S
-        __syncwarp();                                            // the warp's S is complete
+        scores<kMaxHd>(S, Qs + warp * kFrag * pitch, Ks, hd, 0, blocks); // S
+        __syncwarp();                                                    // the warp's S is complete
         float p[kRowCols];
         for (int u = 0; u < kRowCols; ++u) {
             const int key = kt * kTile + parity + 2 * u;
             p[u] = key <= query && query < T_ ? expf(scale * S[r * sp + parity + 2 * u] - row_lse)
                                               : 0.0f;
         }
-        __syncwarp();                                             // S is read: the scratch takes dP
-        scores(S, dOs + warp * kFrag * pitch, Vs, hd, 0, blocks); // dP = dO V^T
-        __syncwarp();                                             // the warp's dP is complete
+        __syncwarp(); // S is read: the scratch takes dP
+        scores<kMaxHd>(S, dOs + warp * kFrag * pitch, Vs, hd, 0, blocks); // dP = dO V^T
+        __syncwarp(); // the warp's dP is complete
         for (int u = 0; u < kRowCols; ++u) {
             const int j = parity + 2 * u;
             dS[r * kPitch16 + j] =
