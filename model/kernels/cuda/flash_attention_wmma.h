@@ -37,7 +37,7 @@
 // warp 16-bit P / dS tiles 16 x 72; 128 bytes to align the base for WMMA's 32-byte rule):
 //   forward Q, K, V + scratch + P: 54,400 B at hd 64, 95,360 B at hd 128;
 //   dK/dV   K, V, Q, dO + scratch + P, dS + lse, D: 73,344 B at hd 64, 122,496 B at hd 128;
-//   dQ      Q, dO, K, V + scratch + dS + lse and D in registers: 63,616 B and 112,768 B.
+//   dQ      Q, dO, K, V + scratch + dS (its lse and D in registers): 63,616 B and 112,768 B.
 // All above 48 KiB: the launchers opt in (cudaFuncSetAttribute), as the fp32 kernels do at hd 128.
 // Deterministic as the fp32 kernels: each output element is one warp's fixed sequence of mma_sync
 // calls, no atomics, so the same inputs give the same bits (on one GPU model: the tensor cores'
