@@ -543,6 +543,12 @@ void check_aligned(const void* p, std::size_t alignment, const char* what) {
     throw KernelError(s.str());
 }
 
+void kernel_fault(const std::string& what) {
+    if (!current_fiber) throw KernelError(what);
+    throw KernelError(where_block(*current_block, *current_fiber) + ", thread " +
+                      std::to_string(current_fiber->id.linear) + ": " + what);
+}
+
 void run_grid(const char* kernel, dim3 grid, dim3 block, std::size_t dynamic_shared_bytes,
               const std::function<void()>& body) {
     Schedule::process(); // a malformed SHARDLAB_EMU_SCHEDULE fails here, before any block runs

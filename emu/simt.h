@@ -56,6 +56,9 @@ int lane_id();
 void* dynamic_shared(); // this block's dynamic shared memory (the launch's `smem` bytes)
 // Reports a misaligned vector access (CUDA's cudaErrorMisalignedAddress) instead of doing it.
 void check_aligned(const void* p, std::size_t alignment, const char* what);
+// Reports what CUDA leaves undefined and the running thread just did (a broken precondition of a
+// device function), naming its kernel, block and thread.
+[[noreturn]] void kernel_fault(const std::string& what);
 
 // Runs one grid on the pool: body() once per CUDA thread. Throws KernelError on a barrier or
 // warp-operation fault; validates nothing (launch() does).

@@ -53,6 +53,17 @@ class Ops {
     virtual void attention_backward(Stream& s, const Tensor& dqkv, const Tensor& dout,
                                     const Tensor& qkv, const Tensor& att, int heads) = 0;
 
+    // Flash attention (FlashAttention-2's scheme): the same causal attention over qkv [B, T, 3C],
+    // computed tile by tile with an online softmax, so the B*H*T*T probabilities are never stored.
+    // Forward writes out [B, T, C] and lse [B, H, T] (fp32): each query row's log-sum-exp of its
+    // scaled scores, all that backward needs to recompute the probabilities tile by tile.
+    virtual void flash_attention_forward(Stream& s, const Tensor& out, const Tensor& lse,
+                                         const Tensor& qkv, int heads) = 0;
+    // dqkv is overwritten; out and lse are forward's. Deterministic: no atomics on the sums.
+    virtual void flash_attention_backward(Stream& s, const Tensor& dqkv, const Tensor& dout,
+                                          const Tensor& qkv, const Tensor& out, const Tensor& lse,
+                                          int heads) = 0;
+
     // GELU, tanh form. Backward overwrites din with gelu'(in) * dout.
     virtual void gelu_forward(Stream& s, const Tensor& out, const Tensor& in) = 0;
     virtual void gelu_backward(Stream& s, const Tensor& din, const Tensor& in,

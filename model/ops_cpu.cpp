@@ -130,6 +130,16 @@ void CpuOps::attention_backward(Stream& s, const Tensor& dqkv, const Tensor& dou
     });
 }
 
+// TEMPORARY (flash-cpu helper replaces): not wired yet.
+void CpuOps::flash_attention_forward(Stream&, const Tensor&, const Tensor&, const Tensor&, int) {
+    throw Error("flash attention: not wired on the CPU yet");
+}
+
+void CpuOps::flash_attention_backward(Stream&, const Tensor&, const Tensor&, const Tensor&,
+                                      const Tensor&, const Tensor&, int) {
+    throw Error("flash attention: not wired on the CPU yet");
+}
+
 void CpuOps::gelu_forward(Stream& s, const Tensor& out, const Tensor& in) {
     for_dtype(in.dtype, [&](auto tag) {
         using T = decltype(tag);

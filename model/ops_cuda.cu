@@ -4,6 +4,7 @@
 #include "core/cuda/cuda_stream.h"
 #include "core/error.h"
 #include "model/kernels/cuda/attention.h"
+#include "model/kernels/cuda/flash_attention.h"
 #include "model/kernels/cuda/gemm.h"
 #include "model/kernels/cuda/kernels.h"
 
@@ -95,6 +96,23 @@ class CudaOps : public Ops {
         Allocation dscore = scratch(s, per_head * dtype_size(qkv.dtype));
         cuda::attention_backward(blas_, stream_of(s), dqkv.data, dout.data, qkv.data, att.data, B,
                                  T, C, heads, qkv.dtype, dprob.as<float>(), dscore.data());
+    }
+
+    void flash_attention_forward(Stream& s, const Tensor& out, const Tensor& lse, const Tensor& qkv,
+                                 int heads) override {
+        const int B = int(qkv.dim(0)), T = int(qkv.dim(1)), C = int(qkv.dim(2)) / 3;
+        cuda::flash_attention_forward(stream_of(s), out.data, lse.as<float>(), qkv.data, B, T, C,
+                                      heads, qkv.dtype);
+    }
+
+    void flash_attention_backward(Stream& s, const Tensor& dqkv, const Tensor& dout,
+                                  const Tensor& qkv, const Tensor& out, const Tensor& lse,
+                                  int heads) override {
+        const int B = int(qkv.dim(0)), T = int(qkv.dim(1)), C = int(qkv.dim(2)) / 3;
+        Allocation row_dots = scratch(s, std::size_t(B) * heads * T * sizeof(float));
+        cuda::flash_attention_backward(stream_of(s), dqkv.data, dout.data, qkv.data, out.data,
+                                       lse.as<const float>(), B, T, C, heads, qkv.dtype,
+                                       row_dots.as<float>());
     }
 
     void gelu_forward(Stream& s, const Tensor& out, const Tensor& in) override {

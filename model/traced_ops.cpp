@@ -59,6 +59,21 @@ void TracedOps::attention_backward(Stream& s, const Tensor& dqkv, const Tensor& 
     in_.attention_backward(s, dqkv, dout, qkv, att, heads);
 }
 
+void TracedOps::flash_attention_forward(Stream& s, const Tensor& out, const Tensor& lse,
+                                        const Tensor& qkv, int heads) {
+    const TraceScope span(&t_, s, "flash_attention_forward", "op",
+                          {{"qkv", shape(qkv)}, {"heads", heads}});
+    in_.flash_attention_forward(s, out, lse, qkv, heads);
+}
+
+void TracedOps::flash_attention_backward(Stream& s, const Tensor& dqkv, const Tensor& dout,
+                                         const Tensor& qkv, const Tensor& out, const Tensor& lse,
+                                         int heads) {
+    const TraceScope span(&t_, s, "flash_attention_backward", "op",
+                          {{"qkv", shape(qkv)}, {"heads", heads}});
+    in_.flash_attention_backward(s, dqkv, dout, qkv, out, lse, heads);
+}
+
 void TracedOps::gelu_forward(Stream& s, const Tensor& out, const Tensor& in) {
     const TraceScope span(&t_, s, "gelu_forward", "op", {{"in", shape(in)}});
     in_.gelu_forward(s, out, in);

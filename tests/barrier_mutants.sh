@@ -10,6 +10,8 @@ bin=$1 src=$2
 declare -A test_of=(
   [cross_entropy.cu]='CudaOps.CrossEntropy*' [warp_reduce.h]='CudaOps.CrossEntropy*'
   [squared_norm.cu]='CudaOps.SquaredNorm*' [embedding.cu]='CudaOps.Embedding*'
+  [flash_attention.cu]='CudaOps.FlashAttentionIsBitwiseDeterministic'
+  [flash_attention_wmma.cu]='CudaOps.FlashAttentionIsBitwiseDeterministic'
 )
 # Barriers no current caller needs: block_max's first one orders its shared writes after an earlier
 # reduction's reads, and cross-entropy (its only caller) calls it first.

@@ -6,6 +6,8 @@
 // GPU, or on the CPU under the SIMT emulator (-DSHARDLAB_CUDA=EMU); skipped, saying so, where
 // neither is present.
 #include "core/device_context.h"
+#include "core/error.h"
+#include "model/kernels/cuda/flash_attention_path.h"
 #include "model/ops_cpu.h"
 #include "model/ops_cuda.h"
 #include "optim/adamw.h"
@@ -425,6 +427,296 @@ TEST(CudaOps, CausalAttentionForwardAndBackward) {
                     for (int j = i + 1; j < T; ++j)
                         ASSERT_EQ(att[1][(std::size_t(b) * T + i) * T + j], 0.0f);
         }
+}
+
+namespace {
+// Causal attention in float64 over qkv [B, T, 3C] as stored (the values the kernels read), with
+// every quantity the flash kernels' error bounds are built from.
+struct ExactAttention {
+    std::vector<double> out, lse, dqkv;
+    std::vector<double> out_bound, lse_bound, dqkv_bound; // |flash - exact| may reach these
+};
+
+// The bounds, from fp32's unit roundoff u = 2^-24 (|q|, |k|, |v|, |dout| <= 1 here):
+// - a score scale q.k sums hd products: error <= (hd + 1) u scale sum|q k| <= (hd + 1) u sqrt(hd);
+// - a probability e^(s - lse) carries that error twice (its score's and lse's), plus T u from the
+//   softmax's sum and a few u from expf and the division: relative error eps below;
+// - out = sum_j P_ij v_j: eps times sum_j P_ij |v_j|, plus T u for its own sum;
+// - lse = m + log l: eps (1 + |lse|);
+// - dV = sum_i P_ij dO_i: eps times sum_i P_ij |dO_i|;
+// - dS = P (dO.v - D), where D = dO.out is computed from out *as stored* (in 16-bit storage its
+//   rounding is the largest error of all: sum_c |dO_c| times out's bound); dK, dQ = scale dS q, k
+//   summed over up to T terms;
+// each doubled as a margin, and a 16-bit result is then rounded once: one ulp of the storage type.
+// On tensor cores (`tensor_cores`: flash_attention_wmma.h) P and dS are also rounded to the 16-bit
+// storage type before their products, each off by up to its unit roundoff u16 (2^-8 bf16, 2^-11
+// fp16) relative, plus, in fp16, 2^-25 absolute where it falls below fp16's normal range (half the
+// subnormal spacing; bf16 has fp32's range). l, lse and the scores are not rounded. So out gains
+// u16 sum_j P_ij |v_j| + 2^-25 (i + 1) (the forward's P is measured against a running maximum at
+// most the final one and l >= 1, which only shrink its absolute error), dV u16 sum_i P_ij |dO_i|
+// + 2^-25 per term, dK and dQ u16 sum |dS q| (|dS k|) + 2^-25 sum |q| (|k|); doubled like the rest.
+// The products of 16-bit inputs are exact in fp32 and summed in fp32, as the bounds above assume
+// (the emulator adds in order, rounding to nearest; a tensor core's internal additions may round
+// toward zero, up to twice the error per addition: inside the doubling).
+ExactAttention exact_attention(const std::vector<float>& qkv, const std::vector<float>& dout, int B,
+                               int T, int C, int H, DType dt, bool tensor_cores) {
+    const int hd = C / H;
+    const double u = 0x1p-24, scale = 1.0 / std::sqrt(double(float(hd)));
+    const double p_round = !tensor_cores ? 0.0 : dt == DType::bf16 ? 0x1p-8 : 0x1p-11;
+    const double p_floor = tensor_cores && dt == DType::f16 ? 0x1p-25 : 0.0;
+    const double eps = u * (2.0 * (hd + 1) * std::sqrt(double(hd)) + 2.0 * T + 32.0);
+    auto rounding = [&](double x) { return dt == DType::f32 ? 0.0 : ulp(dt, x); };
+    ExactAttention r;
+    r.out.assign(std::size_t(B) * T * C, 0.0), r.out_bound = r.out;
+    r.lse.assign(std::size_t(B) * H * T, 0.0), r.lse_bound = r.lse;
+    r.dqkv.assign(std::size_t(B) * T * 3 * C, 0.0), r.dqkv_bound = r.dqkv;
+    std::vector<double> P(std::size_t(T) * T), dS(std::size_t(T) * T), dS_err(std::size_t(T) * T);
+    for (int b = 0; b < B; ++b)
+        for (int h = 0; h < H; ++h) {
+            auto x = [&](int t, int part, int c) { // q (part 0), k (1), v (2)
+                return double(qkv[(std::size_t(b) * T + t) * 3 * C + part * C + h * hd + c]);
+            };
+            auto dO = [&](int t, int c) {
+                return double(dout[(std::size_t(b) * T + t) * C + h * hd + c]);
+            };
+            auto at = [&](std::vector<double>& v, int t, int part, int c) -> double& {
+                return v[(std::size_t(b) * T + t) * 3 * C + part * C + h * hd + c];
+            };
+            for (int i = 0; i < T; ++i) {
+                double m = -INFINITY;
+                std::vector<double> s(i + 1);
+                for (int j = 0; j <= i; ++j) {
+                    double d = 0;
+                    for (int c = 0; c < hd; ++c) d += x(i, 0, c) * x(j, 1, c);
+                    m = std::max(m, s[j] = scale * d);
+                }
+                double l = 0;
+                for (int j = 0; j <= i; ++j) l += std::exp(s[j] - m);
+                const double lse = m + std::log(l);
+                r.lse[(std::size_t(b) * H + h) * T + i] = lse;
+                r.lse_bound[(std::size_t(b) * H + h) * T + i] = 2.0 * eps * (1.0 + std::fabs(lse));
+                for (int j = 0; j < T; ++j)
+                    P[std::size_t(i) * T + j] = j <= i ? std::exp(s[j] - lse) : 0.0;
+                double D = 0, D_err = 0;
+                for (int c = 0; c < hd; ++c) {
+                    double o = 0, mag = 0;
+                    for (int j = 0; j <= i; ++j) {
+                        o += P[std::size_t(i) * T + j] * x(j, 2, c);
+                        mag += P[std::size_t(i) * T + j] * std::fabs(x(j, 2, c));
+                    }
+                    const std::size_t oi = (std::size_t(b) * T + i) * C + h * hd + c;
+                    r.out[oi] = o;
+                    r.out_bound[oi] =
+                        2.0 * ((eps + T * u + p_round) * mag + p_floor * (i + 1)) + rounding(o);
+                    D += dO(i, c) * o;
+                    D_err += std::fabs(dO(i, c)) * (r.out_bound[oi] + (hd + 1) * u * std::fabs(o));
+                }
+                for (int j = 0; j <= i; ++j) {
+                    double dp = 0, dp_mag = 0;
+                    for (int c = 0; c < hd; ++c) {
+                        dp += dO(i, c) * x(j, 2, c);
+                        dp_mag += std::fabs(dO(i, c) * x(j, 2, c));
+                    }
+                    const double p = P[std::size_t(i) * T + j];
+                    dS[std::size_t(i) * T + j] = p * (dp - D);
+                    dS_err[std::size_t(i) * T + j] =
+                        p * (eps * std::fabs(dp - D) + (hd + 1) * u * dp_mag + D_err);
+                }
+            }
+            for (int c = 0; c < hd; ++c)
+                for (int n = 0; n < T; ++n) { // n as a query (dQ) and as a key (dK, dV)
+                    double dq = 0, dq_err = 0, dk = 0, dk_err = 0, dv = 0, dv_mag = 0;
+                    for (int j = 0; j <= n; ++j) {
+                        const double ds = dS[std::size_t(n) * T + j];
+                        dq += ds * x(j, 1, c);
+                        dq_err += dS_err[std::size_t(n) * T + j] * std::fabs(x(j, 1, c)) +
+                                  ((T + 1) * u + p_round) * std::fabs(ds * x(j, 1, c)) +
+                                  p_floor * std::fabs(x(j, 1, c));
+                    }
+                    for (int i = n; i < T; ++i) {
+                        const double ds = dS[std::size_t(i) * T + n], p = P[std::size_t(i) * T + n];
+                        dk += ds * x(i, 0, c);
+                        dk_err += dS_err[std::size_t(i) * T + n] * std::fabs(x(i, 0, c)) +
+                                  ((T + 1) * u + p_round) * std::fabs(ds * x(i, 0, c)) +
+                                  p_floor * std::fabs(x(i, 0, c));
+                        dv += p * dO(i, c);
+                        dv_mag += p * std::fabs(dO(i, c));
+                    }
+                    at(r.dqkv, n, 0, c) = scale * dq;
+                    at(r.dqkv_bound, n, 0, c) = 2.0 * scale * dq_err + rounding(scale * dq);
+                    at(r.dqkv, n, 1, c) = scale * dk;
+                    at(r.dqkv_bound, n, 1, c) = 2.0 * scale * dk_err + rounding(scale * dk);
+                    at(r.dqkv, n, 2, c) = dv;
+                    at(r.dqkv_bound, n, 2, c) =
+                        2.0 * ((eps + T * u + p_round) * dv_mag + p_floor * (T - n)) + rounding(dv);
+                }
+        }
+    return r;
+}
+
+void expect_near_exact(const std::vector<float>& got, const std::vector<double>& want,
+                       const std::vector<double>& bound, const char* what) {
+    ASSERT_EQ(got.size(), want.size());
+    int reported = 0;
+    for (std::size_t i = 0; i < want.size(); ++i) {
+        const double d = std::fabs(double(got[i]) - want[i]);
+        if (!(d <= bound[i]) && reported++ < 5) // a NaN (an element never written) fails too
+            ADD_FAILURE() << what << "[" << i << "]: flash " << got[i] << " exact " << want[i]
+                          << " differ by " << d << " > bound " << bound[i];
+    }
+}
+
+// One flash forward and backward on the CUDA side; outputs start as NaN so that an element
+// never written fails every comparison.
+struct FlashRun {
+    std::vector<float> out, lse, dqkv, qkv, dout; // qkv, dout: the inputs as stored
+    std::vector<char> out_bits, lse_bits, dqkv_bits;
+};
+FlashRun run_flash(Side& g, DType dt, int B, int T, int C, int H, std::uint64_t seed) {
+    FlashRun r;
+    const Tensor tq = g.make(random_values(std::size_t(B) * T * 3 * C, seed), dt, {B, T, 3 * C});
+    const Tensor tdo = g.make(random_values(std::size_t(B) * T * C, seed + 1), dt, {B, T, C});
+    const Tensor to = g.make(std::vector<float>(std::size_t(B) * T * C, NAN), dt, {B, T, C});
+    const Tensor tl =
+        g.make(std::vector<float>(std::size_t(B) * H * T, NAN), DType::f32, {B, H, T});
+    const Tensor td =
+        g.make(std::vector<float>(std::size_t(B) * T * 3 * C, NAN), dt, {B, T, 3 * C});
+    g.ops->flash_attention_forward(g.s(), to, tl, tq, H);
+    g.ops->flash_attention_backward(g.s(), td, tdo, tq, to, tl, H);
+    r.out = g.read(to), r.lse = g.read(tl), r.dqkv = g.read(td);
+    r.qkv = g.read(tq), r.dout = g.read(tdo);
+    r.out_bits = g.bits(to), r.lse_bits = g.bits(tl), r.dqkv_bits = g.bits(td);
+    return r;
+}
+
+struct FlashCase {
+    int B, T, H, hd;
+};
+// Sequences shorter than, equal to no multiple of, and longer than the CUDA-core kernels' 32-row
+// tile and the tensor-core kernels' 64-row one (130: three of those, so tiles off and on the
+// diagonal each way); head dims that fill the 8 lanes of a row unevenly (20: no multiple of 16, so
+// 16-bit storage takes the CUDA-core kernels too), that give the tensor-core kernels an odd number
+// of 16-column blocks in each register sizing (48, 80), and the largest the kernels take (128:
+// shared memory over the default 48 KiB, the opt-in path).
+const FlashCase kFlashCases[] = {{2, 1, 2, 16},   {1, 7, 3, 16},  {2, 65, 2, 16}, {1, 65, 1, 64},
+                                 {1, 130, 1, 48}, {1, 33, 2, 20}, {1, 33, 1, 80}, {1, 40, 1, 128}};
+
+// The largest |flash - exact| / bound over all elements.
+double worst_ratio(const std::vector<float>& got, const std::vector<double>& want,
+                   const std::vector<double>& bound) {
+    double worst = 0;
+    for (std::size_t i = 0; i < want.size(); ++i)
+        worst = std::max(worst, std::fabs(double(got[i]) - want[i]) / bound[i]);
+    return worst;
+}
+} // namespace
+
+// Flash attention against causal attention computed in float64 from the same stored inputs, every
+// element within its bound (exact_attention's comment argues them).
+TEST(CudaOps, FlashAttentionMatchesAFloat64Reference) {
+    MAKE_TWIN(t);
+    for (const FlashCase c : kFlashCases)
+        for (DType dt : kAll) {
+            SCOPED_TRACE(testing::Message() << dtype_name(dt) << " B " << c.B << " T " << c.T
+                                            << " H " << c.H << " hd " << c.hd);
+            const int C = c.H * c.hd;
+            const FlashRun f = run_flash(t.gpu, dt, c.B, c.T, C, c.H, 50);
+            const ExactAttention e =
+                exact_attention(f.qkv, f.dout, c.B, c.T, C, c.H, dt,
+                                cuda::flash_attention_on_tensor_cores(dt, c.hd));
+            expect_near_exact(f.out, e.out, e.out_bound, "out");
+            expect_near_exact(f.lse, e.lse, e.lse_bound, "lse");
+            expect_near_exact(f.dqkv, e.dqkv, e.dqkv_bound, "dqkv");
+        }
+}
+
+// The tensor-core kernels run for 16-bit storage with a head dim that is a multiple of 16, the
+// CUDA-core ones otherwise — seen in the results: in bf16 at hd 64 the rounding of P and dS to bf16
+// puts some dK/dQ element beyond the bound that leaves them unrounded, while at hd 20 (no multiple
+// of 16; WMMA could not even load its rows, whose pitch is no 16-byte multiple) every element
+// stays within it.
+TEST(CudaOps, FlashAttentionUsesTensorCoresForSixteenBitMultiplesOfSixteen) {
+    EXPECT_TRUE(cuda::flash_attention_on_tensor_cores(DType::bf16, 64));
+    EXPECT_TRUE(cuda::flash_attention_on_tensor_cores(DType::f16, 16));
+    EXPECT_FALSE(cuda::flash_attention_on_tensor_cores(DType::f32, 64));
+    EXPECT_FALSE(cuda::flash_attention_on_tensor_cores(DType::bf16, 20));
+    EXPECT_FALSE(cuda::flash_attention_on_tensor_cores(DType::f16, 8));
+    MAKE_TWIN(t);
+    for (const int hd : {64, 20}) {
+        SCOPED_TRACE(testing::Message() << "bf16 hd " << hd);
+        const int T = 65, C = hd;
+        const FlashRun f = run_flash(t.gpu, DType::bf16, 1, T, C, 1, 80);
+        const ExactAttention e = exact_attention(f.qkv, f.dout, 1, T, C, 1, DType::bf16, false);
+        const double worst = worst_ratio(f.dqkv, e.dqkv, e.dqkv_bound);
+        if (hd == 64)
+            EXPECT_GT(worst, 1.0) << "P and dS are not rounded: the CUDA-core kernels ran";
+        else
+            EXPECT_LE(worst, 1.0) << "P or dS are rounded: not the CUDA-core kernels";
+    }
+}
+
+// Flash attention against the CUDA backend's materialising attention on the same inputs. In
+// 16-bit storage the materialising path rounds P (and dS) to the storage type before its GEMMs —
+// a relative error of up to 2^-9 (bf16) or 2^-12 (fp16) per probability, a few of those in the
+// norm — while flash keeps them in fp32: so the two differ by about the materialising path's own
+// error, the tolerances of the CPU/CUDA attention test above. In fp32 both are fp32 sums in
+// different orders: a few (hd + T) u relative, far below 1e-5.
+TEST(CudaOps, FlashAttentionMatchesTheMaterialisingAttention) {
+    MAKE_TWIN(t);
+    Side& g = t.gpu;
+    for (const FlashCase c : {FlashCase{2, 65, 2, 16}, FlashCase{1, 65, 1, 64}})
+        for (DType dt : kAll) {
+            SCOPED_TRACE(testing::Message() << dtype_name(dt) << " T " << c.T << " hd " << c.hd);
+            const int B = c.B, T = c.T, H = c.H, C = H * c.hd;
+            const FlashRun f = run_flash(g, dt, B, T, C, H, 60);
+            const Tensor tq = g.make(f.qkv, dt, {B, T, 3 * C}), tdo = g.make(f.dout, dt, {B, T, C});
+            const Tensor to = g.make(std::vector<float>(std::size_t(B) * T * C), dt, {B, T, C});
+            const Tensor ta =
+                g.make(std::vector<float>(std::size_t(B) * H * T * T), dt, {B, H, T, T});
+            const Tensor td =
+                g.make(std::vector<float>(std::size_t(B) * T * 3 * C), dt, {B, T, 3 * C});
+            g.ops->attention_forward(g.s(), to, ta, tq, H);
+            g.ops->attention_backward(g.s(), td, tdo, tq, ta, H);
+            const double tol = dt == DType::f32 ? 1e-5 : dt == DType::bf16 ? 2e-2 : 3e-3;
+            EXPECT_LT(relative_error(f.out, g.read(to)), tol);
+            EXPECT_LT(relative_error(f.dqkv, g.read(td)), 2 * tol);
+        }
+}
+
+// Each output element is summed by one thread in a fixed order (no atomics): two runs on the same
+// inputs give the same bits — what ZeRO's bitwise equality between stages rests on. Several tiles
+// each way (T = 65), so every barrier of the kernels is crossed more than once
+// (tests/barrier_mutants.sh runs this test with each deleted).
+TEST(CudaOps, FlashAttentionIsBitwiseDeterministic) {
+    MAKE_TWIN(t);
+    for (DType dt : {DType::f32, DType::bf16}) {
+        SCOPED_TRACE(dtype_name(dt));
+        const FlashRun a = run_flash(t.gpu, dt, 1, 65, 32, 2, 70);
+        const FlashRun b = run_flash(t.gpu, dt, 1, 65, 32, 2, 70);
+        EXPECT_EQ(a.out_bits, b.out_bits);
+        EXPECT_EQ(a.lse_bits, b.lse_bits);
+        EXPECT_EQ(a.dqkv_bits, b.dqkv_bits);
+        for (float x : a.dqkv) ASSERT_TRUE(std::isfinite(x)); // every element written
+    }
+}
+
+// A head dim over the kernel's limit is refused, naming the limit and the way out.
+TEST(CudaOps, FlashAttentionRefusesHeadDimsOver128) {
+    MAKE_TWIN(t);
+    Side& g = t.gpu;
+    const int T = 3, H = 1, C = 136;
+    const Tensor tq = g.make(std::vector<float>(T * 3 * C), DType::f32, {1, T, 3 * C});
+    const Tensor to = g.make(std::vector<float>(T * C), DType::f32, {1, T, C});
+    const Tensor tl = g.make(std::vector<float>(T), DType::f32, {1, H, T});
+    try {
+        g.ops->flash_attention_forward(g.s(), to, tl, tq, H);
+        ADD_FAILURE() << "head dim 136 accepted";
+    } catch (const Error& e) {
+        const std::string what = e.what();
+        EXPECT_NE(what.find("head dim 136"), std::string::npos) << what;
+        EXPECT_NE(what.find("128"), std::string::npos) << what;
+        EXPECT_NE(what.find("--attention materialize"), std::string::npos) << what;
+    }
 }
 
 // GELU: CUDA's tanhf and the CPU's vectorised tanh differ by a few ulp; 16-bit outputs by one

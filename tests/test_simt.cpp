@@ -3,19 +3,23 @@
 // order it, warp shuffles and votes with CUDA's lane arithmetic, atomics that are atomic across
 // blocks running at once, launch limits, stream order — and what CUDA leaves undefined and the
 // emulator reports instead: divergent barriers, threads that exit before a barrier, deadlocks,
-// misaligned vector loads.
+// misaligned vector loads. And its WMMA (emu/include/mma.h): products against float64, both
+// layouts, pitches other than 16, CUDA's alignment and ldm rules, warp-collective calls.
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/element.h"
 #include "core/cuda/launch.h"
 
 #include <gtest/gtest.h>
+#include <mma.h>
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <numeric>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 using namespace shardlab;
@@ -198,6 +202,131 @@ TEST(Simt, AShuffleAmongPartOfAWarpWaitsOnlyForItsMask) {
     cuda::launch("half_warp_shuffle", half_warp_shuffle, 1, 32, 0, nullptr, out.p);
     const std::vector<int> got = out.host();
     for (int l = 0; l < 16; ++l) EXPECT_EQ(got[l], 115 - l);
+}
+
+// --- WMMA (emu/include/mma.h) --------------------------------------------------------------------
+
+namespace wmma = nvcuda::wmma;
+
+// D = 0.5 (A B + C), one warp: A and B 16-bit in the given layouts with pitches lda, ldb; C loaded
+// row-major with pitch ldc; D stored column-major with pitch ldd. The halving scales every element
+// of the accumulator alike through num_elements and x[], which a fragment's layout must allow.
+template <typename T, typename LayoutA, typename LayoutB>
+__global__ void wmma_product(float* d, const T* a, const T* b, const float* c, unsigned lda,
+                             unsigned ldb, unsigned ldc, unsigned ldd) {
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, T, LayoutA> fa;
+    wmma::fragment<wmma::matrix_b, 16, 16, 16, T, LayoutB> fb;
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+    wmma::load_matrix_sync(fa, a, lda);
+    wmma::load_matrix_sync(fb, b, ldb);
+    wmma::load_matrix_sync(acc, c, ldc, wmma::mem_row_major);
+    wmma::mma_sync(acc, fa, fb, acc);
+    for (int i = 0; i < acc.num_elements; ++i) acc.x[i] *= 0.5f;
+    wmma::store_matrix_sync(d, acc, ldd, wmma::mem_col_major);
+}
+
+// Element (r, c) of a 16 x 16 matrix stored with pitch ld in the layout L.
+template <typename L>
+std::size_t at(int r, int c, unsigned ld) {
+    return std::is_same_v<L, wmma::row_major> ? std::size_t(r) * ld + c : std::size_t(c) * ld + r;
+}
+
+template <typename T, typename LayoutA, typename LayoutB>
+void check_wmma_product(DType dt) {
+    SCOPED_TRACE(testing::Message()
+                 << dtype_name(dt) << " A "
+                 << (std::is_same_v<LayoutA, wmma::row_major> ? "row" : "col") << " B "
+                 << (std::is_same_v<LayoutB, wmma::row_major> ? "row" : "col"));
+    const unsigned lda = 24, ldb = 40, ldc = 20, ldd = 36; // none 16; multiples of 16 bytes
+    std::vector<T> a(16 * lda), b(16 * ldb);
+    std::vector<float> c(16 * ldc), d_init(16 * ldd, NAN);
+    double A[16][16], B[16][16], Cm[16][16];
+    std::uint32_t state = 12345;
+    auto next = [&] { // in [-2, 2), a fixed pseudo-random sequence
+        state = state * 1664525u + 1013904223u;
+        return float(state >> 8) / float(1u << 24) * 4.0f - 2.0f;
+    };
+    for (int r = 0; r < 16; ++r)
+        for (int k = 0; k < 16; ++k) {
+            a[at<LayoutA>(r, k, lda)] = cuda::from_f32<T>(next());
+            A[r][k] = cuda::to_f32(a[at<LayoutA>(r, k, lda)]);     // the value as stored
+            b[at<LayoutB>(r, k, ldb)] = cuda::from_f32<T>(next()); // B(r = k-index, k = column)
+            B[r][k] = cuda::to_f32(b[at<LayoutB>(r, k, ldb)]);
+            c[std::size_t(r) * ldc + k] = next();
+            Cm[r][k] = c[std::size_t(r) * ldc + k];
+        }
+    DeviceArray<T> da(a.size()), db(b.size());
+    DeviceArray<float> dc(c.size()), dd(d_init.size(), NAN);
+    cuda::check_cuda(cudaMemcpy(da.p, a.data(), a.size() * sizeof(T), cudaMemcpyHostToDevice), "a");
+    cuda::check_cuda(cudaMemcpy(db.p, b.data(), b.size() * sizeof(T), cudaMemcpyHostToDevice), "b");
+    cuda::check_cuda(cudaMemcpy(dc.p, c.data(), c.size() * sizeof(float), cudaMemcpyHostToDevice),
+                     "c");
+    cuda::launch("wmma_product", wmma_product<T, LayoutA, LayoutB>, 1, 32, 0, nullptr, dd.p,
+                 static_cast<const T*>(da.p), static_cast<const T*>(db.p),
+                 static_cast<const float*>(dc.p), lda, ldb, ldc, ldd);
+    const std::vector<float> got = dd.host();
+    for (int i = 0; i < 16; ++i)
+        for (int j = 0; j < 16; ++j) {
+            double want = Cm[i][j], mag = std::fabs(Cm[i][j]);
+            for (int k = 0; k < 16; ++k) {
+                want += A[i][k] * B[k][j];
+                mag += std::fabs(A[i][k] * B[k][j]);
+            }
+            // 16-bit products are exact in fp32; 16 fp32 additions round, each by at most
+            // 2^-24 of a partial sum bounded by mag; the halving is exact.
+            const double bound = 16 * 0x1p-24 * mag / 2;
+            EXPECT_LE(std::fabs(double(got[std::size_t(j) * ldd + i]) - want / 2), bound)
+                << "D(" << i << ", " << j << ")";
+        }
+    for (unsigned col = 0; col < 16; ++col) // the pitch's padding is not written
+        for (unsigned r = 16; r < ldd; ++r) EXPECT_TRUE(std::isnan(got[col * ldd + r]));
+}
+
+TEST(Simt, WmmaMultipliesAsAFloat64ReferenceInEveryLayout) {
+    check_wmma_product<__nv_bfloat16, wmma::row_major, wmma::row_major>(DType::bf16);
+    check_wmma_product<__nv_bfloat16, wmma::row_major, wmma::col_major>(DType::bf16);
+    check_wmma_product<__nv_bfloat16, wmma::col_major, wmma::row_major>(DType::bf16);
+    check_wmma_product<__nv_bfloat16, wmma::col_major, wmma::col_major>(DType::bf16);
+    check_wmma_product<__half, wmma::row_major, wmma::col_major>(DType::f16);
+    check_wmma_product<__half, wmma::col_major, wmma::row_major>(DType::f16);
+}
+
+// A 16-bit matrix at `offset` elements from an aligned base, with pitch ldm.
+__global__ void wmma_load(const __nv_bfloat16* m, unsigned offset, unsigned ldm) {
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> fa;
+    wmma::load_matrix_sync(fa, m + offset, ldm);
+}
+
+TEST(Simt, WmmaPointersAndPitchesFollowCudasRules) {
+    DeviceArray<__nv_bfloat16> m(64 * 16);
+    cuda::launch("wmma_load", wmma_load, 1, 32, 0, nullptr, static_cast<const __nv_bfloat16*>(m.p),
+                 16u, 24u); // 32 bytes in, pitch 48 bytes: fine
+    cuda::check_cuda(cudaDeviceSynchronize(), "wmma_load");
+    launch_faulting("wmma_load", wmma_load, 1, 32, 0, nullptr,
+                    static_cast<const __nv_bfloat16*>(m.p), 8u, 24u); // 16 bytes in
+    std::string what = expect_fault(cudaErrorMisalignedAddress);
+    EXPECT_NE(what.find("wmma::load_matrix_sync at"), std::string::npos) << what;
+    EXPECT_NE(what.find("needs 32-byte alignment"), std::string::npos) << what;
+    launch_faulting("wmma_load", wmma_load, 1, 32, 0, nullptr,
+                    static_cast<const __nv_bfloat16*>(m.p), 0u, 20u); // pitch 40 bytes
+    what = expect_fault(cudaErrorLaunchFailure);
+    EXPECT_NE(what.find("ldm 20 is not a multiple of 16 bytes"), std::string::npos) << what;
+    EXPECT_NE(what.find("kernel wmma_load"), std::string::npos) << what;
+}
+
+// Lane 31 leaves before the warp-collective load: the others wait for it in vain.
+__global__ void wmma_with_exited_lane(const __nv_bfloat16* m) {
+    if (threadIdx.x == 31) return;
+    wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::col_major> fb;
+    wmma::load_matrix_sync(fb, m, 16);
+}
+
+TEST(Simt, AWmmaCallWithALaneMissingIsReported) {
+    DeviceArray<__nv_bfloat16> m(16 * 16);
+    launch_faulting("wmma_with_exited_lane", wmma_with_exited_lane, 1, 32, 0, nullptr,
+                    static_cast<const __nv_bfloat16*>(m.p));
+    const std::string what = expect_fault(cudaErrorLaunchFailure);
+    EXPECT_NE(what.find("lane 31 of the mask 0xffffffff exited"), std::string::npos) << what;
 }
 
 // --- atomics ----------------------------------------------------------------------------------
