@@ -122,8 +122,9 @@ TEST(Plan, FlashKeepsALogSumExpInsteadOfTheProbabilities) {
     // materialize: 81,788,928 + 12 * 195,100,672 + 418,029,568 = 2,841,026,560 (2.84 GB);
     // flash:       81,788,928 + 12 * 94,633,984 + 418,029,568 = 1,635,426,304 (1.64 GB).
     const GPTConfig gpt2{50257, 1024, 12, 768, 12, 12};
-    EXPECT_EQ(gpt2_activation_bytes(gpt2, 4, 1024, Precision::bf16, {0}, AttentionKind::materialize),
-              2841026560u);
+    EXPECT_EQ(
+        gpt2_activation_bytes(gpt2, 4, 1024, Precision::bf16, {0}, AttentionKind::materialize),
+        2841026560u);
     EXPECT_EQ(gpt2_activation_bytes(gpt2, 4, 1024, Precision::bf16, {0}, AttentionKind::flash),
               1635426304u);
     // The plan uses flash unless told otherwise, and the target of issue 24: <= 1.70 GB.
