@@ -85,7 +85,8 @@ CommandRunner add_eval_command(CLI::App& cmd) {
                                          o->batch, windows.count(), seq + 1, o->data,
                                          windows.count()));
         const auto backend = make_backend(o->device, MPI_COMM_WORLD);
-        const double loss = mean_loss(*backend, w, windows, o->batch, seq, param_dtype(p), attention);
+        const double loss =
+            mean_loss(*backend, w, windows, o->batch, seq, param_dtype(p), attention);
         const std::size_t tokens = windows.count() * std::size_t(seq);
         // Every rank evaluates every window on its own device (same weights, same result); one
         // of them speaks.

@@ -136,8 +136,8 @@ void GPTModel::block_backward(const void* w, void* dw, const Tensor& x, BlockAct
         ops_.flash_attention_backward(s, dqkv.view(0, {B_, T_, 3 * d}), dsmall.view(0, {B_, T_, d}),
                                       qkv, atty.view(0, {B_, T_, d}), lse(a.att), c_.heads);
     else
-        ops_.attention_backward(s, dqkv.view(0, {B_, T_, 3 * d}), dsmall.view(0, {B_, T_, d}),
-                                qkv, tensor(a.att, {B_, c_.heads, T_, T_}), c_.heads);
+        ops_.attention_backward(s, dqkv.view(0, {B_, T_, 3 * d}), dsmall.view(0, {B_, T_, d}), qkv,
+                                tensor(a.att, {B_, c_.heads, T_, T_}), c_.heads);
     linear_backward(dsmall, dw, dqkv, ln1, w, o.attn_w, o.attn_b, d, 3 * d);
     ops_.layernorm_backward(s, dx, weight(dw, o.ln1_w, {d}), weight(dw, o.ln1_b, {d}), dsmall, x,
                             weight(w, o.ln1_w, {d}), stats(a.ln1_mean),

@@ -135,8 +135,8 @@ void CpuOps::flash_attention_forward(Stream& s, const Tensor& out, const Tensor&
                                      const Tensor& qkv, int heads) {
     for_dtype(qkv.dtype, [&](auto tag) {
         using T = decltype(tag);
-        s.enqueue([o = out.as<T>(), l = lse.as<float>(), q = qkv.as<const T>(),
-                   B = int(qkv.dim(0)), T_ = int(qkv.dim(1)), C = int(qkv.dim(2)) / 3,
+        s.enqueue([o = out.as<T>(), l = lse.as<float>(), q = qkv.as<const T>(), B = int(qkv.dim(0)),
+                   T_ = int(qkv.dim(1)), C = int(qkv.dim(2)) / 3,
                    heads] { cpu::flash_attention_forward(o, l, q, B, T_, C, heads); });
     });
 }
@@ -148,9 +148,8 @@ void CpuOps::flash_attention_backward(Stream& s, const Tensor& dqkv, const Tenso
         using T = decltype(tag);
         s.enqueue([dq = dqkv.as<T>(), d = dout.as<const T>(), q = qkv.as<const T>(),
                    o = out.as<const T>(), l = lse.as<const float>(), B = int(qkv.dim(0)),
-                   T_ = int(qkv.dim(1)), C = int(qkv.dim(2)) / 3, heads] {
-            cpu::flash_attention_backward(dq, d, q, o, l, B, T_, C, heads);
-        });
+                   T_ = int(qkv.dim(1)), C = int(qkv.dim(2)) / 3,
+                   heads] { cpu::flash_attention_backward(dq, d, q, o, l, B, T_, C, heads); });
     });
 }
 
