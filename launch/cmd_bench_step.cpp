@@ -32,7 +32,7 @@ namespace shardlab {
 namespace {
 struct StepBenchOptions {
     ModelOptions model;
-    std::string precision = "fp32", checkpoint = "none";
+    std::string precision = "fp32", checkpoint = "none", attention = "flash";
     int batch = 8, seq = 0, steps = 10, warmup = 2;
     bool json = false;
     std::string peer = "none", python = kDefaultPython;
@@ -86,7 +86,7 @@ nlohmann::json bench_steps(const StepBenchOptions& o, const GPTConfig& c, int se
     ZeroEngine engine(layout, zero, *comm, ctx, backend->ops(), updater,
                       gpt2_init(layout, 1, c.layers));
     GPTModel model(c, o.batch, seq, parse_checkpoint(o.checkpoint), param_dtype(p), ctx,
-                   backend->ops());
+                   backend->ops(), parse_attention(o.attention));
     std::vector<std::uint16_t> in(std::size_t(o.batch) * seq), tg(in.size());
     for (std::size_t i = 0; i < in.size(); ++i) {
         in[i] = std::uint16_t((i * 2654435761u) % unsigned(c.vocab));
@@ -121,6 +121,7 @@ nlohmann::json bench_steps(const StepBenchOptions& o, const GPTConfig& c, int se
             {"gemm_path", gemm_path},
             {"cpu", o.device.device == "cpu" ? cpu::cpu_model_name() + ", " + cpu::cpu_isa() : ""},
             {"checkpoint", o.checkpoint},
+            {"attention", o.attention},
             {"batch", o.batch},
             {"seq", seq},
             {"device", o.device.device},
@@ -140,6 +141,7 @@ CommandRunner add_bench_step_command(CLI::App& cmd) {
     cmd.add_option("--seq-len", o->seq, "Tokens per sequence (default: the model's context)");
     cmd.add_option("--precision", o->precision, "fp32 | bf16 | fp16");
     cmd.add_option("--checkpoint", o->checkpoint, "none | all | every:K");
+    cmd.add_option("--attention", o->attention, "flash | materialize");
     add_device_options(cmd, o->device);
     cmd.add_option("--steps", o->steps, "Timed steps (the median is reported)");
     cmd.add_option("--warmup", o->warmup, "Untimed steps first");
@@ -173,8 +175,8 @@ CommandRunner add_bench_step_command(CLI::App& cmd) {
         const std::string where = o->device.device == "cpu"
                                       ? fmt::format("{} threads", r["threads"].get<int>())
                                       : std::string("cuda");
-        fmt::print("{}, {} x {} tokens, {}, checkpoint {}, {}\n", c.describe(), o->batch, seq,
-                   o->precision, o->checkpoint, where);
+        fmt::print("{}, {} x {} tokens, {}, checkpoint {}, {} attention, {}\n", c.describe(),
+                   o->batch, seq, o->precision, o->checkpoint, o->attention, where);
         if (o->device.device == "cpu") fmt::print("  CPU: {}\n", r["cpu"].get<std::string>());
         fmt::print(
             "  shardlab: {:.1f} ms/step, {:.0f} tokens/s, {:.1f} GFLOP/s = {:.0f}% of the "

@@ -21,14 +21,14 @@ namespace shardlab {
 
 namespace {
 struct EvalOptions {
-    std::string weights, data, precision = "fp32";
+    std::string weights, data, precision = "fp32", attention = "flash";
     int batch = 8, seq = 0, vocab_multiple = GPTConfig::kDefaultVocabMultiple;
     bool json = false;
     DeviceOptions device;
 };
 
 double mean_loss(Backend& backend, const ModelWeights& w, const TokenWindows& windows, int batch,
-                 int seq, DType dtype) {
+                 int seq, DType dtype, AttentionKind attention) {
     const ParamLayout layout(w.config);
     ResidentParams params(layout, dtype, backend.context(), backend.ops());
     params.load(w.units);
@@ -39,7 +39,7 @@ double mean_loss(Backend& backend, const ModelWeights& w, const TokenWindows& wi
         const int b = int(std::min<std::size_t>(batch, windows.count() - first));
         if (!model || model->batch() != b)
             model = std::make_unique<GPTModel>(w.config, b, seq, CheckpointPolicy{}, dtype,
-                                               backend.context(), backend.ops());
+                                               backend.context(), backend.ops(), attention);
         windows.fill(first, b, in.data(), tg.data());
         model->forward(params, in.data(), tg.data());
         sum += model->take_losses().front() * b;
@@ -61,10 +61,12 @@ CommandRunner add_eval_command(CLI::App& cmd) {
                    "Pad the vocabulary of wte, the head and the logits to a multiple of this "
                    "(the loss is the same; 1: no padding)")
         ->check(in_range(1, 65536));
+    cmd.add_option("--attention", o->attention, "flash | materialize");
     add_device_options(cmd, o->device);
     cmd.add_flag("--json", o->json, "Print a JSON object {loss, tokens, windows}");
     return [o] {
         const Precision p = parse_precision(o->precision);
+        const AttentionKind attention = parse_attention(o->attention);
         if (o->batch <= 0) throw UsageError("--batch must be positive");
         const ModelWeights w = load_weights(o->weights, o->vocab_multiple);
         const int seq = o->seq ? o->seq : w.config.context;
@@ -88,7 +90,8 @@ CommandRunner add_eval_command(CLI::App& cmd) {
                                          o->batch, windows.count(), seq + 1, o->data,
                                          windows.count()));
         const auto backend = make_backend(o->device, MPI_COMM_WORLD);
-        const double loss = mean_loss(*backend, w, windows, o->batch, seq, param_dtype(p));
+        const double loss =
+            mean_loss(*backend, w, windows, o->batch, seq, param_dtype(p), attention);
         const std::size_t tokens = windows.count() * std::size_t(seq);
         // Every rank evaluates every window on its own device (same weights, same result); one
         // of them speaks.

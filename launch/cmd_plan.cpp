@@ -25,7 +25,8 @@ namespace shardlab {
 
 namespace {
 struct PlanFlags {
-    std::string preset, arch = "gpt2", precision = "bf16", opt_states = "fp32", checkpoint = "none";
+    std::string preset, arch = "gpt2", precision = "bf16", opt_states = "fp32", checkpoint = "none",
+                        attention = "flash";
     std::string gpu, json_path, sweep, estimator = "shardlab", plot, python = kDefaultPython;
     int layers = 0, hidden = 0, heads = 0, kv_heads = 0, ffn = 0, vocab = 0, seq = 0;
     int vocab_multiple = GPTConfig::kDefaultVocabMultiple;
@@ -87,6 +88,7 @@ PlanOptions build_options(const PlanFlags& f) {
     else
         throw UsageError("--optimizer-states must be fp32, bf16 or 8bit");
     o.checkpoint = parse_checkpoint(f.checkpoint);
+    o.attention = parse_attention(f.attention);
     o.micro_batch = f.micro_batch;
     o.seq = f.seq;
     o.grad_accum = f.grad_accum;
@@ -129,6 +131,7 @@ nlohmann::json plan_json(const Plan& p) {
             {"offload", p.options.offload},
             {"ranks", p.options.ranks},
             {"micro_batch", p.options.micro_batch},
+            {"attention", attention_name(p.options.attention)},
             {"per_rank",
              {{"params", m.params},
               {"grads", m.grads},
@@ -186,7 +189,7 @@ void print_plan(const Plan& p) {
                    p.model.params, o.ranks, o.zero, o.offload ? " + offload" : "");
     else
         fmt::print("{}: {} parameters{}; {} rank(s), ZeRO-{}{}, {}{}, micro-batch {} x {}, "
-                   "checkpoint {}\n\n",
+                   "checkpoint {}, {} attention\n\n",
                    p.model.name, p.model.params, padding_note(p.model), o.ranks, o.zero,
                    o.offload ? " + offload" : "", o.inference ? "inference " : "",
                    o.precision == Precision::fp32
@@ -195,7 +198,8 @@ void print_plan(const Plan& p) {
                    o.micro_batch, o.seq ? o.seq : p.model.context,
                    o.checkpoint.every == 0   ? "none"
                    : o.checkpoint.every == 1 ? "all"
-                                             : fmt::format("every:{}", o.checkpoint.every));
+                                             : fmt::format("every:{}", o.checkpoint.every),
+                   attention_name(o.attention));
     fmt::print("per rank, device:            bytes\n");
     auto row = [](const char* name, std::uint64_t b) {
         fmt::print("  {:<24} {:>16}  {}\n", name, b, gb(b));
@@ -380,6 +384,9 @@ CommandRunner add_plan_command(CLI::App& cmd) {
                  "Mixed precision without an fp32 master copy (K = 8)");
     cmd.add_option("--optimizer-states", f->opt_states, "fp32 | bf16 | 8bit (block-wise)");
     cmd.add_option("--checkpoint", f->checkpoint, "none | all | every:K");
+    cmd.add_option("--attention", f->attention,
+                   "flash (keeps a per-row log-sum-exp) | materialize (keeps the T x T "
+                   "probabilities)");
     cmd.add_option("--micro-batch", f->micro_batch, "Micro-batch per rank")->check(at_least(1));
     cmd.add_option("--grad-accum", f->grad_accum, "Micro-batches per step")->check(at_least(1));
     cmd.add_option("--prefetch", f->prefetch, "ZeRO-3: units gathered ahead")->check(at_least(0));

@@ -22,7 +22,7 @@ namespace shardlab {
 
 namespace {
 struct ReferenceOptions {
-    std::string weights, data, precision = "fp32", out, checkpoint = "none";
+    std::string weights, data, precision = "fp32", out, checkpoint = "none", attention = "flash";
     int batch = 4, seq = 64, start = 0, threads = 0;
 };
 
@@ -56,7 +56,7 @@ void write_grads(const ReferenceOptions& o, const ModelWeights& w, Backend& back
     params.load(w.units);
     const Batch b = load_batch(o, w.config.vocab);
     GPTModel model(w.config, o.batch, o.seq, parse_checkpoint(o.checkpoint), dtype,
-                   backend.context(), backend.ops());
+                   backend.context(), backend.ops(), parse_attention(o.attention));
     model.forward(params, b.inputs.data(), b.targets.data());
     const float loss = float(model.take_losses().front());
     const std::vector<float> logits = model.logits();
@@ -91,10 +91,12 @@ CommandRunner add_reference_command(CLI::App& cmd) {
     grads->add_option("--start", o->start, "First window");
     grads->add_option("--precision", o->precision, "fp32 | bf16 | fp16");
     grads->add_option("--checkpoint", o->checkpoint, "none | all | every:K");
+    grads->add_option("--attention", o->attention, "flash | materialize");
     grads->add_option("--threads", o->threads, "Threads (default: cores / ranks on this node)");
     grads->add_option("--out", o->out, "Output file")->required();
     return [o] {
         parse_precision(o->precision); // a bad name is a usage error before any work
+        parse_attention(o->attention);
         const ModelWeights w = load_weights(o->weights);
         const auto backend = make_cpu_backend(o->threads > 0 ? o->threads : cpu::default_threads());
         write_grads(*o, w, *backend);

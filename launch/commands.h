@@ -20,6 +20,7 @@ CommandRunner add_bench_step_command(CLI::App& cmd);
 CommandRunner add_plan_command(CLI::App& cmd);
 CommandRunner add_train_command(CLI::App& cmd);
 CommandRunner add_bench_adamw_command(CLI::App& cmd);
+CommandRunner add_bench_attention_command(CLI::App& cmd);
 CommandRunner add_checkpoint_command(CLI::App& cmd);
 CommandRunner add_report_command(CLI::App& cmd);
 

@@ -52,6 +52,9 @@ int main(int argc, char** argv) {
     CLI::App* bench_adamw =
         bench_group->add_subcommand("adamw", "Host AdamW throughput against its bandwidth bound");
     runners[bench_adamw] = add_bench_adamw_command(*bench_adamw);
+    CLI::App* bench_attention = bench_group->add_subcommand(
+        "attention", "Causal attention alone: flash against materialize, forward + backward");
+    runners[bench_attention] = add_bench_attention_command(*bench_attention);
     CLI::App* train =
         app.add_subcommand("train", "Train data-parallel with ZeRO 0-3 (run under mpirun)");
     runners[train] = add_train_command(*train);
@@ -63,7 +66,8 @@ int main(int argc, char** argv) {
     CLI::App* report =
         app.add_subcommand("report", "Plots and a one-page summary of a training run's --out DIR");
     runners[report] = add_report_command(*report);
-    const std::set<CLI::App*> without_mpi = {device, init, ref, bench_adamw, plan, ckpt, report};
+    const std::set<CLI::App*> without_mpi = {device,          init, ref,  bench_adamw,
+                                             bench_attention, plan, ckpt, report};
 
     try {
         app.parse(argc, argv);

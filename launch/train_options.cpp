@@ -26,6 +26,9 @@ void add_train_options(CLI::App& cmd, TrainOptions& o) {
                  "Master weights, m, v and the update on the host (any stage)");
     cmd.add_option("--prefetch", o.prefetch, "ZeRO-3: units gathered ahead of use");
     cmd.add_option("--checkpoint", o.checkpoint, "Activation checkpointing: none | all | every:K");
+    cmd.add_option("--attention", o.attention,
+                   "flash (tiles and an online softmax; keeps a per-row log-sum-exp) | "
+                   "materialize (keeps the T x T probabilities; the reference path)");
     cmd.add_option("--micro-batch", o.micro_batch, "Sequences per rank per micro-batch");
     cmd.add_option("--grad-accum", o.grad_accum, "Micro-batches per step");
     cmd.add_option("--global-batch", o.global_batch,
@@ -101,6 +104,7 @@ nlohmann::json train_options_json(const TrainOptions& o, const nlohmann::json& m
             {"offload", o.offload},
             {"prefetch", o.prefetch},
             {"checkpoint", o.checkpoint},
+            {"attention", o.attention},
             {"micro_batch", o.micro_batch},
             {"grad_accum", grad_accum},
             {"global_batch", o.global_batch},

@@ -20,6 +20,7 @@ struct TrainOptions {
     ModelOptions model;
     std::string init; // start from these weights instead of a fresh init
     std::string precision = "bf16", checkpoint = "none", schedule = "cosine";
+    std::string attention = "flash"; // flash | materialize (model/attention_kind.h)
     int zero = 0, prefetch = 0;
     bool offload = false;
     int micro_batch = 8, grad_accum = 1, global_batch = 0, steps = 100, warmup = 10;

@@ -49,6 +49,7 @@ struct RunSetup {
     int seq = 0, grad_accum = 1;
     Precision precision = Precision::bf16;
     CheckpointPolicy checkpoint;
+    AttentionKind attention = AttentionKind::flash;
 };
 
 // A run directory holding another run (its report, log or checkpoint) is not overwritten unless
@@ -147,6 +148,7 @@ RunSetup prepare(const TrainOptions& o, int ranks, int rank) {
     RunSetup s;
     s.precision = parse_precision(o.precision);
     s.checkpoint = parse_checkpoint(o.checkpoint);
+    s.attention = parse_attention(o.attention);
     check_device_options(o.device);
     if (o.zero < 0 || o.zero > 3)
         throw UsageError(fmt::format("--zero {} is not a ZeRO stage; use 0, 1, 2 or 3", o.zero));
@@ -412,7 +414,7 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
     s.init.reset();
     nlohmann::json config = train_options_json(o, config_to_json(s.config), T_, s.grad_accum);
     config["data_sha256"] = data_fingerprint(s.data);
-    GPTModel model(s.config, B, T_, s.checkpoint, param_dtype(s.precision), ctx, ops);
+    GPTModel model(s.config, B, T_, s.checkpoint, param_dtype(s.precision), ctx, ops, s.attention);
     config["global_batch_seqs"] = N * B * s.grad_accum;
     std::vector<std::uint64_t> numel;
     for (const ParamUnit& u : layout.units()) numel.push_back(u.numel);
@@ -428,7 +430,7 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
 
     PlanOptions po;
     po.ranks = N, po.zero = o.zero, po.offload = o.offload, po.precision = s.precision,
-    po.checkpoint = s.checkpoint;
+    po.checkpoint = s.checkpoint, po.attention = s.attention;
     po.micro_batch = B, po.seq = T_, po.grad_accum = r.A, po.prefetch = o.prefetch;
     po.staged_comm = backend.stages_comm_through_host();
     const Plan plan = make_plan(plan_model_from_gpt2(s.config, "gpt2"), po, rank);
@@ -444,9 +446,9 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
             (std::filesystem::path(o.out) / "steps.jsonl").string(), first);
     if (r.lead && !o.quiet)
         fmt::print("training {} on {} rank(s): ZeRO-{}{}, {}, micro-batch {} x {} tokens, "
-                   "grad-accum {}, {} steps\n",
+                   "grad-accum {}, {} steps, {} attention\n",
                    s.config.describe(), N, o.zero, o.offload ? " + offload" : "", o.precision, B,
-                   T_, r.A, o.steps);
+                   T_, r.A, o.steps, attention_name(s.attention));
 
     RunTiming timing;
     std::unique_ptr<Progress> progress;
@@ -570,7 +572,7 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
     const std::string& hash = weights.hash;
     if (o.sample > 0 && !stopped_by && diverged.empty()) {
         GPTModel sampler(s.config, 1, T_, CheckpointPolicy{}, param_dtype(s.precision), ctx,
-                         backend.ops());
+                         backend.ops(), s.attention);
         const std::vector<std::uint16_t> prompt(
             s.data.val.begin(), s.data.val.begin() + std::min<std::size_t>(64, s.data.val.size()));
         const auto text = generate(sampler, engine, prompt, o.sample, 0.8f, o.seed,

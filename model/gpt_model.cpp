@@ -11,9 +11,9 @@
 namespace shardlab {
 
 GPTModel::GPTModel(const GPTConfig& config, int batch, int seq, CheckpointPolicy checkpoint,
-                   DType dtype, DeviceContext& context, Ops& ops)
+                   DType dtype, DeviceContext& context, Ops& ops, AttentionKind attention)
     : c_(config), layout_(config), B_(batch), T_(seq), checkpoint_(checkpoint), dt_(dtype),
-      ctx_(context), ops_(ops) {
+      attention_(attention), ctx_(context), ops_(ops) {
     c_.validate();
     if (batch <= 0) throw UsageError(fmt::format("micro-batch must be positive, got {}", batch));
     if (seq <= 0 || seq > c_.context)
@@ -37,6 +37,10 @@ Tensor GPTModel::stats(const Allocation& a) const {
     return {a.data(), DType::f32, {std::int64_t(B_) * T_}, a.device()};
 }
 
+Tensor GPTModel::lse(const Allocation& a) const {
+    return {a.data(), DType::f32, {B_, c_.heads, T_}, a.device()};
+}
+
 Tensor GPTModel::weight(const void* unit, std::size_t offset, Shape shape) const {
     return Tensor{const_cast<void*>(unit), dt_, {}, ctx_.device()}.view(offset, shape);
 }
@@ -48,7 +52,9 @@ GPTModel::BlockActs GPTModel::block_activations() {
     a.ln1_mean = activation(BT, DType::f32);
     a.ln1_rstd = activation(BT, DType::f32);
     a.qkv = activation(BT * 3 * d, dt_);
-    a.att = activation(std::size_t(B_) * c_.heads * T_ * T_, dt_);
+    const std::size_t BH = std::size_t(B_) * c_.heads;
+    a.att = attention_ == AttentionKind::flash ? activation(BH * T_, DType::f32)
+                                               : activation(BH * T_ * T_, dt_);
     a.atty = activation(BT * d, dt_);
     a.res2 = activation(BT * d, dt_);
     a.ln2 = activation(BT * d, dt_);
@@ -93,8 +99,11 @@ void GPTModel::block_forward(const void* w, const Tensor& x, const Tensor& out, 
     ops_.layernorm_forward(s, ln1, stats(a.ln1_mean), stats(a.ln1_rstd), x, weight(w, o.ln1_w, {d}),
                            weight(w, o.ln1_b, {d}));
     linear(qkv.view(0, {BT, 3 * d}), ln1, w, o.attn_w, o.attn_b, d, 3 * d);
-    ops_.attention_forward(s, atty.view(0, {B_, T_, d}), tensor(a.att, {B_, c_.heads, T_, T_}), qkv,
-                           c_.heads);
+    if (attention_ == AttentionKind::flash)
+        ops_.flash_attention_forward(s, atty.view(0, {B_, T_, d}), lse(a.att), qkv, c_.heads);
+    else
+        ops_.attention_forward(s, atty.view(0, {B_, T_, d}), tensor(a.att, {B_, c_.heads, T_, T_}),
+                               qkv, c_.heads);
     linear(res2, atty, w, o.proj_w, o.proj_b, d, d);
     ops_.residual_layernorm_forward(s, res2, x, ln2, stats(a.ln2_mean), stats(a.ln2_rstd),
                                     weight(w, o.ln2_w, {d}), weight(w, o.ln2_b, {d}));
@@ -122,8 +131,13 @@ void GPTModel::block_backward(const void* w, void* dw, const Tensor& x, BlockAct
                             weight(w, o.ln2_w, {d}), stats(a.ln2_mean),
                             stats(a.ln2_rstd)); // dx: d(res2)
     linear_backward(dsmall, dw, dx, atty, w, o.proj_w, o.proj_b, d, d);
-    ops_.attention_backward(s, dqkv.view(0, {B_, T_, 3 * d}), dsmall.view(0, {B_, T_, d}), qkv,
-                            tensor(a.att, {B_, c_.heads, T_, T_}), c_.heads);
+    // Flash recomputes the probabilities from qkv and lse; out is the stored attention output.
+    if (attention_ == AttentionKind::flash)
+        ops_.flash_attention_backward(s, dqkv.view(0, {B_, T_, 3 * d}), dsmall.view(0, {B_, T_, d}),
+                                      qkv, atty.view(0, {B_, T_, d}), lse(a.att), c_.heads);
+    else
+        ops_.attention_backward(s, dqkv.view(0, {B_, T_, 3 * d}), dsmall.view(0, {B_, T_, d}), qkv,
+                                tensor(a.att, {B_, c_.heads, T_, T_}), c_.heads);
     linear_backward(dsmall, dw, dqkv, ln1, w, o.attn_w, o.attn_b, d, 3 * d);
     ops_.layernorm_backward(s, dx, weight(dw, o.ln1_w, {d}), weight(dw, o.ln1_b, {d}), dsmall, x,
                             weight(w, o.ln1_w, {d}), stats(a.ln1_mean),

@@ -10,6 +10,7 @@
 
 #include "core/device_context.h"
 #include "core/tensor.h"
+#include "model/attention_kind.h"
 #include "model/checkpoint_policy.h"
 #include "model/gpt_config.h"
 #include "model/ops.h"
@@ -24,7 +25,7 @@ namespace shardlab {
 class GPTModel {
   public:
     GPTModel(const GPTConfig& config, int batch, int seq, CheckpointPolicy checkpoint, DType dtype,
-             DeviceContext& context, Ops& ops);
+             DeviceContext& context, Ops& ops, AttentionKind attention = AttentionKind::flash);
 
     // One forward pass over inputs / targets [B, T] (host memory; ids below the vocabulary size).
     // Training (grad_scale != 0): keeps what backward needs and turns the logits into their
@@ -43,11 +44,13 @@ class GPTModel {
     int batch() const { return B_; }
     int seq() const { return T_; }
     DType dtype() const { return dt_; }
+    AttentionKind attention() const { return attention_; }
 
   private:
     // What one block keeps for its backward (dtype tensors, and LayerNorm statistics in fp32).
-    // Sizes: ln1, atty, res2, ln2: [BT, d]; qkv: [BT, 3d]; att: [B, H, T, T];
-    // fch, fch_gelu: [BT, 4d]; means and rstds: [BT].
+    // Sizes: ln1, atty, res2, ln2: [BT, d]; qkv: [BT, 3d]; att: the materialized probabilities
+    // [B, H, T, T] in the model's dtype, or with flash attention the per-row log-sum-exp [B, H, T]
+    // in fp32; fch, fch_gelu: [BT, 4d]; means and rstds: [BT].
     struct BlockActs {
         Allocation ln1, ln1_mean, ln1_rstd, qkv, att, atty, res2, ln2, ln2_mean, ln2_rstd, fch,
             fch_gelu;
@@ -59,6 +62,7 @@ class GPTModel {
     Allocation activation(std::size_t n, DType t);
     Tensor tensor(const Allocation& a, Shape shape) const; // in the model's dtype
     Tensor stats(const Allocation& a) const;               // fp32 [BT]
+    Tensor lse(const Allocation& a) const;                 // fp32 [B, H, T]
     Tensor weight(const void* unit, std::size_t offset, Shape shape) const;
     void linear(const Tensor& out, const Tensor& in, const void* unit, std::size_t w_off,
                 std::size_t b_off, int in_features, int out_features);
@@ -75,6 +79,7 @@ class GPTModel {
     int B_, T_;
     CheckpointPolicy checkpoint_;
     DType dt_;
+    AttentionKind attention_;
     DeviceContext& ctx_;
     Ops& ops_;
 

@@ -6,6 +6,7 @@
 #include "model/kernels/cpu/attention.h"
 #include "model/kernels/cpu/cross_entropy.h"
 #include "model/kernels/cpu/embedding.h"
+#include "model/kernels/cpu/flash_attention.h"
 #include "model/kernels/cpu/gelu.h"
 #include "model/kernels/cpu/layernorm.h"
 #include "model/kernels/cpu/linear.h"
@@ -130,14 +131,26 @@ void CpuOps::attention_backward(Stream& s, const Tensor& dqkv, const Tensor& dou
     });
 }
 
-// TEMPORARY (flash-cpu helper replaces): not wired yet.
-void CpuOps::flash_attention_forward(Stream&, const Tensor&, const Tensor&, const Tensor&, int) {
-    throw Error("flash attention: not wired on the CPU yet");
+void CpuOps::flash_attention_forward(Stream& s, const Tensor& out, const Tensor& lse,
+                                     const Tensor& qkv, int heads) {
+    for_dtype(qkv.dtype, [&](auto tag) {
+        using T = decltype(tag);
+        s.enqueue([o = out.as<T>(), l = lse.as<float>(), q = qkv.as<const T>(), B = int(qkv.dim(0)),
+                   T_ = int(qkv.dim(1)), C = int(qkv.dim(2)) / 3,
+                   heads] { cpu::flash_attention_forward(o, l, q, B, T_, C, heads); });
+    });
 }
 
-void CpuOps::flash_attention_backward(Stream&, const Tensor&, const Tensor&, const Tensor&,
-                                      const Tensor&, const Tensor&, int) {
-    throw Error("flash attention: not wired on the CPU yet");
+void CpuOps::flash_attention_backward(Stream& s, const Tensor& dqkv, const Tensor& dout,
+                                      const Tensor& qkv, const Tensor& out, const Tensor& lse,
+                                      int heads) {
+    for_dtype(qkv.dtype, [&](auto tag) {
+        using T = decltype(tag);
+        s.enqueue([dq = dqkv.as<T>(), d = dout.as<const T>(), q = qkv.as<const T>(),
+                   o = out.as<const T>(), l = lse.as<const float>(), B = int(qkv.dim(0)),
+                   T_ = int(qkv.dim(1)), C = int(qkv.dim(2)) / 3,
+                   heads] { cpu::flash_attention_backward(dq, d, q, o, l, B, T_, C, heads); });
+    });
 }
 
 void CpuOps::gelu_forward(Stream& s, const Tensor& out, const Tensor& in) {

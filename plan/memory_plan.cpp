@@ -19,11 +19,11 @@ std::uint64_t param_bytes_per_element(Precision p) {
 }
 
 std::uint64_t gpt2_activation_bytes(const GPTConfig& c, int batch, int seq, Precision p,
-                                    CheckpointPolicy ck) {
+                                    CheckpointPolicy ck, AttentionKind attention) {
     const std::uint64_t S = param_bytes_per_element(p), BT = std::uint64_t(batch) * seq,
-                        d = c.hidden;
-    const std::uint64_t block =
-        S * (15 * BT * d + std::uint64_t(batch) * c.heads * seq * seq) + 4 * BT * 4;
+                        d = c.hidden, BHT = std::uint64_t(batch) * c.heads * seq;
+    const std::uint64_t att = attention == AttentionKind::flash ? 4 * BHT : S * BHT * seq;
+    const std::uint64_t block = S * 15 * BT * d + att + 4 * BT * 4;
     const std::uint64_t inputs = (c.layers + 1) * BT * d * S;
     // ln_f's output and stats, and the logits: B*T x Vp, the padded vocabulary (GPTModel::forward).
     const std::uint64_t head = BT * d * S + 2 * BT * 4 + BT * std::uint64_t(c.padded_vocab()) * S;
@@ -269,7 +269,7 @@ Plan plan_once(const PlanModel& model, const PlanOptions& o, int rank) {
             mem.activations_exact = model.arch == Architecture::gpt2;
             mem.activations = mem.activations_exact
                                   ? gpt2_activation_bytes(model.gpt2_config(), o.micro_batch, seq,
-                                                          o.precision, o.checkpoint)
+                                                          o.precision, o.checkpoint, o.attention)
                                   : mem.activations_generic;
         }
     }

@@ -7,6 +7,7 @@
 // for byte. docs/MEMORY.md derives every line.
 #pragma once
 
+#include "model/attention_kind.h"
 #include "model/checkpoint_policy.h"
 #include "model/gpt_config.h"
 #include "model/precision.h"
@@ -32,6 +33,7 @@ struct PlanOptions {
     bool master = true; // fp32 master weights in mixed precision (K = 12); false: K = 8
     OptimizerStates optimizer_states = OptimizerStates::fp32;
     CheckpointPolicy checkpoint{};
+    AttentionKind attention = AttentionKind::flash; // what a block keeps for attention's backward
     int micro_batch = 1;
     int seq = 0; // 0: the model's context
     int grad_accum = 1;
@@ -79,8 +81,10 @@ Plan make_plan(const PlanModel& model, const PlanOptions& options, int rank = 0)
 // Pieces the tests use directly.
 std::uint64_t param_bytes_per_element(Precision p);
 // GPTModel's activation peak for one micro-batch (implementation-exact; GPT-2 architecture).
+// Attention's share of a block: B·H·T·T probabilities of S bytes (materialize) or the B·H·T fp32
+// log-sum-exps (flash).
 std::uint64_t gpt2_activation_bytes(const GPTConfig& c, int batch, int seq, Precision p,
-                                    CheckpointPolicy ck);
+                                    CheckpointPolicy ck, AttentionKind attention);
 // The generic per-model formula: per layer s·b·h·(34 + 5·a·s/h) bytes at 16 bits (x2 for fp32),
 // 2·s·b·h for a checkpointed layer, plus one full layer while it is recomputed.
 std::uint64_t generic_activation_bytes(int layers, int hidden, int heads, int batch, int seq,

@@ -44,15 +44,15 @@ Batch make_batch(int B, int T, int V) {
 }
 
 // Loss and every gradient byte of one forward/backward.
-std::pair<double, std::vector<std::vector<char>>> run_step(const GPTConfig& c, CheckpointPolicy ck,
-                                                           DType dt, int B, int T_,
-                                                           std::size_t* activation_peak = nullptr) {
+std::pair<double, std::vector<std::vector<char>>>
+run_step(const GPTConfig& c, CheckpointPolicy ck, DType dt, int B, int T_,
+         std::size_t* activation_peak = nullptr, AttentionKind att = AttentionKind::flash) {
     const auto backend = make_cpu_backend(2);
     DeviceContext& ctx = backend->context();
     const ParamLayout layout(c);
     ResidentParams params(layout, dt, ctx, backend->ops());
     params.load(gpt2_init(layout, 7, c.layers));
-    GPTModel model(c, B, T_, ck, dt, ctx, backend->ops());
+    GPTModel model(c, B, T_, ck, dt, ctx, backend->ops(), att);
     const Batch b = make_batch(B, T_, c.vocab);
     model.forward(params, b.in.data(), b.tg.data(), 1.0f);
     model.backward(params);
@@ -243,35 +243,44 @@ TEST(GPTModel, BadInputIsAClearError) {
 
 TEST(GPTModel, CheckpointingIsBitwiseIdenticalInEveryPrecision) {
     const GPTConfig c{64, 16, 3, 32, 4, 4};
-    for (int every : {1, 2})
-        for (DType dt : {DType::f32, DType::bf16, DType::f16}) {
-            const auto ref = run_step(c, {0}, dt, 2, 16), ck = run_step(c, {every}, dt, 2, 16);
-            EXPECT_EQ(ref.first, ck.first) << dtype_name(dt) << " every:" << every;
-            EXPECT_EQ(ref.second, ck.second) << dtype_name(dt) << " every:" << every;
-        }
+    for (AttentionKind att : {AttentionKind::flash, AttentionKind::materialize})
+        for (int every : {1, 2})
+            for (DType dt : {DType::f32, DType::bf16, DType::f16}) {
+                const auto ref = run_step(c, {0}, dt, 2, 16, nullptr, att),
+                           ck = run_step(c, {every}, dt, 2, 16, nullptr, att);
+                EXPECT_EQ(ref.first, ck.first)
+                    << dtype_name(dt) << " every:" << every << " " << attention_name(att);
+                EXPECT_EQ(ref.second, ck.second)
+                    << dtype_name(dt) << " every:" << every << " " << attention_name(att);
+            }
 }
 
 TEST(GPTModel, ActivationBytesAreExactlyTheTensorsKept) {
     // Counted by hand from what backward needs, per block (S bytes per element, 4 per statistic):
-    // ln1, atty, res2, ln2: 4·BTd; qkv 3·BTd; fch, fch_gelu 8·BTd; att B·H·T²; 4 LayerNorm
+    // ln1, atty, res2, ln2: 4·BTd; qkv 3·BTd; fch, fch_gelu 8·BTd; attention's B·H·T² probabilities
+    // (materialize, S bytes each) or B·H·T log-sum-exps (flash, 4 bytes each); 4 LayerNorm
     // statistics of BT floats. Plus the L+1 residual-stream inputs (BTd each) and the head:
     // ln_f output BTd, its 2 statistics, logits BT·Vp: V = 64 padded to the default multiple,
     // Vp = 128.
     const GPTConfig c{64, 16, 3, 32, 4, 4};
     const std::size_t B = 2, T = 16, BT = B * T, d = 32, H = 4, L = 3, V = 128;
-    for (std::size_t S : {std::size_t(4), std::size_t(2)}) {
-        const std::size_t block = S * (15 * BT * d + B * H * T * T) + 4 * BT * 4;
-        const std::size_t inputs = (L + 1) * BT * d * S;
-        const std::size_t head = BT * d * S + 2 * BT * 4 + BT * V * S;
-        std::size_t none = 0, all = 0;
-        const DType dt = S == 4 ? DType::f32 : DType::bf16;
-        run_step(c, {0}, dt, int(B), int(T), &none);
-        run_step(c, {1}, dt, int(B), int(T), &all);
-        EXPECT_EQ(none, inputs + L * block + head) << "S=" << S;
-        // Checkpointed: only the inputs stay; one block's tensors exist at a time (forward, or
-        // recompute in backward), and the head only after the last block.
-        EXPECT_EQ(all, inputs + std::max(block, head)) << "S=" << S;
-    }
+    for (AttentionKind att : {AttentionKind::flash, AttentionKind::materialize})
+        for (std::size_t S : {std::size_t(4), std::size_t(2)}) {
+            const std::size_t kept =
+                att == AttentionKind::flash ? 4 * B * H * T : S * B * H * T * T;
+            const std::size_t block = S * 15 * BT * d + kept + 4 * BT * 4;
+            const std::size_t inputs = (L + 1) * BT * d * S;
+            const std::size_t head = BT * d * S + 2 * BT * 4 + BT * V * S;
+            std::size_t none = 0, all = 0;
+            const DType dt = S == 4 ? DType::f32 : DType::bf16;
+            run_step(c, {0}, dt, int(B), int(T), &none, att);
+            run_step(c, {1}, dt, int(B), int(T), &all, att);
+            EXPECT_EQ(none, inputs + L * block + head) << "S=" << S << " " << attention_name(att);
+            // Checkpointed: only the inputs stay; one block's tensors exist at a time (forward, or
+            // recompute in backward), and the head only after the last block.
+            EXPECT_EQ(all, inputs + std::max(block, head))
+                << "S=" << S << " " << attention_name(att);
+        }
 }
 
 TEST(GPTModel, ActivationMemoryIsReusedStepAfterStep) {

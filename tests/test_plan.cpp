@@ -91,25 +91,53 @@ TEST(Plan, ExactActivationsEqualWhatTheTrackerMeasures) {
     // V = 64 is padded to 128 (the default multiple), V = 96 is not (multiple 1): the logits are
     // B·T·Vp either way.
     for (const GPTConfig c : {GPTConfig{64, 16, 3, 32, 4, 4}, GPTConfig{96, 24, 5, 48, 3, 3, 1}})
-        for (int every : {0, 1, 2, 3})
-            for (Precision p : {Precision::fp32, Precision::bf16}) {
-                const auto backend = make_cpu_backend(1);
-                DeviceContext& ctx = backend->context();
-                MemoryTracker& tracker = ctx.tracker();
-                const ParamLayout layout(c);
-                const int B = 3, T = c.context - 1;
-                std::vector<std::uint16_t> in(B * T), tg(B * T);
-                for (int i = 0; i < B * T; ++i)
-                    in[i] = std::uint16_t(i % c.vocab), tg[i] = std::uint16_t((i + 1) % c.vocab);
-                ResidentParams params(layout, param_dtype(p), ctx, backend->ops());
-                GPTModel model(c, B, T, {every}, param_dtype(p), ctx, backend->ops());
-                model.forward(params, in.data(), tg.data(), 1.0f);
-                model.backward(params);
-                model.take_losses();
-                EXPECT_EQ(tracker.peak(Category::activations),
-                          gpt2_activation_bytes(c, B, T, p, {every}))
-                    << "layers " << c.layers << " every " << every;
-            }
+        for (AttentionKind att : {AttentionKind::flash, AttentionKind::materialize})
+            for (int every : {0, 1, 2, 3})
+                for (Precision p : {Precision::fp32, Precision::bf16}) {
+                    const auto backend = make_cpu_backend(1);
+                    DeviceContext& ctx = backend->context();
+                    MemoryTracker& tracker = ctx.tracker();
+                    const ParamLayout layout(c);
+                    const int B = 3, T = c.context - 1;
+                    std::vector<std::uint16_t> in(B * T), tg(B * T);
+                    for (int i = 0; i < B * T; ++i)
+                        in[i] = std::uint16_t(i % c.vocab),
+                        tg[i] = std::uint16_t((i + 1) % c.vocab);
+                    ResidentParams params(layout, param_dtype(p), ctx, backend->ops());
+                    GPTModel model(c, B, T, {every}, param_dtype(p), ctx, backend->ops(), att);
+                    model.forward(params, in.data(), tg.data(), 1.0f);
+                    model.backward(params);
+                    model.take_losses();
+                    EXPECT_EQ(tracker.peak(Category::activations),
+                              gpt2_activation_bytes(c, B, T, p, {every}, att))
+                        << "layers " << c.layers << " every " << every << " "
+                        << attention_name(att);
+                }
+}
+
+TEST(Plan, FlashKeepsALogSumExpInsteadOfTheProbabilities) {
+    // GPT-2 124M, T = 1024, micro-batch 4, bf16 (S = 2), no checkpointing, worked by hand:
+    // BT = 4096, d = 768, B*H*T = 4 * 12 * 1024 = 49,152, V = 50,257 padded to Vp = 50,304.
+    // block = 2 * 15 * BT * d + 16 * BT + attention = 94,437,376 + attention, where attention is
+    // 2 * 49,152 * 1024 = 100,663,296 (materialize) or 4 * 49,152 = 196,608 (flash);
+    // inputs = 13 * BT * d * 2 = 81,788,928; head = BT * d * 2 + 8 * BT + BT * Vp * 2 = 418,414,592.
+    // materialize: 81,788,928 + 12 * 195,100,672 + 418,414,592 = 2,841,411,584 (2.84 GB);
+    // flash:       81,788,928 + 12 * 94,633,984 + 418,414,592 = 1,635,811,328 (1.64 GB).
+    const GPTConfig gpt2{50257, 1024, 12, 768, 12, 12};
+    EXPECT_EQ(
+        gpt2_activation_bytes(gpt2, 4, 1024, Precision::bf16, {0}, AttentionKind::materialize),
+        2841411584u);
+    EXPECT_EQ(gpt2_activation_bytes(gpt2, 4, 1024, Precision::bf16, {0}, AttentionKind::flash),
+              1635811328u);
+    // The plan uses flash unless told otherwise, and the target of issue 24: <= 1.70 GB.
+    PlanOptions o;
+    o.micro_batch = 4;
+    o.seq = 1024;
+    const Plan p = make_plan(plan_model_preset("gpt2"), o);
+    EXPECT_EQ(p.memory.activations, 1635811328u);
+    EXPECT_LE(p.memory.activations, 1700000000u);
+    o.attention = AttentionKind::materialize;
+    EXPECT_EQ(make_plan(plan_model_preset("gpt2"), o).memory.activations, 2841411584u);
 }
 
 TEST(Plan, LlamaPresetsAndKvCache) {

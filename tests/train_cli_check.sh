@@ -8,6 +8,12 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 small=(--layers 1 --hidden 32 --heads 2 --seq 16 --steps 2 --quiet)
 "$expect" 2 "--zero 5 is not a ZeRO stage" "${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --zero 5
+"$expect" 2 "bad --attention 'fast'; use flash or materialize" "$shardlab" train "${small[@]}" --attention fast
+# --attention from a TOML config reaches the report's config (flash is the default).
+printf 'attention = "materialize"\n' >"$work/att.toml"
+"$shardlab" train "${small[@]}" --config "$work/att.toml" --out "$work/att" >/dev/null
+"$shardlab" train "${small[@]}" --out "$work/att-default" >/dev/null
+/usr/bin/python3 -c 'import json, sys; a, b = (json.load(open(f"{d}/report.json"))["config"]["attention"] for d in sys.argv[1:]); assert (a, b) == ("materialize", "flash"), (a, b)' "$work/att" "$work/att-default"
 "$expect" 2 "--global-batch 6 is not divisible by N x micro-batch = 2 x 4 = 8" "${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --micro-batch 4 --global-batch 6
 "$expect" 2 "error on rank 0,1: token file '$work/no-such-corpus.txt': does not exist" "${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --data "$work/no-such-corpus.txt"
 "$expect" 2 "bad --checkpoint 'sometimes'" "${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --checkpoint sometimes

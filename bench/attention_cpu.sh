@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Flash attention on the CPU (issue 24), docs/BENCHMARKS.md: flash against materialize measured
+# side by side in one run, on 1 rank x 2 threads, fp32:
+#   1. attention alone, forward + backward (`shardlab bench attention`, the two kernels
+#      interleaved), beside PyTorch 1.13's own causal attention on the same shapes — matmul,
+#      masked softmax, matmul, materialising (Debian's torch 1.13 has no scaled_dot_product_attention);
+#   2. a whole training step (`shardlab bench step --attention ...`): tokens/s and the tracked
+#      activation and device peaks — tiny at T = 256 and T = 1024, GPT-2 124M at T = 1024.
+# Writes bench/results/attention_cpu.jsonl. About four minutes on a 2-vCPU machine.
+# Usage: bench/attention_cpu.sh [SHARDLAB]   (default build/shardlab)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+shardlab=${1:-build/shardlab}
+out=bench/results/attention_cpu.jsonl
+mkdir -p bench/results
+: > "$out"
+"$shardlab" device | sed -n '1,4p' >&2
+torch_attention() { # B T H hd: PyTorch's causal attention, forward + backward, median ms
+  /usr/bin/python3 - "$@" <<'PY'
+import json, sys, time, torch
+B, T, H, hd = map(int, sys.argv[1:])
+torch.set_num_threads(2)
+torch.manual_seed(0)
+q, k, v = (torch.rand(B, H, T, hd) * 2 - 1 for _ in range(3))
+for x in (q, k, v): x.requires_grad_(True)
+dout = torch.rand(B, H, T, hd) * 2 - 1
+mask = torch.ones(T, T, dtype=torch.bool).triu(1)
+def step():
+    s = (q @ k.transpose(-1, -2)) * hd ** -0.5
+    p = torch.softmax(s.masked_fill(mask, float("-inf")), dim=-1)
+    (p @ v).backward(dout)
+ts = []
+for i in range(6):
+    t0 = time.perf_counter(); step(); ts.append(time.perf_counter() - t0)
+ts = sorted(ts[1:])
+print(json.dumps({"torch": torch.__version__, "torch_ms": ts[len(ts) // 2] * 1e3}))
+PY
+}
+attention_row() { # B T H hd
+  echo "attention alone: B $1 T $2 H $3 hd $4" >&2
+  local a t
+  a=$("$shardlab" bench attention --batch "$1" --seq-len "$2" --heads "$3" --head-dim "$4" --threads 2 --iters 3)
+  t=$(torch_attention "$@")
+  /usr/bin/python3 -c 'import json,sys; a=json.loads(sys.argv[1]); a.update(json.loads(sys.argv[2])); a["kind"]="attention"; print(json.dumps(a))' "$a" "$t" | tee -a "$out"
+}
+attention_row 8 256 4 64   # tiny's shapes: micro-batch 8 x 256, 4 heads of 64
+attention_row 2 1024 4 64  # tiny at T = 1024
+attention_row 1 1024 12 64 # GPT-2 124M at T = 1024, micro-batch 1
+step_row() { # NAME ARGS...: one step benchmark per kind, materialize first
+  local name=$1
+  shift
+  for a in materialize flash; do
+    echo "step $name --attention $a" >&2
+    "$shardlab" bench step "$@" --attention $a --threads 2 --precision fp32 --json |
+      sed "s/^{/{\"kind\":\"step\",\"model\":\"$name\",/" | tee -a "$out"
+  done
+}
+step_row tiny-256 --preset tiny --batch 8 --steps 5 --warmup 1
+step_row tiny-1024 --preset tiny --seq 1024 --batch 2 --steps 3 --warmup 1
+step_row gpt2-1024 --preset gpt2 --batch 1 --seq-len 1024 --steps 2 --warmup 1

@@ -1,0 +1,279 @@
+// Flash attention on the CPU (model/kernels/cpu/flash_attention.h) against naive causal attention
+// written out here in float64 (scores, softmax, P V; and its backward through the softmax
+// Jacobian), for out, lse and dqkv, at sizes that are not multiples of the tiles (T = 1, 7, 65,
+// 130, and 300, 520 past one 256-key tile, so the online softmax rescales), one head and several,
+// head sizes 16 and 64; against the materialising kernel; and bitwise the same for 1, 2 and 3
+// threads.
+//
+// Tolerances, as relative norms ||got - ref|| / ||ref||. Inputs are rounded to the storage type
+// first, so the reference sees the same values and only the kernel's arithmetic differs.
+// - double: the same formulas in another order; differences are rounding, ~1e-15 per operation
+//   over sums of a few hundred terms: bound 1e-12.
+// - fp32: unit roundoff 6e-8; sums of up to T + hd ~ 600 terms and vexp's 2 ulp give ~1e-6 in
+//   the norm (errors of random sign) and 4e-5 at worst: bound 2e-5.
+// - bf16 / fp16 compute in fp32 and round what they store once (out, dqkv: 2^-9 ~ 2e-3 and
+//   2^-11 ~ 5e-4 per element). Backward's D_i = rowsum(dO_i * O_i) reads the stored (rounded) out,
+//   which moves every dS_ij of row i by P_ij * dD_i * scale: a second error of the same order.
+//   Unlike the materialising path, the probabilities are never rounded to the storage type.
+//   So about two roundings: bounds 1e-2 (bf16) and 2.5e-3 (fp16), 2.5x headroom.
+// - lse is fp32 in every storage type (the Ops contract): bound 1e-6 relative, fp32 log-sum-exp
+//   of at most 520 terms.
+// Flash against materialize in the same dtype: by the triangle inequality, the flash bound plus
+// the materialising kernel's (test_kernels_fd.cpp: 1e-5, 2e-2, 5e-3).
+#include "model/kernels/cpu/attention.h"
+#include "model/kernels/cpu/flash_attention.h"
+#include "model/kernels/cpu/numeric.h"
+#include "model/kernels/cpu/threads.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace shardlab;
+using namespace shardlab::cpu;
+
+namespace {
+using Vec = std::vector<double>;
+
+struct Shape {
+    int B, T, H, hd;
+    int C() const { return H * hd; }
+    std::string name() const {
+        return "B" + std::to_string(B) + " T" + std::to_string(T) + " H" + std::to_string(H) +
+               " hd" + std::to_string(hd);
+    }
+};
+
+const Shape kShapes[] = {{1, 1, 1, 16},   {2, 7, 3, 16},   {1, 65, 1, 64},
+                         {2, 130, 2, 64}, {1, 300, 2, 16}, {1, 520, 1, 64}};
+
+// Inputs: q in [-3, 3] (scores of a few units, so the running max moves between tiles), k, v and
+// dout in [-1, 1].
+struct Problem {
+    Shape s;
+    Vec qkv, dout;
+};
+Problem make_problem(const Shape& s, unsigned seed) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<double> u(-1, 1);
+    Problem p{s, Vec(std::size_t(s.B) * s.T * 3 * s.C()), Vec(std::size_t(s.B) * s.T * s.C())};
+    for (std::size_t i = 0; i < p.qkv.size(); ++i)
+        p.qkv[i] = u(rng) * (i % (3 * s.C()) < std::size_t(s.C()) ? 3.0 : 1.0);
+    for (double& x : p.dout) x = u(rng);
+    return p;
+}
+
+template <typename S>
+std::vector<S> store(const Vec& v) {
+    std::vector<S> r(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) r[i] = from_acc<S>(acc_t<S>(v[i]));
+    return r;
+}
+template <typename S>
+Vec load(const std::vector<S>& v) {
+    Vec r(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) r[i] = double(to_acc(v[i]));
+    return r;
+}
+// The problem as the storage type S holds it, back in double: what the reference computes on.
+template <typename S>
+Problem rounded(const Problem& p) {
+    return {p.s, load(store<S>(p.qkv)), load(store<S>(p.dout))};
+}
+
+double rel_diff(const Vec& got, const Vec& ref) {
+    double num = 0, den = 0;
+    for (std::size_t i = 0; i < ref.size(); ++i)
+        num += (got[i] - ref[i]) * (got[i] - ref[i]), den += ref[i] * ref[i];
+    return std::sqrt(num) / std::max(std::sqrt(den), 1e-300);
+}
+
+struct Result {
+    Vec out, lse, dqkv;
+};
+
+// Naive causal attention and its backward in float64, written from the definitions: for each
+// (b, h, i): s_ij = scale q_i.k_j (j <= i), P = softmax(s), out_i = sum_j P_ij v_j,
+// lse_i = log sum_j exp(s_ij); dP_ij = dout_i.v_j, dS_ij = P_ij (dP_ij - sum_k P_ik dP_ik),
+// dq_i = scale sum_j dS_ij k_j, dk_j = scale sum_i dS_ij q_i, dv_j = sum_i P_ij dout_i.
+Result reference(const Problem& p) {
+    const Shape& s = p.s;
+    const int C = s.C(), T = s.T, hd = s.hd;
+    const double scale = double(float(1 / std::sqrt(double(hd)))); // the kernels' fp32 scale
+    Result r{Vec(std::size_t(s.B) * T * C), Vec(std::size_t(s.B) * s.H * T),
+             Vec(p.qkv.size(), 0.0)};
+    auto at = [&](int b, int t, int part, int h, int e) {
+        return (std::size_t(b) * T + t) * 3 * C + part * C + h * hd + e;
+    };
+    for (int b = 0; b < s.B; ++b)
+        for (int h = 0; h < s.H; ++h)
+            for (int i = 0; i < T; ++i) {
+                Vec sc(i + 1), P(i + 1), dP(i + 1);
+                double mx = -std::numeric_limits<double>::infinity();
+                for (int j = 0; j <= i; ++j) {
+                    double d = 0;
+                    for (int e = 0; e < hd; ++e)
+                        d += p.qkv[at(b, i, 0, h, e)] * p.qkv[at(b, j, 1, h, e)];
+                    sc[j] = scale * d;
+                    mx = std::max(mx, sc[j]);
+                }
+                double sum = 0;
+                for (int j = 0; j <= i; ++j) sum += P[j] = std::exp(sc[j] - mx);
+                for (int j = 0; j <= i; ++j) P[j] /= sum;
+                r.lse[(std::size_t(b) * s.H + h) * T + i] = mx + std::log(sum);
+                const double* go = &p.dout[(std::size_t(b) * T + i) * C + h * hd];
+                for (int e = 0; e < hd; ++e) {
+                    double o = 0;
+                    for (int j = 0; j <= i; ++j) o += P[j] * p.qkv[at(b, j, 2, h, e)];
+                    r.out[(std::size_t(b) * T + i) * C + h * hd + e] = o;
+                }
+                double dot = 0;
+                for (int j = 0; j <= i; ++j) {
+                    double d = 0;
+                    for (int e = 0; e < hd; ++e) d += go[e] * p.qkv[at(b, j, 2, h, e)];
+                    dP[j] = d;
+                    dot += P[j] * d;
+                }
+                for (int j = 0; j <= i; ++j) {
+                    const double dS = P[j] * (dP[j] - dot) * scale;
+                    for (int e = 0; e < hd; ++e) {
+                        r.dqkv[at(b, i, 0, h, e)] += dS * p.qkv[at(b, j, 1, h, e)];
+                        r.dqkv[at(b, j, 1, h, e)] += dS * p.qkv[at(b, i, 0, h, e)];
+                        r.dqkv[at(b, j, 2, h, e)] += P[j] * go[e];
+                    }
+                }
+            }
+    return r;
+}
+
+template <typename S>
+Result run_flash(const Problem& p) {
+    const Shape& s = p.s;
+    const std::vector<S> qkv = store<S>(p.qkv), dout = store<S>(p.dout);
+    std::vector<S> out(p.dout.size()), dqkv(p.qkv.size());
+    std::vector<acc_t<S>> lse(std::size_t(s.B) * s.H * s.T);
+    flash_attention_forward<S>(out.data(), lse.data(), qkv.data(), s.B, s.T, s.C(), s.H);
+    flash_attention_backward<S>(dqkv.data(), dout.data(), qkv.data(), out.data(), lse.data(), s.B,
+                                s.T, s.C(), s.H);
+    Vec l(lse.begin(), lse.end());
+    return {load(out), l, load(dqkv)};
+}
+
+template <typename S>
+Result run_materialize(const Problem& p) {
+    const Shape& s = p.s;
+    const std::vector<S> qkv = store<S>(p.qkv), dout = store<S>(p.dout);
+    std::vector<S> out(p.dout.size()), dqkv(p.qkv.size()), att(std::size_t(s.B) * s.H * s.T * s.T);
+    attention_forward<S>(out.data(), att.data(), qkv.data(), s.B, s.T, s.C(), s.H);
+    attention_backward<S>(dqkv.data(), dout.data(), qkv.data(), att.data(), s.B, s.T, s.C(), s.H);
+    return {load(out), {}, load(dqkv)};
+}
+
+// Runs on 1, 2 and 3 threads from here on; the caller's count is restored after each test.
+class FlashAttention : public ::testing::Test {
+  protected:
+    void SetUp() override { saved_ = current_threads(); }
+    void TearDown() override { set_threads(saved_); }
+    int saved_ = 1;
+};
+
+template <typename S>
+void expect_matches_reference(double tol, const char* type_name) {
+    const double lse_tol = std::is_same_v<S, double> ? tol : 1e-6;
+    double worst = 0;
+    for (const Shape& s : kShapes) {
+        const Problem p = rounded<S>(make_problem(s, unsigned(s.T * 31 + s.H)));
+        const Result ref = reference(p), got = run_flash<S>(p);
+        const double eo = rel_diff(got.out, ref.out), el = rel_diff(got.lse, ref.lse),
+                     ed = rel_diff(got.dqkv, ref.dqkv);
+        EXPECT_LE(eo, tol) << type_name << " out " << s.name();
+        EXPECT_LE(el, lse_tol) << type_name << " lse " << s.name();
+        EXPECT_LE(ed, tol) << type_name << " dqkv " << s.name();
+        worst = std::max({worst, eo, ed});
+    }
+    std::printf("[ %-8s ] worst relative difference from the float64 reference: %.2e\n", type_name,
+                worst);
+}
+} // namespace
+
+TEST_F(FlashAttention, DoubleMatchesTheNaiveReference) {
+    expect_matches_reference<double>(1e-12, "double");
+}
+TEST_F(FlashAttention, Fp32MatchesTheNaiveReference) {
+    expect_matches_reference<float>(2e-5, "fp32");
+}
+TEST_F(FlashAttention, Bf16MatchesTheNaiveReference) {
+    expect_matches_reference<bf16_t>(1e-2, "bf16");
+}
+TEST_F(FlashAttention, Fp16MatchesTheNaiveReference) {
+    expect_matches_reference<f16_t>(2.5e-3, "fp16");
+}
+
+// A wrong tile boundary or a missed rescale would be off by O(1) here, far past these bounds.
+template <typename S>
+void expect_matches_materialize(double tol, const char* type_name) {
+    for (const Shape& s : kShapes) {
+        const Problem p = rounded<S>(make_problem(s, unsigned(s.T * 17 + 5)));
+        const Result f = run_flash<S>(p), m = run_materialize<S>(p);
+        EXPECT_LE(rel_diff(f.out, m.out), tol) << type_name << " out " << s.name();
+        EXPECT_LE(rel_diff(f.dqkv, m.dqkv), tol) << type_name << " dqkv " << s.name();
+    }
+}
+
+TEST_F(FlashAttention, MatchesTheMaterializingKernel) {
+    expect_matches_materialize<double>(2e-12, "double");
+    expect_matches_materialize<float>(3e-5, "fp32");
+    expect_matches_materialize<bf16_t>(3e-2, "bf16");
+    expect_matches_materialize<f16_t>(7.5e-3, "fp16");
+}
+
+// Masked keys contribute exact zeros: row 0 of every head is v_0 itself and its lse is s_00.
+TEST_F(FlashAttention, FirstRowIsTheFirstValueExactly) {
+    const Shape s{2, 130, 2, 16};
+    const Problem p = rounded<float>(make_problem(s, 3));
+    const Result got = run_flash<float>(p);
+    for (int b = 0; b < s.B; ++b)
+        for (int h = 0; h < s.H; ++h)
+            for (int e = 0; e < s.hd; ++e)
+                EXPECT_EQ(got.out[std::size_t(b) * s.T * s.C() + h * s.hd + e],
+                          p.qkv[std::size_t(b) * s.T * 3 * s.C() + 2 * s.C() + h * s.hd + e]);
+}
+
+template <typename S>
+void expect_same_bits_on_1_2_3_threads(const char* type_name) {
+    const Shape s{2, 300, 3, 16}; // 6 (batch, head) pairs: split differently by 2 and 3 threads
+    const Problem p = rounded<S>(make_problem(s, 9));
+    const std::vector<S> qkv = store<S>(p.qkv), dout = store<S>(p.dout);
+    std::vector<std::vector<char>> outs;
+    for (int threads : {1, 2, 3}) {
+        set_threads(threads);
+        std::vector<S> out(p.dout.size()), dqkv(p.qkv.size());
+        std::vector<acc_t<S>> lse(std::size_t(s.B) * s.H * s.T);
+        flash_attention_forward<S>(out.data(), lse.data(), qkv.data(), s.B, s.T, s.C(), s.H);
+        flash_attention_backward<S>(dqkv.data(), dout.data(), qkv.data(), out.data(), lse.data(),
+                                    s.B, s.T, s.C(), s.H);
+        std::vector<char> bytes(out.size() * sizeof(S) + lse.size() * sizeof(acc_t<S>) +
+                                dqkv.size() * sizeof(S));
+        char* w = bytes.data();
+        std::memcpy(w, out.data(), out.size() * sizeof(S));
+        w += out.size() * sizeof(S);
+        std::memcpy(w, lse.data(), lse.size() * sizeof(acc_t<S>));
+        w += lse.size() * sizeof(acc_t<S>);
+        std::memcpy(w, dqkv.data(), dqkv.size() * sizeof(S));
+        outs.push_back(std::move(bytes));
+    }
+    EXPECT_TRUE(outs[0] == outs[1]) << type_name << ": 1 and 2 threads differ";
+    EXPECT_TRUE(outs[0] == outs[2]) << type_name << ": 1 and 3 threads differ";
+}
+
+TEST_F(FlashAttention, SameBitsOnOneTwoAndThreeThreads) {
+    expect_same_bits_on_1_2_3_threads<float>("fp32");
+    expect_same_bits_on_1_2_3_threads<bf16_t>("bf16");
+    expect_same_bits_on_1_2_3_threads<f16_t>("fp16");
+    expect_same_bits_on_1_2_3_threads<double>("double");
+}
