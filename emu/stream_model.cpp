@@ -136,9 +136,9 @@ std::function<void()> wrap_operation(StreamSchedule& schedule, std::function<voi
         // The moment it starts (Unix time): tests measure the job's reaction from here, not from
         // its start, so a slower build (sanitizers) does not move the bound.
         fn = [] {
-            const double now = std::chrono::duration<double>(
-                                   std::chrono::system_clock::now().time_since_epoch())
-                                   .count();
+            const double now =
+                std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+                    .count();
             std::fprintf(stderr, "shardlab emu: SHARDLAB_EMU_STALL: stalled at %.3f\n", now);
             stall_forever();
         };

@@ -140,7 +140,8 @@ PY
 step_bench() {
   local rc=0 v each=$(($(limit_of bench) / 2 - 5)) line=""
   for v in $(vocabs); do
-    timeout --foreground -k 5 $each shardlab bench step --device cuda $(gpt2) --vocab "$v" --precision bf16 \
+    # V = 50257 as given (--vocab-multiple 1: the odd leading dimension), 50304 the padded one.
+    timeout --foreground -k 5 $each shardlab bench step --device cuda $(gpt2) --vocab "$v" --vocab-multiple 1 --precision bf16 \
       --batch "$(batch)" --seq-len "$(seqlen)" $(timed_steps) --json > "$LOGS/bench_$v.json" || rc=$?
     cat "$LOGS/bench_$v.json"
     line+="V=$v: $(speed "$LOGS/bench_$v.json"); "

@@ -97,12 +97,12 @@ PY
 # beside "largest micro-batch that fits: 0".
 i=0
 for model in "--params 1e12" "--params 1e9 --zero 3 --ranks 8" "--preset gpt2" "--preset 7b"; do
-  for gpu in "" "--gpu h100-80" "--gpu 2.5e9"; do
+  for gpu in "" "--gpu h100-80" "--gpu 2e9"; do
     i=$((i + 1))
     # shellcheck disable=SC2086
     out=$("$shardlab" plan $model $gpu --json "$work/fit$i.json")
     printf '%s\n%s\n' "$model" "$gpu" >"$work/fit$i.args"
-    line=$(grep -E '^(h100-80|2.5e9) \(' <<<"$out" || true)
+    line=$(grep -E '^(h100-80|2e9) \(' <<<"$out" || true)
     if [ -z "$gpu" ]; then
       [ -z "$line" ] || { echo "a verdict without --gpu ($model): $line"; exit 1; }
     else
@@ -125,6 +125,6 @@ for i in range(1, int(sys.argv[2]) + 1):
 PY
 "$shardlab" plan --params 1e12 --gpu h100-80 | grep -qF "DOES NOT FIT: the model states alone exceed it"
 "$shardlab" plan --params 1e9 --zero 3 --ranks 8 --gpu h100-80 | grep -qF "the model states fit (a bare parameter count"
-"$shardlab" plan --preset gpt2 --gpu 2.5e9 | grep -qF "DOES NOT FIT, not even at micro-batch 1"
-"$shardlab" plan --preset gpt2 --gpu 4e9 --zero 3 --ranks 8 --micro-batch 8 | grep -qF "DOES NOT FIT at micro-batch 8; largest micro-batch that fits: 5"
+"$shardlab" plan --preset gpt2 --gpu 2e9 | grep -qF "DOES NOT FIT, not even at micro-batch 1"
+"$shardlab" plan --preset gpt2 --gpu 3e9 --zero 3 --ranks 8 --micro-batch 8 | grep -qF "DOES NOT FIT at micro-batch 8; largest micro-batch that fits: 6"
 echo "ok: plan --gpu verdicts"

@@ -120,9 +120,9 @@ TEST(Plan, FlashKeepsALogSumExpInsteadOfTheProbabilities) {
     // BT = 4096, d = 768, B*H*T = 4 * 12 * 1024 = 49,152, V = 50,257 padded to Vp = 50,304.
     // block = 2 * 15 * BT * d + 16 * BT + attention = 94,437,376 + attention, where attention is
     // 2 * 49,152 * 1024 = 100,663,296 (materialize) or 4 * 49,152 = 196,608 (flash);
-    // inputs = 13 * BT * d * 2 = 81,788,928; head = BT * d * 2 + 8 * BT + BT * Vp * 2 = 418,414,592.
-    // materialize: 81,788,928 + 12 * 195,100,672 + 418,414,592 = 2,841,411,584 (2.84 GB);
-    // flash:       81,788,928 + 12 * 94,633,984 + 418,414,592 = 1,635,811,328 (1.64 GB).
+    // inputs = 13 * BT * d * 2 = 81,788,928; head = BT * d * 2 + 8 * BT + BT * Vp * 2 =
+    // 418,414,592. materialize: 81,788,928 + 12 * 195,100,672 + 418,414,592 = 2,841,411,584 (2.84
+    // GB); flash:       81,788,928 + 12 * 94,633,984 + 418,414,592 = 1,635,811,328 (1.64 GB).
     const GPTConfig gpt2{50257, 1024, 12, 768, 12, 12};
     EXPECT_EQ(
         gpt2_activation_bytes(gpt2, 4, 1024, Precision::bf16, {0}, AttentionKind::materialize),
