@@ -11,7 +11,7 @@
 // Against the former three-sweep kernel (max, sum, gradient; scalar loads, stride-256 elements),
 // the bits of the sum, the loss and the gradient change: the sum is grouped by chunk and rescaled
 // as the running maximum grows (each term picks up at most one rounding per rescale: at most
-// ceil(chunks / 256) + 8 of them, far inside the V u bound the tests hold the CPU to), and the
+// ceil(chunks / 256) + 13 of them, far inside the V u bound the tests hold the CPU to), and the
 // probability is e^(x - max) * (1 / sum), the CPU's form, instead of e^(x - log-sum-exp).
 #include "core/cuda/element.h"
 #include "core/cuda/launch.h"
