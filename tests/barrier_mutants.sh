@@ -6,16 +6,15 @@
 # the test that exercises it. Usage: barrier_mutants.sh TEST_CUDA_OPS SOURCE_DIR
 set -uo pipefail
 bin=$1 src=$2
-# The test that runs each file's barriers (warp_reduce.h's block reductions: cross-entropy's).
+# The test that runs each file's barriers.
 declare -A test_of=(
-  [cross_entropy.cu]='CudaOps.CrossEntropy*' [warp_reduce.h]='CudaOps.CrossEntropy*'
+  [cross_entropy.cu]='CudaOps.CrossEntropy*'
   [squared_norm.cu]='CudaOps.SquaredNorm*' [embedding.cu]='CudaOps.Embedding*'
   [flash_attention.cu]='CudaOps.FlashAttentionIsBitwiseDeterministic'
   [flash_attention_wmma.cu]='CudaOps.FlashAttentionIsBitwiseDeterministic'
 )
-# Barriers no current caller needs: block_max's first one orders its shared writes after an earlier
-# reduction's reads, and cross-entropy (its only caller) calls it first.
-declare -A unneeded=([warp_reduce.h:44]=1)
+# Barriers no current caller needs (FILE:LINE, skipped): none at present.
+declare -A unneeded=()
 export TSAN_OPTIONS="halt_on_error=1 exitcode=66"
 # libgomp is not built with TSan (its barriers are invisible to it): the CPU reference on one thread.
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1

@@ -798,31 +798,46 @@ TEST(CudaOps, EmbeddingIsTheCpusBitForBitBackwardIncluded) {
     }
 }
 
-// Cross-entropy: the row's log-sum-exp sums V exponentials in another order (and CUDA's expf and
-// logf are not the host's): a relative difference of a few V u in the loss; the gradient is one
-// rounding of probabilities that close. With a padded vocabulary (rows ld = 80 apart, only the
-// first V = 67 columns valid) the padded columns hold 40 and more — they would dominate the
-// softmax if read — and their gradient is exactly 0 on both sides.
+// Cross-entropy: the row's log-sum-exp sums V exponentials in another order (the device's sum is
+// also rescaled as its running maximum grows: one rounding per rescale, at most
+// ceil(V / W / 256) + 13 of them per term, well below V), and CUDA's expf and logf are not the
+// host's: a relative difference of a few V u in the loss; the gradient is one rounding of
+// probabilities that close. With a padded vocabulary (ld > V) the padded columns hold 40 and more
+// — they would dominate the softmax if read — and their gradient is exactly 0 on both sides. Rows
+// of widths off the vector widths (4 fp32, 8 16-bit) and logits starting off the 16-byte grid
+// (skip) take the element path for some or all chunks; the long rows give each thread several
+// chunks, with logits rising along the row so the running maximum grows in almost every chunk.
 TEST(CudaOps, CrossEntropyLossAndFusedGradient) {
     MAKE_TWIN(t);
-    const int N = 21, V = 67;
-    std::vector<std::uint16_t> targets(N);
-    for (int i = 0; i < N; ++i) targets[i] = std::uint16_t((i * 13) % V);
-    for (const int ld : {V, 80})
+    struct Case {
+        int N, V, ld;
+        std::int64_t skip;
+    };
+    for (const Case c : {Case{21, 67, 67, 0}, Case{21, 67, 80, 0}, Case{9, 64, 64, 1},
+                         Case{9, 67, 80, 3}, Case{3, 5000, 5120, 0}, Case{3, 4099, 4103, 1}}) {
+        const int N = c.N, V = c.V, ld = c.ld;
+        std::vector<std::uint16_t> targets(N);
+        for (int i = 0; i < N; ++i) targets[i] = std::uint16_t(i == 1 ? V - 1 : (i * 13) % V);
+        auto logits = random_values(std::size_t(N) * ld + c.skip, 21, 3.0f);
+        for (int r = 0; r < N; ++r)
+            for (int v = 0; v < ld; ++v) {
+                float& z = logits[c.skip + std::size_t(r) * ld + v];
+                z = v < V ? z + 8.0f * float(v) / float(V) : 40.0f + float(v);
+            }
         for (DType dt : kAll)
             for (float scale : {0.0f, 1.0f / N}) {
                 SCOPED_TRACE(testing::Message()
-                             << dtype_name(dt) << " scale " << scale << " ld " << ld);
-                auto logits = random_values(std::size_t(N) * ld, 21, 3.0f);
-                for (int r = 0; r < N; ++r)
-                    for (int v = V; v < ld; ++v) logits[std::size_t(r) * ld + v] = 40.0f + float(v);
+                             << dtype_name(dt) << " scale " << scale << " N " << N << " V " << V
+                             << " ld " << ld << " skip " << c.skip);
                 double loss[2];
                 std::vector<float> grad[2];
                 for (int side = 0; side < 2; ++side) {
                     Side& x = side ? t.gpu : t.cpu;
                     Allocation tg = x.ctx->tracker().allocate(N * 2, Category::workspace, x.s());
                     x.s().upload(tg.data(), targets.data(), N * 2);
-                    const Tensor z = x.make(logits, dt, {N, ld});
+                    const Tensor whole = x.make(logits, dt, {std::int64_t(logits.size())});
+                    const Tensor z{static_cast<char*>(whole.data) + c.skip * dtype_size(dt), dt,
+                                   Shape{N, ld}, whole.device};
                     double* l = x.scalar<double>();
                     x.ops->cross_entropy(x.s(), z, V, tg.as<std::uint16_t>(), scale, l);
                     loss[side] = x.value(l);
@@ -841,6 +856,7 @@ TEST(CudaOps, CrossEntropyLossAndFusedGradient) {
                         ASSERT_EQ(grad[1][std::size_t(r) * ld + v], 0.0f)
                             << "row " << r << " col " << v;
             }
+    }
 }
 
 // Sizes below, at and off the vector widths (4 fp32, 8 16-bit), and pointers on and off the

@@ -1,40 +1,99 @@
-// Fused softmax + cross-entropy, one block per row: the row's maximum and sum of exponentials by
-// block reductions, its loss in double, then (for training) the gradient written over the logits.
-// The mean over rows is taken by one thread, in row order, as the CPU does. Rows are ld apart and
-// only their first V columns are the vocabulary: the padded columns V..ld-1 are ignored by the
-// loss and get a zero gradient.
+// Fused softmax + cross-entropy, one block per row, in two sweeps of the row: the first reads it
+// once for the row's maximum and sum of exponentials together (the online softmax: each thread
+// keeps a running maximum m and sum s of e^(x - m), rescaling s when m grows), the second reads it
+// again and writes the gradient (softmax - onehot) * scale over the logits. The row is walked in
+// chunks of W = Packed<T>::size columns (row_chunks.h: one 16-byte load or store where the chunk
+// is whole and aligned, element by element otherwise), thread t taking chunks t, t + 256, ...: a
+// fixed order of every sum whatever the alignment. Rows are ld apart and only their first V
+// columns are the vocabulary: the padded columns V..ld-1 are not read and get a zero gradient.
+// The mean over rows is taken by one thread, in row order, as the CPU does.
+//
+// Against the former three-sweep kernel (max, sum, gradient; scalar loads, stride-256 elements),
+// the bits of the sum, the loss and the gradient change: the sum is grouped by chunk and rescaled
+// as the running maximum grows (each term picks up at most one rounding per rescale: at most
+// ceil(chunks / 256) + 13 of them, far inside the V u bound the tests hold the CPU to), and the
+// probability is e^(x - max) * (1 / sum), the CPU's form, instead of e^(x - log-sum-exp).
 #include "core/cuda/element.h"
 #include "core/cuda/launch.h"
 #include "model/kernels/cuda/kernels.h"
-#include "model/kernels/cuda/warp_reduce.h"
+#include "model/kernels/cuda/row_chunks.h"
 
 namespace shardlab::cuda {
 
 namespace {
 constexpr unsigned kThreads = 256;
+constexpr unsigned kWarps = kThreads / 32;
+
+// A running maximum and the sum of e^(x - m) over the elements seen; {-inf, 0} when none.
+struct MaxSum {
+    float m = -INFINITY;
+    float s = 0.0f;
+};
+
+__device__ __forceinline__ MaxSum combine(MaxSum a, MaxSum b) {
+    const float m = fmaxf(a.m, b.m);
+    if (m == -INFINITY) return {}; // both empty (or all -inf): e^(-inf - -inf) would be NaN
+    return {m, a.s * expf(a.m - m) + b.s * expf(b.m - m)};
+}
+
+// Folds one chunk's n valid elements into r: s rescaled once to the new maximum, then the chunk's
+// exponentials added in column order.
+template <int W>
+__device__ __forceinline__ void fold_chunk(MaxSum& r, const float (&f)[W], int n) {
+    float cm = -INFINITY;
+    for (int e = 0; e < n; ++e) cm = fmaxf(cm, f[e]);
+    if (cm == -INFINITY) return; // nothing but -inf: adds 0
+    const float m = fmaxf(r.m, cm);
+    float s = r.s * expf(r.m - m);
+    for (int e = 0; e < n; ++e) s += expf(f[e] - m);
+    r = {m, s};
+}
+
+// The block's (max, sum): a down-shuffle tree per warp into its lane 0, then every thread folds
+// the warps' results in warp order — the same operations on the same values, so the same bits in
+// every thread (a butterfly would need combine to be commutative bit for bit, which FMA
+// contraction does not promise).
+__device__ __forceinline__ MaxSum block_max_sum(MaxSum r, float (&ms)[kWarps],
+                                                float (&ss)[kWarps]) {
+    for (int offset = 16; offset > 0; offset /= 2)
+        r = combine(r, {__shfl_down_sync(0xffffffffu, r.m, offset),
+                        __shfl_down_sync(0xffffffffu, r.s, offset)});
+    const int warp = int(threadIdx.x / 32);
+    if (threadIdx.x % 32 == 0) ms[warp] = r.m, ss[warp] = r.s;
+    __syncthreads();
+    MaxSum total;
+    for (unsigned w = 0; w < kWarps; ++w) total = combine(total, {ms[w], ss[w]});
+    return total;
+}
 
 template <typename T>
 __global__ void cross_entropy_rows_kernel(T* logits, const std::uint16_t* targets, int V, int ld,
                                           float dlogits_scale, double* row_losses) {
-    __shared__ float scratch[32];
+    constexpr int W = Packed<T>::size;
+    __shared__ float ms[kWarps], ss[kWarps];
     const int r = int(blockIdx.x);
     T* z = logits + std::size_t(r) * ld;
-    float maxv = -INFINITY;
-    for (int v = int(threadIdx.x); v < V; v += int(blockDim.x)) maxv = fmaxf(maxv, to_f32(z[v]));
-    maxv = block_max(maxv, scratch);
-    float sum = 0;
-    for (int v = int(threadIdx.x); v < V; v += int(blockDim.x)) sum += expf(to_f32(z[v]) - maxv);
-    sum = block_sum(sum, scratch);
-    const float log_sum = logf(sum) + maxv;
     const int target = targets[r];
-    if (threadIdx.x == 0) row_losses[r] = double(log_sum - to_f32(z[target]));
+    // Read before the barrier in block_max_sum; the gradient overwrites it only after.
+    const float z_target = threadIdx.x == 0 ? to_f32(z[target]) : 0.0f;
+    float f[W];
+    MaxSum own;
+    for (int k = int(threadIdx.x); k * W < V; k += int(kThreads))
+        fold_chunk(own, f, load_chunk(f, z, k * W, V));
+    const MaxSum row = block_max_sum(own, ms, ss);
+    if (threadIdx.x == 0) row_losses[r] = double(logf(row.s) + row.m - z_target);
     if (dlogits_scale == 0.0f) return;
-    __syncthreads(); // z[target] has been read before anyone overwrites it
-    for (int v = int(threadIdx.x); v < V; v += int(blockDim.x)) {
-        const float p = expf(to_f32(z[v]) - log_sum);
-        z[v] = from_f32<T>((p - (v == target ? 1.0f : 0.0f)) * dlogits_scale);
+    const float inv_sum = 1.0f / row.s;
+    for (int k = int(threadIdx.x); k * W < ld; k += int(kThreads)) {
+        const int c0 = k * W;
+        // Only this thread read these columns in the first sweep: no barrier needed.
+        const int n = c0 < V ? load_chunk(f, z, c0, V) : 0;
+        for (int e = 0; e < W; ++e) {
+            const float onehot = c0 + e == target ? 1.0f : 0.0f;
+            f[e] = e < n ? (expf(f[e] - row.m) * inv_sum - onehot) * dlogits_scale : 0.0f;
+        }
+        store_chunk(z, c0, ld, f);
     }
-    for (int v = V + int(threadIdx.x); v < ld; v += int(blockDim.x)) z[v] = from_f32<T>(0.0f);
 }
 
 __global__ void mean_kernel(const double* row_losses, int N, double* loss) {
