@@ -20,7 +20,9 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
-"$repo/scripts/gpu_bundle.sh" --build "$build" --out "$work/bundle" --debs "$build/gpu_bundle_debs" --fast
+# 64 MiB: CI's emulator build is instrumented (ASan + UBSan), larger than the real bundle.
+"$repo/scripts/gpu_bundle.sh" --build "$build" --out "$work/bundle" --debs "$build/gpu_bundle_debs" --fast \
+  --max-mib 64
 archive=$work/bundle/shardlab-gpu.tar.gz
 # What to hide, found without trusting the bundle: the system files the bundle copied
 # (lib/ORIGINS.txt) and, independently, this machine's ldd closure of the build's binaries and of
