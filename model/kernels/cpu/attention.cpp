@@ -1,10 +1,11 @@
 // Attention, one (batch, head) pair per OpenMP iteration, computed in tiles of kTile query rows
 // with small single-threaded GEMMs (OpenBLAS runs one thread inside a parallel region): a tile
 // of rows i0 .. i1 needs only keys 0 .. i1 (causal), so the tiles skip most of the masked half.
-// Each pair first copies its q, k, v into fp32 (or double) buffers. Every sum runs in a fixed
-// order on one thread, so results do not depend on the thread count.
+// Each pair first copies its q, k, v into fp32 (or double) buffers (attention_heads.h). Every sum
+// runs in a fixed order on one thread, so results do not depend on the thread count.
 #include "model/kernels/cpu/attention.h"
 
+#include "model/kernels/cpu/attention_heads.h"
 #include "model/kernels/cpu/gemm.h"
 #include "model/kernels/cpu/vec_math.h"
 
@@ -17,13 +18,6 @@ namespace shardlab::cpu {
 
 namespace {
 constexpr int kTile = 64; // query rows per tile: the scores of a tile stay in L2
-
-// Copies one head's slice (columns col .. col+hd of each row) into dense T_ x hd rows.
-template <typename T, typename A>
-void load_head(const T* base, std::size_t row, int col, int T_, int hd, A* out) {
-    for (int t = 0; t < T_; ++t)
-        for (int e = 0; e < hd; ++e) out[std::size_t(t) * hd + e] = to_acc(base[t * row + col + e]);
-}
 
 // Row i of a tile: scores s[0 .. i] -> probabilities, stored (rounded) in a[0 .. T_), zeros above
 // the diagonal; p[0 .. cols) receives them as stored, as backward will read them.
@@ -52,17 +46,13 @@ void attention_forward(T* out, T* att, const T* qkv, int B, int T_, int C, int H
     using A = acc_t<T>;
     const int hd = C / H;
     const float scale = float(1 / std::sqrt(double(hd)));
-    const std::size_t row = std::size_t(3) * C;
 #pragma omp parallel
     {
         HeadBuffers<A> w(T_, hd);
 #pragma omp for collapse(2) schedule(static)
         for (int b = 0; b < B; ++b)
             for (int h = 0; h < H; ++h) {
-                const T* base = qkv + std::size_t(b) * T_ * row;
-                load_head(base, row, h * hd, T_, hd, w.q.data());
-                load_head(base, row, C + h * hd, T_, hd, w.k.data());
-                load_head(base, row, 2 * C + h * hd, T_, hd, w.v.data());
+                load_qkv_head(qkv, b, h, T_, C, hd, w.q.data(), w.k.data(), w.v.data());
                 for (int i0 = 0; i0 < T_; i0 += kTile) {
                     const int rows = std::min(kTile, T_ - i0), cols = i0 + rows;
                     // S = scale * Q_tile K[0 .. cols)^T, then row-wise causal softmax.
@@ -92,7 +82,6 @@ void attention_backward(T* dqkv, const T* dout, const T* qkv, const T* att, int 
     using A = acc_t<T>;
     const int hd = C / H;
     const A scale = A(1 / std::sqrt(double(hd)));
-    const std::size_t row = std::size_t(3) * C;
 #pragma omp parallel
     {
         HeadBuffers<A> w(T_, hd); // o holds dO; s holds dP, then dS
@@ -100,10 +89,7 @@ void attention_backward(T* dqkv, const T* dout, const T* qkv, const T* att, int 
 #pragma omp for collapse(2) schedule(static)
         for (int b = 0; b < B; ++b)
             for (int h = 0; h < H; ++h) {
-                const T* base = qkv + std::size_t(b) * T_ * row;
-                load_head(base, row, h * hd, T_, hd, w.q.data());
-                load_head(base, row, C + h * hd, T_, hd, w.k.data());
-                load_head(base, row, 2 * C + h * hd, T_, hd, w.v.data());
+                load_qkv_head(qkv, b, h, T_, C, hd, w.q.data(), w.k.data(), w.v.data());
                 load_head(dout + std::size_t(b) * T_ * C, std::size_t(C), h * hd, T_, hd,
                           w.o.data());
                 std::fill(dk.begin(), dk.end(), A(0));
@@ -132,14 +118,7 @@ void attention_backward(T* dqkv, const T* dout, const T* qkv, const T* att, int 
                     gemm<A>(true, false, cols, hd, rows, 1.0f, w.p.data(), cols, go, hd, 1.0f,
                             dv.data(), hd, nullptr);
                 }
-                for (int t = 0; t < T_; ++t) {
-                    T* d = dqkv + (std::size_t(b) * T_ + t) * row + h * hd;
-                    for (int e = 0; e < hd; ++e) {
-                        d[e] = from_acc<T>(dq[std::size_t(t) * hd + e]);
-                        d[C + e] = from_acc<T>(dk[std::size_t(t) * hd + e]);
-                        d[2 * C + e] = from_acc<T>(dv[std::size_t(t) * hd + e]);
-                    }
-                }
+                store_dqkv_head(dqkv, b, h, T_, C, hd, dq.data(), dk.data(), dv.data());
             }
     }
 }

@@ -10,6 +10,7 @@
 // Per-thread scratch is O(T * hd + kRows * kCols), never T x T.
 #include "model/kernels/cpu/flash_attention.h"
 
+#include "model/kernels/cpu/attention_heads.h"
 #include "model/kernels/cpu/gemm.h"
 #include "model/kernels/cpu/target_clones.h"
 #include "model/kernels/cpu/vec_math.h"
@@ -31,13 +32,6 @@ namespace {
 constexpr int kRows = 64;
 constexpr int kCols = 256;
 static_assert(kCols % kRows == 0);
-
-// Copies one head's slice (columns col .. col+hd of each row) into dense T_ x hd rows.
-template <typename T, typename A>
-void load_head(const T* base, std::size_t row, int col, int T_, int hd, A* out) {
-    for (int t = 0; t < T_; ++t)
-        for (int e = 0; e < hd; ++e) out[std::size_t(t) * hd + e] = to_acc(base[t * row + col + e]);
-}
 
 // Keys j0 + 0 .. j0 + n of a tile that query row i may see (causal), n clamped to [0, cols].
 inline int visible(int i, int j0, int cols) {
@@ -92,17 +86,13 @@ void flash_attention_forward(T* out, acc_t<T>* lse, const T* qkv, int B, int T_,
     using A = acc_t<T>;
     const int hd = C / H;
     const float scale = float(1 / std::sqrt(double(hd)));
-    const std::size_t row = std::size_t(3) * C;
 #pragma omp parallel
     {
         FlashBuffers<A> w(T_, hd); // o: the output tile being accumulated (kRows x hd used)
 #pragma omp for collapse(2) schedule(static)
         for (int b = 0; b < B; ++b)
             for (int h = 0; h < H; ++h) {
-                const T* base = qkv + std::size_t(b) * T_ * row;
-                load_head(base, row, h * hd, T_, hd, w.q.data());
-                load_head(base, row, C + h * hd, T_, hd, w.k.data());
-                load_head(base, row, 2 * C + h * hd, T_, hd, w.v.data());
+                load_qkv_head(qkv, b, h, T_, C, hd, w.q.data(), w.k.data(), w.v.data());
                 A* head_lse = lse + (std::size_t(b) * H + h) * T_;
                 for (int i0 = 0; i0 < T_; i0 += kRows) {
                     const int rows = std::min(kRows, T_ - i0), i1 = i0 + rows;
@@ -146,7 +136,6 @@ void flash_attention_backward(T* dqkv, const T* dout, const T* qkv, const T* out
     using A = acc_t<T>;
     const int hd = C / H;
     const A scale = A(float(1 / std::sqrt(double(hd)))); // forward's scale, exactly
-    const std::size_t row = std::size_t(3) * C;
 #pragma omp parallel
     {
         FlashBuffers<A> w(T_, hd); // o holds dO; s the scores, then P; p holds dP, then dS
@@ -155,10 +144,7 @@ void flash_attention_backward(T* dqkv, const T* dout, const T* qkv, const T* out
 #pragma omp for collapse(2) schedule(static)
         for (int b = 0; b < B; ++b)
             for (int h = 0; h < H; ++h) {
-                const T* base = qkv + std::size_t(b) * T_ * row;
-                load_head(base, row, h * hd, T_, hd, w.q.data());
-                load_head(base, row, C + h * hd, T_, hd, w.k.data());
-                load_head(base, row, 2 * C + h * hd, T_, hd, w.v.data());
+                load_qkv_head(qkv, b, h, T_, C, hd, w.q.data(), w.k.data(), w.v.data());
                 load_head(dout + std::size_t(b) * T_ * C, std::size_t(C), h * hd, T_, hd,
                           w.o.data());
                 // D_i = rowsum(dO_i * O_i) = sum_j P_ij dP_ij, from the out forward stored
@@ -203,14 +189,7 @@ void flash_attention_backward(T* dqkv, const T* dout, const T* qkv, const T* out
                                 dv.data() + std::size_t(j0) * hd, hd, nullptr);
                     }
                 }
-                for (int t = 0; t < T_; ++t) {
-                    T* d = dqkv + (std::size_t(b) * T_ + t) * row + h * hd;
-                    for (int e = 0; e < hd; ++e) {
-                        d[e] = from_acc<T>(dq[std::size_t(t) * hd + e]);
-                        d[C + e] = from_acc<T>(dk[std::size_t(t) * hd + e]);
-                        d[2 * C + e] = from_acc<T>(dv[std::size_t(t) * hd + e]);
-                    }
-                }
+                store_dqkv_head(dqkv, b, h, T_, C, hd, dq.data(), dk.data(), dv.data());
             }
     }
 }

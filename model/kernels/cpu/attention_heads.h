@@ -1,0 +1,44 @@
+// The per-(batch, head) data movement both CPU attention kernels share (attention.cpp, the
+// materialising one, and flash_attention.cpp): one head's q, k and v out of the fused qkv rows
+// [T, 3C] into dense T x hd buffers in the accumulation type, and its dq, dk, dv back into dqkv.
+#pragma once
+
+#include "model/kernels/cpu/numeric.h"
+
+#include <cstddef>
+
+namespace shardlab::cpu {
+
+// Copies one head's slice (columns col .. col+hd of each row) into dense T_ x hd rows.
+template <typename T, typename A>
+void load_head(const T* base, std::size_t row, int col, int T_, int hd, A* out) {
+    for (int t = 0; t < T_; ++t)
+        for (int e = 0; e < hd; ++e) out[std::size_t(t) * hd + e] = to_acc(base[t * row + col + e]);
+}
+
+// Head h of batch element b: q, k, v [T_, hd] from qkv [B, T_, 3C].
+template <typename T, typename A>
+void load_qkv_head(const T* qkv, int b, int h, int T_, int C, int hd, A* q, A* k, A* v) {
+    const std::size_t row = std::size_t(3) * C;
+    const T* base = qkv + std::size_t(b) * T_ * row;
+    load_head(base, row, h * hd, T_, hd, q);
+    load_head(base, row, C + h * hd, T_, hd, k);
+    load_head(base, row, 2 * C + h * hd, T_, hd, v);
+}
+
+// dq, dk, dv [T_, hd] of head h of batch element b, rounded into dqkv [B, T_, 3C] (overwritten).
+template <typename T, typename A>
+void store_dqkv_head(T* dqkv, int b, int h, int T_, int C, int hd, const A* dq, const A* dk,
+                     const A* dv) {
+    const std::size_t row = std::size_t(3) * C;
+    for (int t = 0; t < T_; ++t) {
+        T* d = dqkv + (std::size_t(b) * T_ + t) * row + h * hd;
+        for (int e = 0; e < hd; ++e) {
+            d[e] = from_acc<T>(dq[std::size_t(t) * hd + e]);
+            d[C + e] = from_acc<T>(dk[std::size_t(t) * hd + e]);
+            d[2 * C + e] = from_acc<T>(dv[std::size_t(t) * hd + e]);
+        }
+    }
+}
+
+} // namespace shardlab::cpu
