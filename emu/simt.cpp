@@ -175,9 +175,22 @@ bool release(Block& b) {
     bool any_ready = false;
     std::vector<unsigned> waiting, exited;
     std::string fault;
+    // The lanes of one warp that wait in the same operation (mask and count) share its answer:
+    // asked once per warp, not once per lane (32x fewer checks of a full-warp shuffle).
+    struct Asked {
+        unsigned warp = ~0u, mask = 0;
+        std::uint64_t target = 0;
+        bool met = false;
+    } asked;
     for (Fiber& f : b.fibers) {
-        if (f.state == State::at_warp && lanes_met(b, f, &fault)) f.state = State::ready;
-        if (!fault.empty()) throw KernelError(where_block(b, f) + ": " + fault);
+        if (f.state == State::at_warp) {
+            const unsigned warp = f.id.linear / 32;
+            if (warp != asked.warp || f.mask != asked.mask || f.target != asked.target) {
+                asked = {warp, f.mask, f.target, lanes_met(b, f, &fault)};
+                if (!fault.empty()) throw KernelError(where_block(b, f) + ": " + fault);
+            }
+            if (asked.met) f.state = State::ready;
+        }
         any_ready = any_ready || f.state == State::ready;
     }
     if (any_ready) return true;
