@@ -2,8 +2,11 @@
 # Flash attention on the CPU (issue 24), docs/BENCHMARKS.md: flash against materialize measured
 # side by side in one run, on 1 rank x 2 threads, fp32:
 #   1. attention alone, forward + backward (`shardlab bench attention`, the two kernels
-#      interleaved), beside PyTorch 1.13's own causal attention on the same shapes — matmul,
-#      masked softmax, matmul, materialising (Debian's torch 1.13 has no scaled_dot_product_attention);
+#      interleaved), beside PyTorch on the same shapes, two ways: causal attention written out
+#      (matmul, masked softmax, matmul) and PyTorch's fused call — scaled_dot_product_attention
+#      where the installed torch has it (2.x; on the CPU from 2.2 a flash kernel), else 1.13's
+#      `_scaled_dot_product_attention` (its predecessor, the one Debian 12's torch has; on the CPU
+#      it materialises the probabilities too). The row names which one ran;
 #   2. a whole training step (`shardlab bench step --attention ...`): tokens/s and the tracked
 #      activation and device peaks — tiny at T = 256 and T = 1024, GPT-2 124M at T = 1024.
 # Writes bench/results/attention_cpu.jsonl. About four minutes on a 2-vCPU machine.
@@ -25,15 +28,27 @@ q, k, v = (torch.rand(B, H, T, hd) * 2 - 1 for _ in range(3))
 for x in (q, k, v): x.requires_grad_(True)
 dout = torch.rand(B, H, T, hd) * 2 - 1
 mask = torch.ones(T, T, dtype=torch.bool).triu(1)
-def step():
+F = torch.nn.functional
+def written_out():
     s = (q @ k.transpose(-1, -2)) * hd ** -0.5
     p = torch.softmax(s.masked_fill(mask, float("-inf")), dim=-1)
-    (p @ v).backward(dout)
-ts = []
-for i in range(6):
-    t0 = time.perf_counter(); step(); ts.append(time.perf_counter() - t0)
-ts = sorted(ts[1:])
-print(json.dumps({"torch": torch.__version__, "torch_ms": ts[len(ts) // 2] * 1e3}))
+    return p @ v
+if hasattr(F, "scaled_dot_product_attention"):
+    fused_name = "scaled_dot_product_attention"
+    fused = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True)
+else:  # torch 1.13: (query, key, value, attn_mask, dropout_p, need_attn_weights, is_causal)
+    fused_name = "_scaled_dot_product_attention"
+    fused = lambda: F._scaled_dot_product_attention(q, k, v, None, 0.0, False, True)[0]
+def median_ms(forward):
+    ts = []
+    for i in range(6):
+        t0 = time.perf_counter(); forward().backward(dout); ts.append(time.perf_counter() - t0)
+    ts = sorted(ts[1:])
+    return ts[len(ts) // 2] * 1e3
+gap = (fused() - written_out()).abs().max().item()  # the same function, or the row means nothing
+assert gap < 1e-5, f"{fused_name} differs from causal attention by {gap}"
+print(json.dumps({"torch": torch.__version__, "torch_ms": median_ms(written_out),
+                  "torch_fused": fused_name, "torch_fused_ms": median_ms(fused)}))
 PY
 }
 attention_row() { # B T H hd
