@@ -164,13 +164,16 @@ void mma_sync(fragment<accumulator, M, N, K, float>& d,
               const fragment<accumulator, M, N, K, float>& c,
               std::source_location where = std::source_location::current()) {
     detail::arrive(where);
-    float out[M * N];
+    // Each input converted once, not once per product (the emulator's 16-bit conversions are
+    // software: converting inside the loop was most of a WMMA kernel's time). Same bits.
+    float fa[M * K], fb[K * N], out[M * N];
+    for (int i = 0; i < M * K; ++i) fa[i] = detail::to_float(a.x[i]);
+    for (int i = 0; i < K * N; ++i) fb[i] = detail::to_float(b.x[i]);
     for (int i = 0; i < M; ++i)
         for (int j = 0; j < N; ++j) {
             float s = c.x[i * N + j];
             for (int k = 0; k < K; ++k) {
-                const float product =
-                    detail::to_float(a.x[i * K + k]) * detail::to_float(b.x[k * N + j]);
+                const float product = fa[i * K + k] * fb[k * N + j];
                 s += product; // the product is exact: no fused multiply-add changes the bits
             }
             out[i * N + j] = s;
