@@ -134,9 +134,10 @@ class MeshTest : public ::testing::Test {
                 ADD_FAILURE() << "element " << j << " got " << got << " want " << want;
         }
         EXPECT_EQ(wrong, 0u) << "#wrong";
-        if (!in_place)
+        if (!in_place) {
             EXPECT_EQ(std::memcmp(send_before.data(), send, send_before.size()), 0)
                 << "send buffer modified";
+        }
         const OpStats st = comm.stats().get(stats_key(op, algo));
         EXPECT_EQ(st.calls, 1u);
         const LinkBytes want = predicted_bytes_sent(op, algo, count, es, comm.node_layout(), r, 0);
@@ -163,9 +164,10 @@ class MeshTest : public ::testing::Test {
                         for (ReduceOp red : {ReduceOp::sum, ReduceOp::avg}) {
                             if (red == ReduceOp::avg && op == CollectiveOp::allgather) continue;
                             auto got = run_case(op, algo, t, count, in_place, red, false);
-                            if (op == CollectiveOp::allreduce)
+                            if (op == CollectiveOp::allreduce) {
                                 EXPECT_TRUE(same_on_all_ranks(got))
                                     << algo_name(algo) << " " << dtype_name(t) << " " << count;
+                            }
                         }
             // Exact sums: the same bits as the plain ring's, whatever the order of additions.
             for (DType t : kTypes)
@@ -267,8 +269,9 @@ TEST_F(MeshTest, ProcessGroupsHoldTheRightRanksAndTheirOwnStatistics) {
             // A node group never crosses the network; a replicate group of blocks-of-k shards
             // crosses it on every byte when a shard group is a whole number of nodes.
             EXPECT_EQ(g.node().stats().get("allreduce").sent_by_link.inter_node, 0u);
-            if (s % k == 0)
+            if (s % k == 0) {
                 EXPECT_EQ(g.replicate().stats().get("allreduce").sent_by_link.intra_node, 0u);
+            }
             EXPECT_EQ(g.node().node_layout().nodes(), 1);
         }
     }
