@@ -97,7 +97,7 @@ BenchRow bench_one(Communicator& comm, MemoryTracker& tracker, CollectiveCall ca
             row.predicted.push_back(predicted_bytes_sent(call.op, algo, call.count, es,
                                                          comm.node_layout(), j, call.root));
             row.model_ok = row.model_ok && row.by_link.back() == row.predicted.back() &&
-                           row.sent_per_rank.back() == row.predicted.back().total();
+                           row.sent_per_rank[std::size_t(j)] == row.predicted.back().total();
         }
     }
     row.time_us = seconds * 1e6;
