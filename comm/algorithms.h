@@ -44,6 +44,24 @@ void direct_gather(CollectiveContext& c, const void* send, void* recv, std::size
 void direct_scatter(CollectiveContext& c, const void* send, void* recv, std::size_t count, DType t,
                     int root);
 
+// Halving-doubling (Rabenseifner): recursive-halving reduce-scatter, then recursive-doubling
+// all-gather, over the largest power of two p <= N; the N-p extra ranks first fold their buffer
+// into a partner and get the result back at the end. log2(p) steps each way instead of N-1.
+void halving_doubling_all_reduce(CollectiveContext& c, const void* send, void* recv,
+                                 std::size_t count, DType t, ReduceOp op);
+
+// Two-level (c.layout's nodes, all the same size): reduce-scatter inside each node, then across
+// nodes among the ranks with the same place in their node. Result: chunk(rank), as the ring's.
+void hierarchical_reduce_scatter(CollectiveContext& c, const void* send, void* recv,
+                                 std::size_t count, DType t, ReduceOp op);
+// Two-level: all-gather across nodes, then inside each node. send: chunk(rank); recv: count.
+void hierarchical_all_gather(CollectiveContext& c, const void* send, void* recv, std::size_t count,
+                             DType t);
+// Three steps: reduce-scatter inside the node, all-reduce of the own piece across nodes,
+// all-gather inside the node. Only 2(M-1)/M of a 1/L piece crosses the network per rank.
+void hierarchical_all_reduce(CollectiveContext& c, const void* send, void* recv, std::size_t count,
+                             DType t, ReduceOp op);
+
 // Dissemination barrier: ceil(log2 N) rounds of empty messages.
 void dissemination_barrier(CollectiveContext& c);
 

@@ -6,6 +6,7 @@
 
 #include "comm/collective_trace.h"
 #include "comm/element_ops.h"
+#include "comm/node_layout.h"
 #include "comm/transport.h"
 #include "core/memory_tracker.h"
 #include "core/stream.h"
@@ -21,6 +22,7 @@ struct CollectiveContext {
     Stream& stream;
     MemoryTracker& tracker;
     CollectiveTrace* trace = nullptr;
+    const NodeLayout* layout = nullptr; // the hierarchical algorithms need it
 
     int rank() const { return transport.rank(); }
     int size() const { return transport.size(); }

@@ -4,11 +4,12 @@
 namespace shardlab {
 
 void CommStats::record(const std::string& key, std::uint64_t sent, std::uint64_t received,
-                       double seconds, bool bytes_measured) {
+                       const LinkBytes& sent_by_link, double seconds, bool bytes_measured) {
     OpStats& s = ops_[key];
     s.calls += 1;
     s.bytes_sent += sent;
     s.bytes_received += received;
+    s.sent_by_link += sent_by_link;
     s.seconds += seconds;
     s.bytes_measured = bytes_measured;
 }

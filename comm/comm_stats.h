@@ -4,6 +4,8 @@
 // are the comm stream's time inside the call, waits for peers included.
 #pragma once
 
+#include "comm/link_bytes.h"
+
 #include <cstdint>
 #include <map>
 #include <string>
@@ -15,6 +17,7 @@ struct OpStats {
     std::uint64_t bytes_sent = 0;
     std::uint64_t bytes_received = 0;
     double seconds = 0.0;
+    LinkBytes sent_by_link; // bytes_sent split by the class of link each crossed
     // False for the MPI library's own collectives: what they send internally is not visible to
     // us, so their bytes are reported as unknown rather than guessed.
     bool bytes_measured = true;
@@ -23,8 +26,8 @@ struct OpStats {
 class CommStats {
   public:
     // Keys are op names ("allgather", ...), with "/native" appended for the MPI library's own.
-    void record(const std::string& key, std::uint64_t sent, std::uint64_t received, double seconds,
-                bool bytes_measured);
+    void record(const std::string& key, std::uint64_t sent, std::uint64_t received,
+                const LinkBytes& sent_by_link, double seconds, bool bytes_measured);
     void add_seconds(const std::string& key, double seconds) { ops_[key].seconds += seconds; }
     const std::map<std::string, OpStats>& ops() const { return ops_; }
     OpStats get(const std::string& key) const; // zeros when never called

@@ -1,6 +1,7 @@
 // Dispatch, timing and byte accounting around the algorithms.
 #include "comm/communicator.h"
 
+#include "comm/algorithm_table.h"
 #include "comm/algorithms.h"
 #include "comm/mpi_error.h"
 #include "core/error.h"
@@ -13,22 +14,20 @@
 
 namespace shardlab {
 
-Algo parse_algo(const std::string& name) {
-    if (name == "ring") return Algo::ring;
-    if (name == "native" || name == "mpi") return Algo::native;
-    throw UsageError("unknown algorithm '" + name + "'; use ring or native");
-}
-
-const char* algo_name(Algo a) {
-    return a == Algo::ring ? "ring" : "native";
-}
-
 Communicator::Communicator(MPI_Comm control, std::unique_ptr<Transport> transport,
                            ElementOps& elements, DeviceContext& context)
     : transport_(std::move(transport)), device_(context),
-      stream_(context.comm()), context_{*transport_, elements, stream_, context.tracker(),
-                                        nullptr} {
+      stream_(context.comm()), context_{*transport_,       elements, stream_,
+                                        context.tracker(), nullptr,  &layout_} {
     check_mpi(MPI_Comm_dup(control, &control_), "MPI_Comm_dup");
+    set_node_layout(NodeLayout::detect(control_));
+}
+
+void Communicator::set_node_layout(const NodeLayout& layout) {
+    check(layout.size() == size(), "a node layout of " + std::to_string(layout.size()) +
+                                       " ranks for a communicator of " + std::to_string(size()));
+    layout_ = layout;
+    transport_->set_nodes(layout_);
 }
 
 Communicator::~Communicator() {
@@ -43,9 +42,7 @@ Communicator::~Communicator() {
 }
 
 template <typename Body>
-void Communicator::timed(const char* op, Algo a, std::size_t bytes, Body&& body) {
-    const bool ring = a == Algo::ring;
-    const std::string key = ring ? std::string(op) : std::string(op) + "/native";
+void Communicator::timed(const std::string& key, bool measured, std::size_t bytes, Body&& body) {
     Tracer* tracer = device_.tracer();
     const Tracer::SpanId span =
         tracer ? tracer->begin(
@@ -59,10 +56,12 @@ void Communicator::timed(const char* op, Algo a, std::size_t bytes, Body&& body)
     transport_->begin_call(std::move(id));
     next_what_.clear();
     const auto sent0 = transport_->bytes_sent(), recv0 = transport_->bytes_received();
+    const LinkBytes link0 = transport_->sent_by_link();
     const EventPtr start = stream_.record();
     body();
     const std::uint64_t sent = transport_->bytes_sent() - sent0;
-    stats_.record(key, sent, transport_->bytes_received() - recv0, 0.0, ring);
+    stats_.record(key, sent, transport_->bytes_received() - recv0,
+                  transport_->sent_by_link() - link0, 0.0, measured);
     pending_.push_back({key, start, stream_.record()});
     if (tracer) tracer->end(stream_, span, {{"bytes_sent", sent}});
     fold_times(false);
@@ -96,96 +95,53 @@ void Communicator::check_root(int root) const {
                                           "; pick a root below N=" + std::to_string(size()));
 }
 
+void Communicator::run(const CollectiveCall& c, Algo a) {
+    const AlgorithmRow& row = find_algorithm(c.op, a);
+    if (op_has_root(c.op)) check_root(c.root);
+    timed(stats_key(c.op, a), bytes_measured(a), c.count * dtype_size(c.dtype),
+          [&] { row.run(context_, c); });
+}
+
 void Communicator::all_gather(const void* send, void* recv, std::size_t count, DType t, Algo a) {
-    timed("allgather", a, count * dtype_size(t), [&] {
-        a == Algo::ring ? algo::ring_all_gather(context_, send, recv, count, t)
-                        : transport_->native(stream_, {CollectiveOp::allgather, send, recv, count,
-                                                       t, ReduceOp::sum, 0});
-    });
+    run({CollectiveOp::allgather, send, recv, count, t, ReduceOp::sum, 0}, a);
 }
 
 void Communicator::reduce_scatter(const void* send, void* recv, std::size_t count, DType t,
                                   ReduceOp op, Algo a) {
-    timed("reduce_scatter", a, count * dtype_size(t), [&] {
-        a == Algo::ring ? algo::ring_reduce_scatter(context_, send, recv, count, t, op)
-                        : transport_->native(
-                              stream_, {CollectiveOp::reduce_scatter, send, recv, count, t, op, 0});
-    });
+    run({CollectiveOp::reduce_scatter, send, recv, count, t, op, 0}, a);
 }
 
 void Communicator::all_reduce(const void* send, void* recv, std::size_t count, DType t, ReduceOp op,
                               Algo a) {
-    timed("allreduce", a, count * dtype_size(t), [&] {
-        a == Algo::ring
-            ? algo::ring_all_reduce(context_, send, recv, count, t, op)
-            : transport_->native(stream_, {CollectiveOp::allreduce, send, recv, count, t, op, 0});
-    });
+    run({CollectiveOp::allreduce, send, recv, count, t, op, 0}, a);
 }
 
 void Communicator::broadcast(const void* send, void* recv, std::size_t count, DType t, int root,
                              Algo a) {
-    check_root(root);
-    timed("broadcast", a, count * dtype_size(t), [&] {
-        a == Algo::ring ? algo::scatter_allgather_broadcast(context_, send, recv, count, t, root)
-                        : transport_->native(stream_, {CollectiveOp::broadcast, send, recv, count,
-                                                       t, ReduceOp::sum, root});
-    });
+    run({CollectiveOp::broadcast, send, recv, count, t, ReduceOp::sum, root}, a);
 }
 
 void Communicator::reduce(const void* send, void* recv, std::size_t count, DType t, ReduceOp op,
                           int root, Algo a) {
-    check_root(root);
-    timed("reduce", a, count * dtype_size(t), [&] {
-        a == Algo::ring
-            ? algo::reduce_scatter_gather_reduce(context_, send, recv, count, t, op, root)
-            : transport_->native(stream_, {CollectiveOp::reduce, send, recv, count, t, op, root});
-    });
+    run({CollectiveOp::reduce, send, recv, count, t, op, root}, a);
 }
 
 void Communicator::gather(const void* send, void* recv, std::size_t count, DType t, int root,
                           Algo a) {
-    check_root(root);
-    timed("gather", a, count * dtype_size(t), [&] {
-        a == Algo::ring ? algo::direct_gather(context_, send, recv, count, t, root)
-                        : transport_->native(stream_, {CollectiveOp::gather, send, recv, count, t,
-                                                       ReduceOp::sum, root});
-    });
+    run({CollectiveOp::gather, send, recv, count, t, ReduceOp::sum, root}, a);
 }
 
 void Communicator::scatter(const void* send, void* recv, std::size_t count, DType t, int root,
                            Algo a) {
-    check_root(root);
-    timed("scatter", a, count * dtype_size(t), [&] {
-        a == Algo::ring ? algo::direct_scatter(context_, send, recv, count, t, root)
-                        : transport_->native(stream_, {CollectiveOp::scatter, send, recv, count, t,
-                                                       ReduceOp::sum, root});
-    });
+    run({CollectiveOp::scatter, send, recv, count, t, ReduceOp::sum, root}, a);
 }
 
+// The barrier is no collective on data, so not a table row: ring means shardlab's own.
 void Communicator::barrier(Algo a) {
-    timed("barrier", a, 0, [&] {
-        a == Algo::ring ? algo::dissemination_barrier(context_)
-                        : transport_->native_barrier(stream_);
+    const bool own = a != Algo::native;
+    timed(own ? "barrier" : "barrier/native", own, 0, [&] {
+        own ? algo::dissemination_barrier(context_) : transport_->native_barrier(stream_);
     });
-}
-
-void Communicator::run(const CollectiveCall& c, Algo a) {
-    switch (c.op) {
-    case CollectiveOp::allgather:
-        return all_gather(c.send, c.recv, c.count, c.dtype, a);
-    case CollectiveOp::reduce_scatter:
-        return reduce_scatter(c.send, c.recv, c.count, c.dtype, c.reduce, a);
-    case CollectiveOp::allreduce:
-        return all_reduce(c.send, c.recv, c.count, c.dtype, c.reduce, a);
-    case CollectiveOp::broadcast:
-        return broadcast(c.send, c.recv, c.count, c.dtype, c.root, a);
-    case CollectiveOp::reduce:
-        return reduce(c.send, c.recv, c.count, c.dtype, c.reduce, c.root, a);
-    case CollectiveOp::gather:
-        return gather(c.send, c.recv, c.count, c.dtype, c.root, a);
-    case CollectiveOp::scatter:
-        return scatter(c.send, c.recv, c.count, c.dtype, c.root, a);
-    }
 }
 
 } // namespace shardlab

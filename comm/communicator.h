@@ -1,11 +1,14 @@
-// Communicator: the one object the rest of shardlab talks to for collectives. It chooses the
-// algorithm (shardlab's own ring family over the Transport, or the library's `native` ones),
-// enqueues it on the comm stream, and records each call in CommStats — calls and bytes when
-// enqueued, seconds (from events around the call) once the stream has run it. Every call
-// returns at once; wait for an event recorded on stream() before using a result. Passed by
-// reference; there is no global communicator.
+// Communicator: the one object the rest of shardlab talks to for collectives, over one group of
+// ranks (the world, a node, a shard or replicate group: comm/process_groups.h). Every call is a
+// descriptor {op, algorithm} run on this group: run() looks the algorithm up in the table
+// (comm/algorithm_table.h), enqueues it on the comm stream, and records it in CommStats — calls
+// and bytes (in all and per link class) when enqueued, seconds (from events around the call)
+// once the stream has run it. The per-op methods are spellings of run(). Every call returns at
+// once; wait for an event recorded on stream() before using a result. Passed by reference; there
+// is no global communicator.
 #pragma once
 
+#include "comm/algo.h"
 #include "comm/collective_context.h"
 #include "comm/collective_op.h"
 #include "comm/comm_stats.h"
@@ -25,15 +28,12 @@
 
 namespace shardlab {
 
-enum class Algo { ring, native };
-Algo parse_algo(const std::string& name); // "ring" | "native"
-const char* algo_name(Algo a);
-
 class Communicator {
   public:
     // Collectives over `transport`, run in the context's comm stream, scratch counted by its
     // tracker. `control` is duplicated for the host's own messages (agreements, reports), which
-    // so never meet the comm stream's.
+    // so never meet the comm stream's. The node layout is detected (MPI_COMM_TYPE_SHARED) until
+    // set_node_layout declares another.
     Communicator(MPI_Comm control, std::unique_ptr<Transport> transport, ElementOps& elements,
                  DeviceContext& context);
     ~Communicator();
@@ -61,7 +61,14 @@ class Communicator {
                  Algo a = Algo::ring);
     void barrier(Algo a = Algo::ring);
 
+    // The one dispatch: {call.op, a} on this communicator's ranks. Throws UsageError for an
+    // algorithm the table does not have for the op, or a layout it cannot run on.
     void run(const CollectiveCall& call, Algo a);
+
+    // Which node each rank of this communicator is on: bytes are counted by link class from it,
+    // and the hierarchical algorithms follow it. Same on every rank.
+    void set_node_layout(const NodeLayout& layout);
+    const NodeLayout& node_layout() const { return layout_; }
 
     // What the next call is for ("unit h.3"): named if the watchdog reports it
     // (comm/mpi_watchdog.h).
@@ -77,7 +84,7 @@ class Communicator {
 
   private:
     template <typename Body>
-    void timed(const char* op, Algo a, std::size_t bytes, Body&& body);
+    void timed(const std::string& key, bool measured, std::size_t bytes, Body&& body);
     void fold_times(bool wait);
     void check_root(int root) const;
 
@@ -89,6 +96,7 @@ class Communicator {
     std::unique_ptr<Transport> transport_;
     DeviceContext& device_; // its tracer, if any, gets a span per call
     Stream& stream_;
+    NodeLayout layout_;
     CollectiveContext context_;
     CommStats stats_;
     std::deque<PendingTime> pending_; // calls whose seconds the stream has not yet given

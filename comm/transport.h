@@ -2,11 +2,14 @@
 // and run in a stream's order (the shape of NCCL's ncclGroupStart / ncclSend / ncclRecv /
 // ncclGroupEnd), plus the library's own collectives for comparison. shardlab's collective
 // algorithms (comm/algorithms.h) are written against this interface only: MPI on the CPU
-// (comm/mpi_transport.h), NCCL on GPUs. Bytes are counted here, as they are handed over.
+// (comm/mpi_transport.h), NCCL on GPUs. Bytes are counted here, as they are handed over — in all
+// and by the class of link to the peer (comm/link_bytes.h), once the node layout is known.
 #pragma once
 
 #include "comm/collective_id.h"
 #include "comm/collective_op.h"
+#include "comm/link_bytes.h"
+#include "comm/node_layout.h"
 #include "core/stream.h"
 
 #include <cstddef>
@@ -51,6 +54,10 @@ class Transport {
 
     std::uint64_t bytes_sent() const { return bytes_sent_; }
     std::uint64_t bytes_received() const { return bytes_received_; }
+    // Bytes sent, split by whether the peer is on this rank's node. Until set_nodes is called
+    // every rank counts as one node's (all intra_node).
+    LinkBytes sent_by_link() const { return sent_by_link_; }
+    void set_nodes(const NodeLayout& layout);
 
   protected:
     const CollectiveId& call() const { return call_; }
@@ -59,6 +66,8 @@ class Transport {
   private:
     CollectiveId call_;
     std::uint64_t bytes_sent_ = 0, bytes_received_ = 0;
+    LinkBytes sent_by_link_;
+    std::vector<int> node_of_; // by rank of this transport; empty: one node
 };
 
 } // namespace shardlab

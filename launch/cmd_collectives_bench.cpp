@@ -1,6 +1,9 @@
 // `shardlab collectives bench`: nccl-tests-style sweep over message sizes. For each op, algorithm
 // and size: one checked call (results against the exact expectation, bytes sent per rank from
-// CommStats), then warmup and timed iterations. Time is the slowest rank's mean per call.
+// CommStats, in all and per link class, held against comm_model's prediction), then warmup and
+// timed iterations. Time is the slowest rank's mean per call. `--ranks-per-node K` declares the
+// nodes (default: detected); (op, algo) pairs the algorithm table lacks are skipped with a note.
+#include "comm/algorithm_table.h"
 #include "comm/comm_model.h"
 #include "comm/communicator.h"
 #include "core/error.h"
@@ -25,6 +28,7 @@ struct BenchOptions {
     std::string ops = "allreduce", algos = "ring", dtype = "fp32", json_path;
     std::string min_bytes = "1M", max_bytes = "64M";
     int factor = 2, iters = 20, warmup = 5, root = 0;
+    int ranks_per_node = 0; // 0: detect
     DeviceOptions device;
 };
 
@@ -35,7 +39,9 @@ struct BenchRow {
     int ranks;
     std::size_t bytes, count, wrong;
     double time_us, algbw, busbw;
-    std::vector<std::uint64_t> sent_per_rank; // empty when not measurable (native)
+    std::vector<std::uint64_t> sent_per_rank;  // empty when not measurable (native)
+    std::vector<LinkBytes> by_link, predicted; // per rank; empty when not measurable
+    bool model_ok = true;                      // measured == predicted per rank and link class
 };
 
 BenchRow bench_one(Communicator& comm, MemoryTracker& tracker, CollectiveCall call, Algo algo,
@@ -61,8 +67,7 @@ BenchRow bench_one(Communicator& comm, MemoryTracker& tracker, CollectiveCall ca
     comm.stream().memcpy(host_recv.data(), recv.data(), host_recv.size());
     comm.synchronize();
     std::size_t wrong = count_wrong(on_host, n, r);
-    const OpStats one = comm.stats().get(
-        algo == Algo::ring ? op_name(call.op) : std::string(op_name(call.op)) + "/native");
+    const OpStats one = comm.stats().get(stats_key(call.op, algo));
     for (int i = 0; i < o.warmup; ++i) comm.run(call, algo);
     comm.synchronize();
     MPI_Barrier(comm.mpi_comm());
@@ -71,7 +76,8 @@ BenchRow bench_one(Communicator& comm, MemoryTracker& tracker, CollectiveCall ca
     comm.synchronize();
     double seconds = (MPI_Wtime() - t0) / std::max(1, o.iters);
 
-    BenchRow row{call.op, algo, call.dtype, n, call.count * es, call.count, 0, 0, 0, 0, {}};
+    BenchRow row{call.op, algo, call.dtype, n,   call.count * es, call.count, 0, 0, 0, 0,
+                 {},      {},   {},         true};
     MPI_Allreduce(MPI_IN_PLACE, &seconds, 1, MPI_DOUBLE, MPI_MAX, comm.mpi_comm());
     unsigned long long w = wrong;
     MPI_Allreduce(MPI_IN_PLACE, &w, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, comm.mpi_comm());
@@ -80,7 +86,20 @@ BenchRow bench_one(Communicator& comm, MemoryTracker& tracker, CollectiveCall ca
     unsigned long long mine = one.bytes_sent;
     MPI_Allgather(&mine, 1, MPI_UNSIGNED_LONG_LONG, sent.data(), 1, MPI_UNSIGNED_LONG_LONG,
                   comm.mpi_comm());
-    if (one.bytes_measured) row.sent_per_rank.assign(sent.begin(), sent.end());
+    unsigned long long link[2] = {one.sent_by_link.intra_node, one.sent_by_link.inter_node};
+    std::vector<unsigned long long> links(2 * std::size_t(n));
+    MPI_Allgather(link, 2, MPI_UNSIGNED_LONG_LONG, links.data(), 2, MPI_UNSIGNED_LONG_LONG,
+                  comm.mpi_comm());
+    if (one.bytes_measured) {
+        row.sent_per_rank.assign(sent.begin(), sent.end());
+        for (int j = 0; j < n; ++j) {
+            row.by_link.push_back({links[2 * std::size_t(j)], links[2 * std::size_t(j) + 1]});
+            row.predicted.push_back(predicted_bytes_sent(call.op, algo, call.count, es,
+                                                         comm.node_layout(), j, call.root));
+            row.model_ok = row.model_ok && row.by_link.back() == row.predicted.back() &&
+                           row.sent_per_rank[std::size_t(j)] == row.predicted.back().total();
+        }
+    }
     row.time_us = seconds * 1e6;
     row.algbw = seconds > 0 ? double(row.bytes) / seconds / 1e9 : 0;
     row.busbw = row.algbw * bus_bandwidth_factor(call.op, n);
@@ -89,17 +108,37 @@ BenchRow bench_one(Communicator& comm, MemoryTracker& tracker, CollectiveCall ca
 
 std::string sent_text(const BenchRow& row) {
     if (row.sent_per_rank.empty()) return "n/a (inside the library)";
-    return fmt::format("{}", fmt::join(row.sent_per_rank, "/"));
+    std::string inter;
+    for (const LinkBytes& b : row.by_link)
+        inter += (inter.empty() ? "" : "/") + std::to_string(b.inter_node);
+    return fmt::format("{}  inter {}  {}", fmt::join(row.sent_per_rank, "/"), inter,
+                       row.model_ok ? "=model" : "MODEL MISMATCH");
+}
+
+nlohmann::json links_json(const std::vector<LinkBytes>& v) {
+    if (v.empty()) return nullptr;
+    nlohmann::json a = nlohmann::json::array();
+    for (const LinkBytes& b : v)
+        a.push_back({{"intra_node", b.intra_node}, {"inter_node", b.inter_node}});
+    return a;
 }
 
 nlohmann::json row_json(const BenchRow& row) {
     nlohmann::json sent = nullptr;
     if (!row.sent_per_rank.empty()) sent = row.sent_per_rank;
-    return {
-        {"op", op_name(row.op)},  {"algo", algo_name(row.algo)}, {"dtype", dtype_name(row.dtype)},
-        {"ranks", row.ranks},     {"bytes", row.bytes},          {"count", row.count},
-        {"time_us", row.time_us}, {"algbw_gbps", row.algbw},     {"busbw_gbps", row.busbw},
-        {"wrong", row.wrong},     {"bytes_sent_per_rank", sent}};
+    return {{"op", op_name(row.op)},
+            {"algo", algo_name(row.algo)},
+            {"dtype", dtype_name(row.dtype)},
+            {"ranks", row.ranks},
+            {"bytes", row.bytes},
+            {"count", row.count},
+            {"time_us", row.time_us},
+            {"algbw_gbps", row.algbw},
+            {"busbw_gbps", row.busbw},
+            {"wrong", row.wrong},
+            {"bytes_sent_per_rank", sent},
+            {"bytes_by_link_per_rank", links_json(row.by_link)},
+            {"predicted_bytes_by_link_per_rank", links_json(row.predicted)}};
 }
 
 // A ceiling to read the bandwidths against: every rank copying `bytes` within its device at once
@@ -139,6 +178,7 @@ int run_bench(const BenchOptions& o) {
     const auto backend = make_backend(device, MPI_COMM_WORLD);
     const auto communicator = backend->communicator(MPI_COMM_WORLD);
     Communicator& comm = *communicator;
+    comm.set_node_layout(NodeLayout::from_flag(comm.mpi_comm(), o.ranks_per_node));
     MemoryTracker& tracker = backend->context().tracker();
     if (o.root < 0 || o.root >= comm.size())
         throw UsageError(fmt::format("--root {} does not exist with N={} ranks; use 0..{}", o.root,
@@ -150,14 +190,20 @@ int run_bench(const BenchOptions& o) {
                    copy_rate, comm.size(), hi);
     if (lead)
         fmt::print(
-            "# shardlab collectives bench: {} ranks on {}, {}, iters {}, warmup {}; GB/s = 1e9 "
-            "B/s\n"
+            "# shardlab collectives bench: {} ranks ({}) on {}, {}, iters {}, warmup {}; GB/s = "
+            "1e9 B/s\n"
             "# {:>14} {:>6} {:>12} {:>11} {:>5} {:>11} {:>8} {:>8} {:>6}  {}\n",
-            comm.size(), o.device.device, dtype_name(dtype), o.iters, o.warmup, "op", "algo",
-            "size(B)", "count", "type", "time(us)", "algbw", "busbw", "#wrong", "sent/rank(B)");
+            comm.size(), comm.node_layout().describe(), o.device.device, dtype_name(dtype), o.iters,
+            o.warmup, "op", "algo", "size(B)", "count", "type", "time(us)", "algbw", "busbw",
+            "#wrong", "sent/rank(B)");
     nlohmann::json rows = nlohmann::json::array();
+    int model_mismatches = 0;
     for (CollectiveOp op : ops)
-        for (Algo algo : algos)
+        for (Algo algo : algos) {
+            if (!has_algorithm(op, algo)) {
+                if (lead) fmt::print("# {} has no {}: skipped\n", algo_name(algo), op_name(op));
+                continue;
+            }
             for (std::size_t bytes = lo; bytes <= hi; bytes *= std::size_t(o.factor)) {
                 CollectiveCall call{op,    nullptr,       nullptr, bytes / dtype_size(dtype),
                                     dtype, ReduceOp::sum, o.root};
@@ -171,11 +217,19 @@ int run_bench(const BenchOptions& o) {
                                sent_text(row));
                     std::fflush(stdout);
                 }
+                model_mismatches += row.model_ok ? 0 : 1;
             }
+        }
     std::size_t total_wrong = 0;
     for (const auto& row : rows) total_wrong += row["wrong"].get<std::size_t>();
     if (lead && !o.json_path.empty()) {
         write_json_file(o.json_path, rows);
+    }
+    if (model_mismatches > 0) {
+        if (lead)
+            fmt::print(stderr, "shardlab: {} rows whose bytes differ from comm_model's\n",
+                       model_mismatches);
+        return 1;
     }
     if (total_wrong > 0) {
         if (lead)
@@ -193,8 +247,11 @@ CommandRunner add_collectives_bench_command(CLI::App& cmd) {
                    "Operations, comma-separated: allgather, reduce_scatter, "
                    "allreduce, broadcast, reduce, gather, scatter");
     cmd.add_option("--algo", o->algos,
-                   "Algorithms, comma-separated: ring (shardlab's), native (the transport's: "
+                   "Algorithms, comma-separated: ring (shardlab's plain ring), hd "
+                   "(halving-doubling all-reduce), hier (two-level), native (the transport's: "
                    "MPI's or NCCL's)");
+    cmd.add_option("--ranks-per-node", o->ranks_per_node,
+                   "Declare nodes of K consecutive ranks (default: detect shared memory)");
     cmd.add_option("--dtype", o->dtype, "fp32 | bf16 | fp16");
     cmd.add_option("-b,--minbytes", o->min_bytes, "Smallest buffer S (K/M/G suffixes)");
     cmd.add_option("-e,--maxbytes", o->max_bytes, "Largest buffer S (K/M/G suffixes)");

@@ -1,6 +1,9 @@
 // `shardlab collectives show`: a teaching walkthrough. Every rank runs the real algorithm with a
 // trace attached; rank 0 collects the traces and prints, step by step, what each rank sent,
-// received and holds, then each rank's measured bytes beside docs/COLLECTIVES.md's formula.
+// received and holds, then each rank's measured bytes beside docs/COLLECTIVES.md's formula — in
+// all and per link class (`--ranks-per-node K` declares the nodes; otherwise they are detected).
+// `--algo hd|hier` walks through halving-doubling and the two-level algorithms the same way.
+#include "comm/algorithm_table.h"
 #include "comm/chunking.h"
 #include "comm/comm_model.h"
 #include "comm/communicator.h"
@@ -25,6 +28,8 @@ struct ShowOptions {
     std::string op = "allreduce";
     std::size_t count = 0; // 0: two elements per rank
     int root = 0;
+    std::string algo = "ring";
+    int ranks_per_node = 0; // 0: detect
 };
 
 // Elements print as numbers; never-written ones (still NaN) as ".". Chunk borders as "|".
@@ -48,9 +53,11 @@ class ShowTrace : public CollectiveTrace {
     ShowTrace(std::size_t full_count, int n) : full_{full_count, n} {}
     void phase(const char* name) override { lines_ << "P\t" << name << "\n"; }
     void transfer(int step, bool is_send, int peer, int chunk, std::size_t count) override {
+        const std::string what = chunk < 0 ? fmt::format("{} el", count) // not one chunk
+                                           : fmt::format("chunk {} ({} el)", chunk, count);
         lines_ << "S\t" << step << "\t"
-               << fmt::format("{} chunk {} ({} el) {} rank {}", is_send ? "send" : "recv", chunk,
-                              count, is_send ? "->" : "<-", peer)
+               << fmt::format("{} {} {} rank {}", is_send ? "send" : "recv", what,
+                              is_send ? "->" : "<-", peer)
                << "\n";
     }
     void buffer(int step, const char* label, const void* data, std::size_t count,
@@ -89,7 +96,9 @@ std::vector<std::pair<std::string, Steps>> parse_trace(const std::string& text) 
     return phases;
 }
 
-std::string formula_text(CollectiveOp op, bool is_root) {
+std::string formula_text(CollectiveOp op, Algo a, bool is_root) {
+    if (a == Algo::hd) return "schedule (COLLECTIVES.md)";
+    if (a == Algo::hier) return "two-level (COLLECTIVES.md)";
     switch (op) {
     case CollectiveOp::allgather:
         return "S - c(r+1)";
@@ -116,10 +125,17 @@ float show_input(int rank, std::size_t i) {
 
 int run_show(const ShowOptions& o) {
     const CollectiveOp op = parse_op(o.op);
+    const Algo algo = parse_algo(o.algo);
+    if (algo == Algo::native)
+        throw UsageError("--algo native cannot be shown step by step: the library's steps are "
+                         "not visible; use ring, hd or hier");
+    find_algorithm(op, algo); // a clear error before any rank starts
     const auto backend = make_cpu_backend(1);
     const auto communicator = backend->communicator(MPI_COMM_WORLD);
     Communicator& comm = *communicator;
     const int n = comm.size(), r = comm.rank();
+    comm.set_node_layout(NodeLayout::from_flag(comm.mpi_comm(), o.ranks_per_node));
+    const NodeLayout& layout = comm.node_layout();
     const std::size_t count = o.count ? o.count : std::size_t(2 * n);
     if (count > 64)
         throw UsageError("--count " + std::to_string(count) +
@@ -139,17 +155,18 @@ int run_show(const ShowOptions& o) {
 
     ShowTrace trace(count, n);
     comm.set_trace(&trace);
-    comm.run({op, send.data(), recv.data(), count, DType::f32, ReduceOp::sum, o.root}, Algo::ring);
+    comm.run({op, send.data(), recv.data(), count, DType::f32, ReduceOp::sum, o.root}, algo);
     comm.synchronize(); // the trace is written in stream order
     comm.set_trace(nullptr);
-    const OpStats st = comm.stats().get(op_name(op));
+    const OpStats st = comm.stats().get(stats_key(op, algo));
 
     std::string summary =
         fmt::format("  send {}\n", format_buffer(send.data(), sz.send, DType::f32,
                                                  sz.send == count ? &ch : nullptr));
     std::string result =
         format_buffer(recv.data(), sz.recv, DType::f32, sz.recv == count ? &ch : nullptr);
-    std::string bytes = fmt::format("{}", st.bytes_sent);
+    std::string bytes = fmt::format("{} {} {}", st.bytes_sent, st.sent_by_link.intra_node,
+                                    st.sent_by_link.inter_node);
     auto inputs = gather_to_root(summary, comm.mpi_comm());
     auto traces = gather_to_root(trace.text(), comm.mpi_comm());
     auto results = gather_to_root(result, comm.mpi_comm());
@@ -158,9 +175,10 @@ int run_show(const ShowOptions& o) {
 
     std::vector<std::size_t> sizes;
     for (int j = 0; j < n; ++j) sizes.push_back(ch.size(j));
-    fmt::print("{} on {} ranks: S = {} fp32 elements = {} B, cut into chunks of {} elements{}\n\n",
-               op_name(op), n, count, count * 4, fmt::join(sizes, ","),
-               op_has_root(op) ? fmt::format(", root {}", o.root) : "");
+    fmt::print("{} ({}) on {} ranks ({}): S = {} fp32 elements = {} B, cut into chunks of {} "
+               "elements{}\n\n",
+               op_name(op), algo_name(algo), n, layout.describe(), count, count * 4,
+               fmt::join(sizes, ","), op_has_root(op) ? fmt::format(", root {}", o.root) : "");
     fmt::print("inputs:\n");
     for (int j = 0; j < n; ++j) fmt::print("  rank {}:{}", j, inputs[j]);
     std::vector<std::vector<std::pair<std::string, Steps>>> parsed;
@@ -186,13 +204,18 @@ int run_show(const ShowOptions& o) {
         fmt::print("  rank {}: {}\n", j,
                    call_sizes(op, count, n, j, o.root).recv ? results[j] : "(none)");
     fmt::print("\nbytes sent per rank (measured at the transport vs docs/COLLECTIVES.md; c(j) = "
-               "chunk j's bytes):\n");
+               "chunk j's bytes), and by link class, intra-node / inter-node:\n");
     for (int j = 0; j < n; ++j) {
-        const std::uint64_t predicted = ring_bytes_sent(op, count, 4, n, j, o.root);
-        const std::uint64_t measured = std::stoull(sent[j]);
-        fmt::print("  rank {}: {:>5} B   formula {:<22} = {:>5} B   {}\n", j, measured,
-                   formula_text(op, j == o.root), predicted,
-                   measured == predicted ? "ok" : "MISMATCH");
+        const LinkBytes predicted = predicted_bytes_sent(op, algo, count, 4, layout, j, o.root);
+        std::uint64_t measured = 0;
+        LinkBytes link;
+        std::istringstream(sent[j]) >> measured >> link.intra_node >> link.inter_node;
+        const bool ok = measured == predicted.total() && link == predicted;
+        fmt::print("  rank {}: {:>5} B   {:<26} = {:>5} B   node {}: intra {:>4} / inter {:>4} B "
+                   "(predicted {} / {})   {}\n",
+                   j, measured, formula_text(op, algo, j == o.root), predicted.total(),
+                   layout.node(j), link.intra_node, link.inter_node, predicted.intra_node,
+                   predicted.inter_node, ok ? "ok" : "MISMATCH");
     }
     return 0;
 }
@@ -205,6 +228,11 @@ CommandRunner add_collectives_show_command(CLI::App& cmd) {
         ->required();
     cmd.add_option("--count", o->count, "Elements in the whole buffer S (default: 2 per rank)");
     cmd.add_option("--root", o->root, "Root rank of rooted operations");
+    cmd.add_option("--algo", o->algo,
+                   "ring (default), hd (halving-doubling all-reduce) or hier (two-level "
+                   "all-gather / reduce-scatter / all-reduce)");
+    cmd.add_option("--ranks-per-node", o->ranks_per_node,
+                   "Declare nodes of K consecutive ranks (default: detect shared memory)");
     return [o] { return run_show(*o); };
 }
 

@@ -6,7 +6,7 @@ import json
 import sys
 
 KEYS = {"op", "algo", "dtype", "ranks", "bytes", "count", "time_us", "algbw_gbps", "busbw_gbps",
-        "wrong", "bytes_sent_per_rank"}
+        "wrong", "bytes_sent_per_rank", "bytes_by_link_per_rank", "predicted_bytes_by_link_per_rank"}
 
 
 def chunk_bytes(count, n, j, es):
@@ -42,7 +42,13 @@ def main(path, ranks):
         assert row["time_us"] > 0 and row["algbw_gbps"] > 0 and row["busbw_gbps"] > 0, row
         if row["algo"] == "native":
             assert row["bytes_sent_per_rank"] is None, row
+            assert row["bytes_by_link_per_rank"] is None, row
             continue
+        links = row["bytes_by_link_per_rank"]
+        assert links == row["predicted_bytes_by_link_per_rank"], row
+        assert [b["intra_node"] + b["inter_node"] for b in links] == row["bytes_sent_per_rank"], row
+        if row["algo"] != "ring":
+            continue  # hd / hier: comm_model's schedule, held against the measured bytes above
         want = [expected_sent(row["op"], row["count"], ranks, r, 0, es) for r in range(ranks)]
         assert row["bytes_sent_per_rank"] == want, (row, want)
     print(f"ok: {len(rows)} rows checked")
