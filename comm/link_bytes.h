@@ -23,7 +23,11 @@ struct LinkBytes {
         a.inter_node -= b.inter_node;
         return a;
     }
-    friend bool operator==(const LinkBytes&, const LinkBytes&) = default;
+    // Written out, not defaulted: nvcc compiles the .cu files that include this as C++17.
+    friend bool operator==(const LinkBytes& a, const LinkBytes& b) {
+        return a.intra_node == b.intra_node && a.inter_node == b.inter_node;
+    }
+    friend bool operator!=(const LinkBytes& a, const LinkBytes& b) { return !(a == b); }
     // Adds `bytes` to the class of a link between nodes a and b.
     void add(int node_a, int node_b, std::uint64_t bytes) {
         (node_a == node_b ? intra_node : inter_node) += bytes;
