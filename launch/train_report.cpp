@@ -1,6 +1,7 @@
 // Measured vs predicted, per rank.
 #include "launch/train_report.h"
 
+#include "comm/gather_to_root.h"
 #include "launch/cli_util.h"
 
 #include <fmt/format.h>

@@ -2,6 +2,7 @@
 // loop over steps (micro-batches -> step -> log), then report.
 #include "launch/trainer.h"
 
+#include "comm/agreement.h"
 #include "core/error.h"
 #include "core/timer.h"
 #include "launch/cli_util.h"
