@@ -10,6 +10,8 @@
 #include "optim/zero_engine.h"
 #include "train/train_session.h"
 
+#include "tests/same_bits.h"
+
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -36,15 +38,6 @@ SessionSpec spec(int stage) {
     s.zero = ZeroOptions{stage, Precision::fp32, 0, 1.0f, 65536.0f};
     s.adam = kAdam;
     return s;
-}
-
-bool same_bits(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b) {
-    if (a.size() != b.size()) return false;
-    for (std::size_t u = 0; u < a.size(); ++u)
-        if (a[u].size() != b[u].size() ||
-            std::memcmp(a[u].data(), b[u].data(), a[u].size() * sizeof(float)) != 0)
-            return false;
-    return true;
 }
 
 class TrainSessionTest : public ::testing::TestWithParam<int> {};
