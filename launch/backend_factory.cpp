@@ -3,6 +3,7 @@
 // them, such as the config-file fuzzer, links without every backend behind this call.
 #include "launch/device_options.h"
 
+#include "comm/agreement.h"
 #include "launch/cli_util.h"
 #include "model/kernels/cpu/threads.h"
 

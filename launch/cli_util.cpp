@@ -1,6 +1,7 @@
 // Implementation of launch/cli_util.h.
 #include "launch/cli_util.h"
 
+#include "comm/agreement.h"
 #include "core/error.h"
 
 #include <fmt/format.h>
@@ -108,84 +109,6 @@ int run_guarded(const std::function<int()>& body) {
     } catch (const std::exception& e) {
         return report(e, false);
     }
-}
-
-std::vector<std::string> gather_to_root(const std::string& mine, MPI_Comm comm) {
-    int n = 0, r = 0;
-    MPI_Comm_size(comm, &n);
-    MPI_Comm_rank(comm, &r);
-    int len = int(mine.size());
-    std::vector<int> lens(n), displs(n);
-    MPI_Gather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, 0, comm);
-    int total = 0;
-    for (int i = 0; i < n; ++i) displs[i] = total, total += lens[i];
-    std::string all(std::size_t(r == 0 ? total : 0), '\0');
-    MPI_Gatherv(mine.data(), len, MPI_CHAR, all.data(), lens.data(), displs.data(), MPI_CHAR, 0,
-                comm);
-    std::vector<std::string> out;
-    if (r == 0)
-        for (int i = 0; i < n; ++i)
-            out.push_back(all.substr(std::size_t(displs[i]), std::size_t(lens[i])));
-    return out;
-}
-
-namespace {
-// Rank 0 prints each distinct message once, with every rank that raised it.
-void print_failures(const std::vector<std::string>& all) {
-    for (std::size_t i = 0; i < all.size(); ++i) {
-        if (all[i].empty()) continue;
-        bool first = true;
-        for (std::size_t j = 0; j < i; ++j) first = first && all[j] != all[i];
-        if (!first) continue;
-        std::string ranks;
-        for (std::size_t j = i; j < all.size(); ++j)
-            if (all[j] == all[i]) ranks += (ranks.empty() ? "" : ",") + std::to_string(j);
-        fmt::print(stderr, "shardlab: error{}: {}\n",
-                   all.size() > 1 ? " on rank " + ranks : std::string(), all[i]);
-    }
-    std::fflush(stderr);
-}
-
-std::string failure_of(const std::function<void()>& fn) {
-    try {
-        fn();
-    } catch (const std::exception& e) {
-        const std::string message = e.what();
-        return message.empty() ? "unknown error" : message;
-    }
-    return "";
-}
-} // namespace
-
-void collectively(const std::function<void()>& fn, MPI_Comm comm) {
-    const std::string message = failure_of(fn);
-    int failed = message.empty() ? 0 : 1;
-    MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, comm);
-    if (!failed) return;
-    print_failures(gather_to_root(message, comm));
-    throw AgreedFailure();
-}
-
-void collectively(const std::function<void()>& fn, WatchedComm& comm) {
-    const std::string message = failure_of(fn);
-    int failed = message.empty() ? 0 : 1;
-    comm.allreduce(&failed, 1, MPI_MAX, "error agreement: did any rank fail");
-    if (!failed) return;
-    print_failures(comm.gather(message, 0, "error agreement: the messages"));
-    throw AgreedFailure();
-}
-
-MpiSession::MpiSession(int& argc, char**& argv) {
-    // Each comm stream calls MPI from its own worker thread while the host thread may make its
-    // own calls (on another communicator): that needs MPI_THREAD_MULTIPLE (checked where used).
-    int provided = 0;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-}
-
-MpiSession::~MpiSession() {
-    int finalized = 0;
-    MPI_Finalized(&finalized);
-    if (!finalized) MPI_Finalize();
 }
 
 } // namespace shardlab

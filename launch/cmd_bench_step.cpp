@@ -18,8 +18,7 @@
 #include "model/kernels/cpu/cpu_model.h"
 #include "model/kernels/cpu/threads.h"
 #include "model/precision.h"
-#include "optim/device_updater.h"
-#include "optim/zero_engine.h"
+#include "train/train_session.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -80,27 +79,28 @@ nlohmann::json bench_steps(const StepBenchOptions& o, const GPTConfig& c, int se
     const auto comm = backend->communicator(MPI_COMM_SELF);
     DeviceContext& ctx = backend->context();
     MemoryTracker& tracker = ctx.tracker();
-    const ParamLayout layout(c);
-    DeviceUpdater updater(ctx, backend->ops(), AdamWConfig{}, p != Precision::fp32);
-    const ZeroOptions zero{0, p, 0, 0.0f, 65536.0f}; // stage 0, no clipping
-    ZeroEngine engine(layout, zero, *comm, ctx, backend->ops(), updater,
-                      gpt2_init(layout, 1, c.layers));
-    GPTModel model(c, o.batch, seq, parse_checkpoint(o.checkpoint), param_dtype(p), ctx,
-                   backend->ops(), parse_attention(o.attention));
+    // The session of `shardlab train` at N = 1: stage 0, AdamW's defaults, no clipping.
+    SessionSpec spec;
+    spec.config = c, spec.micro_batch = o.batch, spec.seq = seq, spec.precision = p;
+    spec.checkpoint = parse_checkpoint(o.checkpoint), spec.attention = parse_attention(o.attention);
+    spec.zero = ZeroOptions{0, p, 0, 0.0f, 65536.0f};
+    // The initial values live until the session is built, and it lets go of them once the
+    // engine holds its copy.
+    TrainSession session(spec, *backend, *comm, backend->ops(),
+                         initial_values_from(gpt2_init(ParamLayout(c), 1, c.layers)), nullptr);
     std::vector<std::uint16_t> in(std::size_t(o.batch) * seq), tg(in.size());
     for (std::size_t i = 0; i < in.size(); ++i) {
         in[i] = std::uint16_t((i * 2654435761u) % unsigned(c.vocab));
         tg[i] = std::uint16_t((i * 40503u + 7) % unsigned(c.vocab));
     }
+    const BatchFill same = [&](int, std::uint16_t* inputs, std::uint16_t* targets) {
+        std::copy(in.begin(), in.end(), inputs);
+        std::copy(tg.begin(), tg.end(), targets);
+    };
     std::vector<double> times;
     for (int s = 0; s < o.warmup + o.steps; ++s) {
-        const double t0 = now_seconds();
-        engine.begin_micro_batch(false);
-        model.forward(engine, in.data(), tg.data(), engine.grad_scale());
-        model.backward(engine);
-        engine.step(1e-4f);
-        model.take_losses(); // waits for the step
-        if (s >= o.warmup) times.push_back(now_seconds() - t0);
+        const StepOutcome step = session.step(s, same, 1e-4f); // waits for the step
+        if (s >= o.warmup) times.push_back(step.seconds);
     }
     std::sort(times.begin(), times.end());
     const double median = times[times.size() / 2];

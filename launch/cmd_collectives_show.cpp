@@ -7,6 +7,7 @@
 #include "comm/chunking.h"
 #include "comm/comm_model.h"
 #include "comm/communicator.h"
+#include "comm/gather_to_root.h"
 #include "core/error.h"
 #include "launch/cli_util.h"
 #include "launch/commands.h"

@@ -1,5 +1,6 @@
 // `shardlab train`: registers the flags, applies --config and --deepspeed-config (flags win), and
 // runs the training (launch/trainer.cpp) — or, with --print-config, prints the options instead.
+#include "comm/agreement.h"
 #include "launch/cli_util.h"
 #include "launch/commands.h"
 #include "launch/config_file.h"

@@ -1,6 +1,7 @@
 // shardlab: the command-line entry point. Parses flags (before MPI starts, so a bad flag is
 // reported once and never hangs), runs the chosen subcommand, and turns errors into messages:
 // see run_guarded in launch/cli_util.h.
+#include "comm/mpi_session.h"
 #include "launch/cli_util.h"
 #include "launch/commands.h"
 #include "model/kernels/cpu/blas_kernel.h"

@@ -2,6 +2,7 @@
 // them as one file on rank 0.
 #include "launch/trace_file.h"
 
+#include "comm/gather_to_root.h"
 #include "launch/cli_util.h"
 
 namespace shardlab {

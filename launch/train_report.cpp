@@ -1,6 +1,7 @@
 // Measured vs predicted, per rank.
 #include "launch/train_report.h"
 
+#include "comm/gather_to_root.h"
 #include "launch/cli_util.h"
 
 #include <fmt/format.h>
@@ -13,13 +14,12 @@ namespace shardlab {
 
 namespace {
 nlohmann::json memory_json(const MemoryCounts& mem, const MemoryPlan& p) {
-    const std::uint64_t predicted[] = {p.params,      p.grads,   p.master, p.optimizer,
-                                       p.activations, p.buffers, 0};
     nlohmann::json memory = nlohmann::json::object();
     for (std::size_t c = 0; c < kNumCategories; ++c) {
         const Usage& u = mem.at(Arena::device, Category(c));
-        nlohmann::json pred = Category(c) == Category::workspace ? nlohmann::json(nullptr)
-                                                                 : nlohmann::json(predicted[c]);
+        const auto predicted = predicted_device_bytes(p, Category(c));
+        const nlohmann::json pred =
+            predicted ? nlohmann::json(*predicted) : nlohmann::json(nullptr);
         memory[category_name(Category(c))] = {
             {"peak_bytes", u.peak}, {"current_bytes", u.current}, {"predicted_bytes", pred}};
     }

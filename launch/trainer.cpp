@@ -2,6 +2,7 @@
 // loop over steps (micro-batches -> step -> log), then report.
 #include "launch/trainer.h"
 
+#include "comm/agreement.h"
 #include "core/error.h"
 #include "core/timer.h"
 #include "launch/cli_util.h"
@@ -22,12 +23,10 @@
 #include "model/token_windows.h"
 #include "model/traced_ops.h"
 #include "model/weights_io.h"
-#include "offload/host_updater.h"
 #include "optim/checkpoint.h"
-#include "optim/device_updater.h"
 #include "optim/lr_schedule.h"
 #include "optim/zero_engine.h"
-#include "plan/memory_plan.h"
+#include "train/train_session.h"
 
 #include <fmt/format.h>
 
@@ -222,141 +221,8 @@ std::string printable(const std::vector<std::uint16_t>& tokens) {
     return s;
 }
 
-// Where the update runs: on the host (offload) or next to the parameters.
-std::unique_ptr<Updater> make_updater(const TrainOptions& o, Precision p, DeviceContext& ctx,
-                                      Ops& ops) {
-    const AdamWConfig adam{o.lr, o.beta1, o.beta2, o.eps, o.weight_decay};
-    if (o.offload) return std::make_unique<HostUpdater>(ctx, adam, param_dtype(p));
-    return std::make_unique<DeviceUpdater>(ctx, ops, adam, p != Precision::fp32);
-}
-
-// Everything one run works with, so the phases below read as steps of one story.
-struct Run {
-    const TrainOptions& o;
-    RunSetup& s;
-    Backend& backend;
-    Communicator& comm;
-    ZeroEngine& engine;
-    Updater& updater;
-    GPTModel& model;
-    const nlohmann::json& config;
-    int N, rank, A;
-    bool lead;
-    std::vector<std::uint64_t> numel; // every unit's size
-    WatchedComm& outside;             // the calls outside the training collectives, watched
-};
-
-// Resumes from --resume: rank 0 picks the checkpoint directory, every rank loads its state from
-// it, and the step to continue from is rank 0's, checked against every rank's.
-int resume(Run& r) {
-    const std::string cdir = agree_checkpoint_dir(r.o.resume, r.outside);
-    ZeroEngine::OwnedState saved;
-    collectively(
-        [&] {
-            std::vector<ElementRange> want;
-            for (std::size_t u = 0; u < r.numel.size(); ++u)
-                want.push_back({r.engine.owned_offset(int(u)), r.engine.owned_count(int(u))});
-            saved = load_checkpoint(cdir, r.config, r.numel, want);
-            if (r.o.stop_after > 0 && r.o.stop_after <= saved.iteration)
-                throw UsageError(
-                    fmt::format("--stop-after {} is not after the checkpoint's step {}; nothing "
-                                "to do",
-                                r.o.stop_after, saved.iteration));
-        },
-        r.outside);
-    int first = saved.iteration;
-    r.outside.bcast(&first, sizeof first, 0, "resume: the checkpoint's step");
-    collectively(
-        [&] {
-            check(saved.iteration == first,
-                  fmt::format("checkpoint '{}': rank {}'s file is at step {}, rank 0's at step "
-                              "{}; the checkpoint is inconsistent (use checkpoint.prev)",
-                              cdir, r.rank, saved.iteration, first));
-        },
-        r.outside);
-    r.engine.load_owned(saved);
-    if (r.lead) fmt::print("resumed from '{}' at step {}\n", cdir, first);
-    return first;
-}
-
-// Mean validation loss over --val-batches batches; its traffic is kept out of the statistics.
-double validate(Run& r, const TokenWindows& val, std::vector<std::uint16_t>& in,
-                std::vector<std::uint16_t>& tg) {
-    const CommStats saved = r.comm.stats();
-    const int B = r.o.micro_batch;
-    const TraceScope span(r.backend.context().tracer(), r.backend.context().compute(), "validation",
-                          "step");
-    double sum = 0;
-    for (int k = 0; k < r.o.val_batches; ++k) {
-        val.fill_wrapped((std::size_t(k) * r.N + r.rank) * B, B, in.data(), tg.data());
-        r.engine.begin_micro_batch(false);
-        r.model.forward(r.engine, in.data(), tg.data());
-        sum += r.model.take_losses().front();
-    }
-    const double loss = r.engine.average(sum / r.o.val_batches);
-    r.engine.take_exposed_comm_seconds();
-    r.comm.stats() = saved;
-    r.backend.context().tracker().snapshot("validation");
-    return loss;
-}
-
-// Whether any rank was asked to stop (its signal, or SIGTERM's number for a rank that was not
-// asked itself), through the engine's watched collectives, kept out of the statistics.
-int agree_on_stop(Run& r, int mine) {
-    const CommStats saved = r.comm.stats();
-    const double any = r.engine.average(mine);
-    r.engine.take_exposed_comm_seconds();
-    r.comm.stats() = saved;
-    return any == 0 ? 0 : mine != 0 ? mine : SIGTERM;
-}
-
-struct StepOutcome {
-    double loss = 0, seconds = 0, exposed_comm_seconds = 0;
-    StepResult result;
-};
-
-// One training step: A micro-batches of forward + backward, then the engine's step.
-StepOutcome train_step(Run& r, int step, const TokenWindows& train, float lr,
-                       std::vector<std::uint16_t>& in, std::vector<std::uint16_t>& tg) {
-    MemoryTracker& tracker = r.backend.context().tracker();
-    const int B = r.o.micro_batch;
-    Tracer* tracer = r.backend.context().tracer();
-    Stream& compute = r.backend.context().compute();
-    StepOutcome out;
-    const double t0 = now_seconds();
-    const TraceScope step_span(tracer, compute, fmt::format("step {}", step + 1), "step");
-    for (int a = 0; a < r.A; ++a) {
-        train.fill_wrapped(((std::size_t(step) * r.A + a) * r.N + r.rank) * B, B, in.data(),
-                           tg.data());
-        r.engine.begin_micro_batch(a > 0);
-        {
-            const TraceScope span(tracer, compute, fmt::format("forward {}/{}", a + 1, r.A),
-                                  "step");
-            r.model.forward(r.engine, in.data(), tg.data(), r.engine.grad_scale() / float(r.A));
-        }
-        tracker.snapshot("forward");
-        {
-            const TraceScope span(tracer, compute, fmt::format("backward {}/{}", a + 1, r.A),
-                                  "step");
-            r.model.backward(r.engine);
-        }
-        tracker.snapshot("backward");
-    }
-    {
-        const TraceScope span(tracer, compute, "optimizer step", "step");
-        out.result = r.engine.step(lr);
-    }
-    tracker.snapshot("step");
-    double sum = 0;
-    for (double l : r.model.take_losses()) sum += l;
-    out.loss = r.engine.average(sum / r.A);
-    out.exposed_comm_seconds = r.engine.take_exposed_comm_seconds();
-    out.seconds = now_seconds() - t0;
-    return out;
-}
-
 // The progress line's view of one step.
-StepLine step_line(const Run& r, const nlohmann::json& row, const StepOutcome& s,
+StepLine step_line(Precision precision, const nlohmann::json& row, const StepOutcome& s,
                    const MemoryTracker& tracker) {
     StepLine l;
     l.step = row["step"].get<int>();
@@ -365,7 +231,7 @@ StepLine step_line(const Run& r, const nlohmann::json& row, const StepOutcome& s
     l.tokens_per_s = row["tokens_per_s"].get<double>();
     l.peak_mb = double(tracker.counts().total[int(Arena::device)].peak) / 1e6;
     if (row.contains("val_loss")) l.val_loss = row["val_loss"].get<double>();
-    if (s.result.skipped && r.s.precision == Precision::fp16)
+    if (s.result.skipped && precision == Precision::fp16)
         l.note = fmt::format("overflow: skipped, loss scale {}", s.result.loss_scale);
     return l;
 }
@@ -390,70 +256,69 @@ struct TraceSession {
     TraceSession& operator=(const TraceSession&) = delete;
 };
 
+// What the session is built from: the request as prepare() resolved it.
+SessionSpec session_spec(const TrainOptions& o, const RunSetup& s) {
+    SessionSpec spec;
+    spec.config = s.config;
+    spec.micro_batch = o.micro_batch, spec.seq = s.seq, spec.grad_accum = s.grad_accum;
+    spec.precision = s.precision, spec.checkpoint = s.checkpoint, spec.attention = s.attention;
+    spec.zero = ZeroOptions{o.zero, s.precision, o.prefetch, o.grad_clip, o.loss_scale};
+    spec.adam = AdamWConfig{o.lr, o.beta1, o.beta2, o.eps, o.weight_decay};
+    spec.offload = o.offload;
+    return spec;
+}
+
 int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicator& comm,
                WatchedComm& outside) {
     const int N = comm.size(), rank = comm.rank(), B = o.micro_batch, T_ = s.seq;
+    const int A = s.grad_accum;
+    const bool lead = rank == 0;
     DeviceContext& ctx = backend.context();
     MemoryTracker& tracker = ctx.tracker();
-    const ParamLayout layout(s.config);
-    const ZeroOptions zopts{o.zero, s.precision, o.prefetch, o.grad_clip, o.loss_scale};
     const TraceSession trace(o, backend, rank, comm.mpi_comm());
     Ops& ops = trace.ops ? static_cast<Ops&>(*trace.ops) : backend.ops();
-    const std::unique_ptr<Updater> updater = make_updater(o, s.precision, ctx, ops);
     // Each rank makes or reads only what it holds; a bad value in a rank's part of an --init
-    // file stops every rank alike.
-    const InitialValues init = s.init
-                                   ? InitialValues([&s](int u, std::uint64_t b, std::uint64_t c,
-                                                        float* out) { s.init->read(u, b, c, out); })
-                                   : gpt2_initial_values(layout, o.seed, s.config.layers);
-    std::unique_ptr<ZeroEngine> made;
-    collectively(
-        [&] { made = std::make_unique<ZeroEngine>(layout, zopts, comm, ctx, ops, *updater, init); },
-        outside);
-    ZeroEngine& engine = *made;
-    s.init.reset();
+    // file stops every rank alike. The session drops the reader once the engine holds its part.
+    const ParamLayout layout(s.config);
+    InitialValues init = gpt2_initial_values(layout, o.seed, s.config.layers);
+    if (s.init)
+        init = [reader = std::shared_ptr<WeightsReader>(std::move(s.init))](
+                   int u, std::uint64_t b, std::uint64_t c, float* out) {
+            reader->read(u, b, c, out);
+        };
+    TrainSession session(session_spec(o, s), backend, comm, ops, std::move(init), &outside);
+    ZeroEngine& engine = session.engine();
     nlohmann::json config = train_options_json(o, config_to_json(s.config), T_, s.grad_accum);
     config["data_sha256"] = data_fingerprint(s.data);
-    GPTModel model(s.config, B, T_, s.checkpoint, param_dtype(s.precision), ctx, ops, s.attention);
     config["global_batch_seqs"] = N * B * s.grad_accum;
-    std::vector<std::uint64_t> numel;
-    for (const ParamUnit& u : layout.units()) numel.push_back(u.numel);
-    Run r{o,      s, backend, comm,         engine,    *updater, model,
-          config, N, rank,    s.grad_accum, rank == 0, numel,    outside};
 
-    const int first = o.resume.empty() ? 0 : resume(r);
+    const int first =
+        o.resume.empty() ? 0 : session.resume(o.resume, config, o.stop_after, outside);
     engine.take_exposed_comm_seconds();
     comm.stats().reset();
     tracker.snapshot("init");
     const std::uint64_t init_resident_peak = peak_resident_bytes();
     reset_peak_resident();
-
-    PlanOptions po;
-    po.ranks = N, po.zero = o.zero, po.offload = o.offload, po.precision = s.precision,
-    po.checkpoint = s.checkpoint, po.attention = s.attention;
-    po.micro_batch = B, po.seq = T_, po.grad_accum = r.A, po.prefetch = o.prefetch;
-    po.staged_comm = backend.stages_comm_through_host();
-    const Plan plan = make_plan(plan_model_from_gpt2(s.config, "gpt2"), po, rank);
+    const Plan plan = session.plan();
 
     const TokenWindows train(s.data.train, T_), val(s.data.val, T_);
-    std::vector<std::uint16_t> in(std::size_t(B) * T_), tg(in.size());
     const LrSchedule lr = lr_schedule(o);
 
     std::filesystem::create_directories(o.out);
     std::unique_ptr<StepsLog> steps_log;
-    if (r.lead)
+    if (lead)
         steps_log = std::make_unique<StepsLog>(
             (std::filesystem::path(o.out) / "steps.jsonl").string(), first);
-    if (r.lead && !o.quiet)
+    if (lead && !o.quiet)
         fmt::print("training {} on {} rank(s): ZeRO-{}{}, {}, micro-batch {} x {} tokens, "
                    "grad-accum {}, {} steps, {} attention\n",
                    s.config.describe(), N, o.zero, o.offload ? " + offload" : "", o.precision, B,
-                   T_, r.A, o.steps, attention_name(s.attention));
+                   T_, A, o.steps, attention_name(s.attention));
 
     RunTiming timing;
     std::unique_ptr<Progress> progress;
     int end = o.stop_after > 0 ? std::min(o.stop_after, o.steps) : o.steps;
-    if (r.lead && !o.quiet)
+    if (lead && !o.quiet)
         progress = std::make_unique<Progress>(first, end, o.steps, o.log_every, stdout);
     // --trace records --trace-steps steps after the first (which warms caches up), or from the
     // first when the run is not longer than that.
@@ -464,11 +329,11 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
     const StopRequest stop_request; // Ctrl-C / SIGTERM / SIGUSR1: checkpoint, then stop
     int stopped_by = 0;
     std::string diverged; // why the run stopped early, when it diverged
-    DivergenceGuard guard(o.out, o.max_bad_steps, s.precision == Precision::fp16, r.lead);
+    DivergenceGuard guard(o.out, o.max_bad_steps, s.precision == Precision::fp16, lead);
     for (int step = first; step < end; ++step) {
         const float rate = lr.at(step);
         if (trace.tracer) trace.tracer->enable(traced(step));
-        const StepOutcome so = train_step(r, step, train, rate, in, tg);
+        const StepOutcome so = session.step(step, train, rate);
         timing.add(so.seconds, so.exposed_comm_seconds);
         nlohmann::json row = {{"step", step + 1},
                               {"loss", so.loss},
@@ -477,22 +342,22 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
                               {"ms", so.seconds * 1e3},
                               {"exposed_comm_ms", so.exposed_comm_seconds * 1e3},
                               {"compute_ms", (so.seconds - so.exposed_comm_seconds) * 1e3},
-                              {"tokens_per_s", double(N) * r.A * B * T_ / so.seconds}};
+                              {"tokens_per_s", double(N) * A * B * T_ / so.seconds}};
         if (so.result.skipped) row["skipped"] = true;
-        if (so.result.skipped && r.lead && s.precision != Precision::fp16 && progress)
+        if (so.result.skipped && lead && s.precision != Precision::fp16 && progress)
             progress->clear();
-        if (so.result.skipped && r.lead && s.precision != Precision::fp16)
+        if (so.result.skipped && lead && s.precision != Precision::fp16)
             fmt::print(stderr,
                        "shardlab: step {}: the gradient norm is {}: the step was skipped and no "
                        "weight changed\n",
                        step + 1, std::isnan(so.result.grad_norm) ? "NaN" : "Inf");
         const bool last = step + 1 == end;
         if ((o.val_every && (step + 1) % o.val_every == 0) || (last && o.val_every == 0))
-            row["val_loss"] = validate(r, val, in, tg);
+            row["val_loss"] = session.validate(val, o.val_batches);
         if (o.log_memory) row["memory"] = memory_sample(tracker, comm.mpi_comm());
-        if (r.lead) {
+        if (lead) {
             steps_log->append(row);
-            if (progress) progress->step(step_line(r, row, so, tracker));
+            if (progress) progress->step(step_line(s.precision, row, so, tracker));
         }
         guard.after_step(step + 1, so.loss, so.result); // every rank decides alike
         if (guard.diverged()) {
@@ -501,17 +366,13 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
         }
         // A run stopped early — by --stop-after or a signal — always leaves a checkpoint; one
         // that diverged keeps the checkpoint it had (no state of a bad step is saved).
-        stopped_by = step + 1 < end ? agree_on_stop(r, stop_request.requested()) : 0;
+        stopped_by = step + 1 < end ? session.agree_on_stop(stop_request.requested()) : 0;
         if (stopped_by) end = step + 1;
         const bool stopping_early = step + 1 == end && end < o.steps;
         if (((o.save_every && (step + 1) % o.save_every == 0) || stopping_early) &&
             !guard.in_bad_streak()) {
-            const CommStats saved = comm.stats();
-            ZeroEngine::OwnedState st = engine.save_owned();
-            st.iteration = step + 1;
-            save_checkpoint(o.out, config, N, rank, st, r.numel, outside, true);
+            session.save(o.out, config, step + 1, outside);
             guard.saved();
-            comm.stats() = saved;
         }
         if (trace.tracer && traced(step)) { // turn this step's events into times now
             trace.tracer->enable(false);
@@ -519,7 +380,7 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
             trace.tracer->resolve();
         }
         if ((stopped_by || !diverged.empty()) && progress) progress->clear();
-        if (stopped_by && r.lead)
+        if (stopped_by && lead)
             fmt::print(stderr,
                        "shardlab: stopped by {} after step {}: {}; continue with --resume {}\n",
                        signal_name(stopped_by), end,
@@ -528,9 +389,9 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
                                              : "checkpoint saved",
                        o.out);
     }
-    if (r.lead && !diverged.empty()) fmt::print(stderr, "{}\n", diverged);
+    if (lead && !diverged.empty()) fmt::print(stderr, "{}\n", diverged);
     // Ended on a finite step: the last checkpoint's predecessor is no longer needed.
-    if (r.lead && !guard.in_bad_streak()) drop_previous_checkpoint(o.out);
+    if (lead && !guard.in_bad_streak()) drop_previous_checkpoint(o.out);
 
     // What the report shows is measured here, before consolidation and sampling move more bytes.
     const MemoryCounts memory = tracker.counts();
@@ -538,8 +399,8 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
     const std::vector<PhaseSnapshot> phases = tracker.phases();
     const ReservedBytes reserved{tracker.allocator(Arena::device).peak_reserved(),
                                  tracker.allocator(Arena::host).peak_reserved()};
-    const HostDeviceTraffic traffic{updater->device_to_host_bytes(),
-                                    updater->host_to_device_bytes()};
+    const HostDeviceTraffic traffic{session.updater().device_to_host_bytes(),
+                                    session.updater().host_to_device_bytes()};
     const int steps_run = end - first;
     const ResidentPeaks resident{init_resident_peak, peak_resident_bytes()};
     std::optional<DriverMemory> driver;
@@ -554,11 +415,11 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
         // A trace that cannot be written costs the trace, not the run's report and weights.
         try {
             write_trace(o.trace, *trace.tracer, config, comm.mpi_comm());
-            if (r.lead && last_traced > trace_from)
+            if (lead && last_traced > trace_from)
                 fmt::print("trace of steps {}-{}: {} (open it in ui.perfetto.dev or "
                            "chrome://tracing)\n",
                            trace_from + 1, last_traced, o.trace);
-            if (r.lead && last_traced <= trace_from)
+            if (lead && last_traced <= trace_from)
                 fmt::print("trace: {} holds no step: the run stopped before step {}, the first "
                            "one traced\n",
                            o.trace, trace_from + 1);
@@ -568,7 +429,7 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
     }
     // A diverged run's weights are not worth a file (its checkpoint says which state to use).
     const FinalWeights weights =
-        hash_and_save_weights(engine, s.config, diverged.empty() ? o.save_weights : "", r.lead);
+        hash_and_save_weights(engine, s.config, diverged.empty() ? o.save_weights : "", lead);
     const std::string& hash = weights.hash;
     if (o.sample > 0 && !stopped_by && diverged.empty()) {
         GPTModel sampler(s.config, 1, T_, CheckpointPolicy{}, param_dtype(s.precision), ctx,
@@ -577,7 +438,7 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
             s.data.val.begin(), s.data.val.begin() + std::min<std::size_t>(64, s.data.val.size()));
         const auto text = generate(sampler, engine, prompt, o.sample, 0.8f, o.seed,
                                    [&] { engine.begin_micro_batch(false); });
-        if (r.lead)
+        if (lead)
             fmt::print("\nsample ({} tokens after a {}-token prompt from the validation "
                        "text):\n---\n{}\n---\n",
                        o.sample, prompt.size(), printable(text));
@@ -587,7 +448,7 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
         backend.describe(),     driver,  memory, stats, phases, reserved, traffic, timing,
         engine.skipped_steps(), resident};
     const auto reports = gather_reports(rank_report(rank, measured, plan, steps_run), outside);
-    if (r.lead) {
+    if (lead) {
         for (const auto& rep : reports) print_rank_report(rep);
         fmt::print("\nfinal fp32 master weights sha256 {}\n", hash);
         nlohmann::json report = {{"config", config},

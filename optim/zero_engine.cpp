@@ -16,8 +16,8 @@ ZeroEngine::ZeroEngine(const ParamLayout& layout, const ZeroOptions& options, Co
                        DeviceContext& context, Ops& ops, Updater& updater,
                        const InitialValues& init)
     : layout_(layout), o_(options), comm_(comm), ctx_(context), ops_(ops), updater_(updater),
-      pdt_(param_dtype(options.precision)), n_(comm.size()), rank_(comm.rank()),
-      schedule_(step_schedule(int(layout.num_units()) - 2)),
+      policy_(stage_policy(options.stage)), pdt_(param_dtype(options.precision)), n_(comm.size()),
+      rank_(comm.rank()), schedule_(step_schedule(int(layout.num_units()) - 2)),
       scaler_(options.precision == Precision::fp16 ? LossScaler(options.loss_scale)
                                                    : LossScaler::fixed()) {
     if (o_.stage < 0 || o_.stage > 3)
@@ -33,15 +33,16 @@ ZeroEngine::ZeroEngine(const ParamLayout& layout, const ZeroOptions& options, Co
         const std::uint64_t numel = layout.units()[u].numel;
         // What this rank holds of the unit: [from, from + held); padding stays zero forever (no
         // gradient reaches it). Made and released unit by unit: never the whole model at once.
-        const bool sharded_params = o_.stage == 3;
+        const bool sharded_params = policy_.shards_parameters;
         const std::uint64_t from = sharded_params ? off : 0, held = sharded_params ? own : P;
         std::vector<float> values(held, 0.0f);
         if (from < numel) init(int(u), from, std::min(numel, from + held) - from, values.data());
         Unit x;
         x.params = tracker.allocate(held * pb, Category::params, s);
         upload_f32(s, flat(x.params, 0, held), values.data());
-        x.grads = tracker.allocate((o_.stage <= 1 ? P : own) * pb, Category::grads, s);
-        ops_.fill(s, flat(x.grads, 0, o_.stage <= 1 ? P : own), 0.0f);
+        const std::uint64_t grads = policy_.shards_gradients ? own : P;
+        x.grads = tracker.allocate(grads * pb, Category::grads, s);
+        ops_.fill(s, flat(x.grads, 0, grads), 0.0f);
         units_.push_back(std::move(x));
         updater_.add(owned(int(u)), values.data() + (off - from));
     }
@@ -54,10 +55,10 @@ Tensor ZeroEngine::flat(const Allocation& a, std::uint64_t offset, std::uint64_t
 }
 
 std::uint64_t ZeroEngine::owned_offset(int unit) const {
-    return o_.stage == 0 ? 0 : std::uint64_t(rank_) * (padded_[unit] / n_);
+    return policy_.shards_optimizer_state ? std::uint64_t(rank_) * (padded_[unit] / n_) : 0;
 }
 std::uint64_t ZeroEngine::owned_count(int unit) const {
-    return o_.stage == 0 ? padded_[unit] : padded_[unit] / n_;
+    return policy_.shards_optimizer_state ? padded_[unit] / n_ : padded_[unit];
 }
 
 // The owned range's gradient and parameters: stages 0 and 1 keep whole units, in which the owned
@@ -65,8 +66,9 @@ std::uint64_t ZeroEngine::owned_count(int unit) const {
 OwnedShard ZeroEngine::owned(int unit) const {
     const Unit& x = units_[unit];
     const std::uint64_t off = owned_offset(unit), own = owned_count(unit);
-    return {&layout_.units()[unit].params, off, flat(x.grads, o_.stage <= 1 ? off : 0, own),
-            flat(x.params, o_.stage == 3 ? 0 : off, own)};
+    return {&layout_.units()[unit].params, off,
+            flat(x.grads, policy_.shards_gradients ? 0 : off, own),
+            flat(x.params, policy_.shards_parameters ? 0 : off, own)};
 }
 
 float ZeroEngine::grad_scale() const {
@@ -129,7 +131,7 @@ void ZeroEngine::gather(int unit) {
 }
 
 const void* ZeroEngine::acquire(int unit) {
-    if (o_.stage < 3) return units_[unit].params.data();
+    if (!policy_.shards_parameters) return units_[unit].params.data();
     expect(unit, UnitUse::acquire);
     gather(unit);
     for (int u : upcoming_units(schedule_, pos_, o_.prefetch)) gather(u); // ahead, on comm
@@ -139,7 +141,7 @@ const void* ZeroEngine::acquire(int unit) {
 }
 
 void ZeroEngine::release(int unit) {
-    if (o_.stage < 3) return;
+    if (!policy_.shards_parameters) return;
     expect(unit, UnitUse::release);
     const auto next = upcoming_units(schedule_, pos_, o_.prefetch);
     ++pos_;
@@ -162,7 +164,7 @@ void ZeroEngine::release_gathered() {
 
 void* ZeroEngine::grads(int unit) {
     Unit& x = units_[unit];
-    if (o_.stage <= 1) return x.grads.data();
+    if (!policy_.shards_gradients) return x.grads.data();
     if (!x.grads_full.data()) { // first use in this backward
         // The memory may be a full gradient released on the comm stream: wait for that (timed)
         // rather than let the allocator insert an uncounted wait.
@@ -180,8 +182,8 @@ void* ZeroEngine::grads(int unit) {
 // comes back once *this* reduce-scatter is over, for the unit after next — so no unit's backward
 // ever waits for the reduce-scatter of the unit just before it.
 void ZeroEngine::grads_done(int unit) {
-    if (o_.stage <= 1) return;
-    if (o_.stage == 3) {
+    if (!policy_.shards_gradients) return;
+    if (policy_.shards_parameters) { // the schedule counts reductions too
         expect(unit, UnitUse::reduce);
         ++pos_;
     }
@@ -215,9 +217,9 @@ void ZeroEngine::reduce_gradients() {
     for (std::size_t u = 0; u < units_.size(); ++u) {
         Unit& x = units_[u];
         comm_.label_next("gradients of unit " + layout_.units()[u].name);
-        if (o_.stage == 0)
+        if (policy_.reduction() == GradientReduction::all_reduce)
             comm_.all_reduce(x.grads.data(), x.grads.data(), padded_[u], pdt_, ReduceOp::avg);
-        if (o_.stage == 1)
+        if (policy_.reduction() == GradientReduction::reduce_scatter)
             comm_.reduce_scatter(x.grads.data(), owned(int(u)).grads.data, padded_[u], pdt_,
                                  ReduceOp::avg);
     }
@@ -231,8 +233,8 @@ float ZeroEngine::global_squared_norm() {
     std::vector<Tensor> parts;
     for (std::size_t u = 0; u < units_.size(); ++u) {
         const std::uint64_t shard = padded_[u] / n_;
-        parts.push_back(
-            flat(units_[u].grads, o_.stage <= 1 ? std::uint64_t(rank_) * shard : 0, shard));
+        parts.push_back(flat(units_[u].grads,
+                             policy_.shards_gradients ? 0 : std::uint64_t(rank_) * shard, shard));
     }
     float* sq = scalars_.as<float>();
     ops_.squared_norm(ctx_.compute(), parts, sq);
@@ -251,7 +253,7 @@ float ZeroEngine::global_squared_norm() {
 void ZeroEngine::publish(const EventPtr& updated) {
     Stream& cs = comm_.stream();
     cs.wait(updated);
-    if (o_.stage == 1 || o_.stage == 2)
+    if (policy_.gathers_after_update())
         for (std::size_t u = 0; u < units_.size(); ++u) {
             comm_.label_next("updated unit " + layout_.units()[u].name);
             comm_.all_gather(owned(int(u)).params.data, units_[u].params.data(), padded_[u],
@@ -277,7 +279,7 @@ StepResult ZeroEngine::step(float lr) {
                                 : 1.0;
         publish(updater_.update(ctx_.compute().record(), lr, step_, float(clip / r.loss_scale)));
     }
-    if (o_.stage <= 1)
+    if (!policy_.shards_gradients)
         for (std::size_t u = 0; u < units_.size(); ++u)
             ops_.fill(ctx_.compute(), flat(units_[u].grads, 0, padded_[u]), 0.0f);
     return r;
@@ -303,7 +305,7 @@ double ZeroEngine::average(double value) {
 std::vector<float> ZeroEngine::consolidated_unit(int u) {
     Stream& cs = comm_.stream();
     std::vector<float> full = updater_.read(u).master;
-    if (o_.stage != 0) { // gather every rank's shard of the fp32 master
+    if (policy_.shards_optimizer_state) { // gather every rank's shard of the fp32 master
         const std::uint64_t shard = padded_[u] / n_;
         Allocation mine = ctx_.tracker().allocate(shard * 4, Category::workspace, cs);
         Allocation all = ctx_.tracker().allocate(padded_[u] * 4, Category::workspace, cs);

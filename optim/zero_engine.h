@@ -30,6 +30,7 @@
 #include "model/unit_params.h"
 #include "optim/gather_schedule.h"
 #include "optim/loss_scaler.h"
+#include "optim/stage_policy.h"
 #include "optim/updater.h"
 
 #include <cstdint>
@@ -133,6 +134,7 @@ class ZeroEngine : public UnitParams {
     DeviceContext& ctx_;
     Ops& ops_;
     Updater& updater_;
+    StagePolicy policy_; // what o_.stage shards (optim/stage_policy.h)
     DType pdt_;
     int n_, rank_;
     std::vector<std::uint64_t> padded_;

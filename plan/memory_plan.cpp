@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "offload/host_updater.h"
 #include "optim/gather_schedule.h"
+#include "optim/stage_policy.h"
 #include "optim/unit_shards.h"
 
 #include <fmt/format.h>
@@ -70,6 +71,26 @@ std::uint64_t parse_gpu(const std::string& name) {
                      "'; use a100-40, a100-80, h100-80, h200-141 or a byte count");
 }
 
+std::optional<std::uint64_t> predicted_device_bytes(const MemoryPlan& m, Category c) {
+    switch (c) {
+    case Category::params:
+        return m.params;
+    case Category::grads:
+        return m.grads;
+    case Category::master:
+        return m.master;
+    case Category::optimizer:
+        return m.optimizer;
+    case Category::activations:
+        return m.activations;
+    case Category::comm_buffers:
+        return m.buffers;
+    case Category::workspace:
+        return std::nullopt;
+    }
+    return std::nullopt;
+}
+
 namespace {
 void check_options(const PlanModel& m, const PlanOptions& o) {
     if (o.ranks < 1) throw UsageError(fmt::format("ranks must be at least 1, got {}", o.ranks));
@@ -111,21 +132,22 @@ std::uint64_t moment_bytes(OptimizerStates t, std::uint64_t n) {
 // Model states per rank (device or host), for the training engine.
 void model_states(const PlanModel& m, const PlanOptions& o, MemoryPlan& mem) {
     const int N = o.ranks;
+    const StagePolicy policy = stage_policy(o.zero);
     const std::uint64_t pb = param_bytes_per_element(o.precision), gb = pb;
     const bool mixed = o.precision != Precision::fp32;
     const bool has_master = o.offload || (mixed && o.master);
     std::uint64_t full = 0, owned = 0, owned_moments = 0, max_block = 0;
     for (std::size_t u = 0; u < m.unit_numel.size(); ++u) {
         const std::uint64_t P = padded_numel(m.unit_numel[u], N);
-        const std::uint64_t own = o.zero == 0 ? P : P / N;
+        const std::uint64_t own = policy.shards_optimizer_state ? P / N : P;
         full += P;
         owned += own;
         owned_moments += 2 * moment_bytes(o.optimizer_states, own); // m and v, per unit
         if (int(u) != m.embedding_unit && int(u) != m.final_unit)
             max_block = std::max(max_block, P);
     }
-    mem.params = (o.zero == 3 ? owned : full) * pb;
-    if (o.zero <= 1) {
+    mem.params = (policy.shards_parameters ? owned : full) * pb;
+    if (!policy.shards_gradients) {
         mem.grads = full * gb;
     } else { // the owned shard, plus full unit gradients from first use to reduce-scatter
         // A bare parameter count has no units: model states only, as in the ZeRO paper. A tied
@@ -169,8 +191,9 @@ void buffers(const PlanModel& m, const PlanOptions& o, MemoryPlan& mem, GatherSi
     std::uint64_t scratch = reduce_scratch(1, N, 4);
     for (auto n : m.unit_numel) scratch = std::max(scratch, reduce_scratch(n, N, gb));
     // Stage 3: a reduce-scatter may run while prefetched units are live; the simulation knows.
-    mem.buffers =
-        o.zero == 3 && sim ? std::max(sim->peak_buffer_bytes, reduce_scratch(1, N, 4)) : scratch;
+    mem.buffers = stage_policy(o.zero).shards_parameters && sim
+                      ? std::max(sim->peak_buffer_bytes, reduce_scratch(1, N, 4))
+                      : scratch;
     // Staged through the host, one ring step at a time: its send and receive chunks, which for
     // the largest unit is the reduce-scatter's scratch.
     if (o.staged_comm) mem.host_buffers = scratch;
@@ -185,6 +208,7 @@ void add_op(CommPlan& c, const std::string& op, std::uint64_t bytes, std::uint64
 CommPlan communication(const PlanModel& m, const PlanOptions& o, int rank,
                        const GatherSimulation* sim) {
     const int N = o.ranks, A = o.grad_accum;
+    const StagePolicy policy = stage_policy(o.zero);
     const std::uint64_t pb = param_bytes_per_element(o.precision), gb = pb;
     CommPlan c;
     auto sent = [&](CollectiveOp op, std::uint64_t count, std::uint64_t es) {
@@ -193,24 +217,21 @@ CommPlan communication(const PlanModel& m, const PlanOptions& o, int rank,
     const std::size_t units = m.unit_numel.size();
     for (std::size_t u = 0; u < units; ++u) {
         const std::uint64_t P = padded_numel(m.unit_numel[u], N);
-        switch (o.zero) {
-        case 0:
+        switch (policy.reduction()) {
+        case GradientReduction::all_reduce:
             add_op(c, "allreduce", sent(CollectiveOp::allreduce, P, gb), 1);
             break;
-        case 1:
+        case GradientReduction::reduce_scatter:
             add_op(c, "reduce_scatter", sent(CollectiveOp::reduce_scatter, P, gb), 1);
-            add_op(c, "allgather", sent(CollectiveOp::allgather, P, pb), 1);
             break;
-        case 2:
-            add_op(c, "reduce_scatter", A * sent(CollectiveOp::reduce_scatter, P, gb), A);
-            add_op(c, "allgather", sent(CollectiveOp::allgather, P, pb), 1);
-            break;
-        default:
+        case GradientReduction::per_unit: // every micro-batch's backward
             add_op(c, "reduce_scatter", A * sent(CollectiveOp::reduce_scatter, P, gb), A);
             break;
         }
+        if (policy.gathers_after_update())
+            add_op(c, "allgather", sent(CollectiveOp::allgather, P, pb), 1);
     }
-    if (o.zero == 3 && sim)
+    if (policy.shards_parameters && sim)
         for (int u : sim->gathers)
             add_op(c, "allgather",
                    A * sent(CollectiveOp::allgather, padded_numel(m.unit_numel[u], N), pb), A);
@@ -221,7 +242,7 @@ CommPlan communication(const PlanModel& m, const PlanOptions& o, int rank,
     if (o.offload) {
         std::uint64_t owned = 0;
         for (auto n : m.unit_numel)
-            owned += o.zero == 0 ? padded_numel(n, N) : padded_numel(n, N) / N;
+            owned += policy.shards_optimizer_state ? padded_numel(n, N) / N : padded_numel(n, N);
         c.device_to_host = owned * gb; // gradients of the owned range, once per step
         c.host_to_device = owned * pb; // updated parameters back
     }
@@ -244,9 +265,10 @@ Plan plan_once(const PlanModel& model, const PlanOptions& o, int rank) {
         mem.kv_cache = 2ull * model.layers * o.micro_batch * seq * kv_hidden * pb;
     } else {
         model_states(model, o, mem);
+        const bool gathers = stage_policy(o.zero).shards_parameters; // units gathered on use
         GatherSimulation sim;
         const bool has_units = model.arch != Architecture::params_only;
-        if (o.zero == 3 && has_units) {
+        if (gathers && has_units) {
             std::vector<std::uint64_t> unit_bytes;
             for (auto n : model.unit_numel)
                 unit_bytes.push_back(padded_numel(n, o.ranks) *
@@ -256,12 +278,11 @@ Plan plan_once(const PlanModel& model, const PlanOptions& o, int rank) {
                 scratch.push_back(reduce_scratch(n, o.ranks, param_bytes_per_element(o.precision)));
             sim = simulate_gathers(step_schedule(model.layers, model.tied_head), unit_bytes,
                                    o.prefetch, scratch);
-        } else if (o.zero ==
-                   3) { // a bare parameter count: forward and backward each gather everything once
+        } else if (gathers) { // a bare parameter count: forward and backward each gather all once
             sim.gathers = {0, 0};
         }
-        buffers(model, o, mem, o.zero == 3 ? &sim : nullptr);
-        p.comm = communication(model, o, rank, o.zero == 3 ? &sim : nullptr);
+        buffers(model, o, mem, gathers ? &sim : nullptr);
+        p.comm = communication(model, o, rank, gathers ? &sim : nullptr);
         if (model.arch != Architecture::params_only) {
             mem.activations_generic =
                 generic_activation_bytes(model.layers, model.hidden, model.heads, o.micro_batch,

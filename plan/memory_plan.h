@@ -7,6 +7,7 @@
 // for byte. docs/MEMORY.md derives every line.
 #pragma once
 
+#include "core/memory_tracker.h"
 #include "model/attention_kind.h"
 #include "model/checkpoint_policy.h"
 #include "model/gpt_config.h"
@@ -15,6 +16,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 
 namespace shardlab {
@@ -57,6 +59,10 @@ struct MemoryPlan {
     bool activations_exact = false;        // activations is the implementation-exact count
     std::uint64_t device_total = 0, host_total = 0;
 };
+
+// The predicted device bytes of a category the MemoryTracker measures (core/memory_tracker.h): the
+// one key that joins measurement and prediction. None for workspace, which the plan does not model.
+std::optional<std::uint64_t> predicted_device_bytes(const MemoryPlan& m, Category c);
 
 struct CommPlan {
     std::map<std::string, std::uint64_t> by_op; // bytes this rank sends per step, per collective

@@ -1,5 +1,6 @@
 // A program where rank 1 fails while the others wait in a collective: through the same error
 // path as `shardlab`, every rank must exit promptly (non-zero, with rank 1's message), no hang.
+#include "comm/mpi_session.h"
 #include "core/error.h"
 #include "launch/cli_util.h"
 #include "model/backend.h"

@@ -8,6 +8,8 @@
 #include "optim/device_updater.h"
 #include "optim/zero_engine.h"
 
+#include "tests/same_bits.h"
+
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -53,14 +55,6 @@ Outcome one_step(int stage, Precision p, const std::vector<std::vector<float>>& 
     return o;
 }
 
-bool same_bits(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b) {
-    if (a.size() != b.size()) return false;
-    for (std::size_t u = 0; u < a.size(); ++u)
-        if (a[u].size() != b[u].size() ||
-            std::memcmp(a[u].data(), b[u].data(), a[u].size() * sizeof(float)) != 0)
-            return false;
-    return true;
-}
 } // namespace
 
 TEST(ZeroEngine, ANonFiniteGradientNeverReachesTheWeights) {

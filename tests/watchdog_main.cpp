@@ -4,6 +4,7 @@
 //   stop      the last rank stops itself (SIGSTOP) before the third call: a hang
 //   mismatch  rank 1 reduce-scatters where the others all-gather in the third call
 //   slow      rank 1 sleeps 1 s (below the timeout) before the third call: must finish, exit 0
+#include "comm/mpi_session.h"
 #include "core/error.h"
 #include "launch/cli_util.h"
 #include "model/backend.h"

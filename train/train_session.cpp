@@ -1,0 +1,187 @@
+// Implementation of train/train_session.h: the phases of a run, each one call over the engine
+// and the model.
+#include "train/train_session.h"
+
+#include "comm/agreement.h"
+#include "core/error.h"
+#include "core/timer.h"
+#include "core/tracer.h"
+#include "offload/host_updater.h"
+#include "optim/checkpoint.h"
+#include "optim/device_updater.h"
+#include "plan/plan_model.h"
+
+#include <fmt/format.h>
+
+#include <csignal>
+
+namespace shardlab {
+
+namespace {
+// Where the update runs: on the host (offload) or next to the parameters.
+std::unique_ptr<Updater> make_updater(const SessionSpec& s, DeviceContext& ctx, Ops& ops) {
+    if (s.offload) return std::make_unique<HostUpdater>(ctx, s.adam, param_dtype(s.precision));
+    return std::make_unique<DeviceUpdater>(ctx, ops, s.adam, s.precision != Precision::fp32);
+}
+
+// Restores the communicator's statistics when it leaves scope: traffic that is not a training
+// step's (validation, the stop agreement, checkpoints) stays out of the report.
+class StatsKeeper {
+  public:
+    explicit StatsKeeper(Communicator& comm) : comm_(comm), saved_(comm.stats()) {}
+    ~StatsKeeper() { comm_.stats() = saved_; }
+    StatsKeeper(const StatsKeeper&) = delete;
+    StatsKeeper& operator=(const StatsKeeper&) = delete;
+
+  private:
+    Communicator& comm_;
+    CommStats saved_;
+};
+} // namespace
+
+TrainSession::TrainSession(const SessionSpec& spec, Backend& backend, Communicator& comm, Ops& ops,
+                           InitialValues init, WatchedComm* agree)
+    : spec_(spec), backend_(backend), comm_(comm), ranks_(comm.size()), rank_(comm.rank()),
+      layout_(spec.config) {
+    DeviceContext& ctx = backend.context();
+    spec_.zero.precision = spec.precision;
+    updater_ = make_updater(spec_, ctx, ops);
+    auto build = [&] {
+        engine_ =
+            std::make_unique<ZeroEngine>(layout_, spec_.zero, comm, ctx, ops, *updater_, init);
+    };
+    if (agree)
+        collectively(build, *agree);
+    else
+        build();
+    init = nullptr; // an --init file's reader, say
+    model_ =
+        std::make_unique<GPTModel>(spec_.config, spec_.micro_batch, spec_.seq, spec_.checkpoint,
+                                   param_dtype(spec_.precision), ctx, ops, spec_.attention);
+    for (const ParamUnit& u : layout_.units()) numel_.push_back(u.numel);
+    in_.resize(std::size_t(spec_.micro_batch) * spec_.seq);
+    tg_.resize(in_.size());
+}
+
+StepOutcome TrainSession::step(int step, const BatchFill& fill, float lr) {
+    MemoryTracker& tracker = backend_.context().tracker();
+    Tracer* tracer = backend_.context().tracer();
+    Stream& compute = backend_.context().compute();
+    const int A = spec_.grad_accum;
+    StepOutcome out;
+    const double t0 = now_seconds();
+    const TraceScope step_span(tracer, compute, fmt::format("step {}", step + 1), "step");
+    for (int a = 0; a < A; ++a) {
+        fill(a, in_.data(), tg_.data());
+        engine_->begin_micro_batch(a > 0);
+        {
+            const TraceScope span(tracer, compute, fmt::format("forward {}/{}", a + 1, A), "step");
+            model_->forward(*engine_, in_.data(), tg_.data(), engine_->grad_scale() / float(A));
+        }
+        tracker.snapshot("forward");
+        {
+            const TraceScope span(tracer, compute, fmt::format("backward {}/{}", a + 1, A), "step");
+            model_->backward(*engine_);
+        }
+        tracker.snapshot("backward");
+    }
+    {
+        const TraceScope span(tracer, compute, "optimizer step", "step");
+        out.result = engine_->step(lr);
+    }
+    tracker.snapshot("step");
+    double sum = 0;
+    for (double l : model_->take_losses()) sum += l;
+    out.loss = engine_->average(sum / A);
+    out.exposed_comm_seconds = engine_->take_exposed_comm_seconds();
+    out.seconds = now_seconds() - t0;
+    return out;
+}
+
+StepOutcome TrainSession::step(int step, const TokenWindows& train, float lr) {
+    const int A = spec_.grad_accum, B = spec_.micro_batch;
+    return this->step(
+        step,
+        [&](int a, std::uint16_t* in, std::uint16_t* tg) {
+            train.fill_wrapped(((std::size_t(step) * A + a) * ranks_ + rank_) * B, B, in, tg);
+        },
+        lr);
+}
+
+double TrainSession::validate(const TokenWindows& val, int batches) {
+    const StatsKeeper keep(comm_);
+    const int B = spec_.micro_batch;
+    const TraceScope span(backend_.context().tracer(), backend_.context().compute(), "validation",
+                          "step");
+    double sum = 0;
+    for (int k = 0; k < batches; ++k) {
+        val.fill_wrapped((std::size_t(k) * ranks_ + rank_) * B, B, in_.data(), tg_.data());
+        engine_->begin_micro_batch(false);
+        model_->forward(*engine_, in_.data(), tg_.data());
+        sum += model_->take_losses().front();
+    }
+    const double loss = engine_->average(sum / batches);
+    engine_->take_exposed_comm_seconds();
+    backend_.context().tracker().snapshot("validation");
+    return loss;
+}
+
+int TrainSession::agree_on_stop(int mine) {
+    const StatsKeeper keep(comm_);
+    const double any = engine_->average(mine);
+    engine_->take_exposed_comm_seconds();
+    return any == 0 ? 0 : mine != 0 ? mine : SIGTERM;
+}
+
+int TrainSession::resume(const std::string& dir, const nlohmann::json& config, int stop_after,
+                         WatchedComm& outside) {
+    const std::string cdir = agree_checkpoint_dir(dir, outside);
+    ZeroEngine::OwnedState saved;
+    collectively(
+        [&] {
+            std::vector<ElementRange> want;
+            for (std::size_t u = 0; u < numel_.size(); ++u)
+                want.push_back({engine_->owned_offset(int(u)), engine_->owned_count(int(u))});
+            saved = load_checkpoint(cdir, config, numel_, want);
+            if (stop_after > 0 && stop_after <= saved.iteration)
+                throw UsageError(
+                    fmt::format("--stop-after {} is not after the checkpoint's step {}; nothing "
+                                "to do",
+                                stop_after, saved.iteration));
+        },
+        outside);
+    int first = saved.iteration;
+    outside.bcast(&first, sizeof first, 0, "resume: the checkpoint's step");
+    collectively(
+        [&] {
+            check(saved.iteration == first,
+                  fmt::format("checkpoint '{}': rank {}'s file is at step {}, rank 0's at step "
+                              "{}; the checkpoint is inconsistent (use checkpoint.prev)",
+                              cdir, rank_, saved.iteration, first));
+        },
+        outside);
+    engine_->load_owned(saved);
+    if (rank_ == 0) fmt::print("resumed from '{}' at step {}\n", cdir, first);
+    return first;
+}
+
+void TrainSession::save(const std::string& dir, const nlohmann::json& config, int step,
+                        WatchedComm& outside) {
+    const StatsKeeper keep(comm_);
+    ZeroEngine::OwnedState st = engine_->save_owned();
+    st.iteration = step;
+    save_checkpoint(dir, config, ranks_, rank_, st, numel_, outside, true);
+}
+
+Plan TrainSession::plan() const {
+    PlanOptions po;
+    po.ranks = ranks_, po.zero = spec_.zero.stage, po.offload = spec_.offload,
+    po.precision = spec_.precision, po.checkpoint = spec_.checkpoint,
+    po.attention = spec_.attention;
+    po.micro_batch = spec_.micro_batch, po.seq = spec_.seq, po.grad_accum = spec_.grad_accum,
+    po.prefetch = spec_.zero.prefetch;
+    po.staged_comm = backend_.stages_comm_through_host();
+    return make_plan(plan_model_from_gpt2(spec_.config, "gpt2"), po, rank_);
+}
+
+} // namespace shardlab

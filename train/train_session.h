@@ -1,0 +1,107 @@
+// A training session: the updater, the ZeRO engine and the model of one data-parallel run, built
+// together, and the phases of a run over them — one step of A micro-batches, validation, resume
+// from a checkpoint, saving one, and the ranks' agreement to stop. `shardlab train`
+// (launch/trainer.cpp) drives it with its files and log lines, `shardlab bench step` times its
+// step, and tests run it directly. Parsing and the pre-flight checks are launch/'s; a session
+// takes what they resolved (SessionSpec).
+#pragma once
+
+#include "comm/communicator.h"
+#include "comm/watched_calls.h"
+#include "model/attention_kind.h"
+#include "model/backend.h"
+#include "model/checkpoint_policy.h"
+#include "model/gpt_config.h"
+#include "model/gpt_init.h"
+#include "model/gpt_model.h"
+#include "model/precision.h"
+#include "model/token_windows.h"
+#include "optim/adamw.h"
+#include "optim/updater.h"
+#include "optim/zero_engine.h"
+#include "plan/memory_plan.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace shardlab {
+
+// What a session is built from, resolved from the flags (and checked) by its caller.
+struct SessionSpec {
+    GPTConfig config;
+    int micro_batch = 1, seq = 0, grad_accum = 1; // seq: tokens per sequence
+    Precision precision = Precision::bf16;
+    CheckpointPolicy checkpoint;
+    AttentionKind attention = AttentionKind::flash;
+    ZeroOptions zero;     // zero.precision is `precision`
+    AdamWConfig adam;     // the update's coefficients
+    bool offload = false; // the update on the host (offload/host_updater.h)
+};
+
+struct StepOutcome {
+    double loss = 0, seconds = 0, exposed_comm_seconds = 0;
+    StepResult result;
+};
+
+// Fills micro-batch `a` of the step (inputs and targets, micro_batch x seq tokens each).
+using BatchFill = std::function<void(int a, std::uint16_t* inputs, std::uint16_t* targets)>;
+
+class TrainSession {
+  public:
+    // `ops` runs the model (the backend's, or a tracing decorator of them). With `agree`, the
+    // engine is built collectively through it: a bad value in one rank's part of the initial
+    // values stops every rank alike (comm/agreement.h); without, its error is this rank's. `init`
+    // is let go once the engine holds its values (before the model is built).
+    TrainSession(const SessionSpec& spec, Backend& backend, Communicator& comm, Ops& ops,
+                 InitialValues init, WatchedComm* agree);
+    TrainSession(const TrainSession&) = delete;
+    TrainSession& operator=(const TrainSession&) = delete;
+
+    // One training step at `lr`: grad_accum micro-batches of forward and backward, each filled by
+    // `fill`, then the engine's step. The loss is the mean over micro-batches and ranks.
+    StepOutcome step(int step, const BatchFill& fill, float lr);
+    // The step of `shardlab train`: micro-batch a of step s on this rank is window
+    // ((s·A + a)·N + rank)·B of `train`, wrapping around.
+    StepOutcome step(int step, const TokenWindows& train, float lr);
+    // Mean validation loss over `batches` batches of `val`; its traffic is kept out of the
+    // statistics.
+    double validate(const TokenWindows& val, int batches);
+    // Whether any rank was asked to stop (its signal, or SIGTERM's number for a rank that was
+    // not asked itself), through the engine's watched collectives, kept out of the statistics.
+    int agree_on_stop(int mine);
+    // Loads every rank's state from the checkpoint in `dir` (rank 0 picks which one) and returns
+    // the step to continue from, checked alike on every rank; `stop_after` (0: none) must be
+    // after it.
+    int resume(const std::string& dir, const nlohmann::json& config, int stop_after,
+               WatchedComm& outside);
+    // Saves the state after `step` into dir's checkpoint, keeping the previous one; its traffic
+    // is kept out of the statistics.
+    void save(const std::string& dir, const nlohmann::json& config, int step, WatchedComm& outside);
+    // What the plan predicts for this session on this rank (staged_comm: the backend's).
+    Plan plan() const;
+
+    const SessionSpec& spec() const { return spec_; }
+    ZeroEngine& engine() { return *engine_; }
+    GPTModel& model() { return *model_; }
+    Updater& updater() { return *updater_; }
+    const std::vector<std::uint64_t>& unit_numel() const { return numel_; }
+
+  private:
+    SessionSpec spec_;
+    Backend& backend_;
+    Communicator& comm_;
+    int ranks_, rank_;
+    ParamLayout layout_;
+    std::unique_ptr<Updater> updater_;
+    std::unique_ptr<ZeroEngine> engine_;
+    std::unique_ptr<GPTModel> model_;
+    std::vector<std::uint64_t> numel_; // every unit's size
+    std::vector<std::uint16_t> in_, tg_;
+};
+
+} // namespace shardlab
