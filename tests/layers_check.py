@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The layers have no back-edges: core <- comm <- model <- optim <- offload <- plan <- launch.
+"""The layers have no back-edges: core <- comm <- model <- optim <- offload <- plan <- train <- launch.
 Every #include "folder/..." in a source file must name its own folder or one to its left
 (model/kernels counts as model, core/cuda as core). Also: no header of comm/ includes mpi.h
 except the MPI transport's own files, so the collective names and the communication model stay
@@ -8,11 +8,15 @@ import pathlib
 import re
 import sys
 
-ORDER = ["core", "comm", "model", "optim", "offload", "plan", "launch"]
+ORDER = ["core", "comm", "model", "optim", "offload", "plan", "train", "launch"]
 MPI_ALLOWED = {"comm/mpi_transport.h", "comm/mpi_watchdog.h", "comm/mpi_collectives.h", "comm/mpi_error.h",
                "comm/communicator.h",   # the communicator is built from an MPI communicator
                "comm/nccl_transport.h",  # NCCL's unique id travels over MPI
-               "comm/watched_calls.h"}   # the watched MPI calls outside the collectives: MPI by name
+               "comm/watched_calls.h",   # the watched MPI calls outside the collectives: MPI by name
+               "comm/agreement.h", "comm/gather_to_root.h",  # the ranks agree over an MPI communicator
+               "comm/mpi_session.h",     # MPI_Init / MPI_Finalize
+               "comm/node_layout.h",     # nodes found with MPI_COMM_TYPE_SHARED
+               "comm/process_groups.h"}  # groups split from the world's MPI communicator
 root = pathlib.Path(sys.argv[1])
 bad = []
 for layer in ORDER:
