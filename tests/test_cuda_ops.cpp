@@ -1133,6 +1133,9 @@ TEST(CudaOps, LinearEpiloguesMatchTheCpuAndTheSeparateKernels) {
             EXPECT_EQ(grads[1].bits, grads[2].bits);
             if (dt == DType::f32 || N == 13) { // N = 13: the GELU forward's fallback
                 EXPECT_EQ(fwd[1].bits, fwd[2].bits);
+            } else { // 16-bit, N = 40: the epilogue ran (GELU of the unrounded pre-activation)
+                EXPECT_NE(fwd[1].bits, fwd[2].bits);
+                EXPECT_NE(bwd[1].bits, bwd[2].bits);
             }
             if (dt == DType::f32) {
                 EXPECT_EQ(bwd[1].bits, bwd[2].bits);
