@@ -82,9 +82,16 @@ void GPTModel::linear_backward(const Tensor& din, void* dunit, const Tensor& dou
     Stream& s = ctx_.compute();
     ops_.gemm(s, dout, false, weight(unit, w_off, {in_features, out_features}), true, din, 1.0f,
               0.0f);
-    ops_.gemm(s, in, true, dout, false, weight(dunit, w_off, {in_features, out_features}), 1.0f,
-              1.0f);
-    ops_.bias_grad(s, weight(dunit, b_off, {out_features}), dout);
+    linear_param_grads(dunit, dout, in, w_off, b_off, in_features, out_features);
+}
+
+// dW += in^T @ dout; db += column sums of dout.
+void GPTModel::linear_param_grads(void* dunit, const Tensor& dout, const Tensor& in,
+                                  std::size_t w_off, std::size_t b_off, int in_features,
+                                  int out_features) {
+    ops_.linear_param_grads(ctx_.compute(), in, dout,
+                            weight(dunit, w_off, {in_features, out_features}),
+                            weight(dunit, b_off, {out_features}));
 }
 
 // x [BT, d] -> out [BT, d]: out = res2 + mlp(ln2(res2)), res2 = x + attn(ln1(x)).
@@ -107,8 +114,8 @@ void GPTModel::block_forward(const void* w, const Tensor& x, const Tensor& out, 
     linear(res2, atty, w, o.proj_w, o.proj_b, d, d);
     ops_.residual_layernorm_forward(s, res2, x, ln2, stats(a.ln2_mean), stats(a.ln2_rstd),
                                     weight(w, o.ln2_w, {d}), weight(w, o.ln2_b, {d}));
-    linear(fch, ln2, w, o.fc_w, o.fc_b, d, 4 * d);
-    ops_.gelu_forward(s, fch_gelu, fch);
+    ops_.linear_gelu_forward(s, ln2, weight(w, o.fc_w, {d, 4 * d}), weight(w, o.fc_b, {4 * d}), fch,
+                             fch_gelu);
     linear(out, fch_gelu, w, o.mproj_w, o.mproj_b, 4 * d, d);
     ops_.accumulate(s, out, res2); // residual
 }
@@ -124,9 +131,14 @@ void GPTModel::block_backward(const void* w, void* dw, const Tensor& x, BlockAct
                  atty = tensor(a.atty, {BT, d}), res2 = tensor(a.res2, {BT, d}),
                  ln2 = tensor(a.ln2, {BT, d}), fch = tensor(a.fch, {BT, 4 * d}),
                  fch_gelu = tensor(a.fch_gelu, {BT, 4 * d});
-    linear_backward(dbig, dw, dx, fch_gelu, w, o.mproj_w, o.mproj_b, 4 * d, d);
-    ops_.gelu_backward(s, dbig, fch, dbig);
-    linear_backward(dsmall, dw, dbig, ln2, w, o.fc_w, o.fc_b, d, 4 * d);
+    // Back through the MLP: the output projection's input gradient through the GELU (the fc
+    // bias's gradient with it), the projection's parameter gradients, then fc's input and weight
+    // gradients.
+    ops_.linear_gelu_backward(s, dx, weight(w, o.mproj_w, {4 * d, d}), fch, dbig,
+                              weight(dw, o.fc_b, {4 * d}));
+    linear_param_grads(dw, dx, fch_gelu, o.mproj_w, o.mproj_b, 4 * d, d);
+    ops_.gemm(s, dbig, false, weight(w, o.fc_w, {d, 4 * d}), true, dsmall, 1.0f, 0.0f);
+    ops_.gemm(s, ln2, true, dbig, false, weight(dw, o.fc_w, {d, 4 * d}), 1.0f, 1.0f);
     ops_.layernorm_backward(s, dx, weight(dw, o.ln2_w, {d}), weight(dw, o.ln2_b, {d}), dsmall, res2,
                             weight(w, o.ln2_w, {d}), stats(a.ln2_mean),
                             stats(a.ln2_rstd)); // dx: d(res2)

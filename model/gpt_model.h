@@ -69,6 +69,8 @@ class GPTModel {
     void linear_backward(const Tensor& din, void* dunit, const Tensor& dout, const Tensor& in,
                          const void* unit, std::size_t w_off, std::size_t b_off, int in_features,
                          int out_features);
+    void linear_param_grads(void* dunit, const Tensor& dout, const Tensor& in, std::size_t w_off,
+                            std::size_t b_off, int in_features, int out_features);
     BlockActs block_activations();
     void block_forward(const void* w, const Tensor& x, const Tensor& out, BlockActs& a);
     void block_backward(const void* w, void* dw, const Tensor& x, BlockActs& a, Grads& g);

@@ -27,6 +27,33 @@ class Ops {
     // dbias [n] += the column sums of dout [rows, n].
     virtual void bias_grad(Stream& s, const Tensor& dbias, const Tensor& dout) = 0;
 
+    // Fusable linear-layer steps. Each default is the ops it names, in order (the CPU's path, and
+    // the CUDA backend's when cuBLASLt is off or cannot run the shape); the CUDA backend runs each
+    // as one cuBLASLt GEMM with an epilogue (model/kernels/cuda/gemm_epilogue.h), which rounds
+    // once where the separate ops round twice.
+    // pre = a @ w + bias, out = gelu(pre): the MLP's first linear and its activation, both kept
+    // for backward.
+    virtual void linear_gelu_forward(Stream& s, const Tensor& a, const Tensor& w,
+                                     const Tensor& bias, const Tensor& pre, const Tensor& out) {
+        gemm(s, a, false, w, false, pre, 1.0f, 0.0f, &bias);
+        gelu_forward(s, out, pre);
+    }
+    // A linear's parameter gradients: dw += a^T @ dout, dbias += the column sums of dout.
+    virtual void linear_param_grads(Stream& s, const Tensor& a, const Tensor& dout,
+                                    const Tensor& dw, const Tensor& dbias) {
+        gemm(s, a, true, dout, false, dw, 1.0f, 1.0f);
+        bias_grad(s, dbias, dout);
+    }
+    // Back through a linear (weight w) to the GELU before it: din = gelu'(pre) * (dout @ w^T),
+    // overwritten; and dbias += the column sums of din — the bias gradient of the linear that
+    // made pre.
+    virtual void linear_gelu_backward(Stream& s, const Tensor& dout, const Tensor& w,
+                                      const Tensor& pre, const Tensor& din, const Tensor& dbias) {
+        gemm(s, dout, false, w, true, din, 1.0f, 0.0f);
+        gelu_backward(s, din, pre, din);
+        bias_grad(s, dbias, din);
+    }
+
     // LayerNorm over the last dimension of in [N, C] (eps 1e-5); mean and rstd [N] are fp32.
     virtual void layernorm_forward(Stream& s, const Tensor& out, const Tensor& mean,
                                    const Tensor& rstd, const Tensor& in, const Tensor& weight,

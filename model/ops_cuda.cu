@@ -6,7 +6,11 @@
 #include "model/kernels/cuda/attention.h"
 #include "model/kernels/cuda/flash_attention.h"
 #include "model/kernels/cuda/gemm.h"
+#include "model/kernels/cuda/gemm_epilogue.h"
 #include "model/kernels/cuda/kernels.h"
+
+#include <cstdlib>
+#include <string>
 
 namespace shardlab {
 
@@ -22,10 +26,15 @@ int rows(const Tensor& t) {
 
 class CudaOps : public Ops {
   public:
-    explicit CudaOps(MemoryTracker& tracker) : tracker_(tracker) {
+    CudaOps(MemoryTracker& tracker, LinearPath path)
+        : tracker_(tracker), epilogues_(path == LinearPath::cublaslt) {
         cuda::check_cublas(cublasCreate(&blas_), "cublasCreate");
+        if (epilogues_) cuda::check_cublas(cublasLtCreate(&lt_), "cublasLtCreate");
     }
-    ~CudaOps() override { cublasDestroy(blas_); }
+    ~CudaOps() override {
+        if (lt_) cublasLtDestroy(lt_);
+        cublasDestroy(blas_);
+    }
     CudaOps(const CudaOps&) = delete;
     CudaOps& operator=(const CudaOps&) = delete;
 
@@ -38,6 +47,9 @@ class CudaOps : public Ops {
         const int batch = r == 3 ? int(c.dim(0)) : 1;
         const int M = int(c.dim(r - 2)), N = int(c.dim(r - 1));
         const int K = ta ? int(a.dim(r - 2)) : int(a.dim(r - 1));
+        if (bias && batch == 1 &&
+            epilogue(s, a, ta, b, tb, c, alpha, 0.0f, {cuda::Epilogue::bias, bias->data, c.dtype}))
+            return;
         if (bias) { // start from the bias and add the product onto it: one rounding
             cuda::bias_rows(stream_of(s), c.data, bias->data, batch * M, N, c.dtype);
             beta = 1.0f;
@@ -53,6 +65,37 @@ class CudaOps : public Ops {
         Allocation partials = scratch(s, std::size_t(cuda::column_chunks(R)) * C * sizeof(float));
         cuda::add_column_sums(stream_of(s), dbias.data, dout.data, R, C, dout.dtype,
                               partials.as<float>());
+    }
+
+    void linear_gelu_forward(Stream& s, const Tensor& a, const Tensor& w, const Tensor& bias,
+                             const Tensor& pre, const Tensor& out) override {
+        if (!epilogue(
+                s, a, false, w, false, out, 1.0f, 0.0f,
+                {cuda::Epilogue::gelu_aux_bias, bias.data, out.dtype, pre.data, last_dim(pre)}))
+            Ops::linear_gelu_forward(s, a, w, bias, pre, out);
+    }
+
+    // The epilogues write an fp32 bias gradient into scratch; it is added into dbias (one rounding,
+    // as bias_grad's).
+    void linear_param_grads(Stream& s, const Tensor& a, const Tensor& dout, const Tensor& dw,
+                            const Tensor& dbias) override {
+        Allocation sums = scratch(s, dbias.numel() * sizeof(float));
+        if (!epilogue(s, a, true, dout, false, dw, 1.0f, 1.0f,
+                      {cuda::Epilogue::bias_grad_of_b, sums.data(), DType::f32}))
+            return Ops::linear_param_grads(s, a, dout, dw, dbias);
+        cuda::add_column_partials(stream_of(s), dbias.data, sums.as<float>(), 1, int(dbias.numel()),
+                                  dbias.dtype);
+    }
+
+    void linear_gelu_backward(Stream& s, const Tensor& dout, const Tensor& w, const Tensor& pre,
+                              const Tensor& din, const Tensor& dbias) override {
+        Allocation sums = scratch(s, dbias.numel() * sizeof(float));
+        if (!epilogue(s, dout, false, w, true, din, 1.0f, 0.0f,
+                      {cuda::Epilogue::dgelu_bias_grad, sums.data(), DType::f32,
+                       const_cast<void*>(pre.data), last_dim(pre)}))
+            return Ops::linear_gelu_backward(s, dout, w, pre, din, dbias);
+        cuda::add_column_partials(stream_of(s), dbias.data, sums.as<float>(), 1, int(dbias.numel()),
+                                  dbias.dtype);
     }
 
     void layernorm_forward(Stream& s, const Tensor& out, const Tensor& mean, const Tensor& rstd,
@@ -181,18 +224,42 @@ class CudaOps : public Ops {
     }
 
   private:
+    // c = epilogue(alpha op(a) op(b) + beta c) on cuBLASLt, 2-D operands of c's dtype; false when
+    // the epilogues are off or cuBLASLt cannot run the combination (nothing enqueued then).
+    bool epilogue(Stream& s, const Tensor& a, bool ta, const Tensor& b, bool tb, const Tensor& c,
+                  float alpha, float beta, const cuda::EpilogueArgs& e) {
+        if (!epilogues_ || c.shape.rank != 2 || a.dtype != c.dtype || b.dtype != c.dtype)
+            return false;
+        if (e.aux && e.aux_ld % 8 != 0) return false; // cuBLASLt's rule for aux
+        const int M = int(c.dim(0)), N = int(c.dim(1)), K = ta ? int(a.dim(0)) : int(a.dim(1));
+        if (M == 0 || N == 0 || K == 0) return false;
+        return cuda::gemm_epilogue(lt_, stream_of(s), c.dtype, ta, tb, M, N, K, alpha,
+                                   {a.data, last_dim(a)}, {b.data, last_dim(b)}, beta, c.data, N,
+                                   e);
+    }
+
     // Released (reusable by later work) once the stream has passed the ops enqueued with it.
     Allocation scratch(Stream& s, std::size_t bytes) {
         return tracker_.allocate(bytes, Category::workspace, s);
     }
 
     MemoryTracker& tracker_;
+    bool epilogues_;
     cublasHandle_t blas_ = nullptr;
+    cublasLtHandle_t lt_ = nullptr;
 };
 } // namespace
 
-std::unique_ptr<Ops> make_cuda_ops(MemoryTracker& tracker) {
-    return std::make_unique<CudaOps>(tracker);
+LinearPath linear_path_from_environment() {
+    const char* v = std::getenv("SHARDLAB_CUDA_EPILOGUES");
+    if (!v || std::string(v) == "cublaslt") return LinearPath::cublaslt;
+    if (std::string(v) == "separate") return LinearPath::separate;
+    throw UsageError(std::string("SHARDLAB_CUDA_EPILOGUES=") + v +
+                     ": expected cublaslt (the default) or separate");
+}
+
+std::unique_ptr<Ops> make_cuda_ops(MemoryTracker& tracker, LinearPath path) {
+    return std::make_unique<CudaOps>(tracker, path);
 }
 
 } // namespace shardlab

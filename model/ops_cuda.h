@@ -11,7 +11,16 @@
 
 namespace shardlab {
 
+// How the linear layers' bias, GELU and bias gradients run: as cuBLASLt epilogues of their GEMMs
+// (where cuBLASLt has an algorithm for the shape, else as below), or as separate kernels after
+// cuBLAS GEMMs (bias_rows, gelu, column sums: the teaching path, and the fallback).
+enum class LinearPath { cublaslt, separate };
+
+// $SHARDLAB_CUDA_EPILOGUES: "cublaslt" (the default when unset) or "separate".
+LinearPath linear_path_from_environment();
+
 // Defined only in builds with CUDA or its emulator (the CUDA backend is their one user).
-std::unique_ptr<Ops> make_cuda_ops(MemoryTracker& tracker);
+std::unique_ptr<Ops> make_cuda_ops(MemoryTracker& tracker,
+                                   LinearPath path = linear_path_from_environment());
 
 } // namespace shardlab

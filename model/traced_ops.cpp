@@ -23,6 +23,29 @@ void TracedOps::bias_grad(Stream& s, const Tensor& dbias, const Tensor& dout) {
     in_.bias_grad(s, dbias, dout);
 }
 
+// The fused linear steps carry their GEMM's shapes (a, b, c as gemm's span names them), so the
+// roofline reads them as the GEMM they are.
+void TracedOps::linear_gelu_forward(Stream& s, const Tensor& a, const Tensor& w, const Tensor& bias,
+                                    const Tensor& pre, const Tensor& out) {
+    const TraceScope span(&t_, s, "linear_gelu_forward", "op",
+                          {{"a", shape(a)}, {"b", shape(w)}, {"c", shape(out)}});
+    in_.linear_gelu_forward(s, a, w, bias, pre, out);
+}
+
+void TracedOps::linear_param_grads(Stream& s, const Tensor& a, const Tensor& dout, const Tensor& dw,
+                                   const Tensor& dbias) {
+    const TraceScope span(&t_, s, "linear_param_grads", "op",
+                          {{"a", shape(a) + " T"}, {"b", shape(dout)}, {"c", shape(dw)}});
+    in_.linear_param_grads(s, a, dout, dw, dbias);
+}
+
+void TracedOps::linear_gelu_backward(Stream& s, const Tensor& dout, const Tensor& w,
+                                     const Tensor& pre, const Tensor& din, const Tensor& dbias) {
+    const TraceScope span(&t_, s, "linear_gelu_backward", "op",
+                          {{"a", shape(dout)}, {"b", shape(w) + " T"}, {"c", shape(din)}});
+    in_.linear_gelu_backward(s, dout, w, pre, din, dbias);
+}
+
 void TracedOps::layernorm_forward(Stream& s, const Tensor& out, const Tensor& mean,
                                   const Tensor& rstd, const Tensor& in, const Tensor& weight,
                                   const Tensor& bias) {

@@ -15,6 +15,12 @@ class TracedOps : public Ops {
     void gemm(Stream& s, const Tensor& a, bool trans_a, const Tensor& b, bool trans_b,
               const Tensor& c, float alpha, float beta, const Tensor* bias = nullptr) override;
     void bias_grad(Stream& s, const Tensor& dbias, const Tensor& dout) override;
+    void linear_gelu_forward(Stream& s, const Tensor& a, const Tensor& w, const Tensor& bias,
+                             const Tensor& pre, const Tensor& out) override;
+    void linear_param_grads(Stream& s, const Tensor& a, const Tensor& dout, const Tensor& dw,
+                            const Tensor& dbias) override;
+    void linear_gelu_backward(Stream& s, const Tensor& dout, const Tensor& w, const Tensor& pre,
+                              const Tensor& din, const Tensor& dbias) override;
     void layernorm_forward(Stream& s, const Tensor& out, const Tensor& mean, const Tensor& rstd,
                            const Tensor& in, const Tensor& weight, const Tensor& bias) override;
     void residual_layernorm_forward(Stream& s, const Tensor& residual, const Tensor& x,

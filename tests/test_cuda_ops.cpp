@@ -1006,3 +1006,140 @@ TEST(CudaStreams, AnUnfinishedEventDoesNotFailTheNextLaunch) {
     EXPECT_EQ(g.bits(x), want);
 }
 } // namespace
+
+// --- the linear layers' cuBLASLt epilogues ------------------------------------------------------
+
+namespace {
+// One linear step's outputs on one side, as floats and as bits.
+struct LinearOut {
+    std::vector<float> x, y, db;
+    std::vector<char> bits;
+};
+
+constexpr double kU = 0x1p-24; // fp32's unit roundoff
+
+double rounding(DType dt, double x) {
+    return dt == DType::f32 ? 0.0 : ulp(dt, x);
+}
+} // namespace
+
+// The fused linear steps (Ops::linear_gelu_forward, linear_param_grads, linear_gelu_backward) on
+// the CUDA backend's cuBLASLt epilogues and on its separate kernels (LinearPath::separate), against
+// the CPU's separate ops. Bounds: the GEMM's fp32 accumulation in another order (2 (K + 2) u of
+// the magnitudes, as GemmMatchesTheCpu), GELU and its derivative (|gelu'| <= 1.13, fp32 tanh
+// within 16 u of |x| + 1) and, for 16-bit storage, the epilogue's single rounding where the
+// separate ops round twice: one more ulp of the intermediate, carried through GELU. Bias gradients
+// sum those values: the sum of their bounds plus 2 (rows + 1) u of their magnitudes. Under the
+// emulator the fp32 epilogue computes exactly what the separate kernels compute (the same
+// formulas, one chunk of rows): fused and separate are equal bit for bit there. N = 13 is not a
+// multiple of 8 (cuBLASLt's rule for the aux matrix): the GELU forward falls back to the separate
+// kernels, which must give the same results.
+TEST(CudaOps, LinearEpiloguesMatchTheCpuAndTheSeparateKernels) {
+    MAKE_TWIN(t);
+    const std::unique_ptr<Ops> separate = make_cuda_ops(t.gpu.ctx->tracker(), LinearPath::separate);
+    for (const int N : {40, 13})
+        for (DType dt : kAll) {
+            SCOPED_TRACE(testing::Message() << dtype_name(dt) << " N " << N);
+            const int R = 37, K = 24;
+            const auto a = random_values(std::size_t(R) * K, 40),
+                       w = random_values(std::size_t(K) * N, 41),
+                       bias = random_values(std::size_t(N), 42),
+                       dout = random_values(std::size_t(R) * N, 43),
+                       pre = random_values(std::size_t(R) * K, 44, 3.0f),
+                       dw0 = random_values(std::size_t(K) * N, 45),
+                       db0 = random_values(std::size_t(N), 46),
+                       dbk0 = random_values(std::size_t(K), 47);
+            LinearOut fwd[3], grads[3], bwd[3]; // cpu, cuBLASLt, separate
+            std::vector<float> ha, hw, hdout, hpre;
+            for (int side = 0; side < 3; ++side) {
+                Side& x = side ? t.gpu : t.cpu;
+                Ops& ops = side == 2 ? *separate : *x.ops;
+                const Tensor ta = x.make(a, dt, {R, K}), tw = x.make(w, dt, {K, N}),
+                             tb = x.make(bias, dt, {N}), tdout = x.make(dout, dt, {R, N}),
+                             tpre_in = x.make(pre, dt, {R, K});
+                const Tensor tpre = x.make(std::vector<float>(std::size_t(R) * N, NAN), dt, {R, N}),
+                             tout = x.make(std::vector<float>(std::size_t(R) * N, NAN), dt, {R, N});
+                ops.linear_gelu_forward(x.s(), ta, tw, tb, tpre, tout);
+                fwd[side] = {x.read(tpre), x.read(tout), {}, x.bits(tout)};
+                const Tensor tdw = x.make(dw0, dt, {K, N}), tdb = x.make(db0, dt, {N});
+                ops.linear_param_grads(x.s(), ta, tdout, tdw, tdb);
+                grads[side] = {x.read(tdw), {}, x.read(tdb), x.bits(tdb)};
+                const Tensor tdin = x.make(std::vector<float>(std::size_t(R) * K, NAN), dt, {R, K}),
+                             tdbk = x.make(dbk0, dt, {K});
+                ops.linear_gelu_backward(x.s(), tdout, tw, tpre_in, tdin, tdbk);
+                bwd[side] = {x.read(tdin), {}, x.read(tdbk), x.bits(tdin)};
+                if (side == 0)
+                    ha = x.read(ta), hw = x.read(tw), hdout = x.read(tdout), hpre = x.read(tpre_in);
+            }
+            // Forward: pre = a w + bias; out = gelu(pre).
+            std::vector<double> bpre(std::size_t(R) * N), bout(bpre.size());
+            for (int r = 0; r < R; ++r)
+                for (int n = 0; n < N; ++n) {
+                    double mag = std::fabs(bias[n]);
+                    for (int k = 0; k < K; ++k)
+                        mag += std::fabs(double(ha[std::size_t(r) * K + k]) *
+                                         hw[std::size_t(k) * N + n]);
+                    const std::size_t o = std::size_t(r) * N + n;
+                    const double p = fwd[0].x[o];
+                    bpre[o] = 2.0 * (K + 2) * kU * mag + rounding(dt, p);
+                    bout[o] =
+                        1.13 * bpre[o] + 16 * kU * (std::fabs(p) + 1) + rounding(dt, fwd[0].y[o]);
+                }
+            // Parameter gradients: dw += a^T dout; db += column sums of dout.
+            std::vector<double> bdw(std::size_t(K) * N), bdb(static_cast<std::size_t>(N));
+            for (int k = 0; k < K; ++k)
+                for (int n = 0; n < N; ++n) {
+                    double mag = std::fabs(dw0[std::size_t(k) * N + n]);
+                    for (int r = 0; r < R; ++r)
+                        mag += std::fabs(double(ha[std::size_t(r) * K + k]) *
+                                         hdout[std::size_t(r) * N + n]);
+                    bdw[std::size_t(k) * N + n] =
+                        2.0 * (R + 2) * kU * mag + rounding(dt, grads[0].x[std::size_t(k) * N + n]);
+                }
+            for (int n = 0; n < N; ++n) {
+                double mag = std::fabs(db0[n]);
+                for (int r = 0; r < R; ++r) mag += std::fabs(hdout[std::size_t(r) * N + n]);
+                bdb[n] = 2.0 * (R + 1) * kU * mag + rounding(dt, grads[0].db[n]);
+            }
+            // Backward through GELU: din = gelu'(pre) (dout w^T); dbk += column sums of din.
+            std::vector<double> bdin(std::size_t(R) * K), bdbk(static_cast<std::size_t>(K));
+            for (int k = 0; k < K; ++k) {
+                double sum_bound = 0, sum_mag = std::fabs(dbk0[k]);
+                for (int r = 0; r < R; ++r) {
+                    double mag = 0;
+                    for (int n = 0; n < N; ++n)
+                        mag += std::fabs(double(hdout[std::size_t(r) * N + n]) *
+                                         hw[std::size_t(k) * N + n]);
+                    const std::size_t o = std::size_t(r) * K + k;
+                    const double g_bound = 2.0 * (N + 2) * kU * mag + rounding(dt, mag);
+                    bdin[o] = 1.13 * g_bound + 16 * kU * mag * (std::fabs(hpre[o]) + 1) +
+                              rounding(dt, bwd[0].x[o]);
+                    sum_bound += bdin[o], sum_mag += std::fabs(bwd[0].x[o]) + bdin[o];
+                }
+                bdbk[k] = sum_bound + 2.0 * (R + 1) * kU * sum_mag + rounding(dt, bwd[0].db[k]);
+            }
+            for (int side = 1; side < 3; ++side) {
+                SCOPED_TRACE(side == 1 ? "cuBLASLt" : "separate kernels");
+                expect_within(fwd[side].x, fwd[0].x, bpre, "pre-GELU");
+                expect_within(fwd[side].y, fwd[0].y, bout, "gelu(a w + b)");
+                expect_within(grads[side].x, grads[0].x, bdw, "dw");
+                expect_within(grads[side].db, grads[0].db, bdb, "db");
+                expect_within(bwd[side].x, bwd[0].x, bdin, "din");
+                expect_within(bwd[side].db, bwd[0].db, bdbk, "db of the GELU's linear");
+            }
+            // The bias add is one fp32 addition before the rounding either way: pre is the same
+            // bits; the bias gradients of one chunk of rows are the same sums in the same order.
+            EXPECT_EQ(fwd[1].x, fwd[2].x);
+            EXPECT_EQ(grads[1].bits, grads[2].bits);
+            if (dt == DType::f32 || N == 13) { // N = 13: the GELU forward's fallback
+                EXPECT_EQ(fwd[1].bits, fwd[2].bits);
+            } else { // 16-bit, N = 40: the epilogue ran (GELU of the unrounded pre-activation)
+                EXPECT_NE(fwd[1].bits, fwd[2].bits);
+                EXPECT_NE(bwd[1].bits, bwd[2].bits);
+            }
+            if (dt == DType::f32) {
+                EXPECT_EQ(bwd[1].bits, bwd[2].bits);
+                EXPECT_EQ(bwd[1].db, bwd[2].db);
+            }
+        }
+}

@@ -47,10 +47,12 @@ def step_ops(L, C, H, V, Vp, ctx, B, T, dt, attention):
     def linear(k, n):  # out [N, n] = in [N, k] @ W [k, n] + b
         op("gemm", a=shape([N, k], dt), b=shape([k, n], dt), c=shape([N, n], dt))
 
-    def linear_backward(k, n):  # din = dout W^T; dW += in^T dout; db += colsum(dout)
+    def param_grads(k, n):  # dW += in^T dout; db += colsum(dout) (cuBLASLt: one GEMM, BGRADA)
+        op("linear_param_grads", a=shape([N, k], dt, True), b=shape([N, n], dt), c=shape([k, n], dt))
+
+    def linear_backward(k, n):  # din = dout W^T; then the parameter gradients
         op("gemm", a=shape([N, n], dt), b=shape([k, n], dt, True), c=shape([N, k], dt))
-        op("gemm", a=shape([N, k], dt, True), b=shape([N, n], dt), c=shape([k, n], dt))
-        op("bias_grad", dout=shape([N, n], dt))
+        param_grads(k, n)
 
     flash = attention == "flash"
     att_fwd = "flash_attention_forward" if flash else "attention_forward"
@@ -62,8 +64,8 @@ def step_ops(L, C, H, V, Vp, ctx, B, T, dt, attention):
         op(att_fwd, qkv=shape([B, T, 3 * C], dt), heads=H)
         linear(C, C)
         op("residual_layernorm_forward", x=shape([N, C], dt))
-        linear(C, 4 * C)
-        op("gelu_forward", **{"in": shape([N, 4 * C], dt)})
+        # fc and its GELU: one GEMM with cuBLASLt's GELU_AUX_BIAS epilogue (pre-GELU kept as aux)
+        op("linear_gelu_forward", a=shape([N, C], dt), b=shape([C, 4 * C], dt), c=shape([N, 4 * C], dt))
         linear(4 * C, C)
         op("accumulate", dst=shape([N, C], dt))
     op("layernorm_forward", **{"in": shape([N, C], dt)})
@@ -75,9 +77,12 @@ def step_ops(L, C, H, V, Vp, ctx, B, T, dt, attention):
     op("gemm", a=shape([N, Vp], dt, True), b=shape([N, C], dt), c=shape([Vp, C], dt))
     op("layernorm_backward", dout=shape([N, C], dt))
     for _ in range(L):
-        linear_backward(4 * C, C)
-        op("gelu_backward", **{"in": shape([N, 4 * C], dt)})
-        linear_backward(C, 4 * C)
+        # mproj's input gradient through the GELU, fc's bias gradient with it (DGELU_BGRAD)
+        op("linear_gelu_backward", a=shape([N, C], dt), b=shape([4 * C, C], dt, True),
+           c=shape([N, 4 * C], dt))
+        param_grads(4 * C, C)
+        op("gemm", a=shape([N, 4 * C], dt), b=shape([C, 4 * C], dt, True), c=shape([N, C], dt))
+        op("gemm", a=shape([N, C], dt, True), b=shape([N, 4 * C], dt), c=shape([C, 4 * C], dt))
         op("layernorm_backward", dout=shape([N, C], dt))
         linear_backward(C, C)
         op(att_bwd, qkv=shape([B, T, 3 * C], dt), heads=H)

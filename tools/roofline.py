@@ -108,8 +108,12 @@ def elementwise_cost(name, args):
 
 def cost(name, args):
     """(flops, bytes, kind) of one call, or None for an op with no shapes to read (squared_norm)."""
-    if name == "gemm":
+    if name in ("gemm", "linear_param_grads"):  # the bias gradient rides on the GEMM's reads
         return gemm_cost(args)
+    if name in ("linear_gelu_forward", "linear_gelu_backward"):  # + the pre-GELU aux, C's size
+        flops, bytes_, kind = gemm_cost(args)
+        c, es, _ = parse(args["c"])
+        return flops, bytes_ + numel(c) * es, kind
     if "attention" in name:
         return attention_cost(name, args)
     try:

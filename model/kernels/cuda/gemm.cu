@@ -7,7 +7,6 @@
 
 namespace shardlab::cuda {
 
-namespace {
 cudaDataType_t data_type(DType t) {
     switch (t) {
     case DType::f32:
@@ -19,7 +18,6 @@ cudaDataType_t data_type(DType t) {
     }
     return CUDA_R_32F;
 }
-} // namespace
 
 void check_cublas(cublasStatus_t status, const char* what) {
     if (status != CUBLAS_STATUS_SUCCESS)

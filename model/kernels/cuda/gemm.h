@@ -25,6 +25,9 @@ void gemm(cublasHandle_t h, cudaStream_t s, DType in, DType out, bool trans_a, b
           int N, int K, float alpha, Operand a, Operand b, float beta, void* c, int ldc,
           long long stride_c, int batch);
 
+// cuBLAS's name for a storage type.
+cudaDataType_t data_type(DType t);
+
 // The error text for a cuBLAS status, naming the call.
 void check_cublas(cublasStatus_t status, const char* what);
 

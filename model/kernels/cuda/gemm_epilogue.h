@@ -1,0 +1,46 @@
+// Row-major GEMMs with a fused epilogue on cuBLASLt: the bias add, GELU and bias gradients done
+// by the GEMM's own store instead of separate passes over its output. The operand swap of gemm.h
+// (C^T = op(B)^T op(A)^T, column-major) maps row-major terms onto cuBLASLt's: a bias over C's
+// columns is a bias over the column-major D's rows, and the column sums of the row-major B [K, N]
+// are the k-sums of the column-major A — cuBLASLt's BGRADA. fp32 accumulation, the epilogue in
+// fp32 before the one rounding into C. Included by .cu files only.
+#pragma once
+
+#include "core/dtype.h"
+#include "model/kernels/cuda/gemm.h"
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+namespace shardlab::cuda {
+
+enum class Epilogue {
+    // C = alpha op(A) op(B) + bias (bias [N], C's type, added to every row).
+    bias,
+    // pre = alpha op(A) op(B) + bias, stored into aux [M, N] (row length aux_ld, C's type);
+    // C = gelu(pre) (tanh form), from the fp32 pre.
+    gelu_aux_bias,
+    // g = alpha op(A) op(B) + beta C; C = g * gelu'(aux), aux the forward's pre-GELU values;
+    // bias [N] = the column sums of C before rounding (written, not added).
+    dgelu_bias_grad,
+    // C = alpha op(A) op(B) + beta C; bias [N] = the column sums over K of B [K, N] (trans_b false;
+    // written, not added).
+    bias_grad_of_b,
+};
+
+struct EpilogueArgs {
+    Epilogue kind;
+    void* bias;      // input (bias) or output (bias gradients)
+    DType bias_type; // C's type, or fp32
+    void* aux = nullptr;
+    int aux_ld = 0; // elements between aux's rows; a multiple of 8
+};
+
+// Enqueues C = epilogue(alpha op(A)[M, K] op(B)[K, N] + beta C) on s, all of type t, and returns
+// true; or returns false, enqueuing nothing, when cuBLASLt has no algorithm for the combination
+// (its heuristic says NOT_SUPPORTED): the caller then runs the separate kernels instead.
+bool gemm_epilogue(cublasLtHandle_t h, cudaStream_t s, DType t, bool trans_a, bool trans_b, int M,
+                   int N, int K, float alpha, Operand a, Operand b, float beta, void* c, int ldc,
+                   const EpilogueArgs& e);
+
+} // namespace shardlab::cuda
