@@ -7,6 +7,7 @@
 #include "comm/communicator.h"
 #include "core/error.h"
 #include "model/backend.h"
+#include "tests/collective_inputs.h"
 
 #include <gtest/gtest.h>
 #include <mpi.h>
@@ -25,25 +26,7 @@ const CollectiveOp kOps[] = {CollectiveOp::allgather, CollectiveOp::reduce_scatt
                              CollectiveOp::scatter};
 const DType kTypes[] = {DType::f32, DType::bf16, DType::f16};
 
-std::uint64_t splitmix(std::uint64_t x) {
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
-// Rank r's input at global element i, already representable in dtype t.
-double input(int r, std::size_t i, DType t, bool integers) {
-    const std::uint64_t h = splitmix((std::uint64_t(r) << 40) ^ i ^ (std::uint64_t(t) << 60));
-    const float v = integers ? float(int(h % 17) - 8) : float(double(h >> 11) * 0x1p-53 * 2 - 1);
-    std::uint16_t bits = 0;
-    float exact = v;
-    if (t != DType::f32) {
-        store_from_f32(&bits, t, 0, v);
-        exact = load_as_f32(&bits, t, 0);
-    }
-    return exact;
-}
+using testing_inputs::input;
 
 double unit_roundoff(DType t) {
     return t == DType::f32 ? 0x1p-24 : t == DType::bf16 ? 0x1p-8 : 0x1p-11;

@@ -13,6 +13,7 @@
 #include "comm/process_groups.h"
 #include "core/error.h"
 #include "model/backend.h"
+#include "tests/collective_inputs.h"
 
 #include <gtest/gtest.h>
 #include <mpi.h>
@@ -26,23 +27,7 @@ using namespace shardlab;
 namespace {
 const DType kTypes[] = {DType::f32, DType::bf16, DType::f16};
 
-std::uint64_t splitmix(std::uint64_t x) {
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
-// Rank r's input at global element i, representable in t: integers in [-8, 8] (sums over 6 ranks
-// are exact in every dtype) or uniform in (-1, 1).
-double input(int r, std::size_t i, DType t, bool integers) {
-    const std::uint64_t h = splitmix((std::uint64_t(r) << 40) ^ i ^ (std::uint64_t(t) << 60));
-    const float v = integers ? float(int(h % 17) - 8) : float(double(h >> 11) * 0x1p-53 * 2 - 1);
-    std::uint16_t bits = 0;
-    if (t == DType::f32) return v;
-    store_from_f32(&bits, t, 0, v);
-    return load_as_f32(&bits, t, 0);
-}
+using testing_inputs::input;
 
 double unit_roundoff(DType t) {
     return t == DType::f32 ? 0x1p-24 : t == DType::bf16 ? 0x1p-8 : 0x1p-11;
