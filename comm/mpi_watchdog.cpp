@@ -128,6 +128,13 @@ std::string verdict(const std::vector<std::optional<RankWait>>& seen, int me, bo
                        describe(mine));
 }
 
+// Whether another rank investigated because its own deadline passed (not because it was asked).
+bool peer_gave_up(const std::vector<std::optional<RankWait>>& seen, int me, double timeout) {
+    for (std::size_t r = 0; r < seen.size(); ++r)
+        if (int(r) != me && seen[r] && timeout > 0 && seen[r]->waited >= timeout) return true;
+    return false;
+}
+
 std::string table(const std::vector<std::optional<RankWait>>& seen, double grace) {
     std::string s;
     for (std::size_t r = 0; r < seen.size(); ++r)
@@ -174,21 +181,21 @@ bool Watchdog::peer_is_asking() {
 void Watchdog::wait_all(std::vector<MPI_Request>& reqs, const CollectiveId& id) {
     const auto start = Clock::now();
     auto last = start;
-    bool paused = false; // this process did not run for a while (stopped and continued)
+    paused_ = false; // this process did not run for a while (stopped and continued)
     for (unsigned spins = 0;; ++spins) {
         int done = 0;
         check_mpi(MPI_Testall(int(reqs.size()), reqs.data(), &done, MPI_STATUSES_IGNORE),
                   "MPI_Testall");
         if (done) return;
         const auto now = Clock::now(); // a clock read costs far less than the yield below
-        paused = paused || std::chrono::duration<double>(now - last).count() > kPausedSeconds;
+        paused_ = paused_ || std::chrono::duration<double>(now - last).count() > kPausedSeconds;
         last = now;
         if (size_ > 1 && spins % 256 == 0) { // a probe, not on every spin; the first on arrival
             const double waited = since(start), limit = timeout_s_;
             const bool asked = peer_is_asking();
             // Asked as this rank arrived, or after it had not run for a while: then this rank is
             // the one the others waited for.
-            arrived_late_ = asked && (spins == 0 || paused);
+            arrived_late_ = asked && (spins == 0 || paused_);
             if ((limit > 0 && waited > limit) || asked) investigate(id, waited);
         }
         std::this_thread::yield();
@@ -225,6 +232,9 @@ void Watchdog::investigate(const CollectiveId& id, double waited) {
             "MPI_Recv");
         seen[std::size_t(st.MPI_SOURCE)] = decode(text);
     }
+    // A rank that did not run for a while may probe before its transport has delivered the
+    // reports already sent to it; a peer that gave up on its own clock says the same thing.
+    const bool late = arrived_late_ || (paused_ && peer_gave_up(seen, rank_, timeout_s_));
     // Every live rank says where it is and what it concludes; the lowest adds the table. The
     // others reach this point within milliseconds: let them print before one of us aborts.
     int first = 0;
@@ -232,7 +242,7 @@ void Watchdog::investigate(const CollectiveId& id, double waited) {
     const std::string line = fmt::format(
         "shardlab: rank {}: collective watchdog: waited {:.1f} s in {}: {} (--collective-timeout "
         "{:g} s; 0 waits forever)\n",
-        rank_, waited, describe(id), verdict(seen, rank_, arrived_late_), timeout_s_.load());
+        rank_, waited, describe(id), verdict(seen, rank_, late), timeout_s_.load());
     const std::string text =
         (first == rank_
              ? "shardlab: collective watchdog: where every rank is:\n" + table(seen, grace)

@@ -52,6 +52,7 @@ class Watchdog {
     int rank_ = 0, size_ = 1;
     std::atomic<double> timeout_s_;
     bool arrived_late_ = false; // another rank's report was waiting when this rank arrived
+    bool paused_ = false;       // this process did not run for a while during the wait
     std::string report_;        // what this rank told the others; outlives the sends
     std::vector<MPI_Request> report_requests_;
 };
