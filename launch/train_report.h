@@ -75,7 +75,8 @@ nlohmann::json rank_report(int rank, const RankMeasurements& m, const Plan& plan
 // Every rank's report, on rank 0 (empty elsewhere); a watched gather.
 std::vector<nlohmann::json> gather_reports(const nlohmann::json& mine, WatchedComm& comm);
 
-void print_rank_report(const nlohmann::json& r);
+// by_link: each collective's bytes per link class under its row (a run on more than one node).
+void print_rank_report(const nlohmann::json& r, bool by_link = false);
 
 // This moment's memory on every rank, for steps.jsonl (--log-memory): on rank 0
 // {"tracked": [{category: current bytes, ...} per rank], "rss": [resident bytes per rank]}, where
