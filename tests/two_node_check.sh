@@ -212,12 +212,19 @@ def inter(rep, ranks):  # predicted inter-node bytes the given ranks send, all c
     return sum(s["predicted_bytes_by_link"]["inter_node"] for r in rep["ranks"]
                if r["rank"] in ranks for s in r["comm"].values())
 on_a, on_b = per_ns[ns_a], per_ns[ns_b]
+# Messages that crossed each way in the 2 extra steps: one ring rank per node sends to the other
+# node, one message per ring step (N-1 per all-gather or reduce-scatter, 2(N-1) per all-reduce),
+# plus the 2 stop agreements (all-reduces) the report leaves out.
+ring_steps = {"allgather": 3, "reduce_scatter": 3, "allreduce": 6}
+messages = sum((two["ranks"][0]["comm"][op]["calls"] - one_step["ranks"][0]["comm"][op]["calls"]) * k
+               for op, k in ring_steps.items() if op in two["ranks"][0]["comm"]) + 2 * 6
 # B's link to the bridge: rx = what B sent (to A), tx = what A sent to B.
 for label, pred, seen in (("from B", inter(two, on_b) - inter(one_step, on_b), rx - (rx11 - rx10)),
                           ("to B", inter(two, on_a) - inter(one_step, on_a), tx - (tx11 - tx10))):
     over = seen - pred
     print(f"inter-node bytes {label}, 3 steps minus 1: predicted {pred}, the link counted {seen}: "
-          f"protocol overhead {over} bytes ({100 * over / pred:.2f}% of the payload)")
+          f"protocol overhead {over} bytes ({100 * over / pred:.2f}% of the payload; "
+          f"{over / messages:.0f} B per message, {messages} messages)")
     # Payload cannot cross for less than itself; above it, TCP/IP headers and ACKs (<= 2 x 66 B
     # per 1448-B segment without segmentation offload: 9.1%) and Open MPI's headers (< 100 B per
     # message): 10% plus 32 KB for the per-message costs of the small transfers.
