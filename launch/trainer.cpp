@@ -486,14 +486,16 @@ int run_training(const TrainOptions& o) {
     MPI_Comm_size(MPI_COMM_WORLD, &ranks);
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    // Declared nodes must divide the ranks: refused on every rank alike, before any work.
+    const NodeLayout nodes =
+        o.ranks_per_node > 0 ? NodeLayout::blocks(ranks, o.ranks_per_node) : NodeLayout{};
     RunSetup setup;
     WatchedComm outside(MPI_COMM_WORLD, o.collective_timeout);
     collectively([&] { setup = prepare(o, ranks, rank); }, outside); // files differ per node
     const std::unique_ptr<Backend> backend = make_backend(o.device, MPI_COMM_WORLD, outside);
     const std::unique_ptr<Communicator> comm = backend->communicator(MPI_COMM_WORLD);
     comm->set_collective_timeout(o.collective_timeout);
-    if (o.ranks_per_node > 0) // otherwise the communicator's own detection stands
-        comm->set_node_layout(NodeLayout::blocks(ranks, o.ranks_per_node));
+    if (nodes.size() > 0) comm->set_node_layout(nodes); // else its own detection stands
     return train_loop(o, setup, *backend, *comm, outside);
 }
 
