@@ -1,7 +1,8 @@
 // The end-of-run report: for every rank, peak and current bytes per memory category (requested,
 // beside the allocator's reserved bytes), the per-phase peaks, and per collective the calls, bytes
-// sent and seconds — each beside the plan model's prediction — and the step time split into
-// compute and exposed communication; as JSON (gathered to rank 0 for report.json) and as tables.
+// sent (in all and per link class: intra_node, inter_node) and seconds — each beside the plan
+// model's prediction — and the step time split into compute and exposed communication; as JSON
+// (gathered to rank 0 for report.json) and as tables.
 #pragma once
 
 #include "comm/comm_stats.h"
