@@ -44,10 +44,16 @@ Communicator::~Communicator() {
 template <typename Body>
 void Communicator::timed(const std::string& key, bool measured, std::size_t bytes, Body&& body) {
     Tracer* tracer = device_.tracer();
+    // The world's spans keep their plain names; a group's carry it ("allgather@shard: ...").
+    const std::string title = name_ == "world" ? key : key + "@" + name_;
     const Tracer::SpanId span =
-        tracer ? tracer->begin(
-                     stream_, next_what_.empty() ? key : key + ": " + next_what_, "collective",
-                     {{"op", key}, {"bytes", bytes}, {"seq", seq_ + 1}, {"what", next_what_}})
+        tracer ? tracer->begin(stream_, next_what_.empty() ? title : title + ": " + next_what_,
+                               "collective",
+                               {{"op", key},
+                                {"group", name_},
+                                {"bytes", bytes},
+                                {"seq", seq_ + 1},
+                                {"what", next_what_}})
                : Tracer::kNone;
     CollectiveId id{++seq_, key, bytes, std::move(next_what_)};
     if (auto* w = dynamic_cast<WatchedStream*>(&stream_))
@@ -60,10 +66,14 @@ void Communicator::timed(const std::string& key, bool measured, std::size_t byte
     const EventPtr start = stream_.record();
     body();
     const std::uint64_t sent = transport_->bytes_sent() - sent0;
-    stats_.record(key, sent, transport_->bytes_received() - recv0,
-                  transport_->sent_by_link() - link0, 0.0, measured);
+    const LinkBytes by_link = transport_->sent_by_link() - link0;
+    stats_.record(key, sent, transport_->bytes_received() - recv0, by_link, 0.0, measured);
     pending_.push_back({key, start, stream_.record()});
-    if (tracer) tracer->end(stream_, span, {{"bytes_sent", sent}});
+    if (tracer)
+        tracer->end(stream_, span,
+                    {{"bytes_sent", sent},
+                     {"intra_node_bytes", by_link.intra_node},
+                     {"inter_node_bytes", by_link.inter_node}});
     fold_times(false);
 }
 

@@ -70,6 +70,11 @@ class Communicator {
     void set_node_layout(const NodeLayout& layout);
     const NodeLayout& node_layout() const { return layout_; }
 
+    // The group's name in trace spans ("world", or "node", "shard", "replicate" for the process
+    // groups: comm/process_groups.h).
+    void set_name(std::string name) { name_ = std::move(name); }
+    const std::string& name() const { return name_; }
+
     // What the next call is for ("unit h.3"): named if the watchdog reports it
     // (comm/mpi_watchdog.h).
     void label_next(std::string what) { next_what_ = std::move(what); }
@@ -102,6 +107,7 @@ class Communicator {
     std::deque<PendingTime> pending_; // calls whose seconds the stream has not yet given
     std::uint64_t seq_ = 0;           // collectives enqueued so far (the watchdog's numbering)
     std::string next_what_;
+    std::string name_ = "world";
 };
 
 } // namespace shardlab

@@ -44,20 +44,21 @@ ProcessGroups::ProcessGroups(Communicator& world, int shard_size, const Factory&
     : world_(world), shard_size_(shard_size > 0 ? shard_size : world.size()) {
     const int n = world.size(), r = world.rank();
     const NodeLayout& layout = world.node_layout();
-    node_ = split(layout.members(layout.node(r)), make);
-    shard_ = split(shard_group_members(n, shard_size_, r), make);
-    replicate_ = split(replicate_group_members(n, shard_size_, r), make);
+    node_ = split(layout.members(layout.node(r)), make, "node");
+    shard_ = split(shard_group_members(n, shard_size_, r), make, "shard");
+    replicate_ = split(replicate_group_members(n, shard_size_, r), make, "replicate");
 }
 
 // Every member computes the same member list, so its lowest rank names the group.
 std::unique_ptr<Communicator> ProcessGroups::split(const std::vector<int>& members,
-                                                   const Factory& make) {
+                                                   const Factory& make, const char* name) {
     MPI_Comm sub = MPI_COMM_NULL;
     check_mpi(MPI_Comm_split(world_.mpi_comm(), members.front(), world_.rank(), &sub),
               "MPI_Comm_split");
     std::unique_ptr<Communicator> c = make(sub);
     MPI_Comm_free(&sub); // the communicator and its transport hold duplicates
     c->set_node_layout(world_.node_layout().restrict_to(members));
+    c->set_name(name);
     return c;
 }
 

@@ -46,7 +46,8 @@ class ProcessGroups {
     int replicas() const { return world_.size() / shard_size_; }
 
   private:
-    std::unique_ptr<Communicator> split(const std::vector<int>& members, const Factory& make);
+    std::unique_ptr<Communicator> split(const std::vector<int>& members, const Factory& make,
+                                        const char* name);
 
     Communicator& world_;
     int shard_size_ = 1;

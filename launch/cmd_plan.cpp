@@ -31,8 +31,8 @@ struct PlanFlags {
     int layers = 0, hidden = 0, heads = 0, kv_heads = 0, ffn = 0, vocab = 0, seq = 0;
     int vocab_multiple = GPTConfig::kDefaultVocabMultiple;
     double params = 0;
-    int ranks = 0, nodes = 0, gpus_per_node = 0, zero = 0, micro_batch = 1, grad_accum = 1,
-        prefetch = 0, rank = 0;
+    int ranks = 0, nodes = 0, gpus_per_node = 0, ranks_per_node = 0, zero = 0, micro_batch = 1,
+        grad_accum = 1, prefetch = 0, rank = 0;
     bool offload = false, no_master = false, inference = false, compare = false;
 };
 
@@ -62,6 +62,13 @@ PlanModel build_model(const PlanFlags& f) {
     return plan_model_from_gpt2(GPTConfig{V, T, L, d, H, Hkv, f.vocab_multiple}, name);
 }
 
+// Nodes of K consecutive ranks (--gpus-per-node or --ranks-per-node K) for the bytes by link
+// class; without either, one node (every byte intra-node).
+NodeLayout node_blocks(const PlanFlags& f, int ranks) {
+    const int k = f.nodes ? f.gpus_per_node : f.ranks_per_node;
+    return k > 0 ? NodeLayout::blocks(ranks, k) : NodeLayout{};
+}
+
 PlanOptions build_options(const PlanFlags& f) {
     PlanOptions o;
     if (f.nodes || f.gpus_per_node) {
@@ -75,6 +82,11 @@ PlanOptions build_options(const PlanFlags& f) {
     } else {
         o.ranks = f.ranks ? f.ranks : 1;
     }
+    if (f.nodes && f.ranks_per_node && f.ranks_per_node != f.gpus_per_node)
+        throw UsageError(fmt::format("--ranks-per-node {} contradicts --gpus-per-node {}; give "
+                                     "one or the other",
+                                     f.ranks_per_node, f.gpus_per_node));
+    o.nodes = node_blocks(f, o.ranks);
     o.zero = f.zero;
     o.offload = f.offload;
     o.precision = parse_precision(f.precision);
@@ -115,6 +127,9 @@ nlohmann::json plan_json(const Plan& p) {
     const MemoryPlan& m = p.memory;
     nlohmann::json by_op = nlohmann::json::object();
     for (const auto& [op, b] : p.comm.by_op) by_op[op] = b;
+    nlohmann::json by_op_link = nlohmann::json::object();
+    for (const auto& [op, b] : p.comm.by_op_link)
+        by_op_link[op] = {{"intra_node", b.intra_node}, {"inter_node", b.inter_node}};
     return {{"model",
              {{"name", p.model.name},
               {"params", p.model.params},
@@ -151,6 +166,7 @@ nlohmann::json plan_json(const Plan& p) {
             {"comm",
              {{"bytes_per_step", p.comm.bytes_per_step},
               {"by_op", by_op},
+              {"by_op_link", by_op_link},
               {"ratio_to_dp", p.comm.ratio_to_dp}}},
             {"host_device_bytes_per_step", p.comm.host_to_device + p.comm.device_to_host},
             {"fits", fits_json(p)},
@@ -224,8 +240,13 @@ void print_plan(const Plan& p) {
     if (o.gpu_bytes) fmt::print("\n{} ({} B): {}\n", o.gpu_name, o.gpu_bytes, fit_verdict(p));
     if (o.inference) return;
     fmt::print("\nper step, bytes this rank sends:\n");
-    for (const auto& [op, b] : p.comm.by_op)
-        fmt::print("  {:<24} {:>16}  {}  ({} calls)\n", op, b, gb(b), p.comm.calls.at(op));
+    const bool nodes = p.options.nodes.nodes() > 1;
+    for (const auto& [op, b] : p.comm.by_op) {
+        fmt::print("  {:<24} {:>16}  {}  ({} calls)", op, b, gb(b), p.comm.calls.at(op));
+        const LinkBytes l = p.comm.by_op_link.at(op);
+        if (nodes) fmt::print(": intra-node {}, inter-node {}", l.intra_node, l.inter_node);
+        fmt::print("\n");
+    }
     fmt::print("  {:<24} {:>16}  {}  ({:.3f}x data parallel)\n", "total", p.comm.bytes_per_step,
                gb(p.comm.bytes_per_step), p.comm.ratio_to_dp);
     if (o.offload)
@@ -321,6 +342,7 @@ int run_plan(const PlanFlags& f) {
                 throw UsageError("--sweep-ranks: '" + n +
                                  "' is not a rank count; give a comma-separated list of counts "
                                  ">= 1, e.g. 1,4,16,64");
+            t.nodes = node_blocks(f, t.ranks);
             plans.push_back(make_plan(model, t, 0));
         }
     } else {
@@ -377,6 +399,10 @@ CommandRunner add_plan_command(CLI::App& cmd) {
     cmd.add_option("--ranks,-n", f->ranks, "Data-parallel ranks N")->check(at_least(1));
     cmd.add_option("--nodes", f->nodes, "Nodes (with --gpus-per-node)")->check(at_least(1));
     cmd.add_option("--gpus-per-node", f->gpus_per_node, "GPUs per node")->check(at_least(1));
+    cmd.add_option("--ranks-per-node", f->ranks_per_node,
+                   "Nodes of K consecutive ranks, for the bytes by link class (--gpus-per-node "
+                   "does the same with --nodes)")
+        ->check(at_least(1));
     cmd.add_option("--zero", f->zero, "ZeRO stage 0-3");
     cmd.add_flag("--offload", f->offload, "Optimizer state and update on the host");
     cmd.add_option("--precision", f->precision, "fp32 | bf16 | fp16");

@@ -92,6 +92,10 @@ void add_train_options(CLI::App& cmd, TrainOptions& o) {
                    "it is and the job ends (a stopped or hung rank; 0: wait forever; at least 1 "
                    "s: shorter waits happen in healthy runs)")
         ->check(zero_or_in_range(1, 1e9, "wait forever"));
+    cmd.add_option("--ranks-per-node", o.ranks_per_node,
+                   "Declare nodes of K consecutive ranks (must divide the ranks), for the report's "
+                   "bytes by link class; default: ranks sharing memory (MPI_COMM_TYPE_SHARED)")
+        ->check(at_least(1));
 }
 
 nlohmann::json train_options_json(const TrainOptions& o, const nlohmann::json& model, int seq,

@@ -43,6 +43,7 @@ struct TrainOptions {
     bool log_memory = false; // each step\'s tracked bytes and RSS, every rank, in steps.jsonl
     double collective_timeout =
         300;                      // seconds one collective may wait (comm/mpi_watchdog.h); 0: none
+    int ranks_per_node = 0;       // --ranks-per-node K: nodes of K consecutive ranks (0: detected)
     std::string config_file;      // applied by add_train_command's runner (flags win)
     std::string deepspeed_config; // ditto, after config_file (launch/deepspeed_config.h)
     bool print_config = false;    // print the options as JSON and exit without training

@@ -47,12 +47,18 @@ nlohmann::json phases_json(const std::vector<PhaseSnapshot>& phases) {
     return out;
 }
 
+nlohmann::json link_json(const LinkBytes& b) {
+    return {{"intra_node", b.intra_node}, {"inter_node", b.inter_node}};
+}
+
 nlohmann::json op_json(const OpStats& s, nlohmann::json predicted_bytes,
-                       nlohmann::json predicted_calls) {
+                       nlohmann::json predicted_calls, nlohmann::json predicted_by_link) {
     return {{"calls", s.calls},
             {"bytes_sent", s.bytes_sent},
             {"predicted_bytes", std::move(predicted_bytes)},
             {"predicted_calls", std::move(predicted_calls)},
+            {"bytes_by_link", link_json(s.sent_by_link)},
+            {"predicted_bytes_by_link", std::move(predicted_by_link)},
             {"seconds", s.seconds},
             {"busbw_gbps", s.seconds > 0 ? double(s.bytes_sent) / s.seconds / 1e9 : 0.0}};
 }
@@ -67,10 +73,16 @@ double median(std::vector<double> v) {
 nlohmann::json rank_report(int rank, const RankMeasurements& m, const Plan& plan, int steps_run) {
     nlohmann::json ops = nlohmann::json::object();
     const std::uint64_t steps = std::uint64_t(steps_run);
-    for (const auto& [op, bytes] : plan.comm.by_op)
-        ops[op] = op_json(m.comm.get(op), bytes * steps, plan.comm.calls.at(op) * steps);
+    for (const auto& [op, bytes] : plan.comm.by_op) {
+        const auto link = plan.comm.by_op_link.find(op);
+        const nlohmann::json by_link =
+            link == plan.comm.by_op_link.end()
+                ? nlohmann::json(nullptr)
+                : link_json({link->second.intra_node * steps, link->second.inter_node * steps});
+        ops[op] = op_json(m.comm.get(op), bytes * steps, plan.comm.calls.at(op) * steps, by_link);
+    }
     for (const auto& [op, s] : m.comm.ops()) // anything the plan does not know of, shown too
-        if (!ops.contains(op)) ops[op] = op_json(s, nullptr, nullptr);
+        if (!ops.contains(op)) ops[op] = op_json(s, nullptr, nullptr, nullptr);
     const std::uint64_t hd_pred =
         (plan.comm.device_to_host + plan.comm.host_to_device) * std::uint64_t(steps_run);
     const RunTiming& t = m.timing;
@@ -122,9 +134,19 @@ std::string mark(const nlohmann::json& measured, const nlohmann::json& predicted
 std::string text_or_dash(const nlohmann::json& v) {
     return v.is_null() ? "—" : v.dump();
 }
+// An op's bytes per link class under its row, each beside the model's and marked like the total.
+void print_link_rows(const nlohmann::json& s) {
+    for (const char* link : {"intra_node", "inter_node"}) {
+        const nlohmann::json& p = s["predicted_bytes_by_link"];
+        const nlohmann::json pred = p.is_null() ? nlohmann::json(nullptr) : p[link];
+        fmt::print("    {:<22} {:>7} {:>14} {:>14} {:>9} {:>11} {}\n", link, "",
+                   s["bytes_by_link"][link].get<std::uint64_t>(), text_or_dash(pred), "", "",
+                   mark(s["bytes_by_link"][link], pred));
+    }
+}
 } // namespace
 
-void print_rank_report(const nlohmann::json& r) {
+void print_rank_report(const nlohmann::json& r, bool by_link) {
     const int rank = r["rank"].get<int>();
     if (r.contains("device"))
         fmt::print("\nrank {} device: {}", rank, r["device"].get<std::string>());
@@ -160,11 +182,13 @@ void print_rank_report(const nlohmann::json& r) {
     }
     fmt::print("rank {} communication     {:>7} {:>14} {:>14} {:>9} {:>11}\n", rank, "calls",
                "bytes sent", "predicted", "seconds", "busbw GB/s");
-    for (const auto& [op, s] : r["comm"].items())
+    for (const auto& [op, s] : r["comm"].items()) {
         fmt::print("  {:<24} {:>7} {:>14} {:>14} {:>9.3f} {:>11.2f} {}\n", op,
                    s["calls"].get<std::uint64_t>(), s["bytes_sent"].get<std::uint64_t>(),
                    text_or_dash(s["predicted_bytes"]), s["seconds"].get<double>(),
                    s["busbw_gbps"].get<double>(), mark(s["bytes_sent"], s["predicted_bytes"]));
+        if (by_link) print_link_rows(s);
+    }
     const auto& hd = r["host_device_bytes"];
     if (hd["total"].get<std::uint64_t>() || hd["predicted"].get<std::uint64_t>())
         fmt::print("  {:<24} {:>7} {:>14} {:>14}           device->host {} + host->device {}\n",

@@ -1,7 +1,8 @@
 // The end-of-run report: for every rank, peak and current bytes per memory category (requested,
 // beside the allocator's reserved bytes), the per-phase peaks, and per collective the calls, bytes
-// sent and seconds — each beside the plan model's prediction — and the step time split into
-// compute and exposed communication; as JSON (gathered to rank 0 for report.json) and as tables.
+// sent (in all and per link class: intra_node, inter_node) and seconds — each beside the plan
+// model's prediction — and the step time split into compute and exposed communication; as JSON
+// (gathered to rank 0 for report.json) and as tables.
 #pragma once
 
 #include "comm/comm_stats.h"
@@ -75,7 +76,8 @@ nlohmann::json rank_report(int rank, const RankMeasurements& m, const Plan& plan
 // Every rank's report, on rank 0 (empty elsewhere); a watched gather.
 std::vector<nlohmann::json> gather_reports(const nlohmann::json& mine, WatchedComm& comm);
 
-void print_rank_report(const nlohmann::json& r);
+// by_link: each collective's bytes per link class under its row (a run on more than one node).
+void print_rank_report(const nlohmann::json& r, bool by_link = false);
 
 // This moment's memory on every rank, for steps.jsonl (--log-memory): on rank 0
 // {"tracked": [{category: current bytes, ...} per rank], "rss": [resident bytes per rank]}, where

@@ -3,6 +3,7 @@
 #include "launch/trainer.h"
 
 #include "comm/agreement.h"
+#include "comm/node_layout.h"
 #include "core/error.h"
 #include "core/timer.h"
 #include "launch/cli_util.h"
@@ -449,11 +450,12 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
         engine.skipped_steps(), resident};
     const auto reports = gather_reports(rank_report(rank, measured, plan, steps_run), outside);
     if (lead) {
-        for (const auto& rep : reports) print_rank_report(rep);
+        for (const auto& rep : reports) print_rank_report(rep, comm.node_layout().nodes() > 1);
         fmt::print("\nfinal fp32 master weights sha256 {}\n", hash);
         nlohmann::json report = {{"config", config},
                                  {"steps", steps_log->rows_after(first)},
                                  {"ranks", reports},
+                                 {"node_layout", comm.node_layout().describe()},
                                  {"skipped_steps", engine.skipped_steps()},
                                  {"final_params_sha256", hash}};
         if (!weights.save_error.empty()) report["save_weights_error"] = weights.save_error;
@@ -484,12 +486,16 @@ int run_training(const TrainOptions& o) {
     MPI_Comm_size(MPI_COMM_WORLD, &ranks);
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    // Declared nodes must divide the ranks: refused on every rank alike, before any work.
+    const NodeLayout nodes =
+        o.ranks_per_node > 0 ? NodeLayout::blocks(ranks, o.ranks_per_node) : NodeLayout{};
     RunSetup setup;
     WatchedComm outside(MPI_COMM_WORLD, o.collective_timeout);
     collectively([&] { setup = prepare(o, ranks, rank); }, outside); // files differ per node
     const std::unique_ptr<Backend> backend = make_backend(o.device, MPI_COMM_WORLD, outside);
     const std::unique_ptr<Communicator> comm = backend->communicator(MPI_COMM_WORLD);
     comm->set_collective_timeout(o.collective_timeout);
+    if (nodes.size() > 0) comm->set_node_layout(nodes); // else its own detection stands
     return train_loop(o, setup, *backend, *comm, outside);
 }
 

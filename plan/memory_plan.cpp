@@ -199,10 +199,15 @@ void buffers(const PlanModel& m, const PlanOptions& o, MemoryPlan& mem, GatherSi
     if (o.staged_comm) mem.host_buffers = scratch;
 }
 
-void add_op(CommPlan& c, const std::string& op, std::uint64_t bytes, std::uint64_t calls) {
-    c.by_op[op] += bytes;
+void add_op(CommPlan& c, const std::string& op, LinkBytes bytes, std::uint64_t calls) {
+    c.by_op[op] += bytes.total();
+    c.by_op_link[op] += bytes;
     c.calls[op] += calls;
-    c.bytes_per_step += bytes;
+    c.bytes_per_step += bytes.total();
+}
+
+LinkBytes times(std::uint64_t k, LinkBytes b) {
+    return {k * b.intra_node, k * b.inter_node};
 }
 
 CommPlan communication(const PlanModel& m, const PlanOptions& o, int rank,
@@ -211,8 +216,10 @@ CommPlan communication(const PlanModel& m, const PlanOptions& o, int rank,
     const StagePolicy policy = stage_policy(o.zero);
     const std::uint64_t pb = param_bytes_per_element(o.precision), gb = pb;
     CommPlan c;
+    // The ring's bytes split by the link each crosses (the totals are ring_bytes_sent's).
+    const NodeLayout nodes = o.nodes.size() == N ? o.nodes : NodeLayout::single_node(N);
     auto sent = [&](CollectiveOp op, std::uint64_t count, std::uint64_t es) {
-        return ring_bytes_sent(op, count, es, N, rank, 0);
+        return predicted_bytes_sent(op, Algo::ring, count, es, nodes, rank, 0);
     };
     const std::size_t units = m.unit_numel.size();
     for (std::size_t u = 0; u < units; ++u) {
@@ -225,7 +232,7 @@ CommPlan communication(const PlanModel& m, const PlanOptions& o, int rank,
             add_op(c, "reduce_scatter", sent(CollectiveOp::reduce_scatter, P, gb), 1);
             break;
         case GradientReduction::per_unit: // every micro-batch's backward
-            add_op(c, "reduce_scatter", A * sent(CollectiveOp::reduce_scatter, P, gb), A);
+            add_op(c, "reduce_scatter", times(A, sent(CollectiveOp::reduce_scatter, P, gb)), A);
             break;
         }
         if (policy.gathers_after_update())
@@ -234,11 +241,12 @@ CommPlan communication(const PlanModel& m, const PlanOptions& o, int rank,
     if (policy.shards_parameters && sim)
         for (int u : sim->gathers)
             add_op(c, "allgather",
-                   A * sent(CollectiveOp::allgather, padded_numel(m.unit_numel[u], N), pb), A);
+                   times(A, sent(CollectiveOp::allgather, padded_numel(m.unit_numel[u], N), pb)),
+                   A);
     // The gradient norm and the mean loss: one fp32 each (the norm also tells fp16 ranks alike
     // whether any gradient overflowed).
     const int scalars = 2;
-    add_op(c, "allreduce", scalars * sent(CollectiveOp::allreduce, 1, 4), scalars);
+    add_op(c, "allreduce", times(scalars, sent(CollectiveOp::allreduce, 1, 4)), scalars);
     if (o.offload) {
         std::uint64_t owned = 0;
         for (auto n : m.unit_numel)

@@ -88,6 +88,27 @@ PY
 "$expect" 2 "drop --compare / --sweep-ranks" "$shardlab" plan --preset gpt2 --estimator deepspeed --compare
 "$expect" 2 "--ranks 4 contradicts --nodes 2 x --gpus-per-node 4 = 8" "$shardlab" plan --preset gpt2 --ranks 4 --nodes 2 --gpus-per-node 4
 
+# Bytes by link class: nodes of 2 ranks, declared either way, give the same split; a flat ring
+# rank sends everything to rank+1, so rank 1 (edge of node 0) only across nodes, rank 0 only
+# inside; without nodes, everything is intra-node.
+for r in 0 1; do
+  "$shardlab" plan --preset tiny --zero 3 --ranks 4 --ranks-per-node 2 --rank $r --json "$work/link$r.json" >/dev/null
+done
+"$shardlab" plan --preset tiny --zero 3 --nodes 2 --gpus-per-node 2 --rank 1 --json "$work/linkng.json" >/dev/null
+"$shardlab" plan --preset tiny --zero 3 --ranks 4 --rank 1 --json "$work/link1node.json" >/dev/null
+/usr/bin/python3 - "$work" <<'PY'
+import json, sys
+w = sys.argv[1]
+r0, r1, ng, flat = (json.load(open(f"{w}/{n}.json"))["comm"] for n in ("link0", "link1", "linkng", "link1node"))
+assert r1["by_op_link"] == ng["by_op_link"], (r1, ng)
+for op, b in r0["by_op"].items():
+    assert r0["by_op_link"][op] == {"intra_node": b, "inter_node": 0}, (op, r0)
+for op, b in r1["by_op"].items():
+    assert b > 0 and r1["by_op_link"][op] == {"intra_node": 0, "inter_node": b}, (op, r1)
+    assert flat["by_op_link"][op] == {"intra_node": b, "inter_node": 0}, (op, flat)
+PY
+"$expect" 2 "--ranks-per-node 3 contradicts --gpus-per-node 2" "$shardlab" plan --preset tiny --nodes 2 --gpus-per-node 2 --ranks-per-node 3
+
 # GQA on the GPT-2 architecture: the plan says where it is modelled, and that command runs.
 "$expect" 2 "GPT-2 has one key/value head per query head" "$shardlab" plan --kv-heads 4 --heads 12
 "$expect" 2 "shardlab plan --arch llama --layers 12 --hidden 768 --heads 12 --kv-heads 4" "$shardlab" plan --kv-heads 4 --heads 12

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# `shardlab report` and `shardlab plan --plot` end to end: a tiny 2-rank run with validation gives
-# one PNG per plot (the PNG signature, not a stub) and a summary.md embedding each; bad input —
+# `shardlab report` and `shardlab plan --plot` end to end: a tiny 2-rank run with validation, as 2
+# nodes of 1 rank (--ranks-per-node 1), gives one PNG per plot (the PNG signature, not a stub;
+# links.png: bytes by link class) and a summary.md embedding each, with the per-link table marked
+# "=" as train's own table is; bad input —
 # no directory, no report.json, corrupt JSON, a --plot name that is not a PNG, a missing
 # directory — exits 2 naming the fix. Usage: report_check.sh SHARDLAB EXPECT MPIRUN...
 set -euo pipefail
@@ -10,7 +12,7 @@ mpirun=("$@")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 "${mpirun[@]}" -np 2 "$shardlab" train --layers 1 --hidden 32 --heads 2 --seq 32 --micro-batch 2 \
-  --steps 4 --val-every 2 --val-batches 1 --zero 3 --quiet --out "$work/run" > "$work/train.txt"
+  --steps 4 --val-every 2 --val-batches 1 --zero 3 --ranks-per-node 1 --quiet --out "$work/run" > "$work/train.txt"
 "$shardlab" report "$work/run" > "$work/report.txt"
 # The summary's path is the last line.
 [ "$(tail -n 1 "$work/report.txt")" = "summary: $work/run/summary.md" ] || { cat "$work/report.txt"; exit 1; }
@@ -18,14 +20,20 @@ is_png() { # the 8-byte PNG signature and more than a few KB: a drawn plot, not 
   head -c 8 "$1" | od -An -tx1 | grep -q "89 50 4e 47 0d 0a 1a 0a" || { echo "$1: not a PNG"; exit 1; }
   [ "$(stat -c %s "$1")" -gt 10000 ] || { echo "$1: only $(stat -c %s "$1") bytes"; exit 1; }
 }
-for plot in loss memory phases comm time; do
+for plot in loss memory phases comm time links; do
   is_png "$work/run/$plot.png"
   grep -qF "]($plot.png)" "$work/run/summary.md" || { echo "summary.md does not embed $plot.png"; exit 1; }
 done
-[ "$(ls "$work/run"/*.png | wc -l)" -eq 5 ] || { ls "$work/run"; exit 1; }
+[ "$(ls "$work/run"/*.png | wc -l)" -eq 6 ] || { ls "$work/run"; exit 1; }
+# Every collective's bytes per link class marked equal to the model's, in summary.md (both ranks
+# send across the 2 nodes, nothing inside) and in train's own table.
+grep -qE '^\| 1 \| allgather \| 0 \| 0 \| = \| [1-9][0-9]* \| [1-9][0-9]* \| = \|$' "$work/run/summary.md" ||
+  { cat "$work/run/summary.md"; exit 1; }
+if grep -q '≠' "$work/run/summary.md" "$work/train.txt"; then cat "$work/run/summary.md" "$work/train.txt"; exit 1; fi
+[ "$(grep -cE '^    inter_node +[1-9][0-9]* +[1-9][0-9]* +=$' "$work/train.txt")" -ge 4 ] || { cat "$work/train.txt"; exit 1; }
 grep -qF "| steps run | 4 |" "$work/run/summary.md" || { cat "$work/run/summary.md"; exit 1; }
 grep -qE "^\| validation loss \| [0-9.]+ at step 2 -> [0-9.]+ at step 4 \|$" "$work/run/summary.md"
-echo "ok: 5 PNGs and summary.md"
+echo "ok: 6 PNGs and summary.md, bytes by link class = the model's"
 # --out elsewhere, and the script on its own.
 "$shardlab" report "$work/run" --out "$work/elsewhere" > /dev/null
 is_png "$work/elsewhere/comm.png"

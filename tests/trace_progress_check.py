@@ -3,7 +3,8 @@
 
 1. ZeRO-3 + --prefetch 1 + --offload on 2 ranks with --trace: one process per rank with its
    compute, comm, copy and host tracks; spans on every track nest (no two partly overlap); every
-   collective span carries its bytes and a sequence number rising by one per call; memory counters
+   collective span carries its bytes (split by link class: the ranks are declared 2 nodes), its
+   group ("world") and a sequence number rising by one per call; memory counters
    for every category; exactly the --trace-steps steps after the first are traced; and the
    prefetched AllGathers run while the compute stream computes (comm spans overlap op spans); a
    directory given as the trace file is refused up front.
@@ -44,7 +45,7 @@ try:
     # 1. The trace.
     trace_path = os.path.join(work, "trace.json")
     out = train(2, "--zero", "3", "--prefetch", "1", "--offload", "--steps", "5", "--log-every", "2",
-                "--trace", trace_path, "--trace-steps", "3", "--out", os.path.join(work, "a"), model=larger)
+                "--ranks-per-node", "1", "--trace", trace_path, "--trace-steps", "3", "--out", os.path.join(work, "a"), model=larger)
     assert "trace of steps 2-4: " in out, out
     events = json.load(open(trace_path))["traceEvents"]
     tracks = {(e["pid"], e["args"]["name"]) for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
@@ -75,6 +76,10 @@ try:
         assert seqs == list(range(seqs[0], seqs[0] + len(seqs))), seqs
         gathers = [e for e in coll if e["args"]["op"] == "allgather"]
         assert gathers and all(e["args"]["bytes"] > 0 and e["args"]["bytes_sent"] > 0 for e in gathers)
+        # Each span names its group and splits its bytes by link class: 2 nodes of 1 rank, so
+        # all of them crossed nodes.
+        assert all(e["args"]["group"] == "world" and e["args"]["intra_node_bytes"] == 0 and
+                   e["args"]["inter_node_bytes"] == e["args"]["bytes_sent"] for e in coll), coll[0]
         ops = [e for e in spans if e["pid"] == rank and e["cat"] == "op"]
         overlap = sum(max(0.0, min(g["ts"] + g["dur"], o["ts"] + o["dur"]) - max(g["ts"], o["ts"]))
                       for g in gathers for o in ops)

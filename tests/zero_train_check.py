@@ -10,6 +10,10 @@
      stage 3 (N-1)/N*(3*sum(P_u) - P_lnf)*2 B, plus the scalar all-reduces;
   4. grad-accum 2 (fp32): stages agree within a tolerance (rounding order differs);
   5. resume from a checkpoint continues bitwise;
+  2b. per link class too (intra_node / inter_node), measured == predicted on every rank, with the
+     configurations' node layouts cycling through every --ranks-per-node that divides K and the
+     detected one (one node here); and independently: a flat ring rank sends all its bytes to
+     rank+1, so its whole bytes_sent is in the class of that one link, the other class is 0;
   6. the report's time split (compute + exposed communication = the step) and per-phase peaks
      (init, forward, backward, step: the largest of them is the run's device peak, and the
      caching allocators reserved at least that).
@@ -65,9 +69,16 @@ with tempfile.TemporaryDirectory() as tmp:
     reference = None
     configs = [(z, off, ck, 0) for z in range(4) for off in (False, True) for ck in ("none", "all")]
     configs += [(3, False, "none", 1), (3, True, "every:2", 2)]  # ZeRO-3 gathering ahead
-    for zero, offload, ck, prefetch in configs:
+    # Node layouts: blocks of every divisor of K, and None (detected: one node, as mpirun here).
+    layouts = [k for k in range(1, K + 1) if K % k == 0] + [None]
+    link_classes = set()  # (class, nonzero) seen, to show both classes were exercised
+    for i, (zero, offload, ck, prefetch) in enumerate(configs):
+        per_node = layouts[i % len(layouts)]
         name = f"zero{zero}{'-offload' if offload else ''}-ck{ck}" + (f"-prefetch{prefetch}" if prefetch else "")
         args = base + ["--zero", str(zero), "--checkpoint", ck, "--prefetch", str(prefetch)] + (["--offload"] if offload else [])
+        if per_node:
+            name += f"-x{per_node}"
+            args += ["--ranks-per-node", str(per_node)]
         rep = run(args, os.path.join(tmp, name))
         losses = [s["loss"] for s in rep["steps"]]
         sig = (losses, rep["final_params_sha256"])
@@ -84,6 +95,14 @@ with tempfile.TemporaryDirectory() as tmp:
                 check(s["bytes_sent"] == s["predicted_bytes"] and s["calls"] == s["predicted_calls"],
                       f"{name} rank {r['rank']} {op}: sent {s['bytes_sent']} predicted {s['predicted_bytes']}")
                 total += s["bytes_sent"]
+                link, pred = s["bytes_by_link"], s["predicted_bytes_by_link"]
+                check(link == pred, f"{name} rank {r['rank']} {op}: by link {link} predicted {pred}")
+                node = lambda q: q // per_node if per_node else 0
+                cls = "intra_node" if node(r["rank"]) == node((r["rank"] + 1) % K) else "inter_node"
+                other = "inter_node" if cls == "intra_node" else "intra_node"
+                check(link[cls] == s["bytes_sent"] and link[other] == 0,
+                      f"{name} rank {r['rank']} {op}: the ring's link to rank+1 is {cls}, yet {link}")
+                link_classes |= {c for c in ("intra_node", "inter_node") if link[c] > 0}
             want = expected_bytes_sent(zero, r["rank"], steps)
             check(total == want, f"{name} rank {r['rank']}: {total} bytes sent, formula says {want}")
             hd = r["host_device_bytes"]
@@ -102,6 +121,9 @@ with tempfile.TemporaryDirectory() as tmp:
         for s in rep["steps"]:
             check(abs(s["compute_ms"] + s["exposed_comm_ms"] - s["ms"]) < 1e-6, f"{name}: step row {s}")
     print(f"ok: {len(configs)} configurations on {K} rank(s): identical losses {reference[1][0]}")
+    want_classes = {"intra_node", "inter_node"} if K > 1 else set()
+    check(link_classes == want_classes, f"link classes with bytes: {link_classes}, want {want_classes}")
+    print(f"ok: bytes by link class measured == predicted on every rank, layouts x{layouts}")
 
     # Gradient accumulation: the stages round in different places; fp32 keeps that small.
     acc = ["--micro-batch", "1", "--grad-accum", "2", "--steps", "4", "--precision", "fp32", "--lr", "3e-3"]

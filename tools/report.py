@@ -9,6 +9,8 @@ last leg), and writes into OUTDIR (default DIR):
   phases.png   per rank, the device (and host) peak of each phase of a step
   comm.png     per collective, bytes sent beside the prediction, and the bus bandwidth
   time.png     step time split into compute and exposed communication, per step and per rank
+  links.png    per rank and per collective, bytes sent inside the node and across nodes, each
+               beside the model's prediction
   summary.md   the key numbers and every plot with a sentence on what to read from it
 and prints the summary's path last. `shardlab report DIR` runs this; it also runs on its own:
   /usr/bin/python3 tools/report.py DIR [--out OUTDIR]"""
@@ -224,6 +226,85 @@ def plot_comm(rep, out_dir):
     return save(fig, out_dir, "comm.png")
 
 
+LINKS = [("intra_node", "inside the node", "C0"), ("inter_node", "across nodes", "C3")]
+
+
+def link_ops(rank):
+    """The collectives of one rank that report bytes by link class, in name order."""
+    return [(op, s) for op, s in sorted(rank["comm"].items()) if "bytes_by_link" in s]
+
+
+def plot_links(rep, out_dir):
+    """Bytes by link class: the first panel all collectives together, then one panel per
+    collective; in each, per rank, the bytes sent inside the node stacked under those sent across
+    nodes, and the model's prediction per class as black ticks at the same heights (a tick on each
+    boundary means measured == predicted per link)."""
+    ranks = rep["ranks"]
+    ops = [op for op, s in link_ops(ranks[0]) if s["bytes_sent"] or s["predicted_bytes"]]
+    panels = [("all collectives", None)] + [(op, op) for op in ops]
+    fig, axes = plt.subplots(1, len(panels), figsize=(max(6, 3.2 * len(panels) + 2), 4.2),
+                             squeeze=False)
+    rows = {}
+    for r in ranks:
+        for op, s in link_ops(r):
+            rows[r["rank"], op] = s
+    def panel_sum(rank, op):  # the taller of measured and predicted, for the axis
+        return sum(max(s["bytes_sent"], s["predicted_bytes"] or 0)
+                   for (q, o), s in rows.items() if q == rank and (op is None or o == op))
+    unit_all = byte_unit(max([1] + [panel_sum(r["rank"], None) for r in ranks]))[1]
+    for a, (title, op) in zip(axes[0], panels):
+        top_bytes = max([1] + [panel_sum(r["rank"], op) for r in ranks])
+        scale, unit = byte_unit(top_bytes)  # each panel its own unit: scalars beside megabytes
+        for i, r in enumerate(ranks):
+            mine = [s for (q, o), s in rows.items() if q == r["rank"] and (op is None or o == op)]
+            measured = {k: sum(s["bytes_by_link"][k] for s in mine) for k, _, _ in LINKS}
+            known = all(s.get("predicted_bytes_by_link") for s in mine)
+            bottom = 0.0
+            for k, label, color in LINKS:
+                a.bar(i, measured[k] / scale, 0.6, bottom=bottom / scale, color=color,
+                      label=label if i == 0 else None)
+                bottom += measured[k]
+            if known and mine:
+                pred = {k: sum(s["predicted_bytes_by_link"][k] for s in mine) for k, _, _ in LINKS}
+                top = 0.0
+                for k, _, _ in LINKS:
+                    top += pred[k]
+                    a.hlines(top / scale, i - 0.35, i + 0.35, colors="black", lw=1.5,
+                             label="model's prediction" if i == 0 and k == "intra_node" else None)
+                same = all(pred[k] == measured[k] for k, _, _ in LINKS)
+                a.annotate("=" if same else "≠", (i, bottom / scale), ha="center", va="bottom",
+                           fontsize=9, xytext=(0, 2), textcoords="offset points")
+        a.set_xticks(range(len(ranks)), [f"rank {r['rank']}" for r in ranks], fontsize=7,
+                     rotation=45 if len(ranks) > 4 else 0)
+        a.set_title(title, fontsize=9, pad=14)
+        a.set_ylim(0, top_bytes / scale * 1.12)  # room for the marks above the tallest bar
+        a.set_ylabel(unit, fontsize=8)
+    axes[0][0].set_ylabel(f"bytes sent over the run, {unit_all}")
+    legend_outside(axes[0][-1], handles=axes[0][0].get_legend_handles_labels()[0],
+                   labels=axes[0][0].get_legend_handles_labels()[1])
+    layout = rep.get("node_layout", "nodes as detected")
+    fig.suptitle(f"Bytes by link class ({layout}) over {ranks[0]['time']['steps']} step(s): "
+                 f"{run_title(rep)}", fontsize=10)
+    return save(fig, out_dir, "links.png")
+
+
+def link_table(rep):
+    """summary.md's rows: per rank and collective, bytes per link class measured vs the model,
+    marked = where they agree (as the training run's own table does)."""
+    lines = ["| rank | collective | intra-node | predicted | | inter-node | predicted | |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in rep["ranks"]:
+        for op, s in link_ops(r):
+            p = s.get("predicted_bytes_by_link")
+            cells = []
+            for k, _, _ in LINKS:
+                m = s["bytes_by_link"][k]
+                cells += [str(m), "—" if p is None else str(p[k]),
+                          "" if p is None else ("=" if p[k] == m else "≠")]
+            lines.append(f"| {r['rank']} | {op} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def plot_time(rep, steps, out_dir):
     """Left: each step's time, compute below exposed communication. Right: per rank, the run's
     total split the same way."""
@@ -313,6 +394,9 @@ def summary(rep, steps, run_dir, plots):
                      f"{human_bytes(plan_dev)} | {human_bytes(mem['host']['peak_bytes'])} | "
                      f"{human_bytes(mem['host']['predicted_bytes'] or 0)} |")
     lines.append("")
+    if any(link_ops(r) for r in ranks):
+        lines += [f"Bytes each rank sent by link class ({rep.get('node_layout', 'nodes as detected')}), "
+                  "measured vs the communication model:", ""] + link_table(rep) + [""]
     for name, (heading, text) in plots:
         lines += [f"## {heading}", "", f"![{name}]({name})", "", text, ""]
     return "\n".join(lines)
@@ -340,6 +424,12 @@ def explain(rep):
                      "(log scale); the black tick is the plan's prediction, so a tick on top of a "
                      "bar means the plan was exact. Right: bus bandwidth, how fast the transport "
                      "moved them; small collectives are latency-bound and look slow."),
+        "links.png": ("Bytes by link class", "Per rank, the bytes sent to ranks on the same node "
+                      "(blue: shared memory, NVLink) under those sent to other nodes (red: the "
+                      "network), for all collectives and for each; the black ticks are the "
+                      "communication model's prediction per class, and '=' over a bar says both "
+                      "classes match it exactly. A flat ring sends everything to its right "
+                      "neighbour, so only the ranks at a node's edge send across nodes."),
         "time.png": ("Step time", "Each step split into compute (blue) and exposed communication "
                      "(orange: time compute waited for the communication stream), and per rank "
                      "over the whole run. A large orange share means communication is not hidden "
@@ -360,6 +450,8 @@ def main():
     plot_report(rep, os.path.join(out_dir, "memory.png"))
     names += ["memory.png", plot_phases(rep, out_dir), plot_comm(rep, out_dir),
               plot_time(rep, steps, out_dir)]
+    if any(link_ops(r) for r in rep["ranks"]):  # reports written before issue 21 have no split
+        names.append(plot_links(rep, out_dir))
     path = os.path.join(out_dir, "summary.md")
     with open(path, "w") as f:
         f.write(summary(rep, steps, a.dir, [(n, explain(rep)[n]) for n in names]))

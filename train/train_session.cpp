@@ -181,6 +181,7 @@ Plan TrainSession::plan() const {
     po.micro_batch = spec_.micro_batch, po.seq = spec_.seq, po.grad_accum = spec_.grad_accum,
     po.prefetch = spec_.zero.prefetch;
     po.staged_comm = backend_.stages_comm_through_host();
+    po.nodes = comm_.node_layout();
     return make_plan(plan_model_from_gpt2(spec_.config, "gpt2"), po, rank_);
 }
 
