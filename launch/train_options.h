@@ -22,6 +22,10 @@ struct TrainOptions {
     std::string precision = "bf16", checkpoint = "none", schedule = "cosine";
     std::string attention = "flash"; // flash | materialize (model/attention_kind.h)
     int zero = 0, prefetch = 0;
+    // Hybrid sharding: "" (the world: flat ZeRO), a rank count S dividing N, or "node" (the
+    // ranks of one node). --ranks-per-node K declares nodes of K consecutive ranks (0: detect).
+    std::string shard_group;
+    int ranks_per_node = 0;
     bool offload = false;
     int micro_batch = 8, grad_accum = 1, global_batch = 0, steps = 100, warmup = 10;
     float lr = 1e-3f, min_lr_ratio = 0.1f, weight_decay = 0.1f, beta1 = 0.9f, beta2 = 0.95f,

@@ -7,6 +7,8 @@
 // for byte. docs/MEMORY.md derives every line.
 #pragma once
 
+#include "comm/link_bytes.h"
+#include "comm/node_layout.h"
 #include "core/memory_tracker.h"
 #include "model/attention_kind.h"
 #include "model/checkpoint_policy.h"
@@ -41,6 +43,11 @@ struct PlanOptions {
     int grad_accum = 1;
     int prefetch = 0;         // ZeRO-3: units gathered ahead of use
     bool staged_comm = false; // collectives stage device buffers through host memory
+    // Hybrid sharding (--shard-group): ZeRO 1-3 inside groups of this many consecutive ranks,
+    // each shard averaged across the ranks/shard_group replicas. 0 or `ranks`: flat.
+    int shard_group = 0;
+    // Which node each rank is on, for the bytes by link class (empty: one node of `ranks`).
+    NodeLayout nodes;
     bool inference = false;
     std::uint64_t gpu_bytes = 0; // 0: no GPU given
     std::string gpu_name;
@@ -65,7 +72,10 @@ struct MemoryPlan {
 std::optional<std::uint64_t> predicted_device_bytes(const MemoryPlan& m, Category c);
 
 struct CommPlan {
-    std::map<std::string, std::uint64_t> by_op; // bytes this rank sends per step, per collective
+    // Bytes this rank sends per step, per collective; keys as the report's: the op's name for the
+    // world ("allreduce"), "<op>@shard" / "<op>@replicate" for a hybrid run's groups.
+    std::map<std::string, std::uint64_t> by_op;
+    std::map<std::string, LinkBytes> by_op_link; // the same bytes split by link class
     std::uint64_t bytes_per_step = 0;
     std::map<std::string, std::uint64_t> calls;           // calls per step, per collective
     std::uint64_t host_to_device = 0, device_to_host = 0; // offload traffic per step

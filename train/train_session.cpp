@@ -24,19 +24,37 @@ std::unique_ptr<Updater> make_updater(const SessionSpec& s, DeviceContext& ctx, 
     return std::make_unique<DeviceUpdater>(ctx, ops, s.adam, s.precision != Precision::fp32);
 }
 
-// Restores the communicator's statistics when it leaves scope: traffic that is not a training
+// Restores the communicators' statistics when it leaves scope: traffic that is not a training
 // step's (validation, the stop agreement, checkpoints) stays out of the report.
 class StatsKeeper {
   public:
-    explicit StatsKeeper(Communicator& comm) : comm_(comm), saved_(comm.stats()) {}
-    ~StatsKeeper() { comm_.stats() = saved_; }
+    StatsKeeper(Communicator& comm, ProcessGroups* groups) {
+        keep(comm);
+        if (groups) keep(groups->shard()), keep(groups->replicate());
+    }
+    ~StatsKeeper() {
+        for (auto& [comm, saved] : saved_) comm->stats() = saved;
+    }
     StatsKeeper(const StatsKeeper&) = delete;
     StatsKeeper& operator=(const StatsKeeper&) = delete;
 
   private:
-    Communicator& comm_;
-    CommStats saved_;
+    void keep(Communicator& c) { saved_.emplace_back(&c, c.stats()); }
+    std::vector<std::pair<Communicator*, CommStats>> saved_;
 };
+
+// Hybrid sharding needs its groups only where the engine shards (stages 1-3) over fewer ranks
+// than the world; the flat engine is built exactly as before.
+std::unique_ptr<ProcessGroups> make_groups(const SessionSpec& s, Backend& backend,
+                                           Communicator& comm) {
+    const int S = s.shard_group > 0 ? s.shard_group : comm.size();
+    if (s.zero.stage == 0 || S == comm.size()) {
+        shard_group_members(comm.size(), S, comm.rank()); // S must still divide N
+        return nullptr;
+    }
+    return std::make_unique<ProcessGroups>(comm, S,
+                                           [&](MPI_Comm c) { return backend.communicator(c); });
+}
 } // namespace
 
 TrainSession::TrainSession(const SessionSpec& spec, Backend& backend, Communicator& comm, Ops& ops,
@@ -45,10 +63,12 @@ TrainSession::TrainSession(const SessionSpec& spec, Backend& backend, Communicat
       layout_(spec.config) {
     DeviceContext& ctx = backend.context();
     spec_.zero.precision = spec.precision;
+    groups_ = make_groups(spec_, backend, comm);
     updater_ = make_updater(spec_, ctx, ops);
     auto build = [&] {
-        engine_ =
-            std::make_unique<ZeroEngine>(layout_, spec_.zero, comm, ctx, ops, *updater_, init);
+        const ZeroGroups g =
+            groups_ ? ZeroGroups{comm, &groups_->shard(), &groups_->replicate()} : ZeroGroups{comm};
+        engine_ = std::make_unique<ZeroEngine>(layout_, spec_.zero, g, ctx, ops, *updater_, init);
     };
     if (agree)
         collectively(build, *agree);
@@ -109,7 +129,7 @@ StepOutcome TrainSession::step(int step, const TokenWindows& train, float lr) {
 }
 
 double TrainSession::validate(const TokenWindows& val, int batches) {
-    const StatsKeeper keep(comm_);
+    const StatsKeeper keep(comm_, groups_.get());
     const int B = spec_.micro_batch;
     const TraceScope span(backend_.context().tracer(), backend_.context().compute(), "validation",
                           "step");
@@ -127,7 +147,7 @@ double TrainSession::validate(const TokenWindows& val, int batches) {
 }
 
 int TrainSession::agree_on_stop(int mine) {
-    const StatsKeeper keep(comm_);
+    const StatsKeeper keep(comm_, groups_.get());
     const double any = engine_->average(mine);
     engine_->take_exposed_comm_seconds();
     return any == 0 ? 0 : mine != 0 ? mine : SIGTERM;
@@ -167,10 +187,27 @@ int TrainSession::resume(const std::string& dir, const nlohmann::json& config, i
 
 void TrainSession::save(const std::string& dir, const nlohmann::json& config, int step,
                         WatchedComm& outside) {
-    const StatsKeeper keep(comm_);
+    const StatsKeeper keep(comm_, groups_.get());
     ZeroEngine::OwnedState st = engine_->save_owned();
     st.iteration = step;
-    save_checkpoint(dir, config, ranks_, rank_, st, numel_, outside, true);
+    // A hybrid run saves as the S ranks of one replica would (the first group writes, the
+    // others hold the same state): the files are global element ranges, any N resumes them.
+    const int S = shard_size();
+    save_checkpoint(dir, config, S, rank_ % S, st, numel_, outside, true, rank_ < S);
+}
+
+CommStats TrainSession::comm_stats() {
+    CommStats all = comm_.stats();
+    if (groups_) {
+        all.merge(groups_->shard().stats(), "@shard");
+        all.merge(groups_->replicate().stats(), "@replicate");
+    }
+    return all;
+}
+
+void TrainSession::reset_comm_stats() {
+    comm_.stats().reset();
+    if (groups_) groups_->shard().stats().reset(), groups_->replicate().stats().reset();
 }
 
 Plan TrainSession::plan() const {
@@ -181,6 +218,8 @@ Plan TrainSession::plan() const {
     po.micro_batch = spec_.micro_batch, po.seq = spec_.seq, po.grad_accum = spec_.grad_accum,
     po.prefetch = spec_.zero.prefetch;
     po.staged_comm = backend_.stages_comm_through_host();
+    po.shard_group = shard_size();
+    po.nodes = comm_.node_layout();
     return make_plan(plan_model_from_gpt2(spec_.config, "gpt2"), po, rank_);
 }
 
