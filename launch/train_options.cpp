@@ -29,6 +29,9 @@ void add_train_options(CLI::App& cmd, TrainOptions& o) {
                    "Hybrid sharding (HSDP / MiCS): ZeRO 1-3 inside groups of S consecutive ranks "
                    "(S divides N) or of each node ('node'), replicated across the N/S groups "
                    "(default: all N ranks)");
+    cmd.add_option("--secondary-shard", o.secondary_shard,
+                   "ZeRO++ hpZ ('node', ZeRO-3): a node-local secondary shard of the 16-bit "
+                   "parameters; backward's re-gathers stay inside the node");
     cmd.add_option("--ranks-per-node", o.ranks_per_node,
                    "Declare nodes of K consecutive ranks (K divides N; default: detected from "
                    "shared memory): the node groups and link classes follow them")
@@ -113,6 +116,7 @@ nlohmann::json train_options_json(const TrainOptions& o, const nlohmann::json& m
             {"prefetch", o.prefetch},
             {"shard_group", o.shard_group},
             {"ranks_per_node", o.ranks_per_node},
+            {"secondary_shard", o.secondary_shard},
             {"checkpoint", o.checkpoint},
             {"attention", o.attention},
             {"micro_batch", o.micro_batch},

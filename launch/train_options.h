@@ -25,6 +25,7 @@ struct TrainOptions {
     // Hybrid sharding: "" (the world: flat ZeRO), a rank count S dividing N, or "node" (the
     // ranks of one node). --ranks-per-node K declares nodes of K consecutive ranks (0: detect).
     std::string shard_group;
+    std::string secondary_shard; // "node": ZeRO++ hpZ at stage 3; "": none
     int ranks_per_node = 0;
     bool offload = false;
     int micro_batch = 8, grad_accum = 1, global_batch = 0, steps = 100, warmup = 10;

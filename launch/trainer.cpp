@@ -60,6 +60,12 @@ void check_shard_group(const TrainOptions& o, int ranks, RunSetup& s) {
         throw UsageError(fmt::format("--ranks-per-node {} does not divide N = {} ranks: nodes are "
                                      "blocks of K consecutive ranks; use a divisor of {}",
                                      o.ranks_per_node, ranks, ranks));
+    if (!o.secondary_shard.empty() && o.secondary_shard != "node")
+        throw UsageError("--secondary-shard " + o.secondary_shard +
+                         " is not a secondary shard group; use 'node' (ZeRO++ hpZ)");
+    if (!o.secondary_shard.empty() && o.zero != 3)
+        throw UsageError("--secondary-shard node applies to --zero 3 only (it shards the "
+                         "parameters ZeRO-3 gathers); drop it or use --zero 3");
     if (o.shard_group.empty() || o.shard_group == "node") return;
     int S = 0;
     try {
@@ -297,6 +303,7 @@ SessionSpec session_spec(const TrainOptions& o, const RunSetup& s) {
     spec.adam = AdamWConfig{o.lr, o.beta1, o.beta2, o.eps, o.weight_decay};
     spec.offload = o.offload;
     spec.shard_group = s.shard_group;
+    spec.secondary_shard = !o.secondary_shard.empty();
     return spec;
 }
 

@@ -26,7 +26,8 @@ ZeroEngine::ZeroEngine(const ParamLayout& layout, const ZeroOptions& options, Ze
                        DeviceContext& context, Ops& ops, Updater& updater,
                        const InitialValues& init)
     : layout_(layout), o_(options), world_(groups.world), comm_(shard_comm(groups, options.stage)),
-      replicate_(replicate_comm(groups, options.stage)), ctx_(context), ops_(ops),
+      replicate_(replicate_comm(groups, options.stage)),
+      secondary_(options.stage == 3 ? groups.secondary : nullptr), ctx_(context), ops_(ops),
       updater_(updater), policy_(stage_policy(options.stage)), pdt_(param_dtype(options.precision)),
       n_(comm_.size()), rank_(comm_.rank()), schedule_(step_schedule(int(layout.num_units()) - 2)),
       scaler_(options.precision == Precision::fp16 ? LossScaler(options.loss_scale)
@@ -51,6 +52,11 @@ ZeroEngine::ZeroEngine(const ParamLayout& layout, const ZeroOptions& options, Ze
         Unit x;
         x.params = tracker.allocate(held * pb, Category::params, s);
         upload_f32(s, flat(x.params, 0, held), values.data());
+        if (secondary_) { // filled by the unit's first gather of each micro-batch
+            check(P % std::uint64_t(secondary_->size()) == 0,
+                  "internal: a secondary shard group must divide the shard group");
+            x.secondary = tracker.allocate(P / secondary_->size() * pb, Category::params, s);
+        }
         const std::uint64_t grads = policy_.shards_gradients ? own : P;
         x.grads = tracker.allocate(grads * pb, Category::grads, s);
         ops_.fill(s, flat(x.grads, 0, grads), 0.0f);
@@ -112,6 +118,7 @@ double ZeroEngine::take_exposed_comm_seconds() {
 void ZeroEngine::begin_micro_batch(bool accumulate) {
     pos_ = 0;
     accumulate_ = accumulate;
+    for (Unit& x : units_) x.gathered_once = false; // hpZ: the update changed the parameters
     // A forward-only pass (validation, sampling) stops before the backward and leaves the units
     // it prefetched for it gathered: a micro-batch starts with nothing gathered.
     release_gathered();
@@ -136,8 +143,20 @@ void ZeroEngine::gather(int unit) {
     if (last_release_) comm_.stream().wait(last_release_);
     x.gathered = ctx_.tracker().allocate(padded_[unit] * dtype_size(pdt_), Category::comm_buffers,
                                          comm_.stream());
-    comm_.label_next("gather unit " + layout_.units()[unit].name);
-    comm_.all_gather(x.params.data(), x.gathered.data(), padded_[unit], pdt_);
+    const std::size_t pb = dtype_size(pdt_);
+    if (secondary_ && x.gathered_once) { // hpZ: inside the node, from the secondary shards
+        secondary_->label_next("gather unit " + layout_.units()[unit].name + " (secondary)");
+        secondary_->all_gather(x.secondary.data(), x.gathered.data(), padded_[unit], pdt_);
+    } else {
+        comm_.label_next("gather unit " + layout_.units()[unit].name);
+        comm_.all_gather(x.params.data(), x.gathered.data(), padded_[unit], pdt_);
+    }
+    if (secondary_ && !x.gathered_once) { // keep this rank's node-local slice for later gathers
+        const std::uint64_t k = padded_[unit] / secondary_->size();
+        comm_.stream().memcpy(x.secondary.data(),
+                              x.gathered.as<char>() + secondary_->rank() * k * pb, k * pb);
+        x.gathered_once = true;
+    }
     x.gathered_at = comm_.stream().record();
 }
 

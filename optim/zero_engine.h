@@ -59,6 +59,11 @@ struct ZeroGroups {
     Communicator& world;
     Communicator* shard = nullptr;     // nullptr: the world
     Communicator* replicate = nullptr; // nullptr (or one rank): no replicas
+    // ZeRO++ hpZ (stage 3): the node's ranks, each keeping a secondary shard (1/K of every unit,
+    // 16-bit) filled from a unit's first gather in a micro-batch; every later gather of the unit
+    // in that micro-batch (backward's, the tied head's) is an all-gather of the secondary shards
+    // inside the node. nullptr: none. Its ranks must lie inside the shard group.
+    Communicator* secondary = nullptr;
 };
 
 struct StepResult {
@@ -126,11 +131,13 @@ class ZeroEngine : public UnitParams {
 
   private:
     struct Unit {
-        Allocation params;     // stage 0-2: full; stage 3: owned shard
-        Allocation gathered;   // stage 3: the full unit while live (comm_buffers)
-        EventPtr gathered_at;  // where the comm stream finished gathering it
-        Allocation grads;      // stage 0-1: full; stage 2-3: owned shard
-        Allocation grads_full; // stage 2-3: the full gradient while backward needs it
+        Allocation params;          // stage 0-2: full; stage 3: owned shard
+        Allocation gathered;        // stage 3: the full unit while live (comm_buffers)
+        EventPtr gathered_at;       // where the comm stream finished gathering it
+        Allocation grads;           // stage 0-1: full; stage 2-3: owned shard
+        Allocation grads_full;      // stage 2-3: the full gradient while backward needs it
+        Allocation secondary;       // hpZ: this rank's node-local shard of the 16-bit parameters
+        bool gathered_once = false; // hpZ: gathered in this micro-batch (the secondary is fresh)
     };
     Tensor flat(const Allocation& a, std::uint64_t offset, std::uint64_t count) const;
     OwnedShard owned(int unit) const;
@@ -152,6 +159,7 @@ class ZeroEngine : public UnitParams {
     Communicator& world_;     // the loss mean
     Communicator& comm_;      // the shard group: ZeRO's gathers and reduce-scatters (flat: world)
     Communicator* replicate_; // hybrid: the ranks holding this rank's shard; else nullptr
+    Communicator* secondary_; // hpZ: the node group; else nullptr
     DeviceContext& ctx_;
     Ops& ops_;
     Updater& updater_;

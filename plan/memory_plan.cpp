@@ -103,6 +103,14 @@ void check_options(const PlanModel& m, const PlanOptions& o) {
     if (o.prefetch < 0) throw UsageError("--prefetch must be >= 0");
     if (o.prefetch > 0 && o.zero != 3)
         throw UsageError("--prefetch applies to ZeRO-3 only; drop it or use --zero 3");
+    if (o.secondary_shard > 0 && o.zero != 3)
+        throw UsageError("--secondary-shard applies to ZeRO-3 only; drop it or use --zero 3");
+    if (o.secondary_shard > 0 &&
+        (o.shard_group > 0 ? o.shard_group : o.ranks) % o.secondary_shard != 0)
+        throw UsageError(fmt::format(
+            "--secondary-shard: a node of {} ranks must lie inside a shard group of {}; the "
+            "node's size must divide the shard group's",
+            o.secondary_shard, o.shard_group > 0 ? o.shard_group : o.ranks));
     if (o.precision == Precision::fp32 && !o.master)
         throw UsageError(
             "--no-master applies to mixed precision; fp32 training has no separate master copy");
@@ -158,6 +166,8 @@ void model_states(const PlanModel& m, const PlanOptions& o, MemoryPlan& mem) {
             max_block = std::max(max_block, P);
     }
     mem.params = (policy.shards_parameters ? owned : full) * pb;
+    if (policy.shards_parameters && o.secondary_shard > 0) // hpZ's node-local shards
+        for (auto n : m.unit_numel) mem.params += padded_numel(n, N) / o.secondary_shard * pb;
     if (!policy.shards_gradients) {
         mem.grads = full * gb;
     } else { // the owned shard, plus full unit gradients from first use to reduce-scatter
@@ -255,6 +265,15 @@ Groups groups(const PlanOptions& o, int rank) {
         {nodes.restrict_to(replicate_group_members(N, S, rank)), rank / S, h ? "@replicate" : ""}};
 }
 
+// hpZ's secondary group: the K consecutive ranks around `rank` (K | S, checked with the options).
+Group secondary_group(const PlanOptions& o, int rank) {
+    const int N = o.ranks, K = o.secondary_shard;
+    const NodeLayout nodes = o.nodes.size() == N ? o.nodes : NodeLayout::single_node(N);
+    std::vector<int> members;
+    for (int j = 0; j < K; ++j) members.push_back(rank / K * K + j);
+    return {nodes.restrict_to(members), rank % K, "@node"};
+}
+
 CommPlan communication(const PlanModel& m, const PlanOptions& o, int rank,
                        const GatherSimulation* sim) {
     const int N = sharding_ranks(o), A = o.grad_accum;
@@ -293,10 +312,15 @@ CommPlan communication(const PlanModel& m, const PlanOptions& o, int rank,
             add_op(c, shard_op("allgather"), sent(CollectiveOp::allgather, P, pb), 1);
     }
     if (policy.shards_parameters && sim)
-        for (int u : sim->gathers)
-            add_op(c, shard_op("allgather"),
-                   times(A, sent(CollectiveOp::allgather, padded_numel(m.unit_numel[u], N), pb)),
-                   A);
+        for (std::size_t i = 0; i < sim->gathers.size(); ++i) {
+            const std::uint64_t P = padded_numel(m.unit_numel[sim->gathers[i]], N);
+            // hpZ: a unit gathered before in the micro-batch is gathered inside the node
+            const bool node =
+                o.secondary_shard > 0 && i < sim->regathers.size() && sim->regathers[i];
+            const Group& from = node ? secondary_group(o, rank) : sg;
+            add_op(c, node ? "allgather" + from.suffix : shard_op("allgather"),
+                   times(A, from.sent(CollectiveOp::allgather, P, pb)), A);
+        }
     // The gradient norm (over the sharding ranks: a hybrid run's replicas hold the same shards)
     // and the mean loss (over the world): one fp32 each (the norm also tells fp16 ranks alike
     // whether any gradient overflowed).
@@ -373,6 +397,7 @@ Plan make_plan(const PlanModel& model, const PlanOptions& o, int rank) {
         dp.zero = 0;
         dp.offload = false;
         dp.prefetch = 0;
+        dp.secondary_shard = 0;
         const std::uint64_t base = plan_once(model, dp, rank).comm.bytes_per_step;
         p.comm.ratio_to_dp = base ? double(p.comm.bytes_per_step) / double(base) : 0.0;
     }

@@ -46,6 +46,9 @@ struct PlanOptions {
     // Hybrid sharding (--shard-group): ZeRO 1-3 inside groups of this many consecutive ranks,
     // each shard averaged across the ranks/shard_group replicas. 0 or `ranks`: flat.
     int shard_group = 0;
+    // ZeRO++ hpZ (--secondary-shard node, stage 3): a secondary shard of the 16-bit parameters
+    // over this many ranks (a node), which every re-gather in a micro-batch reads. 0: none.
+    int secondary_shard = 0;
     // Which node each rank is on, for the bytes by link class (empty: one node of `ranks`).
     NodeLayout nodes;
     bool inference = false;
@@ -73,7 +76,8 @@ std::optional<std::uint64_t> predicted_device_bytes(const MemoryPlan& m, Categor
 
 struct CommPlan {
     // Bytes this rank sends per step, per collective; keys as the report's: the op's name for the
-    // world ("allreduce"), "<op>@shard" / "<op>@replicate" for a hybrid run's groups.
+    // world ("allreduce"), "<op>@shard" / "<op>@replicate" for a hybrid run's groups,
+    // "allgather@node" for hpZ's gathers from the secondary shards.
     std::map<std::string, std::uint64_t> by_op;
     std::map<std::string, LinkBytes> by_op_link; // the same bytes split by link class
     std::uint64_t bytes_per_step = 0;

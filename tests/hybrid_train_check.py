@@ -13,7 +13,9 @@
      steps within a relative 1e-5 (argued below);
   4. checkpoints across layouts (N = 4): a hybrid run's checkpoint resumed flat, and a flat one
      resumed hybrid, continue with the loss the uninterrupted run had (bitwise);
-  5. a layout that does not divide is refused on every rank with the rule named.
+  5. a layout that does not divide is refused on every rank with the rule named;
+  6. ZeRO++ hpZ (--secondary-shard node, N = 4): bitwise ZeRO-3's bits flat and hybrid, the
+     backward's re-gathers counted under "allgather@node", refusals.
 Usage: hybrid_train_check.py N SHARDLAB MPIRUN [MPIRUN ARGS...]"""
 import json
 import os
@@ -78,6 +80,8 @@ def check_report(name, rep, zero, S, rpn):
                   f"{name} rank {rank} {op}: sent {s['bytes_sent']} predicted {s['predicted_bytes']} "
                   f"calls {s['calls']} predicted {s['predicted_calls']}")
         ops = r["comm"]
+        if S == N:  # flat (hpZ): the ops keep their world names
+            continue
         # The gradients' reduce-scatters inside the group: the ring over S on units padded to S.
         rs = STEPS * sum(ring_frac(padded(u, S), S) for u in units) * 2
         check(ops.get("reduce_scatter@shard", {}).get("bytes_sent") == rs,
@@ -130,7 +134,8 @@ with tempfile.TemporaryDirectory() as tmp:
     # computed on the weights after step 2, which the resumed run loaded: bitwise the
     # uninterrupted run's.
     z3 = BASE + ["--zero", "3"]
-    flat_z3 = [s["loss"] for s in run(z3, os.path.join(tmp, "flat-z3"))["steps"]] if N == 4 else []
+    flat_rep = run(z3, os.path.join(tmp, "flat-z3")) if N == 4 else None
+    flat_z3 = [s["loss"] for s in flat_rep["steps"]] if N == 4 else []
     for src, dst, straight in (("hybrid", "flat", hybrid_losses), ("flat", "hybrid", flat_z3))[:2 if N == 4 else 0]:
         d = os.path.join(tmp, f"ck-{src}")
         run(z3 + (lflags if src == "hybrid" else []) + ["--save-every", "2", "--stop-after", "2"], d)
@@ -141,6 +146,26 @@ with tempfile.TemporaryDirectory() as tmp:
         check(got == [(3, straight[2])], f"{src} checkpoint resumed {dst}: {got} vs step 3 loss {straight[2]}")
     if N == 4:
         print("ok: a hybrid checkpoint resumes flat and a flat one hybrid (step 3 losses bitwise)")
+
+    # 4b: ZeRO++ hpZ (N = 4, nodes of 2): a re-gather reads the node's secondary shards, a copy
+    # of the same bits, so flat and hybrid ZeRO-3 give their own bits exactly; bytes and memory
+    # (the secondary shard is params) as predicted; only with ZeRO-3 and a node inside a group.
+    if N == 4:
+        hpz = ["--ranks-per-node", "2", "--secondary-shard", "node"]
+        for name, args, S, want in (("hpz-flat", z3 + hpz, N, (flat_z3, flat_rep["final_params_sha256"])),
+                                    ("hpz-2x2", z3 + hpz + ["--shard-group", "node"], 2, references[2][1])):
+            rep = run(args, os.path.join(tmp, name))
+            check_report(name, rep, 3, S, 2)
+            sig = ([s["loss"] for s in rep["steps"]], rep["final_params_sha256"])
+            check(sig == (list(want[0]), want[1]), f"{name}: {sig} differs from ZeRO-3 without hpZ {want}")
+            check(all(r["comm"]["allgather@node"]["calls"] == 3 * STEPS for r in rep["ranks"]),
+                  f"{name}: re-gathers per step {[r['comm'].get('allgather@node') for r in rep['ranks']]}")
+        for bad, why in ((["--zero", "2", "--secondary-shard", "node"], "applies to --zero 3 only"),
+                         (["--zero", "3"] + hpz + ["--shard-group", "1"], "must be a block of consecutive ranks inside one shard group")):
+            p = run(BASE + bad, os.path.join(tmp, "bad-hpz"), expect_ok=False)
+            check(p.returncode != 0 and why in p.stderr, f"{bad}: exit {p.returncode}, {p.stderr[-300:]}")
+        print("ok: hpZ flat and 2x2: ZeRO-3's bits, the re-gathers inside the node, bytes and memory "
+              "as predicted; refused without ZeRO-3 or with a node across groups")
 
     # 5: a layout that does not divide is refused, on every rank, before training.
     bad = N - 1 if N > 3 else 4

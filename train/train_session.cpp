@@ -30,7 +30,7 @@ class StatsKeeper {
   public:
     StatsKeeper(Communicator& comm, ProcessGroups* groups) {
         keep(comm);
-        if (groups) keep(groups->shard()), keep(groups->replicate());
+        if (groups) keep(groups->shard()), keep(groups->replicate()), keep(groups->node());
     }
     ~StatsKeeper() {
         for (auto& [comm, saved] : saved_) comm->stats() = saved;
@@ -44,11 +44,12 @@ class StatsKeeper {
 };
 
 // Hybrid sharding needs its groups only where the engine shards (stages 1-3) over fewer ranks
-// than the world; the flat engine is built exactly as before.
+// than the world, hpZ for its node group; the flat engine is built exactly as before.
 std::unique_ptr<ProcessGroups> make_groups(const SessionSpec& s, Backend& backend,
                                            Communicator& comm) {
     const int S = s.shard_group > 0 ? s.shard_group : comm.size();
-    if (s.zero.stage == 0 || S == comm.size()) {
+    const bool hpz = s.secondary_shard && s.zero.stage == 3;
+    if (!hpz && (s.zero.stage == 0 || S == comm.size())) {
         shard_group_members(comm.size(), S, comm.rank()); // S must still divide N
         return nullptr;
     }
@@ -66,8 +67,18 @@ TrainSession::TrainSession(const SessionSpec& spec, Backend& backend, Communicat
     groups_ = make_groups(spec_, backend, comm);
     updater_ = make_updater(spec_, ctx, ops);
     auto build = [&] {
-        const ZeroGroups g =
-            groups_ ? ZeroGroups{comm, &groups_->shard(), &groups_->replicate()} : ZeroGroups{comm};
+        ZeroGroups g{comm};
+        if (hybrid()) g.shard = &groups_->shard(), g.replicate = &groups_->replicate();
+        if (groups_ && spec_.secondary_shard) {
+            const int K = groups_->node().size();
+            if (shard_size() % K != 0 || node_shard_size(comm.node_layout()) != K)
+                throw UsageError(fmt::format(
+                    "--secondary-shard node: each node ({}) must be a block of consecutive ranks "
+                    "inside one shard group of {}; use a shard group that is a multiple of the "
+                    "node",
+                    comm.node_layout().describe(), shard_size()));
+            g.secondary = &groups_->node();
+        }
         engine_ = std::make_unique<ZeroEngine>(layout_, spec_.zero, g, ctx, ops, *updater_, init);
     };
     if (agree)
@@ -198,16 +209,20 @@ void TrainSession::save(const std::string& dir, const nlohmann::json& config, in
 
 CommStats TrainSession::comm_stats() {
     CommStats all = comm_.stats();
-    if (groups_) {
+    if (hybrid()) {
         all.merge(groups_->shard().stats(), "@shard");
         all.merge(groups_->replicate().stats(), "@replicate");
     }
+    if (groups_) all.merge(groups_->node().stats(), "@node");
     return all;
 }
 
 void TrainSession::reset_comm_stats() {
     comm_.stats().reset();
-    if (groups_) groups_->shard().stats().reset(), groups_->replicate().stats().reset();
+    if (groups_) {
+        groups_->shard().stats().reset(), groups_->replicate().stats().reset();
+        groups_->node().stats().reset();
+    }
 }
 
 Plan TrainSession::plan() const {
@@ -219,6 +234,7 @@ Plan TrainSession::plan() const {
     po.prefetch = spec_.zero.prefetch;
     po.staged_comm = backend_.stages_comm_through_host();
     po.shard_group = shard_size();
+    po.secondary_shard = groups_ && spec_.secondary_shard ? groups_->node().size() : 0;
     po.nodes = comm_.node_layout();
     return make_plan(plan_model_from_gpt2(spec_.config, "gpt2"), po, rank_);
 }

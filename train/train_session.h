@@ -45,6 +45,9 @@ struct SessionSpec {
     // Hybrid sharding: ZeRO 1-3 inside groups of this many consecutive ranks, replicated across
     // the N/S groups (comm/process_groups.h). 0 or N: flat ZeRO over the world. Must divide N.
     int shard_group = 0;
+    // ZeRO++ hpZ (stage 3): a secondary shard per node (the world's node layout, blocks of K
+    // consecutive ranks with K | S), read by every re-gather of a micro-batch.
+    bool secondary_shard = false;
 };
 
 struct StepOutcome {
@@ -89,11 +92,13 @@ class TrainSession {
     // What the plan predicts for this session on this rank (staged_comm: the backend's).
     Plan plan() const;
     // The training traffic of every communicator the engine uses: the world's under its keys,
-    // a hybrid run's shard and replicate groups' as "<op>@shard" and "<op>@replicate".
+    // a hybrid run's shard and replicate groups' as "<op>@shard" and "<op>@replicate", hpZ's
+    // node group's as "<op>@node".
     CommStats comm_stats();
     void reset_comm_stats();
     // The shard group's size (N when flat) and whether the engine runs hybrid.
     int shard_size() const { return groups_ ? groups_->shard_size() : ranks_; }
+    bool hybrid() const { return shard_size() < ranks_; }
 
     const SessionSpec& spec() const { return spec_; }
     ZeroEngine& engine() { return *engine_; }
