@@ -304,6 +304,7 @@ SessionSpec session_spec(const TrainOptions& o, const RunSetup& s) {
     spec.offload = o.offload;
     spec.shard_group = s.shard_group;
     spec.secondary_shard = !o.secondary_shard.empty();
+    spec.collective_timeout = o.collective_timeout;
     return spec;
 }
 

@@ -58,6 +58,11 @@ def check(cond, what):
         print("FAIL:", what)
 
 
+def report(part_failures, what):
+    """A part's summary line: "ok" only when none of its checks failed."""
+    print(("ok: " if len(failures) == part_failures else "NOT ok: ") + what)
+
+
 def padded(n, s):
     return (n + s - 1) // s * s
 
@@ -95,6 +100,7 @@ with tempfile.TemporaryDirectory() as tmp:
     # 1-2: the stages within each layout.
     references = {}  # S -> (name, losses and hash) of its first run
     for i, (lname, lflags, S, rpn) in enumerate(LAYOUTS):
+        n0 = len(failures)
         configs = ([(1, False), (2, False), (3, False), (3, True)] if i == 0 else
                    [(2, False)] if S in references else [(1, False), (3, True)])
         for zero, offload in configs:
@@ -105,7 +111,7 @@ with tempfile.TemporaryDirectory() as tmp:
             sig = ([s["loss"] for s in rep["steps"]], rep["final_params_sha256"])
             reference = references.setdefault(S, (name, sig))
             check(sig == reference[1], f"{name}: losses/weights {sig} differ from {reference[0]}'s {reference[1]}")
-        print(f"ok: {lname}: zero {', '.join(f'{z}' + ('+offload' if o else '') for z, o in configs)} "
+        report(n0, f"{lname}: zero {', '.join(f'{z}' + ('+offload' if o else '') for z, o in configs)} "
               f"bitwise equal to {references[S][0]}: {references[S][1][0]}; bytes and memory as "
               f"predicted on every rank")
     hybrid_losses = references[LAYOUTS[0][2]][1][0]
@@ -121,19 +127,21 @@ with tempfile.TemporaryDirectory() as tmp:
     # relative (zero_train_check.py holds reordered fp32 stages to the same bound); a bug in the
     # reduction (a missing replica, a wrong divisor) moves it by the gradient's own size (> 1e-3).
     lname, lflags, S, rpn = LAYOUTS[0]
+    n0 = len(failures)
     fp32 = BASE + ["--precision", "fp32", "--zero", "3"]
     flat = [s["loss"] for s in run(fp32, os.path.join(tmp, "flat-fp32"))["steps"]]
     hyb = [s["loss"] for s in run(fp32 + lflags, os.path.join(tmp, "hybrid-fp32"))["steps"]]
     worst = max(abs(a - b) / abs(b) for a, b in zip(hyb, flat))
     check(hyb[0] == flat[0], f"hybrid vs flat: step 1 losses {hyb[0]} {flat[0]} differ")
     check(worst < 1e-5, f"hybrid vs flat ZeRO-3 (fp32): relative loss difference {worst:.2e} >= 1e-5")
-    print(f"ok: hybrid {lname} vs flat ZeRO-3 (fp32): relative loss difference {worst:.2e} "
+    report(n0, f"hybrid {lname} vs flat ZeRO-3 (fp32): relative loss difference {worst:.2e} "
           f"(< 1e-5): {hyb} vs {flat}")
 
     # 4: checkpoints across layouts (bf16, ZeRO-3; at N = 4 only: CI time). Step 3's loss is
     # computed on the weights after step 2, which the resumed run loaded: bitwise the
     # uninterrupted run's.
     z3 = BASE + ["--zero", "3"]
+    n0 = len(failures)
     flat_rep = run(z3, os.path.join(tmp, "flat-z3")) if N == 4 else None
     flat_z3 = [s["loss"] for s in flat_rep["steps"]] if N == 4 else []
     for src, dst, straight in (("hybrid", "flat", hybrid_losses), ("flat", "hybrid", flat_z3))[:2 if N == 4 else 0]:
@@ -145,11 +153,12 @@ with tempfile.TemporaryDirectory() as tmp:
         got = [(s["step"], s["loss"]) for s in resumed["steps"]]
         check(got == [(3, straight[2])], f"{src} checkpoint resumed {dst}: {got} vs step 3 loss {straight[2]}")
     if N == 4:
-        print("ok: a hybrid checkpoint resumes flat and a flat one hybrid (step 3 losses bitwise)")
+        report(n0, "a hybrid checkpoint resumes flat and a flat one hybrid (step 3 losses bitwise)")
 
     # 4b: ZeRO++ hpZ (N = 4, nodes of 2): a re-gather reads the node's secondary shards, a copy
     # of the same bits, so flat and hybrid ZeRO-3 give their own bits exactly; bytes and memory
     # (the secondary shard is params) as predicted; only with ZeRO-3 and a node inside a group.
+    n0 = len(failures)
     if N == 4:
         hpz = ["--ranks-per-node", "2", "--secondary-shard", "node"]
         for name, args, S, want in (("hpz-flat", z3 + hpz, N, (flat_z3, flat_rep["final_params_sha256"])),
@@ -164,10 +173,11 @@ with tempfile.TemporaryDirectory() as tmp:
                          (["--zero", "3"] + hpz + ["--shard-group", "1"], "must be a block of consecutive ranks inside one shard group")):
             p = run(BASE + bad, os.path.join(tmp, "bad-hpz"), expect_ok=False)
             check(p.returncode != 0 and why in p.stderr, f"{bad}: exit {p.returncode}, {p.stderr[-300:]}")
-        print("ok: hpZ flat and 2x2: ZeRO-3's bits, the re-gathers inside the node, bytes and memory "
+        report(n0, "hpZ flat and 2x2: ZeRO-3's bits, the re-gathers inside the node, bytes and memory "
               "as predicted; refused without ZeRO-3 or with a node across groups")
 
     # 5: a layout that does not divide is refused, on every rank, before training.
+    n0 = len(failures)
     bad = N - 1 if N > 3 else 4
     p = run(BASE + ["--zero", "3", "--shard-group", str(bad)], os.path.join(tmp, "bad"), expect_ok=False)
     check(p.returncode != 0 and f"--shard-group {bad} does not divide N = {N}" in p.stderr
@@ -175,5 +185,5 @@ with tempfile.TemporaryDirectory() as tmp:
           f"--shard-group {bad}: exit {p.returncode}, {p.stderr[-400:]}")
     check(not os.path.exists(os.path.join(tmp, "bad", "report.json")), "refused run wrote a report")
     said = [line for line in p.stderr.splitlines() if "does not divide" in line]
-    print(f"ok: --shard-group {bad} refused on every rank: {said[0] if said else p.stderr[-200:]}")
+    report(n0, f"--shard-group {bad} refused on every rank: {said[0] if said else p.stderr[-200:]}")
 sys.exit(1 if failures else 0)

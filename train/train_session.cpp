@@ -53,8 +53,11 @@ std::unique_ptr<ProcessGroups> make_groups(const SessionSpec& s, Backend& backen
         shard_group_members(comm.size(), S, comm.rank()); // S must still divide N
         return nullptr;
     }
-    return std::make_unique<ProcessGroups>(comm, S,
-                                           [&](MPI_Comm c) { return backend.communicator(c); });
+    return std::make_unique<ProcessGroups>(comm, S, [&](MPI_Comm c) {
+        std::unique_ptr<Communicator> group = backend.communicator(c);
+        if (s.collective_timeout) group->set_collective_timeout(*s.collective_timeout);
+        return group;
+    });
 }
 } // namespace
 

@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,9 @@ struct SessionSpec {
     // ZeRO++ hpZ (stage 3): a secondary shard per node (the world's node layout, blocks of K
     // consecutive ranks with K | S), read by every re-gather of a micro-batch.
     bool secondary_shard = false;
+    // The groups' communicators' collective timeout (comm/mpi_watchdog.h; none: the default), as
+    // the caller set on the world's.
+    std::optional<double> collective_timeout;
 };
 
 struct StepOutcome {
