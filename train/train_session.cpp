@@ -72,7 +72,7 @@ TrainSession::TrainSession(const SessionSpec& spec, Backend& backend, Communicat
     auto build = [&] {
         ZeroGroups g{comm};
         if (hybrid()) g.shard = &groups_->shard(), g.replicate = &groups_->replicate();
-        if (groups_ && spec_.secondary_shard) {
+        if (groups_ && spec_.secondary_shard && spec_.zero.stage == 3) {
             const int K = groups_->node().size();
             if (shard_size() % K != 0 || node_shard_size(comm.node_layout()) != K)
                 throw UsageError(fmt::format(
@@ -237,7 +237,8 @@ Plan TrainSession::plan() const {
     po.prefetch = spec_.zero.prefetch;
     po.staged_comm = backend_.stages_comm_through_host();
     po.shard_group = shard_size();
-    po.secondary_shard = groups_ && spec_.secondary_shard ? groups_->node().size() : 0;
+    po.secondary_shard =
+        groups_ && spec_.secondary_shard && spec_.zero.stage == 3 ? groups_->node().size() : 0;
     po.nodes = comm_.node_layout();
     return make_plan(plan_model_from_gpt2(spec_.config, "gpt2"), po, rank_);
 }
