@@ -14,6 +14,18 @@ void CommStats::record(const std::string& key, std::uint64_t sent, std::uint64_t
     s.bytes_measured = bytes_measured;
 }
 
+void CommStats::merge(const CommStats& other, const std::string& suffix) {
+    for (const auto& [key, o] : other.ops()) {
+        OpStats& s = ops_[key + suffix];
+        s.calls += o.calls;
+        s.bytes_sent += o.bytes_sent;
+        s.bytes_received += o.bytes_received;
+        s.sent_by_link += o.sent_by_link;
+        s.seconds += o.seconds;
+        s.bytes_measured = o.bytes_measured;
+    }
+}
+
 OpStats CommStats::get(const std::string& key) const {
     auto it = ops_.find(key);
     return it == ops_.end() ? OpStats{} : it->second;

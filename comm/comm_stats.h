@@ -32,6 +32,9 @@ class CommStats {
     const std::map<std::string, OpStats>& ops() const { return ops_; }
     OpStats get(const std::string& key) const; // zeros when never called
     void reset() { ops_.clear(); }
+    // Adds another communicator's statistics, each key with `suffix` appended: a hybrid run's
+    // shard and replicate groups report as "reduce_scatter@shard", "allreduce@replicate".
+    void merge(const CommStats& other, const std::string& suffix);
 
   private:
     std::map<std::string, OpStats> ops_;

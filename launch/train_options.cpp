@@ -25,6 +25,17 @@ void add_train_options(CLI::App& cmd, TrainOptions& o) {
     cmd.add_flag("--offload", o.offload,
                  "Master weights, m, v and the update on the host (any stage)");
     cmd.add_option("--prefetch", o.prefetch, "ZeRO-3: units gathered ahead of use");
+    cmd.add_option("--shard-group", o.shard_group,
+                   "Hybrid sharding (HSDP / MiCS): ZeRO 1-3 inside groups of S consecutive ranks "
+                   "(S divides N) or of each node ('node'), replicated across the N/S groups "
+                   "(default: all N ranks)");
+    cmd.add_option("--secondary-shard", o.secondary_shard,
+                   "ZeRO++ hpZ ('node', ZeRO-3): a node-local secondary shard of the 16-bit "
+                   "parameters; backward's re-gathers stay inside the node");
+    cmd.add_option("--ranks-per-node", o.ranks_per_node,
+                   "Declare nodes of K consecutive ranks (K divides N; default: detected from "
+                   "shared memory): the node groups and link classes follow them")
+        ->check(at_least(0));
     cmd.add_option("--checkpoint", o.checkpoint, "Activation checkpointing: none | all | every:K");
     cmd.add_option("--attention", o.attention,
                    "flash (tiles and an online softmax; keeps a per-row log-sum-exp) | "
@@ -92,10 +103,6 @@ void add_train_options(CLI::App& cmd, TrainOptions& o) {
                    "it is and the job ends (a stopped or hung rank; 0: wait forever; at least 1 "
                    "s: shorter waits happen in healthy runs)")
         ->check(zero_or_in_range(1, 1e9, "wait forever"));
-    cmd.add_option("--ranks-per-node", o.ranks_per_node,
-                   "Declare nodes of K consecutive ranks (must divide the ranks), for the report's "
-                   "bytes by link class; default: ranks sharing memory (MPI_COMM_TYPE_SHARED)")
-        ->check(at_least(1));
 }
 
 nlohmann::json train_options_json(const TrainOptions& o, const nlohmann::json& model, int seq,
@@ -107,6 +114,9 @@ nlohmann::json train_options_json(const TrainOptions& o, const nlohmann::json& m
             {"zero", o.zero},
             {"offload", o.offload},
             {"prefetch", o.prefetch},
+            {"shard_group", o.shard_group},
+            {"ranks_per_node", o.ranks_per_node},
+            {"secondary_shard", o.secondary_shard},
             {"checkpoint", o.checkpoint},
             {"attention", o.attention},
             {"micro_batch", o.micro_batch},

@@ -22,6 +22,11 @@ struct TrainOptions {
     std::string precision = "bf16", checkpoint = "none", schedule = "cosine";
     std::string attention = "flash"; // flash | materialize (model/attention_kind.h)
     int zero = 0, prefetch = 0;
+    // Hybrid sharding: "" (the world: flat ZeRO), a rank count S dividing N, or "node" (the
+    // ranks of one node). --ranks-per-node K declares nodes of K consecutive ranks (0: detect).
+    std::string shard_group;
+    std::string secondary_shard; // "node": ZeRO++ hpZ at stage 3; "": none
+    int ranks_per_node = 0;
     bool offload = false;
     int micro_batch = 8, grad_accum = 1, global_batch = 0, steps = 100, warmup = 10;
     float lr = 1e-3f, min_lr_ratio = 0.1f, weight_decay = 0.1f, beta1 = 0.9f, beta2 = 0.95f,
@@ -43,7 +48,6 @@ struct TrainOptions {
     bool log_memory = false; // each step\'s tracked bytes and RSS, every rank, in steps.jsonl
     double collective_timeout =
         300;                      // seconds one collective may wait (comm/mpi_watchdog.h); 0: none
-    int ranks_per_node = 0;       // --ranks-per-node K: nodes of K consecutive ranks (0: detected)
     std::string config_file;      // applied by add_train_command's runner (flags win)
     std::string deepspeed_config; // ditto, after config_file (launch/deepspeed_config.h)
     bool print_config = false;    // print the options as JSON and exit without training

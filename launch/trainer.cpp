@@ -4,6 +4,7 @@
 
 #include "comm/agreement.h"
 #include "comm/node_layout.h"
+#include "comm/process_groups.h"
 #include "core/error.h"
 #include "core/timer.h"
 #include "launch/cli_util.h"
@@ -50,7 +51,41 @@ struct RunSetup {
     Precision precision = Precision::bf16;
     CheckpointPolicy checkpoint;
     AttentionKind attention = AttentionKind::flash;
+    int shard_group = 0; // S resolved (0: the world); "node" is resolved once the nodes are known
 };
+
+// --shard-group's rule, checked before anything runs: S consecutive ranks per group, N/S groups.
+void check_shard_group(const TrainOptions& o, int ranks, RunSetup& s) {
+    if (o.ranks_per_node > 0 && ranks % o.ranks_per_node != 0)
+        throw UsageError(fmt::format("--ranks-per-node {} does not divide N = {} ranks: nodes are "
+                                     "blocks of K consecutive ranks; use a divisor of {}",
+                                     o.ranks_per_node, ranks, ranks));
+    if (!o.secondary_shard.empty() && o.secondary_shard != "node")
+        throw UsageError("--secondary-shard " + o.secondary_shard +
+                         " is not a secondary shard group; use 'node' (ZeRO++ hpZ)");
+    if (!o.secondary_shard.empty() && o.zero != 3)
+        throw UsageError("--secondary-shard node applies to --zero 3 only (it shards the "
+                         "parameters ZeRO-3 gathers); drop it or use --zero 3");
+    if (o.shard_group.empty() || o.shard_group == "node") return;
+    int S = 0;
+    try {
+        std::size_t pos = 0;
+        S = std::stoi(o.shard_group, &pos);
+        if (pos != o.shard_group.size()) S = 0;
+    } catch (const std::exception&) {
+        S = 0;
+    }
+    std::string divisors;
+    for (int d = 1; d <= ranks; ++d)
+        if (ranks % d == 0) divisors += (divisors.empty() ? "" : ", ") + std::to_string(d);
+    if (S < 1 || ranks % S != 0)
+        throw UsageError(fmt::format(
+            "--shard-group {} does not divide N = {} ranks: ZeRO shards inside groups of S "
+            "consecutive ranks and replicates across the N/S groups, so S must divide N; use "
+            "one of {} or 'node'",
+            o.shard_group, ranks, divisors));
+    s.shard_group = S;
+}
 
 // A run directory holding another run (its report, log or checkpoint) is not overwritten unless
 // asked: --resume continues it, --overwrite replaces it.
@@ -166,6 +201,7 @@ RunSetup prepare(const TrainOptions& o, int ranks, int rank) {
                          " takes the model's shape from the file; drop --layers, --hidden, "
                          "--heads, --kv-heads, --vocab and --seq");
     check_run_directory(o);
+    check_shard_group(o, ranks, s);
     s.grad_accum = o.grad_accum;
     if (o.global_batch) {
         const int per_step = ranks * o.micro_batch;
@@ -266,6 +302,9 @@ SessionSpec session_spec(const TrainOptions& o, const RunSetup& s) {
     spec.zero = ZeroOptions{o.zero, s.precision, o.prefetch, o.grad_clip, o.loss_scale};
     spec.adam = AdamWConfig{o.lr, o.beta1, o.beta2, o.eps, o.weight_decay};
     spec.offload = o.offload;
+    spec.shard_group = s.shard_group;
+    spec.secondary_shard = !o.secondary_shard.empty();
+    spec.collective_timeout = o.collective_timeout;
     return spec;
 }
 
@@ -296,7 +335,7 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
     const int first =
         o.resume.empty() ? 0 : session.resume(o.resume, config, o.stop_after, outside);
     engine.take_exposed_comm_seconds();
-    comm.stats().reset();
+    session.reset_comm_stats();
     tracker.snapshot("init");
     const std::uint64_t init_resident_peak = peak_resident_bytes();
     reset_peak_resident();
@@ -313,8 +352,13 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
     if (lead && !o.quiet)
         fmt::print("training {} on {} rank(s): ZeRO-{}{}, {}, micro-batch {} x {} tokens, "
                    "grad-accum {}, {} steps, {} attention\n",
-                   s.config.describe(), N, o.zero, o.offload ? " + offload" : "", o.precision, B,
-                   T_, A, o.steps, attention_name(s.attention));
+                   s.config.describe(), N, o.zero,
+                   std::string(o.offload ? " + offload" : "") +
+                       (session.shard_size() < N
+                            ? fmt::format(" sharded in groups of {} x {} replicas",
+                                          session.shard_size(), N / session.shard_size())
+                            : ""),
+                   o.precision, B, T_, A, o.steps, attention_name(s.attention));
 
     RunTiming timing;
     std::unique_ptr<Progress> progress;
@@ -396,7 +440,7 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
 
     // What the report shows is measured here, before consolidation and sampling move more bytes.
     const MemoryCounts memory = tracker.counts();
-    const CommStats stats = comm.stats();
+    const CommStats stats = session.comm_stats();
     const std::vector<PhaseSnapshot> phases = tracker.phases();
     const ReservedBytes reserved{tracker.allocator(Arena::device).peak_reserved(),
                                  tracker.allocator(Arena::host).peak_reserved()};
@@ -486,16 +530,15 @@ int run_training(const TrainOptions& o) {
     MPI_Comm_size(MPI_COMM_WORLD, &ranks);
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    // Declared nodes must divide the ranks: refused on every rank alike, before any work.
-    const NodeLayout nodes =
-        o.ranks_per_node > 0 ? NodeLayout::blocks(ranks, o.ranks_per_node) : NodeLayout{};
     RunSetup setup;
     WatchedComm outside(MPI_COMM_WORLD, o.collective_timeout);
     collectively([&] { setup = prepare(o, ranks, rank); }, outside); // files differ per node
     const std::unique_ptr<Backend> backend = make_backend(o.device, MPI_COMM_WORLD, outside);
     const std::unique_ptr<Communicator> comm = backend->communicator(MPI_COMM_WORLD);
     comm->set_collective_timeout(o.collective_timeout);
-    if (nodes.size() > 0) comm->set_node_layout(nodes); // else its own detection stands
+    if (o.ranks_per_node > 0) comm->set_node_layout(NodeLayout::blocks(ranks, o.ranks_per_node));
+    if (o.shard_group == "node") // every rank sees the same layout, so refuses alike
+        collectively([&] { setup.shard_group = node_shard_size(comm->node_layout()); }, outside);
     return train_loop(o, setup, *backend, *comm, outside);
 }
 

@@ -125,18 +125,19 @@ void check_compatible(const std::string& cdir, const nlohmann::json& meta,
 
 void save_checkpoint(const std::string& dir, const nlohmann::json& config, int ranks, int rank,
                      const ZeroEngine::OwnedState& s, const std::vector<std::uint64_t>& numel,
-                     WatchedComm& comm, bool keep_previous) {
+                     WatchedComm& comm, bool keep_previous, bool writes) {
     const fs::path tmp = fs::path(dir) / "checkpoint.tmp", final_dir = fs::path(dir) / "checkpoint",
                    prev = fs::path(dir) / "checkpoint.prev";
-    if (rank == 0) fs::remove_all(tmp); // a half-written one from a run that died mid-save
+    const bool lead = comm.rank() == 0;
+    if (lead) fs::remove_all(tmp); // a half-written one from a run that died mid-save
     comm.barrier("checkpoint save: checkpoint.tmp cleared");
-    const std::string bytes = encode_checkpoint_file(slices(s, numel, ranks, rank));
+    const std::string bytes = writes ? encode_checkpoint_file(slices(s, numel, ranks, rank)) : "";
     // Every rank must have written its file before the new checkpoint replaces the old one.
     int ok = 1;
     std::string why;
     try {
         fs::create_directories(tmp);
-        write_durably(tmp / fmt::format("rank-{}.bin", rank), bytes);
+        if (writes) write_durably(tmp / fmt::format("rank-{}.bin", rank), bytes);
     } catch (const std::exception& e) {
         ok = 0;
         why = e.what();
@@ -145,12 +146,12 @@ void save_checkpoint(const std::string& dir, const nlohmann::json& config, int r
     comm.allreduce(&ok, 1, MPI_MIN, "checkpoint save: did every rank write its file");
     if (!ok) {
         std::error_code ec;
-        fs::remove(tmp / fmt::format("rank-{}.bin", rank), ec); // give the space back
+        if (writes) fs::remove(tmp / fmt::format("rank-{}.bin", rank), ec); // the space back
         throw Error(why.empty() ? "another rank could not write its checkpoint file (see its "
                                   "message); the previous checkpoint is kept"
                                 : why);
     }
-    if (rank == 0) { // old -> prev, new -> checkpoint, then drop prev: always one complete one
+    if (lead) { // old -> prev, new -> checkpoint, then drop prev: always one complete one
         const nlohmann::json meta{{"format", 2},    {"config", config},
                                   {"ranks", ranks}, {"iteration", s.iteration},
                                   {"step", s.step}, {"units", numel}};

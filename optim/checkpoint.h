@@ -31,9 +31,12 @@ namespace shardlab {
 // collective timeout, named, instead of hanging it. `keep_previous`: the checkpoint this one
 // replaces stays as dir/checkpoint.prev until drop_previous_checkpoint (a run keeps it until the
 // new one's next step proved finite).
+// `ranks` and `rank` name the files (rank-<rank>.bin of `ranks`); a rank with `writes` false
+// (a hybrid run's replicas beyond the first, which hold the same state) writes no file but takes
+// part in the agreement. comm's rank 0 writes meta.json and swaps the directories.
 void save_checkpoint(const std::string& dir, const nlohmann::json& config, int ranks, int rank,
                      const ZeroEngine::OwnedState& s, const std::vector<std::uint64_t>& numel,
-                     WatchedComm& comm, bool keep_previous = false);
+                     WatchedComm& comm, bool keep_previous = false, bool writes = true);
 
 // Rank 0, between saves: removes dir/checkpoint.prev when dir/checkpoint is complete.
 void drop_previous_checkpoint(const std::string& dir);

@@ -37,11 +37,12 @@ GatherSimulation simulate_gathers(const std::vector<GatherEvent>& schedule,
                                   const std::vector<std::uint64_t>& unit_bytes, int prefetch,
                                   const std::vector<std::uint64_t>& reduce_scratch) {
     GatherSimulation sim;
-    std::set<int> live; // gathered
+    std::set<int> live, seen; // gathered now, gathered at all
     std::uint64_t bytes = 0;
     auto gather = [&](int u) {
         if (live.insert(u).second) {
             sim.gathers.push_back(u);
+            sim.regathers.push_back(!seen.insert(u).second);
             bytes += unit_bytes[u];
             sim.peak_live_bytes = std::max(sim.peak_live_bytes, bytes);
         }

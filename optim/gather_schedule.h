@@ -27,6 +27,7 @@ std::vector<GatherEvent> step_schedule(int layers, bool tied_head = true);
 
 struct GatherSimulation {
     std::vector<int> gathers;          // unit of each AllGather, in order
+    std::vector<bool> regathers;       // each: the unit was gathered before in the micro-batch
     std::uint64_t peak_live_bytes = 0; // most gathered bytes live at once
     // Most comm_buffers bytes at once: gathered units, plus the scratch of a unit's
     // reduce-scatter while it runs.

@@ -12,12 +12,24 @@
 
 namespace shardlab {
 
-ZeroEngine::ZeroEngine(const ParamLayout& layout, const ZeroOptions& options, Communicator& comm,
+namespace {
+// Stage 0 keeps whole units on every rank: the groups do not apply (a plain world all-reduce).
+Communicator& shard_comm(const ZeroGroups& g, int stage) {
+    return stage >= 1 && g.shard ? *g.shard : g.world;
+}
+Communicator* replicate_comm(const ZeroGroups& g, int stage) {
+    return stage >= 1 && g.shard && g.replicate && g.replicate->size() > 1 ? g.replicate : nullptr;
+}
+} // namespace
+
+ZeroEngine::ZeroEngine(const ParamLayout& layout, const ZeroOptions& options, ZeroGroups groups,
                        DeviceContext& context, Ops& ops, Updater& updater,
                        const InitialValues& init)
-    : layout_(layout), o_(options), comm_(comm), ctx_(context), ops_(ops), updater_(updater),
-      policy_(stage_policy(options.stage)), pdt_(param_dtype(options.precision)), n_(comm.size()),
-      rank_(comm.rank()), schedule_(step_schedule(int(layout.num_units()) - 2)),
+    : layout_(layout), o_(options), world_(groups.world), comm_(shard_comm(groups, options.stage)),
+      replicate_(replicate_comm(groups, options.stage)),
+      secondary_(options.stage == 3 ? groups.secondary : nullptr), ctx_(context), ops_(ops),
+      updater_(updater), policy_(stage_policy(options.stage)), pdt_(param_dtype(options.precision)),
+      n_(comm_.size()), rank_(comm_.rank()), schedule_(step_schedule(int(layout.num_units()) - 2)),
       scaler_(options.precision == Precision::fp16 ? LossScaler(options.loss_scale)
                                                    : LossScaler::fixed()) {
     if (o_.stage < 0 || o_.stage > 3)
@@ -40,6 +52,11 @@ ZeroEngine::ZeroEngine(const ParamLayout& layout, const ZeroOptions& options, Co
         Unit x;
         x.params = tracker.allocate(held * pb, Category::params, s);
         upload_f32(s, flat(x.params, 0, held), values.data());
+        if (secondary_) { // filled by the unit's first gather of each micro-batch
+            check(P % std::uint64_t(secondary_->size()) == 0,
+                  "internal: a secondary shard group must divide the shard group");
+            x.secondary = tracker.allocate(P / secondary_->size() * pb, Category::params, s);
+        }
         const std::uint64_t grads = policy_.shards_gradients ? own : P;
         x.grads = tracker.allocate(grads * pb, Category::grads, s);
         ops_.fill(s, flat(x.grads, 0, grads), 0.0f);
@@ -101,6 +118,7 @@ double ZeroEngine::take_exposed_comm_seconds() {
 void ZeroEngine::begin_micro_batch(bool accumulate) {
     pos_ = 0;
     accumulate_ = accumulate;
+    for (Unit& x : units_) x.gathered_once = false; // hpZ: the update changed the parameters
     // A forward-only pass (validation, sampling) stops before the backward and leaves the units
     // it prefetched for it gathered: a micro-batch starts with nothing gathered.
     release_gathered();
@@ -125,8 +143,20 @@ void ZeroEngine::gather(int unit) {
     if (last_release_) comm_.stream().wait(last_release_);
     x.gathered = ctx_.tracker().allocate(padded_[unit] * dtype_size(pdt_), Category::comm_buffers,
                                          comm_.stream());
-    comm_.label_next("gather unit " + layout_.units()[unit].name);
-    comm_.all_gather(x.params.data(), x.gathered.data(), padded_[unit], pdt_);
+    const std::size_t pb = dtype_size(pdt_);
+    if (secondary_ && x.gathered_once) { // hpZ: inside the node, from the secondary shards
+        secondary_->label_next("gather unit " + layout_.units()[unit].name + " (secondary)");
+        secondary_->all_gather(x.secondary.data(), x.gathered.data(), padded_[unit], pdt_);
+    } else {
+        comm_.label_next("gather unit " + layout_.units()[unit].name);
+        comm_.all_gather(x.params.data(), x.gathered.data(), padded_[unit], pdt_);
+    }
+    if (secondary_ && !x.gathered_once) { // keep this rank's node-local slice for later gathers
+        const std::uint64_t k = padded_[unit] / secondary_->size();
+        comm_.stream().memcpy(x.secondary.data(),
+                              x.gathered.as<char>() + secondary_->rank() * k * pb, k * pb);
+        x.gathered_once = true;
+    }
     x.gathered_at = comm_.stream().record();
 }
 
@@ -195,11 +225,22 @@ void ZeroEngine::grads_done(int unit) {
     const Tensor mine = flat(x.grads_full, owned_offset(unit), own);
     comm_.label_next("gradients of unit " + layout_.units()[unit].name);
     comm_.reduce_scatter(x.grads_full.data(), mine.data, P, pdt_, ReduceOp::avg); // in place
+    average_across_replicas(mine.data, own, layout_.units()[unit].name);
     if (accumulate_)
         ops_.accumulate(cs, flat(x.grads, 0, own), mine);
     else
         cs.memcpy(x.grads.data(), mine.data, own * dtype_size(pdt_));
     retiring_ = unit;
+}
+
+// The same order at every stage (reduce-scatter in the group, then this all-reduce of the shard),
+// so stages 1-3 stay bitwise equal within a layout. Every replica then holds the same bits: the
+// ring finishes each element on one rank and copies it.
+void ZeroEngine::average_across_replicas(void* shard, std::uint64_t count,
+                                         const std::string& unit) {
+    if (!replicate_) return;
+    replicate_->label_next("gradients of unit " + unit + " across replicas");
+    replicate_->all_reduce(shard, shard, count, pdt_, ReduceOp::avg);
 }
 
 void ZeroEngine::release_retiring() {
@@ -219,9 +260,12 @@ void ZeroEngine::reduce_gradients() {
         comm_.label_next("gradients of unit " + layout_.units()[u].name);
         if (policy_.reduction() == GradientReduction::all_reduce)
             comm_.all_reduce(x.grads.data(), x.grads.data(), padded_[u], pdt_, ReduceOp::avg);
-        if (policy_.reduction() == GradientReduction::reduce_scatter)
+        if (policy_.reduction() == GradientReduction::reduce_scatter) {
             comm_.reduce_scatter(x.grads.data(), owned(int(u)).grads.data, padded_[u], pdt_,
                                  ReduceOp::avg);
+            average_across_replicas(owned(int(u)).grads.data, owned_count(int(u)),
+                                    layout_.units()[u].name);
+        }
     }
     release_retiring();
     wait_for_comm();
@@ -229,6 +273,9 @@ void ZeroEngine::reduce_gradients() {
 
 // Over this rank's shard range in every stage (even at stage 0, where the whole reduced gradient
 // is local), so the partial sums — and their ring sum — are the same bits whatever the stage.
+// Hybrid: summed over the shard group only — the replicas hold the same shards, so the group's
+// sum is already the whole world's gradient norm (counting every replica would count it N/S
+// times), and every group computes the same bits (same shards, same ring order).
 float ZeroEngine::global_squared_norm() {
     std::vector<Tensor> parts;
     for (std::size_t u = 0; u < units_.size(); ++u) {
@@ -292,8 +339,8 @@ double ZeroEngine::average(double value) {
     Stream& cs = comm_.stream();
     cs.wait(ctx_.compute().record()); // the slot's previous use is over
     cs.upload(slot, &v, sizeof(float));
-    comm_.label_next("mean loss");
-    comm_.all_reduce(slot, slot, 1, DType::f32, ReduceOp::avg);
+    world_.label_next("mean loss");
+    world_.all_reduce(slot, slot, 1, DType::f32, ReduceOp::avg);
     wait_for_comm();
     ctx_.compute().memcpy(&v, slot, sizeof(float));
     ctx_.compute().synchronize();

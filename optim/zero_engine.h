@@ -10,6 +10,11 @@
 //   3      owned shard; gathered on    as stage 2                      owned shard
 //          acquire (optim/gather_schedule.h)
 //
+// Hybrid sharding (FSDP2's HSDP, DeepSpeed's MiCS; ZeroGroups): at stages 1-3 "N" above is the
+// shard group's S ranks — units are padded to a multiple of S, rank r owns shard r mod S — and the
+// N/S replicas of each shard all-reduce it across the replicate group after each reduce-scatter.
+// Stage 0 ignores the groups (a plain all-reduce over the world).
+//
 // Every stage uses the same ring collectives on the same padded units, so each gradient element
 // is summed in the same order, and the gradient norm is always taken over shard ranges: losses
 // and parameters are bitwise identical across stages. Where the update runs — on the device or,
@@ -47,6 +52,20 @@ struct ZeroOptions {
     float loss_scale = 65536.0f; // fp16's initial dynamic loss scale
 };
 
+// The communicators an engine works over. Flat ZeRO: everything over the world. Hybrid: shards
+// over `shard` (S consecutive ranks), each shard's gradient averaged across `replicate` (the N/S
+// ranks holding the same shard), the loss mean over `world`. Not owned.
+struct ZeroGroups {
+    Communicator& world;
+    Communicator* shard = nullptr;     // nullptr: the world
+    Communicator* replicate = nullptr; // nullptr (or one rank): no replicas
+    // ZeRO++ hpZ (stage 3): the node's ranks, each keeping a secondary shard (1/K of every unit,
+    // 16-bit) filled from a unit's first gather in a micro-batch; every later gather of the unit
+    // in that micro-batch (backward's, the tied head's) is an all-gather of the secondary shards
+    // inside the node. nullptr: none. Its ranks must lie inside the shard group.
+    Communicator* secondary = nullptr;
+};
+
 struct StepResult {
     double grad_norm = 0; // of the averaged, unscaled gradient, before clipping
     bool skipped = false; // the gradient norm was not finite (fp16: overflow): no update
@@ -57,8 +76,11 @@ class ZeroEngine : public UnitParams {
   public:
     // `init` gives the first fp32 values, the same on every rank; each rank asks only for what
     // it holds, one unit at a time: the whole unit at stages 0-2, its shard at stage 3.
-    ZeroEngine(const ParamLayout& layout, const ZeroOptions& options, Communicator& comm,
+    ZeroEngine(const ParamLayout& layout, const ZeroOptions& options, ZeroGroups groups,
                DeviceContext& context, Ops& ops, Updater& updater, const InitialValues& init);
+    ZeroEngine(const ParamLayout& layout, const ZeroOptions& options, Communicator& comm,
+               DeviceContext& context, Ops& ops, Updater& updater, const InitialValues& init)
+        : ZeroEngine(layout, options, ZeroGroups{comm}, context, ops, updater, init) {}
     // The same from every unit's values in memory (unpadded).
     ZeroEngine(const ParamLayout& layout, const ZeroOptions& options, Communicator& comm,
                DeviceContext& context, Ops& ops, Updater& updater,
@@ -75,7 +97,7 @@ class ZeroEngine : public UnitParams {
     void begin_micro_batch(bool accumulate);
     // Communicates gradients as the stage requires, clips, updates. Returns the norm etc.
     StepResult step(float lr);
-    // Mean of a per-rank value over all ranks (the loss).
+    // Mean of a per-rank value over all ranks of the world (the loss).
     double average(double value);
     // Seconds the compute stream waited for communication since the last call (waits for it).
     double take_exposed_comm_seconds();
@@ -109,11 +131,13 @@ class ZeroEngine : public UnitParams {
 
   private:
     struct Unit {
-        Allocation params;     // stage 0-2: full; stage 3: owned shard
-        Allocation gathered;   // stage 3: the full unit while live (comm_buffers)
-        EventPtr gathered_at;  // where the comm stream finished gathering it
-        Allocation grads;      // stage 0-1: full; stage 2-3: owned shard
-        Allocation grads_full; // stage 2-3: the full gradient while backward needs it
+        Allocation params;          // stage 0-2: full; stage 3: owned shard
+        Allocation gathered;        // stage 3: the full unit while live (comm_buffers)
+        EventPtr gathered_at;       // where the comm stream finished gathering it
+        Allocation grads;           // stage 0-1: full; stage 2-3: owned shard
+        Allocation grads_full;      // stage 2-3: the full gradient while backward needs it
+        Allocation secondary;       // hpZ: this rank's node-local shard of the 16-bit parameters
+        bool gathered_once = false; // hpZ: gathered in this micro-batch (the secondary is fresh)
     };
     Tensor flat(const Allocation& a, std::uint64_t offset, std::uint64_t count) const;
     OwnedShard owned(int unit) const;
@@ -125,18 +149,23 @@ class ZeroEngine : public UnitParams {
     void wait_for_comm(const EventPtr& done = nullptr);
     void fold_comm_waits();
     void reduce_gradients();
+    // Hybrid: averages this rank's reduced shard (`count` elements) across the replicas.
+    void average_across_replicas(void* shard, std::uint64_t count, const std::string& unit);
     float global_squared_norm();
     void publish(const EventPtr& updated);
 
     const ParamLayout& layout_;
     ZeroOptions o_;
-    Communicator& comm_;
+    Communicator& world_;     // the loss mean
+    Communicator& comm_;      // the shard group: ZeRO's gathers and reduce-scatters (flat: world)
+    Communicator* replicate_; // hybrid: the ranks holding this rank's shard; else nullptr
+    Communicator* secondary_; // hpZ: the node group; else nullptr
     DeviceContext& ctx_;
     Ops& ops_;
     Updater& updater_;
     StagePolicy policy_; // what o_.stage shards (optim/stage_policy.h)
     DType pdt_;
-    int n_, rank_;
+    int n_, rank_; // in the shard group
     std::vector<std::uint64_t> padded_;
     std::vector<Unit> units_;
     std::vector<GatherEvent> schedule_;

@@ -1,7 +1,9 @@
 // Model states, activations, buffers and traffic, stage by stage (docs/MEMORY.md).
 #include "plan/memory_plan.h"
 
+#include "comm/chunking.h"
 #include "comm/comm_model.h"
+#include "comm/process_groups.h"
 #include "core/error.h"
 #include "offload/host_updater.h"
 #include "optim/gather_schedule.h"
@@ -101,6 +103,14 @@ void check_options(const PlanModel& m, const PlanOptions& o) {
     if (o.prefetch < 0) throw UsageError("--prefetch must be >= 0");
     if (o.prefetch > 0 && o.zero != 3)
         throw UsageError("--prefetch applies to ZeRO-3 only; drop it or use --zero 3");
+    if (o.secondary_shard > 0 && o.zero != 3)
+        throw UsageError("--secondary-shard applies to ZeRO-3 only; drop it or use --zero 3");
+    if (o.secondary_shard > 0 &&
+        (o.shard_group > 0 ? o.shard_group : o.ranks) % o.secondary_shard != 0)
+        throw UsageError(fmt::format(
+            "--secondary-shard: a node of {} ranks must lie inside a shard group of {}; the "
+            "node's size must divide the shard group's",
+            o.secondary_shard, o.shard_group > 0 ? o.shard_group : o.ranks));
     if (o.precision == Precision::fp32 && !o.master)
         throw UsageError(
             "--no-master applies to mixed precision; fp32 training has no separate master copy");
@@ -130,8 +140,17 @@ std::uint64_t moment_bytes(OptimizerStates t, std::uint64_t n) {
 }
 
 // Model states per rank (device or host), for the training engine.
+// The ranks ZeRO shards over: the shard group at stages 1-3 of a hybrid run, else all of them
+// (stage 0 keeps whole units and all-reduces over the world, groups or not).
+int sharding_ranks(const PlanOptions& o) {
+    return o.zero >= 1 && o.shard_group > 0 ? o.shard_group : o.ranks;
+}
+bool hybrid(const PlanOptions& o) {
+    return sharding_ranks(o) != o.ranks;
+}
+
 void model_states(const PlanModel& m, const PlanOptions& o, MemoryPlan& mem) {
-    const int N = o.ranks;
+    const int N = sharding_ranks(o);
     const StagePolicy policy = stage_policy(o.zero);
     const std::uint64_t pb = param_bytes_per_element(o.precision), gb = pb;
     const bool mixed = o.precision != Precision::fp32;
@@ -147,6 +166,8 @@ void model_states(const PlanModel& m, const PlanOptions& o, MemoryPlan& mem) {
             max_block = std::max(max_block, P);
     }
     mem.params = (policy.shards_parameters ? owned : full) * pb;
+    if (policy.shards_parameters && o.secondary_shard > 0) // hpZ's node-local shards
+        for (auto n : m.unit_numel) mem.params += padded_numel(n, N) / o.secondary_shard * pb;
     if (!policy.shards_gradients) {
         mem.grads = full * gb;
     } else { // the owned shard, plus full unit gradients from first use to reduce-scatter
@@ -176,23 +197,31 @@ void model_states(const PlanModel& m, const PlanOptions& o, MemoryPlan& mem) {
     }
 }
 
-// The ring reduce-scatter's scratch (two chunks, for one call at a time) of a unit.
-std::uint64_t reduce_scratch(std::size_t numel, int N, std::uint64_t elem_bytes) {
-    return N > 1 ? 2 * padded_numel(numel, N) / N * elem_bytes : 0;
+// A ring reduce-scatter's (or all-reduce's) scratch: two of its largest chunks.
+std::uint64_t ring_scratch(std::uint64_t count, int n, std::uint64_t elem_bytes) {
+    return n > 1 ? 2 * Chunking{count, n}.max_size() * elem_bytes : 0;
+}
+
+// The scratch of a unit's gradient reduction, for one call at a time: the reduce-scatter over the
+// sharding ranks and, hybrid, then the all-reduce of the shard across the replicas.
+std::uint64_t reduce_scratch(std::size_t numel, const PlanOptions& o, std::uint64_t elem_bytes) {
+    const int S = sharding_ranks(o);
+    const std::uint64_t P = padded_numel(numel, S);
+    return std::max(ring_scratch(P, S, elem_bytes), ring_scratch(P / S, o.ranks / S, elem_bytes));
 }
 
 // Collective scratch and, in stage 3, gathered units: comm_buffers at its peak.
 void buffers(const PlanModel& m, const PlanOptions& o, MemoryPlan& mem, GatherSimulation* sim) {
-    const int N = o.ranks;
     const std::uint64_t gb = param_bytes_per_element(o.precision);
     if (m.arch == Architecture::params_only) return; // model states only: no units, no buffers
-    // Stages 0-2: one collective at a time, nothing gathered; the scalar all-reduces use two
-    // one-element fp32 chunks.
-    std::uint64_t scratch = reduce_scratch(1, N, 4);
-    for (auto n : m.unit_numel) scratch = std::max(scratch, reduce_scratch(n, N, gb));
+    // Stages 0-2: one collective at a time, nothing gathered; the scalar all-reduces (the loss
+    // over the world, the norm over the sharding ranks) use two one-element fp32 chunks.
+    const std::uint64_t scalars = ring_scratch(1, o.ranks, 4);
+    std::uint64_t scratch = scalars;
+    for (auto n : m.unit_numel) scratch = std::max(scratch, reduce_scratch(n, o, gb));
     // Stage 3: a reduce-scatter may run while prefetched units are live; the simulation knows.
     mem.buffers = stage_policy(o.zero).shards_parameters && sim
-                      ? std::max(sim->peak_buffer_bytes, reduce_scratch(1, N, 4))
+                      ? std::max(sim->peak_buffer_bytes, scalars)
                       : scratch;
     // Staged through the host, one ring step at a time: its send and receive chunks, which for
     // the largest unit is the reduce-scatter's scratch.
@@ -210,47 +239,98 @@ LinkBytes times(std::uint64_t k, LinkBytes b) {
     return {k * b.intra_node, k * b.inter_node};
 }
 
+// A communicator the step's collectives run on, as the model needs it: this rank's place in it,
+// its members' nodes, and the suffix its ops are reported under.
+struct Group {
+    NodeLayout layout;
+    int rank = 0;
+    std::string suffix;
+    LinkBytes sent(CollectiveOp op, std::uint64_t count, std::uint64_t es) const {
+        return predicted_bytes_sent(op, Algo::ring, count, es, layout, rank, 0);
+    }
+};
+
+// The world, and the groups a hybrid run shards and replicates over (flat: both the world's
+// ranks, the replicate group this rank alone), as comm/process_groups.h makes them.
+struct Groups {
+    Group world, shard, replicate;
+};
+Groups groups(const PlanOptions& o, int rank) {
+    const int N = o.ranks, S = sharding_ranks(o);
+    const NodeLayout nodes = o.nodes.size() == N ? o.nodes : NodeLayout::single_node(N);
+    const bool h = hybrid(o);
+    return {
+        {nodes, rank, ""},
+        {nodes.restrict_to(shard_group_members(N, S, rank)), rank % S, h ? "@shard" : ""},
+        {nodes.restrict_to(replicate_group_members(N, S, rank)), rank / S, h ? "@replicate" : ""}};
+}
+
+// hpZ's secondary group: the K consecutive ranks around `rank` (K | S, checked with the options).
+Group secondary_group(const PlanOptions& o, int rank) {
+    const int N = o.ranks, K = o.secondary_shard;
+    const NodeLayout nodes = o.nodes.size() == N ? o.nodes : NodeLayout::single_node(N);
+    std::vector<int> members;
+    for (int j = 0; j < K; ++j) members.push_back(rank / K * K + j);
+    return {nodes.restrict_to(members), rank % K, "@node"};
+}
+
 CommPlan communication(const PlanModel& m, const PlanOptions& o, int rank,
                        const GatherSimulation* sim) {
-    const int N = o.ranks, A = o.grad_accum;
+    const int N = sharding_ranks(o), A = o.grad_accum;
     const StagePolicy policy = stage_policy(o.zero);
     const std::uint64_t pb = param_bytes_per_element(o.precision), gb = pb;
     CommPlan c;
-    // The ring's bytes split by the link each crosses (the totals are ring_bytes_sent's).
-    const NodeLayout nodes = o.nodes.size() == N ? o.nodes : NodeLayout::single_node(N);
+    const Groups g = groups(o, rank);
+    const Group& sg = g.shard; // the sharding ranks' group: the world unless hybrid
     auto sent = [&](CollectiveOp op, std::uint64_t count, std::uint64_t es) {
-        return predicted_bytes_sent(op, Algo::ring, count, es, nodes, rank, 0);
+        return sg.sent(op, count, es);
     };
+    auto shard_op = [&](const char* op) { return op + sg.suffix; };
+    // Hybrid: each reduce-scatter's shard is then averaged across the replicas.
+    auto across = [&](std::uint64_t P) {
+        return g.replicate.sent(CollectiveOp::allreduce, P / N, gb);
+    };
+    const std::string across_op = "allreduce" + g.replicate.suffix;
     const std::size_t units = m.unit_numel.size();
     for (std::size_t u = 0; u < units; ++u) {
         const std::uint64_t P = padded_numel(m.unit_numel[u], N);
         switch (policy.reduction()) {
         case GradientReduction::all_reduce:
-            add_op(c, "allreduce", sent(CollectiveOp::allreduce, P, gb), 1);
+            add_op(c, shard_op("allreduce"), sent(CollectiveOp::allreduce, P, gb), 1);
             break;
         case GradientReduction::reduce_scatter:
-            add_op(c, "reduce_scatter", sent(CollectiveOp::reduce_scatter, P, gb), 1);
+            add_op(c, shard_op("reduce_scatter"), sent(CollectiveOp::reduce_scatter, P, gb), 1);
+            if (hybrid(o)) add_op(c, across_op, across(P), 1);
             break;
         case GradientReduction::per_unit: // every micro-batch's backward
-            add_op(c, "reduce_scatter", times(A, sent(CollectiveOp::reduce_scatter, P, gb)), A);
+            add_op(c, shard_op("reduce_scatter"),
+                   times(A, sent(CollectiveOp::reduce_scatter, P, gb)), A);
+            if (hybrid(o)) add_op(c, across_op, times(A, across(P)), A);
             break;
         }
         if (policy.gathers_after_update())
-            add_op(c, "allgather", sent(CollectiveOp::allgather, P, pb), 1);
+            add_op(c, shard_op("allgather"), sent(CollectiveOp::allgather, P, pb), 1);
     }
     if (policy.shards_parameters && sim)
-        for (int u : sim->gathers)
-            add_op(c, "allgather",
-                   times(A, sent(CollectiveOp::allgather, padded_numel(m.unit_numel[u], N), pb)),
-                   A);
-    // The gradient norm and the mean loss: one fp32 each (the norm also tells fp16 ranks alike
+        for (std::size_t i = 0; i < sim->gathers.size(); ++i) {
+            const std::uint64_t P = padded_numel(m.unit_numel[sim->gathers[i]], N);
+            // hpZ: a unit gathered before in the micro-batch is gathered inside the node
+            const bool node =
+                o.secondary_shard > 0 && i < sim->regathers.size() && sim->regathers[i];
+            const Group& from = node ? secondary_group(o, rank) : sg;
+            add_op(c, node ? "allgather" + from.suffix : shard_op("allgather"),
+                   times(A, from.sent(CollectiveOp::allgather, P, pb)), A);
+        }
+    // The gradient norm (over the sharding ranks: a hybrid run's replicas hold the same shards)
+    // and the mean loss (over the world): one fp32 each (the norm also tells fp16 ranks alike
     // whether any gradient overflowed).
-    const int scalars = 2;
-    add_op(c, "allreduce", times(scalars, sent(CollectiveOp::allreduce, 1, 4)), scalars);
+    add_op(c, shard_op("allreduce"), sent(CollectiveOp::allreduce, 1, 4), 1);
+    add_op(c, "allreduce", g.world.sent(CollectiveOp::allreduce, 1, 4), 1);
     if (o.offload) {
         std::uint64_t owned = 0;
         for (auto n : m.unit_numel)
             owned += policy.shards_optimizer_state ? padded_numel(n, N) / N : padded_numel(n, N);
+        // (N: the sharding ranks)
         c.device_to_host = owned * gb; // gradients of the owned range, once per step
         c.host_to_device = owned * pb; // updated parameters back
     }
@@ -279,11 +359,11 @@ Plan plan_once(const PlanModel& model, const PlanOptions& o, int rank) {
         if (gathers && has_units) {
             std::vector<std::uint64_t> unit_bytes;
             for (auto n : model.unit_numel)
-                unit_bytes.push_back(padded_numel(n, o.ranks) *
+                unit_bytes.push_back(padded_numel(n, sharding_ranks(o)) *
                                      param_bytes_per_element(o.precision));
             std::vector<std::uint64_t> scratch;
             for (auto n : model.unit_numel)
-                scratch.push_back(reduce_scratch(n, o.ranks, param_bytes_per_element(o.precision)));
+                scratch.push_back(reduce_scratch(n, o, param_bytes_per_element(o.precision)));
             sim = simulate_gathers(step_schedule(model.layers, model.tied_head), unit_bytes,
                                    o.prefetch, scratch);
         } else if (gathers) { // a bare parameter count: forward and backward each gather all once
@@ -317,6 +397,7 @@ Plan make_plan(const PlanModel& model, const PlanOptions& o, int rank) {
         dp.zero = 0;
         dp.offload = false;
         dp.prefetch = 0;
+        dp.secondary_shard = 0;
         const std::uint64_t base = plan_once(model, dp, rank).comm.bytes_per_step;
         p.comm.ratio_to_dp = base ? double(p.comm.bytes_per_step) / double(base) : 0.0;
     }

@@ -43,6 +43,12 @@ struct PlanOptions {
     int grad_accum = 1;
     int prefetch = 0;         // ZeRO-3: units gathered ahead of use
     bool staged_comm = false; // collectives stage device buffers through host memory
+    // Hybrid sharding (--shard-group): ZeRO 1-3 inside groups of this many consecutive ranks,
+    // each shard averaged across the ranks/shard_group replicas. 0 or `ranks`: flat.
+    int shard_group = 0;
+    // ZeRO++ hpZ (--secondary-shard node, stage 3): a secondary shard of the 16-bit parameters
+    // over this many ranks (a node), which every re-gather in a micro-batch reads. 0: none.
+    int secondary_shard = 0;
     // Which node each rank is on, for the bytes by link class (empty: one node of `ranks`).
     NodeLayout nodes;
     bool inference = false;
@@ -69,7 +75,10 @@ struct MemoryPlan {
 std::optional<std::uint64_t> predicted_device_bytes(const MemoryPlan& m, Category c);
 
 struct CommPlan {
-    std::map<std::string, std::uint64_t> by_op;  // bytes this rank sends per step, per collective
+    // Bytes this rank sends per step, per collective; keys as the report's: the op's name for the
+    // world ("allreduce"), "<op>@shard" / "<op>@replicate" for a hybrid run's groups,
+    // "allgather@node" for hpZ's gathers from the secondary shards.
+    std::map<std::string, std::uint64_t> by_op;
     std::map<std::string, LinkBytes> by_op_link; // the same bytes split by link class
     std::uint64_t bytes_per_step = 0;
     std::map<std::string, std::uint64_t> calls;           // calls per step, per collective

@@ -24,19 +24,41 @@ std::unique_ptr<Updater> make_updater(const SessionSpec& s, DeviceContext& ctx, 
     return std::make_unique<DeviceUpdater>(ctx, ops, s.adam, s.precision != Precision::fp32);
 }
 
-// Restores the communicator's statistics when it leaves scope: traffic that is not a training
+// Restores the communicators' statistics when it leaves scope: traffic that is not a training
 // step's (validation, the stop agreement, checkpoints) stays out of the report.
 class StatsKeeper {
   public:
-    explicit StatsKeeper(Communicator& comm) : comm_(comm), saved_(comm.stats()) {}
-    ~StatsKeeper() { comm_.stats() = saved_; }
+    StatsKeeper(Communicator& comm, ProcessGroups* groups) {
+        keep(comm);
+        if (groups) keep(groups->shard()), keep(groups->replicate()), keep(groups->node());
+    }
+    ~StatsKeeper() {
+        for (auto& [comm, saved] : saved_) comm->stats() = saved;
+    }
     StatsKeeper(const StatsKeeper&) = delete;
     StatsKeeper& operator=(const StatsKeeper&) = delete;
 
   private:
-    Communicator& comm_;
-    CommStats saved_;
+    void keep(Communicator& c) { saved_.emplace_back(&c, c.stats()); }
+    std::vector<std::pair<Communicator*, CommStats>> saved_;
 };
+
+// Hybrid sharding needs its groups only where the engine shards (stages 1-3) over fewer ranks
+// than the world, hpZ for its node group; the flat engine is built exactly as before.
+std::unique_ptr<ProcessGroups> make_groups(const SessionSpec& s, Backend& backend,
+                                           Communicator& comm) {
+    const int S = s.shard_group > 0 ? s.shard_group : comm.size();
+    const bool hpz = s.secondary_shard && s.zero.stage == 3;
+    if (!hpz && (s.zero.stage == 0 || S == comm.size())) {
+        shard_group_members(comm.size(), S, comm.rank()); // S must still divide N
+        return nullptr;
+    }
+    return std::make_unique<ProcessGroups>(comm, S, [&](MPI_Comm c) {
+        std::unique_ptr<Communicator> group = backend.communicator(c);
+        if (s.collective_timeout) group->set_collective_timeout(*s.collective_timeout);
+        return group;
+    });
+}
 } // namespace
 
 TrainSession::TrainSession(const SessionSpec& spec, Backend& backend, Communicator& comm, Ops& ops,
@@ -45,10 +67,22 @@ TrainSession::TrainSession(const SessionSpec& spec, Backend& backend, Communicat
       layout_(spec.config) {
     DeviceContext& ctx = backend.context();
     spec_.zero.precision = spec.precision;
+    groups_ = make_groups(spec_, backend, comm);
     updater_ = make_updater(spec_, ctx, ops);
     auto build = [&] {
-        engine_ =
-            std::make_unique<ZeroEngine>(layout_, spec_.zero, comm, ctx, ops, *updater_, init);
+        ZeroGroups g{comm};
+        if (hybrid()) g.shard = &groups_->shard(), g.replicate = &groups_->replicate();
+        if (groups_ && spec_.secondary_shard && spec_.zero.stage == 3) {
+            const int K = groups_->node().size();
+            if (shard_size() % K != 0 || node_shard_size(comm.node_layout()) != K)
+                throw UsageError(fmt::format(
+                    "--secondary-shard node: each node ({}) must be a block of consecutive ranks "
+                    "inside one shard group of {}; use a shard group that is a multiple of the "
+                    "node",
+                    comm.node_layout().describe(), shard_size()));
+            g.secondary = &groups_->node();
+        }
+        engine_ = std::make_unique<ZeroEngine>(layout_, spec_.zero, g, ctx, ops, *updater_, init);
     };
     if (agree)
         collectively(build, *agree);
@@ -109,7 +143,7 @@ StepOutcome TrainSession::step(int step, const TokenWindows& train, float lr) {
 }
 
 double TrainSession::validate(const TokenWindows& val, int batches) {
-    const StatsKeeper keep(comm_);
+    const StatsKeeper keep(comm_, groups_.get());
     const int B = spec_.micro_batch;
     const TraceScope span(backend_.context().tracer(), backend_.context().compute(), "validation",
                           "step");
@@ -127,7 +161,7 @@ double TrainSession::validate(const TokenWindows& val, int batches) {
 }
 
 int TrainSession::agree_on_stop(int mine) {
-    const StatsKeeper keep(comm_);
+    const StatsKeeper keep(comm_, groups_.get());
     const double any = engine_->average(mine);
     engine_->take_exposed_comm_seconds();
     return any == 0 ? 0 : mine != 0 ? mine : SIGTERM;
@@ -167,10 +201,31 @@ int TrainSession::resume(const std::string& dir, const nlohmann::json& config, i
 
 void TrainSession::save(const std::string& dir, const nlohmann::json& config, int step,
                         WatchedComm& outside) {
-    const StatsKeeper keep(comm_);
+    const StatsKeeper keep(comm_, groups_.get());
     ZeroEngine::OwnedState st = engine_->save_owned();
     st.iteration = step;
-    save_checkpoint(dir, config, ranks_, rank_, st, numel_, outside, true);
+    // A hybrid run saves as the S ranks of one replica would (the first group writes, the
+    // others hold the same state): the files are global element ranges, any N resumes them.
+    const int S = shard_size();
+    save_checkpoint(dir, config, S, rank_ % S, st, numel_, outside, true, rank_ < S);
+}
+
+CommStats TrainSession::comm_stats() {
+    CommStats all = comm_.stats();
+    if (hybrid()) {
+        all.merge(groups_->shard().stats(), "@shard");
+        all.merge(groups_->replicate().stats(), "@replicate");
+    }
+    if (groups_) all.merge(groups_->node().stats(), "@node");
+    return all;
+}
+
+void TrainSession::reset_comm_stats() {
+    comm_.stats().reset();
+    if (groups_) {
+        groups_->shard().stats().reset(), groups_->replicate().stats().reset();
+        groups_->node().stats().reset();
+    }
 }
 
 Plan TrainSession::plan() const {
@@ -181,6 +236,9 @@ Plan TrainSession::plan() const {
     po.micro_batch = spec_.micro_batch, po.seq = spec_.seq, po.grad_accum = spec_.grad_accum,
     po.prefetch = spec_.zero.prefetch;
     po.staged_comm = backend_.stages_comm_through_host();
+    po.shard_group = shard_size();
+    po.secondary_shard =
+        groups_ && spec_.secondary_shard && spec_.zero.stage == 3 ? groups_->node().size() : 0;
     po.nodes = comm_.node_layout();
     return make_plan(plan_model_from_gpt2(spec_.config, "gpt2"), po, rank_);
 }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "comm/communicator.h"
+#include "comm/process_groups.h"
 #include "comm/watched_calls.h"
 #include "model/attention_kind.h"
 #include "model/backend.h"
@@ -26,6 +27,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +43,15 @@ struct SessionSpec {
     ZeroOptions zero;     // zero.precision is `precision`
     AdamWConfig adam;     // the update's coefficients
     bool offload = false; // the update on the host (offload/host_updater.h)
+    // Hybrid sharding: ZeRO 1-3 inside groups of this many consecutive ranks, replicated across
+    // the N/S groups (comm/process_groups.h). 0 or N: flat ZeRO over the world. Must divide N.
+    int shard_group = 0;
+    // ZeRO++ hpZ (stage 3): a secondary shard per node (the world's node layout, blocks of K
+    // consecutive ranks with K | S), read by every re-gather of a micro-batch.
+    bool secondary_shard = false;
+    // The groups' communicators' collective timeout (comm/mpi_watchdog.h; none: the default), as
+    // the caller set on the world's.
+    std::optional<double> collective_timeout;
 };
 
 struct StepOutcome {
@@ -84,6 +95,14 @@ class TrainSession {
     void save(const std::string& dir, const nlohmann::json& config, int step, WatchedComm& outside);
     // What the plan predicts for this session on this rank (staged_comm: the backend's).
     Plan plan() const;
+    // The training traffic of every communicator the engine uses: the world's under its keys,
+    // a hybrid run's shard and replicate groups' as "<op>@shard" and "<op>@replicate", hpZ's
+    // node group's as "<op>@node".
+    CommStats comm_stats();
+    void reset_comm_stats();
+    // The shard group's size (N when flat) and whether the engine runs hybrid.
+    int shard_size() const { return groups_ ? groups_->shard_size() : ranks_; }
+    bool hybrid() const { return shard_size() < ranks_; }
 
     const SessionSpec& spec() const { return spec_; }
     ZeroEngine& engine() { return *engine_; }
@@ -96,6 +115,7 @@ class TrainSession {
     Backend& backend_;
     Communicator& comm_;
     int ranks_, rank_;
+    std::unique_ptr<ProcessGroups> groups_; // hybrid only (ZeRO 1-3 with S < N)
     ParamLayout layout_;
     std::unique_ptr<Updater> updater_;
     std::unique_ptr<ZeroEngine> engine_;
