@@ -68,16 +68,16 @@ struct Device {
         const char* path = std::getenv("SHARDLAB_EMU_STATS");
         if (!path) return;
         if (std::FILE* f = std::fopen(path, "a")) {
-            std::fprintf(f,
-                         "{\"kernel_launches\": %llu, \"device_synchronizations\": %llu, "
-                         "\"blocking_copies\": %llu, \"mallocs\": %llu, \"frees\": %llu, "
-                         "\"pageable_uploads\": %llu, \"event_creates\": %llu}\n",
-                         (unsigned long long)stats.kernel_launches,
-                         (unsigned long long)stats.device_synchronizations,
-                         (unsigned long long)stats.blocking_copies,
-                         (unsigned long long)stats.mallocs, (unsigned long long)stats.frees,
-                         (unsigned long long)stats.pageable_uploads,
-                         (unsigned long long)stats.event_creates);
+            std::fprintf(
+                f,
+                "{\"kernel_launches\": %llu, \"device_synchronizations\": %llu, "
+                "\"blocking_copies\": %llu, \"mallocs\": %llu, \"frees\": %llu, "
+                "\"pageable_uploads\": %llu, \"event_creates\": %llu, \"event_records\": %llu}\n",
+                (unsigned long long)stats.kernel_launches,
+                (unsigned long long)stats.device_synchronizations,
+                (unsigned long long)stats.blocking_copies, (unsigned long long)stats.mallocs,
+                (unsigned long long)stats.frees, (unsigned long long)stats.pageable_uploads,
+                (unsigned long long)stats.event_creates, (unsigned long long)stats.event_records);
             std::fclose(f);
         }
     }
@@ -550,6 +550,7 @@ cudaError_t cudaEventDestroy(cudaEvent_t e) {
 cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
     refuse_in_host_function("cudaEventRecord");
     if (!e) return last_error = cudaErrorInvalidResourceHandle;
+    count(&Stats::event_records);
     e->mark = stream(s).record();
     return cudaSuccess;
 }

@@ -13,8 +13,9 @@ own emulated GPU, NCCL's stand-in between them), unchanged on a real GPU (label 
   5. under the emulator, its call counts prove that a training step never synchronises the device
      nor makes a blocking copy or an upload from pageable memory (the token ids go through pinned
      staging), and allocates nothing once the caching allocator is warm: runs of 2 and 4 steps make
-     the same number of cudaMalloc / cudaFree / blocking calls / pageable uploads / cudaEventCreate
-     (events are pooled per stream: core/cuda/event_pool.h).
+     the same number of cudaMalloc / cudaFree / blocking calls / pageable uploads, and their
+     cudaEventCreate counts differ by less than a tenth of the 2 extra steps' cudaEventRecords
+     (events are pooled per stream, core/cuda/event_pool.h; the pool's size follows timing).
 Modes for the emulator's CUDA-behaviour tests (emu/stream_model.h), each only its own part:
   emu-shared: part 4's two ranks sharing one GPU — over the MPI transport with ZeRO 0 and with the
      transport auto picks with ZeRO 3, as on the H200 where they hung — under the serial
@@ -246,8 +247,17 @@ with tempfile.TemporaryDirectory() as tmp:
         for r, (two, four) in enumerate(zip(counts.get(2, []), counts.get(4, []))):
             check(two["device_synchronizations"] == four["device_synchronizations"] == 0,
                   f"rank {r}: cudaDeviceSynchronize called: {two} / {four}")
-            for key in ("blocking_copies", "mallocs", "frees", "pageable_uploads", "event_creates"):
+            for key in ("blocking_copies", "mallocs", "frees", "pageable_uploads"):
                 check(two[key] == four[key], f"rank {r}: {key} grow with the steps: {two[key]} -> {four[key]}")
+            # The event pool grows to the most events alive at once, which depends on how far the
+            # host runs ahead of the device (a loaded machine: a few more; CI once saw 159 -> 165).
+            # Without pooling every record would create one: the 2 extra steps' records. So the
+            # growth must stay under a tenth of those.
+            records = four["event_records"] - two["event_records"]
+            grown = four["event_creates"] - two["event_creates"]
+            check(records > 0 and grown * 10 < records,
+                  f"rank {r}: event_creates grow with the steps: {two['event_creates']} -> "
+                  f"{four['event_creates']} over {records} more records")
             check(four["kernel_launches"] > two["kernel_launches"] > 0, f"rank {r}: launches {two} / {four}")
         if len(counts) == 2:
             print(f"ok: steps make no device synchronisation, blocking copy, pageable upload, allocation "

@@ -161,8 +161,9 @@ struct Stats {
     // cudaMemcpyAsync from pageable host memory: CUDA may synchronise the host with the stream to
     // stage it, so the training path makes none once warm.
     std::uint64_t pageable_uploads = 0;
-    // cudaEventCreate(WithFlags): events are pooled (core/cuda/event_pool.h), so steps make none.
-    std::uint64_t event_creates = 0;
+    // cudaEventCreate(WithFlags): events are pooled (core/cuda/event_pool.h), so once the pool
+    // holds as many as are alive at once, steps make none; event_records: cudaEventRecord calls.
+    std::uint64_t event_creates = 0, event_records = 0;
 };
 Stats stats();
 // How many devices have a context: those a cudaSetDevice or cudaMemGetInfo was made on (for the
