@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <nlohmann/json.hpp>
 
@@ -28,6 +29,7 @@ struct PlanFlags {
     std::string preset, arch = "gpt2", precision = "bf16", opt_states = "fp32", checkpoint = "none",
                         attention = "flash";
     std::string gpu, json_path, sweep, estimator = "shardlab", plot, python = kDefaultPython;
+    std::string shard_group, secondary_shard; // "" (flat / none), S or "node"; "node"
     int layers = 0, hidden = 0, heads = 0, kv_heads = 0, ffn = 0, vocab = 0, seq = 0;
     int vocab_multiple = GPTConfig::kDefaultVocabMultiple;
     double params = 0;
@@ -69,6 +71,37 @@ NodeLayout node_blocks(const PlanFlags& f, int ranks) {
     return k > 0 ? NodeLayout::blocks(ranks, k) : NodeLayout{};
 }
 
+// The ranks of one node, for --shard-group node and --secondary-shard node.
+int node_size(const PlanFlags& f, const char* flag) {
+    const int k = f.nodes ? f.gpus_per_node : f.ranks_per_node;
+    if (k < 1)
+        throw UsageError(fmt::format("{} node needs the nodes: give --nodes N --gpus-per-node G "
+                                     "or --ranks-per-node K",
+                                     flag));
+    return k;
+}
+
+// --shard-group S|node as a rank count (0: the world); the plan checks that S divides N.
+int shard_group_size(const PlanFlags& f) {
+    if (f.shard_group.empty()) return 0;
+    if (f.shard_group == "node") return node_size(f, "--shard-group");
+    int s = 0;
+    const auto [end, ec] =
+        std::from_chars(f.shard_group.data(), f.shard_group.data() + f.shard_group.size(), s);
+    if (ec != std::errc() || end != f.shard_group.data() + f.shard_group.size() || s < 1)
+        throw UsageError("--shard-group " + f.shard_group +
+                         " is not a group size; give a rank count S dividing N, or 'node'");
+    return s;
+}
+
+int secondary_shard_size(const PlanFlags& f) {
+    if (f.secondary_shard.empty()) return 0;
+    if (f.secondary_shard != "node")
+        throw UsageError("--secondary-shard " + f.secondary_shard +
+                         " is not a secondary shard group; use 'node' (ZeRO++ hpZ)");
+    return node_size(f, "--secondary-shard");
+}
+
 PlanOptions build_options(const PlanFlags& f) {
     PlanOptions o;
     if (f.nodes || f.gpus_per_node) {
@@ -87,6 +120,8 @@ PlanOptions build_options(const PlanFlags& f) {
                                      "one or the other",
                                      f.ranks_per_node, f.gpus_per_node));
     o.nodes = node_blocks(f, o.ranks);
+    o.shard_group = shard_group_size(f);
+    o.secondary_shard = secondary_shard_size(f);
     o.zero = f.zero;
     o.offload = f.offload;
     o.precision = parse_precision(f.precision);
@@ -197,6 +232,23 @@ std::string padding_note(const PlanModel& m) {
                        m.padded_vocab());
 }
 
+// "flat", "hsdp:S" (shards in groups of S, replicated across them) or "hpz:K" (a secondary shard
+// over K ranks), or both joined by '+'.
+std::string sharding_name(const PlanOptions& o) {
+    std::string s = o.zero >= 1 && o.shard_group > 0 && o.shard_group != o.ranks
+                        ? fmt::format("hsdp:{}", o.shard_group)
+                        : "";
+    if (o.secondary_shard > 0)
+        s += (s.empty() ? "" : "+") + fmt::format("hpz:{}", o.secondary_shard);
+    return s.empty() ? "flat" : s;
+}
+
+std::uint64_t inter_node_bytes(const CommPlan& c) {
+    std::uint64_t b = 0;
+    for (const auto& [op, l] : c.by_op_link) b += l.inter_node;
+    return b;
+}
+
 void print_plan(const Plan& p) {
     const MemoryPlan& m = p.memory;
     const PlanOptions& o = p.options;
@@ -216,6 +268,13 @@ void print_plan(const Plan& p) {
                    : o.checkpoint.every == 1 ? "all"
                                              : fmt::format("every:{}", o.checkpoint.every),
                    attention_name(o.attention));
+    if (sharding_name(o) != "flat")
+        fmt::print("sharding {}: ZeRO over groups of {} ranks{}\n\n", sharding_name(o),
+                   o.zero >= 1 && o.shard_group > 0 ? o.shard_group : o.ranks,
+                   o.secondary_shard > 0
+                       ? fmt::format(", backward's gathers from a secondary shard over {} ranks",
+                                     o.secondary_shard)
+                       : "");
     fmt::print("per rank, device:            bytes\n");
     auto row = [](const char* name, std::uint64_t b) {
         fmt::print("  {:<24} {:>16}  {}\n", name, b, gb(b));
@@ -255,18 +314,32 @@ void print_plan(const Plan& p) {
                    p.comm.host_to_device);
 }
 
-void print_table_row(const Plan& p, bool header) {
+// The most any rank sends across nodes per step: in a flat ring only the ranks at a node's edge
+// do, so --rank's own figure (often 0) says little in a comparison.
+std::uint64_t busiest_inter_node(const PlanModel& model, const PlanOptions& o) {
+    std::uint64_t most = 0;
+    if (o.nodes.nodes() > 1)
+        for (int r = 0; r < o.ranks; ++r)
+            most = std::max(most, inter_node_bytes(make_plan(model, o, r).comm));
+    return most;
+}
+
+// links: two more columns, the sharding and the most bytes a rank sends across nodes per step.
+void print_table_row(const Plan& p, bool header, bool links, std::uint64_t inter) {
     if (header)
-        fmt::print("{:>6} {:>5} {:>8} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>14}\n",
+        fmt::print("{:>6} {:>5} {:>8} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>14}{}\n",
                    "ranks", "zero", "offload", "params GB", "grads GB", "optim GB", "activ GB",
-                   "buffers GB", "device GB", "host GB", "comm GB/step");
+                   "buffers GB", "device GB", "host GB", "comm GB/step",
+                   links ? fmt::format(" {:>15} {:>18}", "sharding", "max inter GB/step") : "");
     const MemoryPlan& m = p.memory;
     auto g = [](std::uint64_t b) { return double(b) / 1e9; };
     fmt::print("{:>6} {:>5} {:>8} {:>12.3f} {:>12.3f} {:>12.3f} {:>12.3f} {:>12.3f} {:>12.3f} "
-               "{:>12.3f} {:>14.3f}\n",
+               "{:>12.3f} {:>14.3f}",
                p.options.ranks, p.options.zero, p.options.offload ? "yes" : "no", g(m.params),
                g(m.grads), g(m.master + m.optimizer), g(m.activations), g(m.buffers),
                g(m.device_total), g(m.host_total), g(p.comm.bytes_per_step));
+    if (links) fmt::print(" {:>15} {:>18.3f}", sharding_name(p.options), g(inter));
+    fmt::print("\n");
 }
 
 // DeepSpeed's num_nodes and num_gpus_per_node for the plan's ranks: --nodes x --gpus-per-node, or
@@ -334,6 +407,20 @@ int run_plan(const PlanFlags& f) {
                 t.zero = zero, t.offload = offload, t.prefetch = zero == 3 ? o.prefetch : 0;
                 plans.push_back(make_plan(model, t, f.rank));
             }
+        // On several nodes: the hybrid layouts beside them — HSDP (ZeRO 1-3 inside each node,
+        // replicated across nodes) and ZeRO++ hpZ (flat ZeRO-3, backward's gathers in the node).
+        if (o.nodes.nodes() > 1) {
+            const int node = o.nodes.size() / o.nodes.nodes();
+            for (int zero = 1; zero <= 3; ++zero) {
+                PlanOptions t = o;
+                t.zero = zero, t.offload = false, t.prefetch = zero == 3 ? o.prefetch : 0;
+                t.shard_group = node, t.secondary_shard = 0;
+                plans.push_back(make_plan(model, t, f.rank));
+            }
+            PlanOptions t = o;
+            t.zero = 3, t.offload = false, t.shard_group = 0, t.secondary_shard = node;
+            plans.push_back(make_plan(model, t, f.rank));
+        }
     } else if (!f.sweep.empty()) {
         for (const auto& n : split_list(f.sweep)) {
             PlanOptions t = o;
@@ -353,7 +440,12 @@ int run_plan(const PlanFlags& f) {
     } else {
         fmt::print("{}: {} parameters{}, per rank (GB = 1e9 B)\n", model.name, model.params,
                    padding_note(model));
-        for (std::size_t i = 0; i < plans.size(); ++i) print_table_row(plans[i], i == 0);
+        bool links = false; // the link columns when any plan spans nodes or is hybrid
+        for (const auto& p : plans)
+            links = links || p.options.nodes.nodes() > 1 || sharding_name(p.options) != "flat";
+        for (std::size_t i = 0; i < plans.size(); ++i)
+            print_table_row(plans[i], i == 0, links,
+                            links ? busiest_inter_node(model, plans[i].options) : 0);
     }
     DeepSpeedComparison ds;
     if (deepspeed) {
@@ -404,6 +496,12 @@ CommandRunner add_plan_command(CLI::App& cmd) {
                    "does the same with --nodes)")
         ->check(at_least(1));
     cmd.add_option("--zero", f->zero, "ZeRO stage 0-3");
+    cmd.add_option("--shard-group", f->shard_group,
+                   "Hybrid sharding (HSDP / MiCS): ZeRO 1-3 inside groups of S consecutive ranks "
+                   "(S divides N) or of each node ('node'), replicated across the groups");
+    cmd.add_option("--secondary-shard", f->secondary_shard,
+                   "ZeRO++ hpZ ('node', ZeRO-3): a node-local secondary shard of the 16-bit "
+                   "parameters");
     cmd.add_flag("--offload", f->offload, "Optimizer state and update on the host");
     cmd.add_option("--precision", f->precision, "fp32 | bf16 | fp16");
     cmd.add_flag("--no-master", f->no_master,
@@ -418,7 +516,9 @@ CommandRunner add_plan_command(CLI::App& cmd) {
     cmd.add_option("--prefetch", f->prefetch, "ZeRO-3: units gathered ahead")->check(at_least(0));
     cmd.add_option("--gpu", f->gpu, "a100-40 | a100-80 | h100-80 | h200-141 | bytes");
     cmd.add_flag("--inference", f->inference, "Weights + KV cache instead of training");
-    cmd.add_flag("--compare", f->compare, "Stages 0-3 x offload side by side");
+    cmd.add_flag("--compare", f->compare,
+                 "Stages 0-3 x offload side by side; on several nodes also HSDP (ZeRO 1-3 in "
+                 "each node) and hpZ");
     cmd.add_option("--sweep-ranks", f->sweep, "Comma-separated rank counts, e.g. 1,4,16,64");
     cmd.add_option("--rank", f->rank,
                    "Which rank's traffic to show (ranks differ only in tiny scalar collectives)");

@@ -103,6 +103,11 @@ void check_options(const PlanModel& m, const PlanOptions& o) {
     if (o.prefetch < 0) throw UsageError("--prefetch must be >= 0");
     if (o.prefetch > 0 && o.zero != 3)
         throw UsageError("--prefetch applies to ZeRO-3 only; drop it or use --zero 3");
+    if (o.shard_group < 0 || (o.shard_group > 0 && o.ranks % o.shard_group != 0))
+        throw UsageError(fmt::format("--shard-group {} does not divide N = {} ranks: ZeRO shards "
+                                     "inside groups of S consecutive ranks, N/S of them; use a "
+                                     "divisor of {}",
+                                     o.shard_group, o.ranks, o.ranks));
     if (o.secondary_shard > 0 && o.zero != 3)
         throw UsageError("--secondary-shard applies to ZeRO-3 only; drop it or use --zero 3");
     if (o.secondary_shard > 0 &&

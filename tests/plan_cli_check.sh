@@ -109,6 +109,38 @@ for op, b in r1["by_op"].items():
 PY
 "$expect" 2 "--ranks-per-node 3 contradicts --gpus-per-node 2" "$shardlab" plan --preset tiny --nodes 2 --gpus-per-node 2 --ranks-per-node 3
 
+# Hybrid layouts on 2 nodes x 2: --shard-group node is --shard-group 2 there; HSDP's shards are
+# those of a flat run on S ranks (params, grads, optimizer); its gathers and reduce-scatters stay
+# in the node and only the replica all-reduce crosses (each replica on another node); hpZ's
+# re-gathers stay in the node; --compare adds HSDP at ZeRO 1-3 and hpZ after the 8 flat rows.
+"$shardlab" plan --preset tiny --zero 3 --nodes 2 --gpus-per-node 2 --shard-group node --json "$work/hsdp.json" >/dev/null
+"$shardlab" plan --preset tiny --zero 3 --ranks 4 --ranks-per-node 2 --shard-group 2 --json "$work/hsdp2.json" >/dev/null
+"$shardlab" plan --preset tiny --zero 3 --ranks 2 --json "$work/flat2.json" >/dev/null
+"$shardlab" plan --preset tiny --zero 3 --nodes 2 --gpus-per-node 2 --secondary-shard node --json "$work/hpz.json" >/dev/null
+"$shardlab" plan --preset tiny --nodes 2 --gpus-per-node 2 --compare --json "$work/cmp4.json" >"$work/cmp4.txt"
+/usr/bin/python3 - "$work" <<'PY'
+import json, sys
+w = sys.argv[1]
+h, h2, f2, z, cmp = (json.load(open(f"{w}/{n}.json")) for n in ("hsdp", "hsdp2", "flat2", "hpz", "cmp4"))
+assert h == h2, "--shard-group node differs from --shard-group 2 on nodes of 2"
+for k in ("params", "grads", "optimizer"):
+    assert h["per_rank"][k] == f2["per_rank"][k], (k, h["per_rank"][k], f2["per_rank"][k])
+link = h["comm"]["by_op_link"]
+assert link["allgather@shard"]["inter_node"] == 0 and link["reduce_scatter@shard"]["inter_node"] == 0, link
+rep = link["allreduce@replicate"]
+assert rep["intra_node"] == 0 and rep["inter_node"] == h["comm"]["by_op"]["allreduce@replicate"] > 0, rep
+zl = z["comm"]["by_op_link"]
+assert zl["allgather@node"]["inter_node"] == 0 and zl["allgather@node"]["intra_node"] > 0, zl
+assert len(cmp) == 12, len(cmp)
+PY
+rows=$(grep -cE ' (flat|hsdp:2|hpz:2) +[0-9.]+$' "$work/cmp4.txt")
+[ "$rows" -eq 12 ] || { cat "$work/cmp4.txt"; echo "plan --compare on 2 nodes: $rows rows with a sharding"; exit 1; }
+grep -qE '^ +4 +3 +no .* hpz:2 ' "$work/cmp4.txt" || { cat "$work/cmp4.txt"; echo "no hpZ row"; exit 1; }
+"$expect" 2 "--shard-group 3 does not divide N = 4 ranks" "$shardlab" plan --preset tiny --zero 3 --ranks 4 --shard-group 3
+"$expect" 2 "--shard-group node needs the nodes" "$shardlab" plan --preset tiny --zero 3 --ranks 4 --shard-group node
+"$expect" 2 "--secondary-shard applies to ZeRO-3 only" "$shardlab" plan --preset tiny --zero 2 --nodes 2 --gpus-per-node 2 --secondary-shard node
+echo "ok: plan with hybrid layouts"
+
 # GQA on the GPT-2 architecture: the plan says where it is modelled, and that command runs.
 "$expect" 2 "GPT-2 has one key/value head per query head" "$shardlab" plan --kv-heads 4 --heads 12
 "$expect" 2 "shardlab plan --arch llama --layers 12 --hidden 768 --heads 12 --kv-heads 4" "$shardlab" plan --kv-heads 4 --heads 12
