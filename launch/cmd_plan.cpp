@@ -317,10 +317,12 @@ void print_plan(const Plan& p) {
 // The most any rank sends across nodes per step: in a flat ring only the ranks at a node's edge
 // do, so --rank's own figure (often 0) says little in a comparison.
 std::uint64_t busiest_inter_node(const PlanModel& model, const PlanOptions& o) {
+    PlanOptions t = o;
+    t.gpu_bytes = 0; // the bytes only: no largest-micro-batch search for every rank
     std::uint64_t most = 0;
     if (o.nodes.nodes() > 1)
         for (int r = 0; r < o.ranks; ++r)
-            most = std::max(most, inter_node_bytes(make_plan(model, o, r).comm));
+            most = std::max(most, inter_node_bytes(make_plan(model, t, r).comm));
     return most;
 }
 
