@@ -34,13 +34,15 @@ import subprocess
 import sys
 import tempfile
 
+from report_expect import TINY_MODEL, measured_equals_predicted
+
 MODE = sys.argv[1]
 SHARDLAB = sys.argv[2]
 MPIRUN = sys.argv[3:]
 EMU = MODE.startswith("emu")
 # On a real GPU the two ranks share it unless the machine has two (auto: NCCL where it can).
 CUDA = ["--device", "cuda"] + ([] if EMU else ["--share-gpu"])
-MODEL = ["--layers", "2", "--hidden", "64", "--heads", "4", "--seq", "32", "--vocab", "256"]
+MODEL = TINY_MODEL
 # CUDA_TRAIN_QUICK=1 (the lease's dry run on the emulator): a smaller model, 2 steps, ZeRO-0 and
 # ZeRO-3 + offload only, bf16 only against the CPU.
 QUICK = os.environ.get("CUDA_TRAIN_QUICK") == "1"
@@ -89,14 +91,7 @@ def losses(rep):
 
 def check_measured_equals_predicted(name, rep):
     for r in rep["ranks"]:
-        for cat, m in r["memory"].items():
-            if m["predicted_bytes"] is not None:
-                check(m["peak_bytes"] == m["predicted_bytes"],
-                      f"{name} rank {r['rank']} {cat}: measured {m['peak_bytes']} predicted {m['predicted_bytes']}")
-        for op, s in r["comm"].items():
-            check(s["bytes_sent"] == s["predicted_bytes"] and s["calls"] == s["predicted_calls"],
-                  f"{name} rank {r['rank']} {op}: sent {s['bytes_sent']} in {s['calls']} calls, "
-                  f"predicted {s['predicted_bytes']} in {s['predicted_calls']}")
+        measured_equals_predicted(check, name, r)
         hd = r["host_device_bytes"]
         check(hd["total"] == hd["predicted"], f"{name} rank {r['rank']}: offload copies {hd}")
         check(r["device"].startswith("cuda:"), f"{name} rank {r['rank']}: device {r['device']}")

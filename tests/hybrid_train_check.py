@@ -23,11 +23,13 @@ import subprocess
 import sys
 import tempfile
 
+from report_expect import TINY_MODEL, TINY_SHAPE, measured_equals_predicted
+
 N = int(sys.argv[1])
 SHARDLAB = sys.argv[2]
 MPIRUN = sys.argv[3:]
-MODEL = ["--layers", "2", "--hidden", "64", "--heads", "4", "--seq", "32", "--vocab", "256"]
-L, D, T, V = 2, 64, 32, 256
+MODEL = TINY_MODEL
+L, D, T, V = TINY_SHAPE
 STEPS = 3
 BASE = ["--micro-batch", "1", "--steps", str(STEPS), "--lr", "3e-3", "--warmup", "1"]
 # (name, flags, S, ranks per node): the first of each N runs every stage; the others fewer: one
@@ -76,14 +78,7 @@ def check_report(name, rep, zero, S, rpn):
     units = [V * D + T * D] + [12 * D * D + 13 * D] * L + [2 * D]
     for r in rep["ranks"]:
         rank = r["rank"]
-        for cat, m in r["memory"].items():
-            if m["predicted_bytes"] is not None:
-                check(m["peak_bytes"] == m["predicted_bytes"],
-                      f"{name} rank {rank} {cat}: measured {m['peak_bytes']} predicted {m['predicted_bytes']}")
-        for op, s in r["comm"].items():
-            check(s["bytes_sent"] == s["predicted_bytes"] and s["calls"] == s["predicted_calls"],
-                  f"{name} rank {rank} {op}: sent {s['bytes_sent']} predicted {s['predicted_bytes']} "
-                  f"calls {s['calls']} predicted {s['predicted_calls']}")
+        measured_equals_predicted(check, name, r)
         ops = r["comm"]
         if S == N:  # flat (hpZ): the ops keep their world names
             continue

@@ -24,11 +24,13 @@ import subprocess
 import sys
 import tempfile
 
+from report_expect import TINY_MODEL, TINY_SHAPE, measured_equals_predicted
+
 K = int(sys.argv[1])
 SHARDLAB = sys.argv[2]
 MPIRUN = sys.argv[3:]
-MODEL = ["--layers", "2", "--hidden", "64", "--heads", "4", "--seq", "32", "--vocab", "256"]
-L, D, T, V = 2, 64, 32, 256
+MODEL = TINY_MODEL
+L, D, T, V = TINY_SHAPE
 failures = []
 
 
@@ -86,14 +88,9 @@ with tempfile.TemporaryDirectory() as tmp:
             reference = (name, sig)
         check(sig == reference[1], f"{name}: losses/weights differ from {reference[0]}: {losses} vs {reference[1][0]}")
         for r in rep["ranks"]:
-            for cat, m in r["memory"].items():
-                if m["predicted_bytes"] is not None:
-                    check(m["peak_bytes"] == m["predicted_bytes"],
-                          f"{name} rank {r['rank']} {cat}: measured {m['peak_bytes']} predicted {m['predicted_bytes']}")
+            measured_equals_predicted(check, name, r)
             total = 0
             for op, s in r["comm"].items():
-                check(s["bytes_sent"] == s["predicted_bytes"] and s["calls"] == s["predicted_calls"],
-                      f"{name} rank {r['rank']} {op}: sent {s['bytes_sent']} predicted {s['predicted_bytes']}")
                 total += s["bytes_sent"]
                 link, pred = s["bytes_by_link"], s["predicted_bytes_by_link"]
                 check(link == pred, f"{name} rank {r['rank']} {op}: by link {link} predicted {pred}")
