@@ -7,9 +7,11 @@
 // one creates no happens-before ("no sync"), so two threads of a block are ordered only by what
 // orders them on a GPU: a barrier or a warp rendezvous, each a release by every thread that
 // arrives and an acquire by every thread that leaves. A race between them is reported with the
-// fiber's name: kernel, block and thread. Switching back to the scheduler does synchronise, so
-// everything a block did happens before the next block on that OS thread (which reuses its stacks
-// and `__shared__` memory) and before the launch returns.
+// fiber's name: kernel, block and thread. A thread's last switch back to the scheduler (as it
+// exits) synchronises, so everything a block did happens before the next block on that OS thread
+// (which reuses its stacks and `__shared__` memory) and before the launch returns; its switches at
+// barriers and warp operations do not (the scheduler's code is not instrumented, so nothing there
+// needs them, and each would cost a vector-clock merge the size of every fiber ever made).
 //
 // AddressSanitizer (__SANITIZE_ADDRESS__): each switch names the stack it goes to
 // (__sanitizer_start_switch_fiber / __sanitizer_finish_switch_fiber).
@@ -93,7 +95,7 @@ inline void fiber_started([[maybe_unused]] SchedulerMarks& s) {
 inline void to_scheduler([[maybe_unused]] SchedulerMarks& s, [[maybe_unused]] FiberMarks& f,
                          [[maybe_unused]] bool exiting) {
 #if defined(SHARDLAB_EMU_TSAN)
-    __tsan_switch_to_fiber(s.tsan, 0);
+    __tsan_switch_to_fiber(s.tsan, exiting ? 0 : __tsan_switch_to_fiber_no_sync);
 #endif
 #if defined(__SANITIZE_ADDRESS__)
     __sanitizer_start_switch_fiber(exiting ? nullptr : &f.fake_stack, s.stack_bottom, s.stack_size);
