@@ -44,8 +44,8 @@ void halving_doubling_all_reduce(CollectiveContext& c, const void* send, void* r
     for (const HdStep& h : s.halving) {
         const std::size_t keep = h.keep_hi - h.keep_lo;
         const char* from = &h == &s.halving.front() ? input : buf; // see the top
-        c.transport.sendrecv(c.stream, from + h.send_lo * es, (h.send_hi - h.send_lo) * es,
-                             h.peer, incoming, keep * es, h.peer);
+        c.transport.sendrecv(c.stream, from + h.send_lo * es, (h.send_hi - h.send_lo) * es, h.peer,
+                             incoming, keep * es, h.peer);
         const bool last = &h == &s.halving.back();
         c.elements.reduce_add(c.stream, at(h.keep_lo), from + h.keep_lo * es, incoming, keep, t,
                               last ? divisor : 1.0f);
