@@ -29,7 +29,7 @@ skip() { echo "hybrid_tc: cannot run here: $*" >&2; exit 77; }
 fail() { echo "hybrid_tc: FAIL: $*" >&2; exit 1; }
 [ "$(id -u)" -eq 0 ] || skip "network namespaces and tc need root"
 command -v tc >/dev/null || skip "no 'tc' (Debian package iproute2)"
-# shellcheck source=../tests/two_node_net.sh
+# shellcheck source=tests/two_node_net.sh
 . "$here/two_node_net.sh"
 
 # Each direction between the nodes leaves through one eth0 (A's or B's): shape both egresses.

@@ -31,7 +31,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 command -v ip >/dev/null || skip "no 'ip' command (Debian package iproute2)"
 command -v "${mpirun[0]}" >/dev/null || fail "no ${mpirun[0]}"
 
-# shellcheck source=two_node_net.sh
+# shellcheck source=tests/two_node_net.sh
 . "$here/two_node_net.sh"
 
 # --threads 1: the same arithmetic on both sides whatever each node's share of the cores.

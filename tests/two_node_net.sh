@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2154 # here, shardlab, mpirun, skip, fail: the caller's
 # Two "nodes" on one machine, for tests/two_node_check.sh and bench/hybrid_tc.sh (sourced, not
 # run): two network namespaces A and B joined by a bridge in a third, sw, which runs mpirun; each
 # namespace is a host of its own to Open MPI (tests/netns_rsh.sh starts its daemons there).
