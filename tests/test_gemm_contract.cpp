@@ -6,11 +6,13 @@
 // product of the stored inputs. A library absent for a dtype on this CPU (oneDNN 2.6 has no bf16
 // matmul below AVX-512) is a skip that names the CPU, never a silent pass.
 #include "core/device_context.h"
+#include "model/kernels/cpu/threads.h"
 #include "model/ops_cpu.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -80,6 +82,19 @@ class GemmContract : public testing::TestWithParam<Library> {
         return x;
     }
     Stream& s() { return ctx_->compute(); }
+
+    // c = a b (+ bias) at one shape, as the library computes it here: the result's bits.
+    std::vector<float> product(int M, int N, int K, bool ta, bool tb, bool bias) {
+        const DType t = GetParam().dtype;
+        const Tensor a =
+            make(stored_values(std::size_t(M) * K, t, 5), ta ? Shape{K, M} : Shape{M, K});
+        const Tensor b =
+            make(stored_values(std::size_t(K) * N, t, 6), tb ? Shape{N, K} : Shape{K, N});
+        const Tensor c = make(std::vector<float>(std::size_t(M) * N), {M, N});
+        const Tensor tbias = make(stored_values(std::size_t(N), t, 7), {N});
+        ops_->gemm(s(), a, ta, b, tb, c, 1.0f, 0.0f, bias ? &tbias : nullptr);
+        return to_host_f32(s(), c);
+    }
 
     // Runs one case with every transposition; each element within its bound of float64.
     void check(const Case& c, std::vector<float> a = {}, std::vector<float> b = {},
@@ -172,6 +187,35 @@ TEST_P(GemmContract, EveryVariantMatchesFloat64WithinTheAccumulationBound) {
 // gave alpha (a b + bias) = -0.014984 where cuBLAS (and the contract) give alpha a b + bias.
 TEST_P(GemmContract, OneByOneWithABiasIsAlphaABPlusTheBias) {
     check(Case{1, 1, 1, 1, 0.75f, 0.0f, true}, {-0.732246757f}, {0.807208061f}, {0.571096539f});
+}
+
+// The thread count changes no bit (issue 23: the default --threads changes with the ranks per
+// node, so a result that depended on it would differ between rank counts). Libraries split the
+// output rows and columns among threads, which leaves each element's K-term sum alone; a library
+// that split K (a reduction over threads) for some shape would fail here. The shapes are the
+// model's: a forward (rows = tokens, K = channels), the weight gradient (K = tokens, the sum
+// that a K-split would cut: M and N small enough that a library might), the input gradient.
+TEST_P(GemmContract, TheThreadCountChangesNoBit) {
+    struct Shape3 {
+        int M, N, K;
+        bool ta, tb, bias;
+    };
+    const int saved = cpu::current_threads();
+    for (const Shape3 c :
+         {Shape3{256, 192, 320, false, false, true}, Shape3{64, 48, 2048, true, false, false},
+          Shape3{256, 320, 192, false, true, false}}) {
+        SCOPED_TRACE(testing::Message()
+                     << c.M << "x" << c.N << "x" << c.K << " ta " << c.ta << " tb " << c.tb);
+        cpu::set_threads(1);
+        const std::vector<float> one = product(c.M, c.N, c.K, c.ta, c.tb, c.bias);
+        for (int threads : {2, 3}) {
+            cpu::set_threads(threads);
+            const std::vector<float> other = product(c.M, c.N, c.K, c.ta, c.tb, c.bias);
+            EXPECT_EQ(std::memcmp(one.data(), other.data(), one.size() * sizeof(float)), 0)
+                << threads << " threads give other bits than 1";
+        }
+    }
+    cpu::set_threads(saved);
 }
 
 const Library kLibraries[] = {{"openblas", DType::f32},

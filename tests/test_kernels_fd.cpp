@@ -620,6 +620,49 @@ TEST(KernelsDeterminism, Fp16) {
     expect_deterministic<f16_t>("fp16");
 }
 
+// ---- the thread count: 1, 2 and 3 threads give bitwise the same outputs ----
+// (Issue 23: the default --threads changes with the ranks per node, so a kernel whose bits
+// depended on it would change the training between rank counts. parallel.h splits every loop into
+// one range per thread and sums in index order inside a range; a sum split across ranges — e.g.
+// a parameter gradient over rows — would fail here. kLarge has rows that 2 and 3 threads cut at
+// different places.)
+constexpr Dims kLarge{3, 37, 48, 4, 40, 97};
+
+template <typename S>
+void expect_thread_count_independent(const char* type_name) {
+    Workspace f;
+    const Problem p = quantized<S>(make_problem(kLarge, 14));
+    const int saved = current_threads();
+    set_threads(1);
+    const Named one = run_all<S>(p, f.ws);
+    for (int threads : {2, 3}) {
+        set_threads(threads);
+        const Named other = run_all<S>(p, f.ws);
+        ASSERT_EQ(one.size(), other.size());
+        for (std::size_t k = 0; k < one.size(); ++k) {
+            const Vec &a = one[k].second, &b = other[k].second;
+            ASSERT_EQ(a.size(), b.size());
+            EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(double)), 0)
+                << type_name << " " << one[k].first << ": " << threads
+                << " threads give other bits than 1";
+        }
+    }
+    set_threads(saved);
+}
+
+TEST(KernelsThreadCount, Double) {
+    expect_thread_count_independent<double>("double");
+}
+TEST(KernelsThreadCount, Fp32) {
+    expect_thread_count_independent<float>("fp32");
+}
+TEST(KernelsThreadCount, Bf16) {
+    expect_thread_count_independent<bf16_t>("bf16");
+}
+TEST(KernelsThreadCount, Fp16) {
+    expect_thread_count_independent<f16_t>("fp16");
+}
+
 // ---- mixed precision: each instantiation against the double one, same inputs ----
 
 template <typename S>
