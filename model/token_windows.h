@@ -12,6 +12,15 @@
 
 namespace shardlab {
 
+// The first window of micro-batch `a` of `step` on `rank`, when `ranks` ranks each run `accum`
+// micro-batches of `micro_batch` windows a step: ((step·A + a)·N + rank)·B. So a step reads
+// windows [step·G, (step+1)·G) with G = A·N·B, each once: every split of the same global batch
+// trains on the same samples, and a window's index is its place in the global batch wherever it
+// runs (the order issue 23's rank-count-independent sums follow).
+inline std::size_t first_window(int step, int a, int rank, int ranks, int accum, int micro_batch) {
+    return ((std::size_t(step) * accum + a) * ranks + rank) * micro_batch;
+}
+
 class TokenWindows {
   public:
     TokenWindows(const std::vector<std::uint16_t>& tokens, int seq) : tokens_(tokens), seq_(seq) {}

@@ -1,6 +1,7 @@
 // Token data: text files give their bytes, hand-built llm.c shards give their uint16 tokens, and
 // every malformed input fails with a message naming the file and the fix.
 #include "model/token_data.h"
+#include "model/token_windows.h"
 
 #include "core/error.h"
 
@@ -11,6 +12,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -168,4 +170,31 @@ TEST_F(TokenDataTest, ShardCountDisagreesWithSize) {
 
     write_raw(path("neg.bin"), shard(1, -1, {}));
     expect_error(path("neg.bin"), {"token count of -1"});
+}
+
+// Every split of a global batch of 12 sequences into micro-batch B x accumulation A x ranks N
+// reads, in each step s, windows 12s .. 12s + 11, each exactly once; and the window a rank reads
+// as its b-th sequence of micro-batch a is ((s A + a) N + rank) B + b (issue 23, item 2).
+TEST(StepWindows, EverySplitOfAGlobalBatchReadsTheSameWindowsOnce) {
+    struct Split {
+        int B, A, N;
+    };
+    for (const Split x :
+         {Split{12, 1, 1}, Split{1, 12, 1}, Split{6, 1, 2}, Split{3, 2, 2}, Split{1, 3, 4},
+          Split{2, 1, 6}, Split{1, 2, 6}, Split{4, 1, 3}, Split{2, 2, 3}}) {
+        SCOPED_TRACE(testing::Message() << "B " << x.B << " A " << x.A << " N " << x.N);
+        for (int step = 0; step < 3; ++step) {
+            std::map<std::size_t, int> seen;
+            for (int rank = 0; rank < x.N; ++rank)
+                for (int a = 0; a < x.A; ++a)
+                    for (int b = 0; b < x.B; ++b)
+                        ++seen[shardlab::first_window(step, a, rank, x.N, x.A, x.B) + b];
+            ASSERT_EQ(seen.size(), 12u);
+            EXPECT_EQ(seen.begin()->first, std::size_t(12 * step));
+            EXPECT_EQ(seen.rbegin()->first, std::size_t(12 * step + 11));
+            for (const auto& [window, times] : seen) EXPECT_EQ(times, 1) << "window " << window;
+        }
+    }
+    // Step 2, micro-batch 1 of 2, rank 1 of 3, 2 sequences each: ((2 2 + 1) 3 + 1) 2 = 32.
+    EXPECT_EQ(shardlab::first_window(2, 1, 1, 3, 2, 2), 32u);
 }

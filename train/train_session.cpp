@@ -137,7 +137,7 @@ StepOutcome TrainSession::step(int step, const TokenWindows& train, float lr) {
     return this->step(
         step,
         [&](int a, std::uint16_t* in, std::uint16_t* tg) {
-            train.fill_wrapped(((std::size_t(step) * A + a) * ranks_ + rank_) * B, B, in, tg);
+            train.fill_wrapped(first_window(step, a, rank_, ranks_, A, B), B, in, tg);
         },
         lr);
 }

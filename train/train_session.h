@@ -76,8 +76,8 @@ class TrainSession {
     // One training step at `lr`: grad_accum micro-batches of forward and backward, each filled by
     // `fill`, then the engine's step. The loss is the mean over micro-batches and ranks.
     StepOutcome step(int step, const BatchFill& fill, float lr);
-    // The step of `shardlab train`: micro-batch a of step s on this rank is window
-    // ((s·A + a)·N + rank)·B of `train`, wrapping around.
+    // The step of `shardlab train`: micro-batch a of step s on this rank starts at window
+    // first_window(s, a, rank, N, A, B) of `train` (model/token_windows.h), wrapping around.
     StepOutcome step(int step, const TokenWindows& train, float lr);
     // Mean validation loss over `batches` batches of `val`; its traffic is kept out of the
     // statistics.
