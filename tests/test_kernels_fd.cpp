@@ -41,6 +41,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -593,31 +594,41 @@ TEST(KernelsContract, BackwardsOverwriteOrAccumulateAsDocumented) {
 
 // ---- determinism: the same inputs give bitwise the same outputs ----
 
-template <typename S>
-void expect_deterministic(const char* type_name) {
-    Workspace f;
-    const Problem p = quantized<S>(make_problem(kMedium, 10));
-    const Named first = run_all<S>(p, f.ws), second = run_all<S>(p, f.ws);
-    ASSERT_EQ(first.size(), second.size());
-    for (std::size_t k = 0; k < first.size(); ++k) {
-        const Vec &a = first[k].second, &b = second[k].second;
-        ASSERT_EQ(a.size(), b.size());
-        EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(double)), 0)
-            << type_name << " " << first[k].first << " differs between two identical runs";
+// Every output of `a` and `b` (run_all's) holds the same bits; `why` names the difference.
+void expect_same_bits(const Named& a, const Named& b, const std::string& why) {
+    ASSERT_EQ(a.size(), b.size());
+    for (std::size_t k = 0; k < a.size(); ++k) {
+        const Vec &x = a[k].second, &y = b[k].second;
+        ASSERT_EQ(x.size(), y.size());
+        EXPECT_EQ(std::memcmp(x.data(), y.data(), x.size() * sizeof(double)), 0)
+            << a[k].first << ": " << why;
     }
 }
 
-TEST(KernelsDeterminism, Double) {
-    expect_deterministic<double>("double");
-}
-TEST(KernelsDeterminism, Fp32) {
-    expect_deterministic<float>("fp32");
-}
-TEST(KernelsDeterminism, Bf16) {
-    expect_deterministic<bf16_t>("bf16");
-}
-TEST(KernelsDeterminism, Fp16) {
-    expect_deterministic<f16_t>("fp16");
+// The storage types every kernel is instantiated for, named as the messages name them.
+template <typename S>
+struct Kernels : testing::Test {
+    static const char* type_name() {
+        return std::is_same_v<S, double>   ? "double"
+               : std::is_same_v<S, float>  ? "fp32"
+               : std::is_same_v<S, bf16_t> ? "bf16"
+                                           : "fp16";
+    }
+};
+struct TypeNames {
+    template <typename S>
+    static std::string GetName(int) {
+        return Kernels<S>::type_name();
+    }
+};
+using StorageTypes = testing::Types<double, float, bf16_t, f16_t>;
+TYPED_TEST_SUITE(Kernels, StorageTypes, TypeNames);
+
+TYPED_TEST(Kernels, AreDeterministic) {
+    Workspace f;
+    const Problem p = quantized<TypeParam>(make_problem(kMedium, 10));
+    expect_same_bits(run_all<TypeParam>(p, f.ws), run_all<TypeParam>(p, f.ws),
+                     std::string(TestFixture::type_name()) + ": two identical runs differ");
 }
 
 // ---- the thread count: 1, 2 and 3 threads give bitwise the same outputs ----
@@ -628,39 +639,19 @@ TEST(KernelsDeterminism, Fp16) {
 // different places.)
 constexpr Dims kLarge{3, 37, 48, 4, 40, 97};
 
-template <typename S>
-void expect_thread_count_independent(const char* type_name) {
+TYPED_TEST(Kernels, GiveTheSameBitsAtAnyThreadCount) {
     Workspace f;
-    const Problem p = quantized<S>(make_problem(kLarge, 14));
+    const Problem p = quantized<TypeParam>(make_problem(kLarge, 14));
     const int saved = current_threads();
     set_threads(1);
-    const Named one = run_all<S>(p, f.ws);
+    const Named one = run_all<TypeParam>(p, f.ws);
     for (int threads : {2, 3}) {
         set_threads(threads);
-        const Named other = run_all<S>(p, f.ws);
-        ASSERT_EQ(one.size(), other.size());
-        for (std::size_t k = 0; k < one.size(); ++k) {
-            const Vec &a = one[k].second, &b = other[k].second;
-            ASSERT_EQ(a.size(), b.size());
-            EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(double)), 0)
-                << type_name << " " << one[k].first << ": " << threads
-                << " threads give other bits than 1";
-        }
+        expect_same_bits(one, run_all<TypeParam>(p, f.ws),
+                         std::string(TestFixture::type_name()) + ": " + std::to_string(threads) +
+                             " threads give other bits than 1");
     }
     set_threads(saved);
-}
-
-TEST(KernelsThreadCount, Double) {
-    expect_thread_count_independent<double>("double");
-}
-TEST(KernelsThreadCount, Fp32) {
-    expect_thread_count_independent<float>("fp32");
-}
-TEST(KernelsThreadCount, Bf16) {
-    expect_thread_count_independent<bf16_t>("bf16");
-}
-TEST(KernelsThreadCount, Fp16) {
-    expect_thread_count_independent<f16_t>("fp16");
 }
 
 // ---- mixed precision: each instantiation against the double one, same inputs ----
