@@ -1,4 +1,4 @@
-// Gather a unit, hash it, write it, let it go.
+// Gather a unit, hash it and write it a piece at a time, let it go.
 #include "launch/final_weights.h"
 
 #include "launch/sha256.h"
@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <memory>
 
 namespace shardlab {
@@ -33,7 +34,7 @@ std::unique_ptr<SafeTensorsWriter> open_weights(const ParamLayout& layout, const
 } // namespace
 
 FinalWeights hash_and_save_weights(ZeroEngine& engine, const GPTConfig& config,
-                                   const std::string& save_path, bool lead) {
+                                   const std::string& save_path, bool lead, std::size_t piece) {
     const ParamLayout layout(config);
     FinalWeights result;
     std::unique_ptr<SafeTensorsWriter> out;
@@ -42,20 +43,29 @@ FinalWeights hash_and_save_weights(ZeroEngine& engine, const GPTConfig& config,
     Sha256 hash;
     std::uint64_t written = 0;
     for (std::size_t u = 0; u < layout.num_units(); ++u) {
-        const std::vector<float> unit = engine.consolidated_unit(int(u)); // gather
-        // Tensor by tensor, each its true elements: wte's padding rows are neither hashed nor
-        // written, so the hash and the file are the same for every --vocab-multiple.
-        for (const ParamInfo& p : layout.units()[u].params) {
-            const float* first = unit.data() + p.offset;
-            hash.update(first, p.numel * sizeof(float));
-            try {
-                if (out) out->write(written, first, p.numel * sizeof(float));
-            } catch (const Error& e) { // e.g. a full disk: drop the file, keep gathering, hashing
-                result.save_error = e.what();
-                out.reset(); // removes the partial file
-            }
-            written += p.numel * sizeof(float);
-        }
+        // Piece by piece (the unit gathered once, on the device side), the part of each tensor
+        // the piece holds: tensors' true elements only — wte's padding rows are neither hashed
+        // nor written, so the hash and the file are the same for every --vocab-multiple.
+        const auto& params = layout.units()[u].params;
+        engine.for_each_consolidated_piece(
+            int(u),
+            [&](std::uint64_t lo, const float* values, std::size_t n) {
+                for (const ParamInfo& p : params) {
+                    const std::uint64_t a = std::max<std::uint64_t>(lo, p.offset);
+                    const std::uint64_t b = std::min<std::uint64_t>(lo + n, p.offset + p.numel);
+                    if (a >= b) continue;
+                    const float* first = values + (a - lo);
+                    hash.update(first, (b - a) * sizeof(float));
+                    try {
+                        if (out) out->write(written, first, (b - a) * sizeof(float));
+                    } catch (const Error& e) { // e.g. a full disk: drop the file, keep hashing
+                        result.save_error = e.what();
+                        out.reset(); // removes the partial file
+                    }
+                    written += (b - a) * sizeof(float);
+                }
+            },
+            piece);
     } // each unit released before the next is gathered
     try {
         if (out) out->finish();

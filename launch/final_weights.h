@@ -1,6 +1,7 @@
 // The end of a run: the fp32 master weights' SHA-256 and, with --save-weights, the safetensors
-// file — both streamed one sharding unit at a time (gathered, hashed, written by rank 0,
-// released), so no rank ever holds the whole model in fp32 for it.
+// file — both streamed one sharding unit at a time (gathered on the device side, then hashed and
+// written by rank 0 in pieces of 16 MB, released), so no rank ever holds the whole model in fp32
+// for it, nor a unit twice.
 #pragma once
 
 #include "model/gpt_config.h"
@@ -17,7 +18,9 @@ struct FinalWeights {
 
 // Collective over the engine's ranks. `save_path` empty: hash only. A file that cannot be written
 // (a full disk) is removed and its error returned, never thrown: the run's report comes next.
+// `piece`: the elements handed over at a time (ZeroEngine::for_each_consolidated_piece).
 FinalWeights hash_and_save_weights(ZeroEngine& engine, const GPTConfig& config,
-                                   const std::string& save_path, bool lead);
+                                   const std::string& save_path, bool lead,
+                                   std::size_t piece = ZeroEngine::kConsolidationPiece);
 
 } // namespace shardlab

@@ -120,6 +120,11 @@ ShardState HostUpdater::read(int unit) {
     return {copy(u.master), copy(u.m), copy(u.v)};
 }
 
+std::vector<float> HostUpdater::read_master(int unit) {
+    const Unit& u = units_[std::size_t(unit)];
+    return std::vector<float>(u.master.as<float>(), u.master.as<float>() + u.shard.count());
+}
+
 void HostUpdater::write(int unit, const ShardState& state) {
     Unit& u = units_[std::size_t(unit)];
     const std::uint64_t n = u.shard.count();

@@ -29,6 +29,7 @@ class HostUpdater : public Updater {
     EventPtr update(const EventPtr& grads_ready, float lr, int step, float grad_scale) override;
     EventPtr publish() override;
     ShardState read(int unit) override;
+    std::vector<float> read_master(int unit) override;
     void write(int unit, const ShardState& state) override;
     std::uint64_t device_to_host_bytes() const override { return device_to_host_; }
     std::uint64_t host_to_device_bytes() const override { return host_to_device_; }

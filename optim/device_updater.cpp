@@ -58,8 +58,12 @@ EventPtr DeviceUpdater::publish() {
 ShardState DeviceUpdater::read(int unit) {
     const Unit& u = units_[std::size_t(unit)];
     Stream& s = ctx_.compute();
-    return {to_host_f32(s, u.master()), to_host_f32(s, fp32(u.m, u.shard.count())),
+    return {read_master(unit), to_host_f32(s, fp32(u.m, u.shard.count())),
             to_host_f32(s, fp32(u.v, u.shard.count()))};
+}
+
+std::vector<float> DeviceUpdater::read_master(int unit) {
+    return to_host_f32(ctx_.compute(), units_[std::size_t(unit)].master());
 }
 
 void DeviceUpdater::write(int unit, const ShardState& state) {

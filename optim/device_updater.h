@@ -20,6 +20,7 @@ class DeviceUpdater : public Updater {
     EventPtr update(const EventPtr& grads_ready, float lr, int step, float grad_scale) override;
     EventPtr publish() override;
     ShardState read(int unit) override;
+    std::vector<float> read_master(int unit) override;
     void write(int unit, const ShardState& state) override;
 
   private:

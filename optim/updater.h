@@ -46,6 +46,8 @@ class Updater {
     // Rewrites every shard's parameters from the master copy (after a checkpoint is loaded).
     virtual EventPtr publish() = 0;
     virtual ShardState read(int unit) = 0; // waits for the streams
+    // The unit's master shard alone (the final weights need no m, v): read(unit).master.
+    virtual std::vector<float> read_master(int unit) = 0;
     virtual void write(int unit, const ShardState& state) = 0;
     // Bytes the updates moved between device and host (offload), since reset_counters().
     virtual std::uint64_t device_to_host_bytes() const { return 0; }

@@ -349,19 +349,39 @@ double ZeroEngine::average(double value) {
 
 // --- checkpoints and consolidation ----------------------------------------------------------
 
-std::vector<float> ZeroEngine::consolidated_unit(int u) {
-    Stream& cs = comm_.stream();
-    std::vector<float> full = updater_.read(u).master;
-    if (policy_.shards_optimizer_state) { // gather every rank's shard of the fp32 master
-        const std::uint64_t shard = padded_[u] / n_;
-        Allocation mine = ctx_.tracker().allocate(shard * 4, Category::workspace, cs);
-        Allocation all = ctx_.tracker().allocate(padded_[u] * 4, Category::workspace, cs);
-        cs.upload(mine.data(), full.data(), shard * 4);
-        comm_.label_next("consolidating unit " + layout_.units()[u].name);
-        comm_.all_gather(mine.data(), all.data(), padded_[u], DType::f32);
-        full = to_host_f32(cs, {all.data(), DType::f32, {std::int64_t(padded_[u])}, all.device()});
+void ZeroEngine::for_each_consolidated_piece(
+    int u, const std::function<void(std::uint64_t, const float*, std::size_t)>& fn,
+    std::size_t piece_elems) {
+    const std::uint64_t numel = layout_.units()[u].numel;
+    std::vector<float> master = updater_.read_master(u);
+    if (!policy_.shards_optimizer_state) { // every rank holds the whole unit already
+        for (std::uint64_t lo = 0; lo < numel; lo += piece_elems)
+            fn(lo, master.data() + lo, std::min<std::uint64_t>(piece_elems, numel - lo));
+        return;
     }
-    full.resize(layout_.units()[u].numel);
+    // Gather every rank's shard of the fp32 master, then hand it over a piece at a time.
+    Stream& cs = comm_.stream();
+    const std::uint64_t shard = padded_[u] / n_;
+    Allocation mine = ctx_.tracker().allocate(shard * 4, Category::workspace, cs);
+    Allocation all = ctx_.tracker().allocate(padded_[u] * 4, Category::workspace, cs);
+    cs.upload(mine.data(), master.data(), shard * 4);
+    cs.synchronize();
+    master = {}; // the host copy of the shard goes before the gather
+    comm_.label_next("consolidating unit " + layout_.units()[u].name);
+    comm_.all_gather(mine.data(), all.data(), padded_[u], DType::f32);
+    for (std::uint64_t lo = 0; lo < numel; lo += piece_elems) {
+        const std::size_t n = std::min<std::uint64_t>(piece_elems, numel - lo);
+        const std::vector<float> values =
+            to_host_f32(cs, {all.as<float>() + lo, DType::f32, {std::int64_t(n)}, all.device()});
+        fn(lo, values.data(), n);
+    }
+}
+
+std::vector<float> ZeroEngine::consolidated_unit(int u) {
+    std::vector<float> full;
+    for_each_consolidated_piece(u, [&](std::uint64_t, const float* values, std::size_t n) {
+        full.insert(full.end(), values, values + n);
+    });
     return full;
 }
 

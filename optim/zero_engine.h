@@ -40,6 +40,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <vector>
 
 namespace shardlab {
@@ -106,9 +107,17 @@ class ZeroEngine : public UnitParams {
     int step_count() const { return step_; }
     long skipped_steps() const { return scaler_.skipped(); }
 
-    // One unit's full fp32 master weights, unpadded, gathered from every rank's shard (collective).
+    // One unit's full fp32 master weights, unpadded, gathered from every rank's shard
+    // (collective), handed to fn(first element, values, count) in order, in pieces of at most
+    // kConsolidationPiece elements: the final hash and --save-weights stream them, so a rank
+    // holds the gathered unit once (device workspace) and never a host copy of it whole.
+    static constexpr std::size_t kConsolidationPiece = std::size_t(4) << 20; // 16 MB of fp32
+    void for_each_consolidated_piece(
+        int unit, const std::function<void(std::uint64_t, const float*, std::size_t)>& fn,
+        std::size_t piece = kConsolidationPiece);
+    // The same, whole (tests).
     std::vector<float> consolidated_unit(int unit);
-    // Every unit's (tests; a run streams them through consolidated_unit instead).
+    // Every unit's (tests; a run streams them through for_each_consolidated_piece instead).
     std::vector<std::vector<float>> consolidated_master();
 
     // Resume support: this rank's owned state (master, or the fp32 params; m; v), unit by unit,

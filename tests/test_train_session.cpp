@@ -3,6 +3,8 @@
 // ((s·A + a)·N + r)·B, each forward scaled by 1/A — checked bitwise against the same step written
 // out by hand over a second engine; validation and the stop agreement change no weight and leave
 // the communication statistics as they were, and the stop agreement tells every rank the signal.
+#include "launch/final_weights.h"
+#include "launch/sha256.h"
 #include "model/backend.h"
 #include "model/gpt_init.h"
 #include "model/gpt_model.h"
@@ -114,6 +116,48 @@ TEST_P(TrainSessionTest, ValidationAndTheStopAgreementLeaveNoTrace) {
     }
     EXPECT_TRUE(same_bits(session.engine().consolidated_master(), weights));
     EXPECT_FALSE(stats.empty()); // the step itself was counted
+}
+
+// The final weights come out in pieces that cut tensors anywhere (7 and 1000 elements): every
+// unit the same bits as whole, and the run's SHA-256 that of the tensors' true elements in order,
+// hashed here independently from the whole units.
+TEST_P(TrainSessionTest, FinalWeightsAreTheSameInPiecesOfAnySize) {
+    const std::vector<std::uint16_t> data = tokens();
+    const TokenWindows train(data, kSeq);
+    const ParamLayout layout(kConfig);
+    const auto backend = make_cpu_backend(1);
+    const auto comm = backend->communicator(MPI_COMM_WORLD);
+    TrainSession session(spec(GetParam()), *backend, *comm, backend->ops(),
+                         initial_values_from(gpt2_init(layout, 7, 2)), nullptr);
+    session.step(0, train, 1e-2f);
+    const std::vector<std::vector<float>> whole = session.engine().consolidated_master();
+    Sha256 reference;
+    for (std::size_t u = 0; u < layout.num_units(); ++u)
+        for (const ParamInfo& p : layout.units()[u].params)
+            reference.update(whole[u].data() + p.offset, p.numel * sizeof(float));
+    const std::string expected = reference.hex();
+    for (const std::size_t piece : {std::size_t(7), std::size_t(1000)}) {
+        SCOPED_TRACE(testing::Message() << "pieces of " << piece);
+        for (std::size_t u = 0; u < layout.num_units(); ++u) {
+            std::vector<float> joined;
+            std::uint64_t next = 0;
+            session.engine().for_each_consolidated_piece(
+                int(u),
+                [&](std::uint64_t first, const float* values, std::size_t n) {
+                    EXPECT_EQ(first, next);
+                    EXPECT_LE(n, piece);
+                    joined.insert(joined.end(), values, values + n);
+                    next = first + n;
+                },
+                piece);
+            EXPECT_TRUE(same_bits(std::vector<std::vector<float>>{joined},
+                                  std::vector<std::vector<float>>{whole[u]}))
+                << "unit " << u;
+        }
+        EXPECT_EQ(
+            hash_and_save_weights(session.engine(), kConfig, "", comm->rank() == 0, piece).hash,
+            expected);
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Stages, TrainSessionTest, ::testing::Values(0, 1, 2, 3));
