@@ -35,6 +35,20 @@ std::uint64_t ring_bytes_sent(CollectiveOp op, std::size_t count, std::size_t el
     return 0;
 }
 
+int ring_steps(CollectiveOp op, int n) {
+    switch (op) {
+    case CollectiveOp::allgather:
+    case CollectiveOp::reduce_scatter:
+        return n - 1;
+    case CollectiveOp::allreduce:
+        return 2 * (n - 1);
+    default:
+        throw UsageError(std::string("ring_steps: ") + op_name(op) +
+                         " has steps that differ by rank; use allgather, reduce_scatter or "
+                         "allreduce");
+    }
+}
+
 double bus_bandwidth_factor(CollectiveOp op, int n) {
     switch (op) {
     case CollectiveOp::allreduce:

@@ -25,6 +25,12 @@ LinkBytes predicted_bytes_sent(CollectiveOp op, Algo algo, std::size_t count,
                                std::size_t elem_bytes, const NodeLayout& layout, int rank,
                                int root);
 
+// Steps of the ring algorithm for op over n ranks: each step every rank sends one chunk (S/N
+// bytes) to its right neighbour — all-gather and reduce-scatter N-1, all-reduce 2(N-1) (a
+// reduce-scatter, then an all-gather); 0 at N = 1. The alpha-beta model charges alpha + beta *
+// chunk per step (docs/TIME.md). Throws UsageError for the rooted ops, whose steps differ by rank.
+int ring_steps(CollectiveOp op, int n);
+
 // nccl-tests: busbw = algbw * factor, so that busbw compares with the link's peak for any N.
 double bus_bandwidth_factor(CollectiveOp op, int n);
 

@@ -6,16 +6,14 @@
 #include "core/timer.h"
 #include "launch/cli_util.h"
 #include "launch/commands.h"
-#include "model/kernels/cpu/adamw.h"
+#include "measure/host_adamw_rate.h"
 #include "model/kernels/cpu/target_clones.h"
 #include "model/kernels/cpu/threads.h"
-#include "optim/adamw.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <omp.h>
 
-#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -39,31 +37,13 @@ SHARDLAB_TARGET_CLONES void touch(float* __restrict p, float* __restrict m, floa
     }
 }
 
-template <typename Fn>
-double median_seconds(int iters, Fn&& fn) {
-    std::vector<double> t;
-    fn(); // warm: first touch of the pages, thread start-up
-    for (int i = 0; i < iters; ++i) {
-        const double t0 = now_seconds();
-        fn();
-        t.push_back(now_seconds() - t0);
-    }
-    std::sort(t.begin(), t.end());
-    return t[t.size() / 2];
-}
-
 int run(const AdamBenchOptions& o) {
     if (o.params < 1 || o.params > 4e9) throw UsageError("--params must be between 1 and 4e9");
     if (o.iters < 1) throw UsageError("--iters must be at least 1");
     cpu::set_threads(o.threads > 0 ? o.threads : cpu::default_threads());
     const std::size_t n = std::size_t(o.params);
     std::vector<float> p(n, 0.5f), g(n, 1e-3f), m(n, 0.0f), v(n, 0.0f);
-    const AdamWConfig cfg;
-    int step = 0;
-    const double adam = median_seconds(o.iters, [&] {
-        cpu::adamw(p.data(), m.data(), v.data(), g.data(), DType::f32, n,
-                   adamw_step(cfg, cfg.lr, ++step, true, 1.0f));
-    });
+    const double adam = host_adamw_seconds(p.data(), m.data(), v.data(), g.data(), n, o.iters);
     // The same traffic as the update — 4 streams read, 3 written — with no arithmetic to speak of.
     const double touch_s = median_seconds(o.iters, [&] {
 #pragma omp parallel

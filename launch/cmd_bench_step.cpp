@@ -5,12 +5,12 @@
 // GFLOP/s beside the GEMM rate this machine reaches on the model's largest product, measured in
 // the same run through the same GEMM path. bench/model_step_vs_torch.sh runs the recorded set.
 #include "core/error.h"
-#include "core/timer.h"
 #include "launch/commands.h"
 #include "launch/device_options.h"
 #include "launch/model_options.h"
 #include "launch/python_tool.h"
 #include "launch/pytorch_peer.h"
+#include "measure/gemm_rate.h"
 #include "model/backend.h"
 #include "model/gpt_init.h"
 #include "model/gpt_model.h"
@@ -47,32 +47,6 @@ double train_flops_per_token(const GPTConfig& c, int seq) {
     return 6.0 * matmul_weights + 6.0 * c.layers * double(seq) * d;
 }
 
-// The GEMM rate of this backend on the MLP's first product (tokens x 4d x d), the largest of a
-// block, in the model's dtype and through the path the model's GEMMs take: the "peak" the step's
-// rate is read against.
-double gemm_gflops(Backend& backend, DType t, int M, int N, int K) {
-    MemoryTracker& tracker = backend.context().tracker();
-    Stream& s = backend.context().compute();
-    const std::size_t es = dtype_size(t);
-    Allocation a = tracker.allocate(std::size_t(M) * K * es, Category::workspace, s);
-    Allocation b = tracker.allocate(std::size_t(K) * N * es, Category::workspace, s);
-    Allocation c = tracker.allocate(std::size_t(M) * N * es, Category::workspace, s);
-    const Device dev = backend.context().device();
-    const Tensor A{a.as<void>(), t, {M, K}, dev}, B{b.as<void>(), t, {K, N}, dev},
-        C{c.as<void>(), t, {M, N}, dev};
-    backend.ops().fill(s, A, 0.01f);
-    backend.ops().fill(s, B, 0.01f);
-    double best = 0;
-    for (int rep = 0; rep < 5; ++rep) {
-        s.synchronize();
-        const double t0 = now_seconds();
-        backend.ops().gemm(s, A, false, B, false, C, 1.0f, 0.0f);
-        s.synchronize();
-        best = std::max(best, 2.0 * M * N * K / (now_seconds() - t0) / 1e9);
-    }
-    return best;
-}
-
 nlohmann::json bench_steps(const StepBenchOptions& o, const GPTConfig& c, int seq) {
     const Precision p = parse_precision(o.precision);
     const auto backend = make_backend(o.device, MPI_COMM_WORLD);
@@ -106,7 +80,10 @@ nlohmann::json bench_steps(const StepBenchOptions& o, const GPTConfig& c, int se
     const double median = times[times.size() / 2];
     const double tokens = double(o.batch) * seq;
     const double gflops = train_flops_per_token(c, seq) * tokens / median / 1e9;
+    // The MLP's first product (tokens x 4d x d), the largest of a block, in the model's dtype:
+    // the "peak" the step's rate is read against.
     const int M = o.batch * seq, N = 4 * c.hidden, K = c.hidden;
+    const GemmShape gemm{"mlp.fc.forward", M, N, K, false, false, 1};
     std::string gemm_path = "cuBLAS";
     if (o.device.device == "cpu") {
         const std::string all = cpu::CpuGemm(o.device.gemm).describe();
@@ -114,9 +91,10 @@ nlohmann::json bench_steps(const StepBenchOptions& o, const GPTConfig& c, int se
         const std::size_t at = all.find(key) + key.size();
         gemm_path = all.substr(at, all.find('\n', at) - at);
     }
+    const double gemm_peak = gemm.flop() / gemm_seconds(*backend, param_dtype(p), gemm, 5) / 1e9;
     return {{"precision", o.precision},
             {"gflops", gflops},
-            {"gemm_peak_gflops", gemm_gflops(*backend, param_dtype(p), M, N, K)},
+            {"gemm_peak_gflops", gemm_peak},
             {"gemm_peak_shape", fmt::format("{}x{}x{}", M, N, K)},
             {"gemm_path", gemm_path},
             {"cpu", o.device.device == "cpu" ? cpu::cpu_model_name() + ", " + cpu::cpu_isa() : ""},

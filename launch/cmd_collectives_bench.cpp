@@ -11,6 +11,10 @@
 #include "launch/collective_check.h"
 #include "launch/commands.h"
 #include "launch/device_options.h"
+#include "launch/sweep_options.h"
+#include "measure/collective_timing.h"
+#include "measure/copy_rate.h"
+#include "measure/slowest_rank.h"
 #include "model/backend.h"
 
 #include <fmt/format.h>
@@ -26,9 +30,8 @@ namespace shardlab {
 namespace {
 struct BenchOptions {
     std::string ops = "allreduce", algos = "ring", dtype = "fp32", json_path;
-    std::string min_bytes = "1M", max_bytes = "64M";
-    int factor = 2, iters = 20, warmup = 5, root = 0;
-    int ranks_per_node = 0; // 0: detect
+    SweepOptions sweep{"1M", "64M"};
+    int root = 0;
     DeviceOptions device;
 };
 
@@ -68,17 +71,10 @@ BenchRow bench_one(Communicator& comm, MemoryTracker& tracker, CollectiveCall ca
     comm.synchronize();
     std::size_t wrong = count_wrong(on_host, n, r);
     const OpStats one = comm.stats().get(stats_key(call.op, algo));
-    for (int i = 0; i < o.warmup; ++i) comm.run(call, algo);
-    comm.synchronize();
-    MPI_Barrier(comm.mpi_comm());
-    const double t0 = MPI_Wtime();
-    for (int i = 0; i < o.iters; ++i) comm.run(call, algo);
-    comm.synchronize();
-    double seconds = (MPI_Wtime() - t0) / std::max(1, o.iters);
+    const double seconds = collective_seconds(comm, call, algo, o.sweep.warmup, o.sweep.iters);
 
     BenchRow row{call.op, algo, call.dtype, n,   call.count * es, call.count, 0, 0, 0, 0,
                  {},      {},   {},         true};
-    MPI_Allreduce(MPI_IN_PLACE, &seconds, 1, MPI_DOUBLE, MPI_MAX, comm.mpi_comm());
     unsigned long long w = wrong;
     MPI_Allreduce(MPI_IN_PLACE, &w, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, comm.mpi_comm());
     row.wrong = w;
@@ -147,15 +143,9 @@ nlohmann::json row_json(const BenchRow& row) {
 double memcpy_gbps(Communicator& comm, MemoryTracker& tracker, std::size_t bytes, int iters) {
     Allocation a = tracker.allocate(bytes, Category::workspace, comm.stream());
     Allocation b = tracker.allocate(bytes, Category::workspace, comm.stream());
-    comm.stream().memcpy(b.data(), a.data(), bytes); // touch the pages once
-    comm.synchronize();
     MPI_Barrier(comm.mpi_comm());
-    const double t0 = MPI_Wtime();
-    for (int i = 0; i < iters; ++i) comm.stream().memcpy(b.data(), a.data(), bytes);
-    comm.synchronize();
-    double seconds = (MPI_Wtime() - t0) / iters;
-    MPI_Allreduce(MPI_IN_PLACE, &seconds, 1, MPI_DOUBLE, MPI_MAX, comm.mpi_comm());
-    return double(bytes) / seconds / 1e9;
+    const double seconds = copy_seconds(comm.stream(), b.data(), a.data(), bytes, iters);
+    return double(bytes) / slowest_rank(seconds, comm.mpi_comm()) / 1e9;
 }
 
 int run_bench(const BenchOptions& o) {
@@ -165,26 +155,23 @@ int run_bench(const BenchOptions& o) {
     std::vector<Algo> algos;
     for (const auto& name : split_list(o.algos)) algos.push_back(parse_algo(name));
     const DType dtype = parse_dtype(o.dtype);
-    const std::size_t lo = parse_size(o.min_bytes), hi = parse_size(o.max_bytes);
+    const std::vector<std::size_t> sizes = sweep_sizes(o.sweep);
+    const std::size_t hi = sizes.back();
     if (ops.empty() || algos.empty())
         throw UsageError("--op and --algo need at least one name each");
-    if (lo == 0 || lo > hi)
-        throw UsageError("need 0 < -b MIN <= -e MAX; got -b " + o.min_bytes + " -e " + o.max_bytes);
-    if (o.factor < 2) throw UsageError("-f FACTOR must be at least 2");
-    if (o.iters < 1 || o.warmup < 0) throw UsageError("--iters must be >= 1 and --warmup >= 0");
 
     DeviceOptions device = o.device;
     if (device.threads == 0) device.threads = 1; // the transport copies; no compute to share
     const auto backend = make_backend(device, MPI_COMM_WORLD);
     const auto communicator = backend->communicator(MPI_COMM_WORLD);
     Communicator& comm = *communicator;
-    comm.set_node_layout(NodeLayout::from_flag(comm.mpi_comm(), o.ranks_per_node));
+    comm.set_node_layout(NodeLayout::from_flag(comm.mpi_comm(), o.sweep.ranks_per_node));
     MemoryTracker& tracker = backend->context().tracker();
     if (o.root < 0 || o.root >= comm.size())
         throw UsageError(fmt::format("--root {} does not exist with N={} ranks; use 0..{}", o.root,
                                      comm.size(), comm.size() - 1));
     const bool lead = comm.rank() == 0;
-    const double copy_rate = memcpy_gbps(comm, tracker, hi, std::max(2, o.iters / 2));
+    const double copy_rate = memcpy_gbps(comm, tracker, hi, std::max(2, o.sweep.iters / 2));
     if (lead)
         fmt::print("# memcpy ceiling: {:.2f} GB/s per rank ({} ranks copying {} B at once)\n",
                    copy_rate, comm.size(), hi);
@@ -193,9 +180,9 @@ int run_bench(const BenchOptions& o) {
             "# shardlab collectives bench: {} ranks ({}) on {}, {}, iters {}, warmup {}; GB/s = "
             "1e9 B/s\n"
             "# {:>14} {:>6} {:>12} {:>11} {:>5} {:>11} {:>8} {:>8} {:>6}  {}\n",
-            comm.size(), comm.node_layout().describe(), o.device.device, dtype_name(dtype), o.iters,
-            o.warmup, "op", "algo", "size(B)", "count", "type", "time(us)", "algbw", "busbw",
-            "#wrong", "sent/rank(B)");
+            comm.size(), comm.node_layout().describe(), o.device.device, dtype_name(dtype),
+            o.sweep.iters, o.sweep.warmup, "op", "algo", "size(B)", "count", "type", "time(us)",
+            "algbw", "busbw", "#wrong", "sent/rank(B)");
     nlohmann::json rows = nlohmann::json::array();
     int model_mismatches = 0;
     for (CollectiveOp op : ops)
@@ -204,7 +191,7 @@ int run_bench(const BenchOptions& o) {
                 if (lead) fmt::print("# {} has no {}: skipped\n", algo_name(algo), op_name(op));
                 continue;
             }
-            for (std::size_t bytes = lo; bytes <= hi; bytes *= std::size_t(o.factor)) {
+            for (std::size_t bytes : sizes) {
                 CollectiveCall call{op,    nullptr,       nullptr, bytes / dtype_size(dtype),
                                     dtype, ReduceOp::sum, o.root};
                 BenchRow row = bench_one(comm, tracker, call, algo, o);
@@ -250,14 +237,8 @@ CommandRunner add_collectives_bench_command(CLI::App& cmd) {
                    "Algorithms, comma-separated: ring (shardlab's plain ring), hd "
                    "(halving-doubling all-reduce), hier (two-level), native (the transport's: "
                    "MPI's or NCCL's)");
-    cmd.add_option("--ranks-per-node", o->ranks_per_node,
-                   "Declare nodes of K consecutive ranks (default: detect shared memory)");
     cmd.add_option("--dtype", o->dtype, "fp32 | bf16 | fp16");
-    cmd.add_option("-b,--minbytes", o->min_bytes, "Smallest buffer S (K/M/G suffixes)");
-    cmd.add_option("-e,--maxbytes", o->max_bytes, "Largest buffer S (K/M/G suffixes)");
-    cmd.add_option("-f,--stepfactor", o->factor, "Size multiplier between rows");
-    cmd.add_option("--iters", o->iters, "Timed iterations per size");
-    cmd.add_option("--warmup", o->warmup, "Untimed iterations per size");
+    add_sweep_options(cmd, o->sweep);
     cmd.add_option("--root", o->root, "Root rank of rooted operations");
     cmd.add_option("--json", o->json_path, "Also write the rows to this JSON file");
     add_device_options(cmd, o->device);

@@ -23,5 +23,6 @@ CommandRunner add_bench_adamw_command(CLI::App& cmd);
 CommandRunner add_bench_attention_command(CLI::App& cmd);
 CommandRunner add_checkpoint_command(CLI::App& cmd);
 CommandRunner add_report_command(CLI::App& cmd);
+CommandRunner add_calibrate_command(CLI::App& cmd);
 
 } // namespace shardlab

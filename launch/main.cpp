@@ -67,6 +67,9 @@ int main(int argc, char** argv) {
     CLI::App* report =
         app.add_subcommand("report", "Plots and a one-page summary of a training run's --out DIR");
     runners[report] = add_report_command(*report);
+    CLI::App* calibrate = app.add_subcommand(
+        "calibrate", "Measure this machine's rates into a profile for the time model (mpirun)");
+    runners[calibrate] = add_calibrate_command(*calibrate);
     const std::set<CLI::App*> without_mpi = {device,          init, ref,  bench_adamw,
                                              bench_attention, plan, ckpt, report};
 
@@ -80,7 +83,9 @@ int main(int argc, char** argv) {
 
     for (auto& [sub, run] : runners) {
         if (!sub->parsed()) continue;
-        if (without_mpi.count(sub)) return run_guarded(run);
+        // `calibrate --show` only reads a profile.
+        const bool shows = sub == calibrate && calibrate->get_option("--show")->count() > 0;
+        if (without_mpi.count(sub) || shows) return run_guarded(run);
         MpiSession mpi(argc, argv);
         return run_guarded(run);
     }

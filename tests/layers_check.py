@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The layers have no back-edges: core <- comm <- model <- optim <- offload <- plan <- train <- launch.
+"""The layers have no back-edges: core <- comm <- model <- optim <- offload <- plan <- measure <- train <- launch.
 Every #include "folder/..." in a source file must name its own folder or one to its left
 (model/kernels counts as model, core/cuda as core). Also: no header of comm/ includes mpi.h
 except the MPI transport's own files, so the collective names and the communication model stay
@@ -8,7 +8,7 @@ import pathlib
 import re
 import sys
 
-ORDER = ["core", "comm", "model", "optim", "offload", "plan", "train", "launch"]
+ORDER = ["core", "comm", "model", "optim", "offload", "plan", "measure", "train", "launch"]
 MPI_ALLOWED = {"comm/mpi_transport.h", "comm/mpi_watchdog.h", "comm/mpi_collectives.h", "comm/mpi_error.h",
                "comm/communicator.h",   # the communicator is built from an MPI communicator
                "comm/nccl_transport.h",  # NCCL's unique id travels over MPI

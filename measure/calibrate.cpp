@@ -1,0 +1,88 @@
+// One phase after another, each on every rank at once; only numbers every rank agrees on (the
+// slowest rank's, or broadcast) enter the profile, so any rank could write it.
+#include "measure/calibrate.h"
+
+#include "measure/copy_rate.h"
+#include "measure/gemm_rate.h"
+#include "measure/host_adamw_rate.h"
+#include "measure/kernel_rate.h"
+#include "measure/slowest_rank.h"
+#include "model/kernels/cpu/cpu_model.h"
+
+#include <ctime>
+
+namespace shardlab {
+
+namespace {
+std::string utc_now() {
+    const std::time_t now = std::time(nullptr);
+    std::tm tm{};
+    gmtime_r(&now, &tm);
+    char text[32];
+    std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return text;
+}
+
+// The step-weighted rate: what the model's GEMMs of one micro-batch achieve together.
+GemmRate gemm_rate(Backend& backend, DType t, const CalibrateSpec& spec, MPI_Comm comm) {
+    GemmRate r;
+    double flop = 0, seconds = 0;
+    for (const GemmShape& shape : model_gemm_shapes(spec.config, spec.tokens)) {
+        MPI_Barrier(comm);
+        const double s = slowest_rank(gemm_seconds(backend, t, shape, spec.reps), comm);
+        r.shapes.push_back({shape, s});
+        flop += shape.per_step * shape.flop();
+        seconds += shape.per_step * s;
+    }
+    r.flop_per_s = flop / seconds;
+    return r;
+}
+
+double host_adamw_params_per_s(std::size_t n, int reps, MPI_Comm comm) {
+    std::vector<float> p(n, 0.5f), g(n, 1e-3f), m(n, 0.0f), v(n, 0.0f);
+    MPI_Barrier(comm);
+    const double s = host_adamw_seconds(p.data(), m.data(), v.data(), g.data(), n, reps);
+    return double(n) / slowest_rank(s, comm);
+}
+} // namespace
+
+MachineProfile calibrate_machine(Backend& backend, Communicator& world, const CalibrateSpec& spec) {
+    auto note = [&](const std::string& what) {
+        if (spec.progress) spec.progress(what);
+    };
+    const MPI_Comm comm = world.mpi_comm();
+    MachineProfile p;
+    p.cpu = cpu::cpu_model_name();
+    p.device = backend.describe();
+    p.date = utc_now();
+    p.ranks = world.size();
+    p.nodes = world.node_layout().nodes();
+    p.layout = world.node_layout().describe();
+    p.model = spec.model;
+    double bytes = 0, seconds = 0;
+    for (DType t : spec.dtypes) {
+        note(std::string("GEMMs of the model's step, ") + dtype_name(t));
+        p.gemm[dtype_name(t)] = gemm_rate(backend, t, spec, comm);
+        note(std::string("memory-bound kernels, ") + dtype_name(t));
+        for (const KernelSample& k : measure_memory_kernels(
+                 backend, t, spec.tokens, spec.config.hidden, spec.adamw_params, spec.reps, comm)) {
+            p.memory_kernels.push_back(k);
+            bytes += k.bytes, seconds += k.seconds;
+        }
+    }
+    p.memory_bound_bytes_per_s = bytes / seconds;
+    note("host<->device copies");
+    const CopyRates copy = measure_copy_rates(backend.context(), spec.copy_bytes, spec.reps, comm);
+    p.copy_bytes = spec.copy_bytes;
+    p.h2d_pinned_bytes_per_s = copy.h2d_pinned, p.d2h_pinned_bytes_per_s = copy.d2h_pinned;
+    p.h2d_pageable_bytes_per_s = copy.h2d_pageable, p.d2h_pageable_bytes_per_s = copy.d2h_pageable;
+    note("host AdamW");
+    p.host_adamw_params = std::uint64_t(spec.adamw_params);
+    p.host_adamw_params_per_s =
+        host_adamw_params_per_s(std::size_t(spec.adamw_params), spec.reps, comm);
+    note("collectives per link class");
+    p.links = measure_links(backend, world, spec.sweep);
+    return p;
+}
+
+} // namespace shardlab

@@ -1,0 +1,32 @@
+// `shardlab calibrate`'s measurement: the whole MachineProfile of this machine and rank layout,
+// every rate timed on all ranks at once and reported for the slowest (docs/TIME.md "The machine
+// profile" says how each is measured).
+#pragma once
+
+#include "measure/link_calibration.h"
+#include "model/backend.h"
+#include "plan/machine_profile.h"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace shardlab {
+
+struct CalibrateSpec {
+    GPTConfig config;                    // the model whose GEMM shapes are timed
+    std::int64_t tokens = 0;             // micro-batch x sequence: M of the GEMMs
+    nlohmann::json model;                // recorded in the profile
+    std::vector<DType> dtypes;           // GEMM and memory-bound kernels, each
+    int reps = 5;                        // timings per GEMM shape / kernel / copy (the median)
+    std::size_t copy_bytes = 16 << 20;   // host<->device copy size
+    std::int64_t adamw_params = 1 << 22; // the AdamW array (device and host)
+    SweepSpec sweep;                     // the collectives' sizes
+    std::function<void(const std::string&)> progress; // what is being measured (may be empty)
+};
+
+// Collective over world (its node layout decides the link classes). Every rank returns the
+// same profile.
+MachineProfile calibrate_machine(Backend& backend, Communicator& world, const CalibrateSpec& spec);
+
+} // namespace shardlab

@@ -1,0 +1,85 @@
+// MachineProfile: the rates of one machine and rank layout that the time model (docs/TIME.md)
+// turns bytes and FLOPs into seconds with — GEMM FLOP/s per dtype, the memory-bound kernels'
+// bandwidth, host<->device copy bandwidth, the host AdamW rate, and per link class each
+// collective's alpha and beta. Measured by `shardlab calibrate` (measure/calibrate.h) or one of
+// the built-in profiles (plan/builtin_profiles.h); written and read as JSON with a schema
+// version, every value's unit in its key. A value: plan reads one, nothing writes to it.
+#pragma once
+
+#include "plan/alpha_beta_fit.h"
+#include "plan/gemm_shapes.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace shardlab {
+
+constexpr int kProfileSchemaVersion = 1;
+
+struct GemmSample {
+    GemmShape shape;
+    double seconds = 0; // one call, the slowest rank's median
+};
+struct GemmRate {
+    // The model's step-weighted rate: sum(per_step * flop) / sum(per_step * seconds) over the
+    // shapes; a built-in profile's is the datasheet's peak (no shapes).
+    double flop_per_s = 0;
+    std::vector<GemmSample> shapes;
+};
+
+struct KernelSample {
+    std::string name, dtype; // "layernorm.forward", "bf16"
+    double bytes = 0;        // the bytes the kernel must read and write
+    double seconds = 0;      // one call, the slowest rank's median
+};
+
+struct CollectiveSample {
+    std::uint64_t bytes = 0; // the collective's buffer S
+    int steps = 0;           // ring steps
+    double step_bytes = 0;   // bytes a rank sends per step (S / N)
+    double seconds = 0;      // one call, the slowest rank's
+};
+struct CollectiveFit {
+    AlphaBeta fit;                         // per ring step
+    std::vector<CollectiveSample> samples; // what it was fitted to (none in a built-in)
+};
+struct LinkProfile {
+    std::vector<int> ranks;                   // the world ranks timed (a pair across the class)
+    std::map<std::string, CollectiveFit> ops; // "allgather", "reduce_scatter", "allreduce"
+};
+
+struct MachineProfile {
+    int schema_version = kProfileSchemaVersion;
+    std::string name = "measured"; // or the built-in's name
+    std::string description;       // a built-in's node, in words
+    std::string cpu, device, date; // the host CPU, what the ranks computed on, ISO 8601 UTC
+    int ranks = 1, nodes = 1;
+    std::string layout;   // "1 node x 2 ranks"
+    nlohmann::json model; // the model and micro-batch the GEMM shapes came from (measured only)
+    std::map<std::string, GemmRate> gemm; // by dtype name: "fp32", "bf16", "fp16"
+    double memory_bound_bytes_per_s = 0;  // sum of bytes / sum of seconds over the kernels
+    std::vector<KernelSample> memory_kernels;
+    std::uint64_t copy_bytes = 0; // the size the copies were timed at
+    double h2d_pinned_bytes_per_s = 0, d2h_pinned_bytes_per_s = 0;
+    double h2d_pageable_bytes_per_s = 0, d2h_pageable_bytes_per_s = 0;
+    double host_adamw_params_per_s = 0;
+    std::uint64_t host_adamw_params = 0;
+    std::map<std::string, LinkProfile> links;   // "intra_node", "inter_node": those present
+    std::map<std::string, std::string> sources; // a built-in's citation for each value
+};
+
+nlohmann::json profile_to_json(const MachineProfile& p);
+// Checks the schema version and that every value is present and positive (alpha may be 0);
+// throws UsageError naming the key, `where` (the file) and the fix.
+MachineProfile profile_from_json(const nlohmann::json& j, const std::string& where);
+// A built-in's name (plan/builtin_profiles.h) or a profile file; a UsageError naming the
+// built-ins and `shardlab calibrate --out` for anything else.
+MachineProfile load_profile(const std::string& name_or_file);
+// Every value with its unit (and a built-in's sources), for `shardlab calibrate --show`.
+std::string describe_profile(const MachineProfile& p);
+
+} // namespace shardlab

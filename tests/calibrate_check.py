@@ -1,0 +1,220 @@
+#!/usr/bin/env python3
+"""`shardlab calibrate` end to end (issue 22, item 1). Usage:
+  calibrate_check.py run NP RANKS_PER_NODE SHARDLAB MPIRUN...   (RANKS_PER_NODE 0: detect)
+  calibrate_check.py cuda SHARDLAB MPIRUN...                    (--device cuda, the emulator)
+  calibrate_check.py bad SHARDLAB MPIRUN...
+`run` calibrates a small model with a short sweep and checks the profile: every field present and
+positive; the link classes the layout has (none at 1 rank, intra_node on one node, both on 2
+nodes); each sample's steps and bytes per step as the ring's (recomputed here); predicted times
+equal to steps * (alpha + beta * step_bytes) recomputed from the file; the fit reproducing the
+measured times (tolerance argued at FIT_TOLERANCE); and all-reduce = reduce-scatter + all-gather
+on two ranks, which a wrong step count would break. Then `--show` prints the file and every
+built-in. `bad` feeds the documented bad inputs and wants exit code 2 and the message."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+# A small model and a short sweep: each run a few seconds on 2 cores.
+SMALL = ["--layers", "1", "--hidden", "64", "--heads", "2", "--seq", "32", "--vocab", "128",
+         "--micro-batch", "2", "--reps", "3", "--copy-bytes", "1M", "--adamw-params", "65536",
+         "-b", "4K", "-e", "1M", "-f", "4", "--iters", "4", "--warmup", "1", "--sweep-reps", "5"]
+OPS = {"allgather": 1, "reduce_scatter": 1, "allreduce": 2}  # ring steps on a 2-rank pair
+# Measured vs fitted, per sample, |fitted - measured| / measured. Each sample is the fastest of
+# three timings of four calls, so interference (which only adds time) is mostly filtered out;
+# what remains is the transport's own departure from a line: MPI's shared-memory path switches
+# protocol (eager -> rendezvous) and the copies leave the caches across 4K..1M. A fit that is
+# right within that shape stays within 50% at every size and within 25% at the median; a wrong
+# unit (seconds vs microseconds, bytes vs elements) or a fit to other points misses by far more.
+FIT_TOLERANCE_MAX, FIT_TOLERANCE_MEDIAN = 0.50, 0.25
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    sys.exit(1)
+
+
+class Timing(Exception):
+    """A measurement disturbed by the machine's other load, not a wrong profile."""
+
+
+def positive(j, path=""):
+    """Every number in j is > 0 (but the pair's rank numbers, which start at 0)."""
+    if isinstance(j, dict):
+        for k, v in j.items():
+            positive(v, f"{path}.{k}")
+    elif isinstance(j, list):
+        for i, v in enumerate(j):
+            positive(v, f"{path}[{i}]")
+    elif isinstance(j, (int, float)) and not isinstance(j, bool):
+        if not j > 0 and ".ranks[" not in path:
+            fail(f"{path} = {j}, expected > 0")
+
+
+def check_profile(p, np_, rpn, dtypes):
+    for key in ["schema", "schema_version", "name", "machine", "layout", "date", "model", "gemm",
+                "memory_bound", "copy", "host_adamw", "links"]:
+        if key not in p:
+            fail(f"missing key {key}")
+    if p["schema_version"] != 1 or p["layout"]["ranks"] != np_:
+        fail(f"schema_version / ranks: {p['schema_version']} / {p['layout']['ranks']}")
+    if not p["machine"]["cpu"] or not p["machine"]["device"] or not p["date"].endswith("Z"):
+        fail(f"machine / date: {p['machine']} {p['date']}")
+    for key in ["gemm", "memory_bound", "copy", "host_adamw"]:
+        positive(p[key], key)
+    for cls, link in p["links"].items():  # alpha and beta are held to > 0 in check_link
+        for op in OPS:
+            positive(link[op]["samples"], f"links.{cls}.{op}.samples")
+    if sorted(p["gemm"]) != sorted(dtypes):
+        fail(f"gemm dtypes {sorted(p['gemm'])}, asked {dtypes}")
+    for dt, g in p["gemm"].items():
+        if len(g["shapes"]) != 15:
+            fail(f"gemm {dt}: {len(g['shapes'])} shapes, the model has 15")
+        flop = sum(s["per_step"] * 2 * s["m"] * s["n"] * s["k"] for s in g["shapes"])
+        secs = sum(s["per_step"] * s["seconds"] for s in g["shapes"])
+        if abs(flop / secs - g["flop_per_s"]) > 1e-9 * g["flop_per_s"]:
+            fail(f"gemm {dt}: aggregate {g['flop_per_s']} != sum flop / sum seconds {flop / secs}")
+    kernels = {(k["name"], k["dtype"]) for k in p["memory_bound"]["kernels"]}
+    want = {(n, d) for n in ["layernorm.forward", "gelu.forward", "adamw.device"] for d in dtypes}
+    if kernels != want:
+        fail(f"memory-bound kernels {sorted(kernels)}")
+    for k in ["h2d_pinned_bytes_per_s", "d2h_pinned_bytes_per_s", "h2d_pageable_bytes_per_s",
+              "d2h_pageable_bytes_per_s"]:
+        if k not in p["copy"]:
+            fail(f"copy.{k} missing")
+    classes = set()
+    if np_ >= 2 and (rpn == 0 or rpn >= 2):
+        classes.add("intra_node")
+    if rpn and np_ // rpn >= 2:
+        classes.add("inter_node")
+    if set(p["links"]) != classes:
+        fail(f"link classes {sorted(p['links'])}, expected {sorted(classes)}")
+    for cls, link in p["links"].items():
+        if len(link["ranks"]) != 2:
+            fail(f"{cls}: ranks {link['ranks']}")
+        check_link(cls, link)
+
+
+def check_link(cls, link):
+    errors = []
+    predicted = {}
+    for op, steps in OPS.items():
+        c = link[op]
+        a, b = c["alpha_s"], c["beta_s_per_byte"]
+        if not (a > 0 and b > 0):  # a line with no latency or no per-byte cost: a disturbed sweep
+            raise Timing(f"{cls} {op}: alpha {a}, beta {b}")
+        for s in c["samples"]:
+            if s["steps"] != steps or s["step_bytes"] != s["bytes"] / 2:
+                fail(f"{cls} {op}: steps {s['steps']} step_bytes {s['step_bytes']} for {s['bytes']} B")
+            mine = steps * (a + b * s["step_bytes"])
+            if abs(mine - s["predicted_seconds"]) > 1e-9 * mine:
+                fail(f"{cls} {op} {s['bytes']}: predicted {s['predicted_seconds']} != {mine}")
+            errors.append(abs(mine - s["seconds"]) / s["seconds"])
+            predicted[(op, s["bytes"])] = mine
+    errors.sort()
+    worst, median = errors[-1], errors[len(errors) // 2]
+    print(f"{cls}: fitted vs measured, median {median:.1%}, worst {worst:.1%}")
+    if worst > FIT_TOLERANCE_MAX or median > FIT_TOLERANCE_MEDIAN:
+        raise Timing(f"{cls}: the fit misses its own samples (median {median:.1%}, worst {worst:.1%})")
+    for (op, size), t in predicted.items():
+        if op == "allreduce":
+            parts = predicted[("allgather", size)] + predicted[("reduce_scatter", size)]
+            if not 0.5 < t / parts < 2:
+                raise Timing(f"{cls} {size} B: all-reduce {t:.3g} s vs reduce-scatter + all-gather {parts:.3g} s")
+
+
+def run(cmd, **kw):
+    print("$", " ".join(cmd))
+    r = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    print(r.stdout[-3000:], r.stderr[-3000:])
+    return r
+
+
+# This machine is shared (other jobs, builds): a collective timing can be held up for a
+# millisecond by a descheduled thread, which no fastest-of-five filters when it lasts. Every
+# attempt must be a well-formed profile (fail() at once); the timing checks (Timing) must pass in
+# one of ATTEMPTS fresh calibrations. A wrong fit or step count fails all of them alike.
+ATTEMPTS = 5
+
+
+def calibrate(np_, rpn, shardlab, mpirun, extra, dtypes):
+    for attempt in range(1, ATTEMPTS + 1):
+        try:
+            calibrate_once(np_, rpn, shardlab, mpirun, extra, dtypes)
+            break
+        except Timing as e:
+            print(f"attempt {attempt}: {e}")
+            if attempt == ATTEMPTS:
+                fail(f"{ATTEMPTS} calibrations in a row were disturbed: {e}")
+
+
+def calibrate_once(np_, rpn, shardlab, mpirun, extra, dtypes):
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "profile.json")
+        layout = ["--ranks-per-node", str(rpn)] if rpn else []
+        r = run(mpirun + ["-np", str(np_), shardlab, "calibrate", "--out", out,
+                          "--dtypes", ",".join(dtypes)] + SMALL + layout + extra)
+        if r.returncode != 0:
+            fail(f"calibrate exited {r.returncode}")
+        with open(out) as f:
+            p = json.load(f)
+        check_profile(p, np_, rpn, dtypes)
+        r = run([shardlab, "calibrate", "--show", out])
+        if r.returncode != 0 or "gemm fp32" not in r.stdout:
+            fail("--show of the written profile")
+
+
+def show_builtins(shardlab):
+    for name in ["h100-sxm", "a100-sxm", "h100-pcie"]:
+        r = run([shardlab, "calibrate", "--show", name])
+        if r.returncode != 0 or f"profile {name}" not in r.stdout or "source: " not in r.stdout:
+            fail(f"--show {name}")
+
+
+def expect_bad(cmd, text):
+    r = run(cmd)
+    if r.returncode != 2 or text not in r.stdout + r.stderr:
+        fail(f"wanted exit 2 and '{text}', got {r.returncode}")
+
+
+def bad(shardlab, mpirun):
+    expect_bad([shardlab, "calibrate", "--show", "h200-nvl"],
+               "unknown profile 'h200-nvl': not a built-in (a100-sxm, h100-pcie, h100-sxm)")
+    expect_bad(mpirun + ["-np", "2", shardlab, "calibrate", "--out", "/nonexistent-dir/p.json"] + SMALL,
+               "cannot write --out /nonexistent-dir/p.json")
+    expect_bad(mpirun + ["-np", "1", shardlab, "calibrate"], "give --out PROFILE.json")
+    expect_bad(mpirun + ["-np", "2", shardlab, "calibrate", "--out", "x.json", "-b", "1M", "-e", "2M"],
+               "the fit of alpha and beta needs at least two sizes")
+    with tempfile.TemporaryDirectory() as tmp:
+        corrupt = os.path.join(tmp, "corrupt.json")
+        with open(corrupt, "w") as f:
+            f.write('{"schema": "shardlab machine profile", "gemm": {')
+        expect_bad([shardlab, "calibrate", "--show", corrupt], "is not valid JSON")
+        wrong = os.path.join(tmp, "wrong.json")
+        with open(wrong, "w") as f:
+            json.dump({"schema": "shardlab machine profile", "schema_version": 1, "machine": {},
+                       "layout": {"ranks": 1, "nodes": 1}, "gemm": {"fp32": {"flop_per_s": -1}}}, f)
+        expect_bad([shardlab, "calibrate", "--show", wrong], "'gemm.fp32.flop_per_s' is -1")
+
+
+def main():
+    mode = sys.argv[1]
+    if mode == "run":
+        np_, rpn, shardlab, mpirun = int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5:]
+        calibrate(np_, rpn, shardlab, mpirun, [], ["fp32", "bf16"])
+        show_builtins(shardlab)
+    elif mode == "cuda":
+        shardlab, mpirun = sys.argv[2], sys.argv[3:]
+        os.environ["SHARDLAB_EMU_GPUS"] = "2"  # one emulated GPU per rank: NCCL's transport
+        calibrate(2, 0, shardlab, mpirun, ["--device", "cuda"], ["fp32"])
+        show_builtins(shardlab)
+    elif mode == "bad":
+        bad(sys.argv[2], sys.argv[3:])
+    else:
+        fail(f"unknown mode {mode}")
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()
