@@ -103,7 +103,7 @@ std::map<std::string, LinkProfile> measure_links(Backend& backend, Communicator&
                                                  const SweepSpec& sw) {
     std::map<std::string, LinkProfile> links;
     for (const auto& [cls, pair] : link_pairs(world.node_layout())) {
-        std::vector<double> seconds(std::size(kOps) * sweep_samples(kOps[0], sw, 2).size());
+        std::vector<double> seconds(std::size(kOps) * sw.sizes.size());
         time_pair(backend, world, pair, cls, sw, seconds);
         check_mpi(
             MPI_Bcast(seconds.data(), int(seconds.size()), MPI_DOUBLE, pair[0], world.mpi_comm()),

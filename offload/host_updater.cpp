@@ -117,7 +117,7 @@ ShardState HostUpdater::read(int unit) {
     auto copy = [n](const Allocation& a) {
         return std::vector<float>(a.as<float>(), a.as<float>() + n);
     };
-    return {copy(u.master), copy(u.m), copy(u.v)};
+    return {read_master(unit), copy(u.m), copy(u.v)};
 }
 
 std::vector<float> HostUpdater::read_master(int unit) {

@@ -143,10 +143,6 @@ def run(cmd, **kw):
 
 
 def calibrate(np_, rpn, shardlab, mpirun, extra, dtypes):
-    calibrate_once(np_, rpn, shardlab, mpirun, extra, dtypes)
-
-
-def calibrate_once(np_, rpn, shardlab, mpirun, extra, dtypes):
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "profile.json")
         layout = ["--ranks-per-node", str(rpn)] if rpn else []
