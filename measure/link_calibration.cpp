@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "measure/collective_timing.h"
 
+#include <fmt/format.h>
 #include <mpi.h>
 
 #include <algorithm>
@@ -121,6 +122,14 @@ std::map<std::string, LinkProfile> measure_links(Backend& backend, Communicator&
                 t.push_back(s.seconds / s.steps);
             }
             f.fit = fit_alpha_beta(x, t);
+            // No per-byte cost is no bandwidth a profile can hold (its loader refuses beta 0):
+            // every rank has the same samples (broadcast), so every rank refuses alike.
+            if (!(f.fit.beta_s_per_byte > 0))
+                throw UsageError(fmt::format(
+                    "calibrate: the {} {} times did not grow with the message size between -b {} "
+                    "and -e {} B (the sweep was disturbed, or its sizes are all latency): run it "
+                    "again, or raise -e",
+                    cls, op_name(op), sw.sizes.front(), sw.sizes.back()));
         }
     }
     return links;
