@@ -62,11 +62,14 @@ MpiCollectives::~MpiCollectives() {
 }
 
 MPI_Datatype MpiCollectives::mpi_type(DType t) const {
-    return t == DType::f32 ? MPI_FLOAT : t == DType::bf16 ? bf16_type_ : f16_type_;
+    return t == DType::i64    ? MPI_INT64_T
+           : t == DType::f32  ? MPI_FLOAT
+           : t == DType::bf16 ? bf16_type_
+                              : f16_type_;
 }
 
 MPI_Op MpiCollectives::sum_op(DType t) const {
-    return t == DType::f32 ? MPI_SUM : t == DType::bf16 ? bf16_sum_ : f16_sum_;
+    return t == DType::f32 || t == DType::i64 ? MPI_SUM : t == DType::bf16 ? bf16_sum_ : f16_sum_;
 }
 
 void MpiCollectives::counts_and_displs(std::size_t count, int* counts, int* displs) const {

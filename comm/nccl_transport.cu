@@ -112,7 +112,10 @@ class NcclTransport : public Transport {
     }
 
     static ncclDataType_t type_of(DType t) {
-        return t == DType::f32 ? ncclFloat32 : t == DType::bf16 ? ncclBfloat16 : ncclFloat16;
+        return t == DType::i64    ? ncclInt64
+               : t == DType::f32  ? ncclFloat32
+               : t == DType::bf16 ? ncclBfloat16
+                                  : ncclFloat16;
     }
 
     static const char* at(const void* p, std::size_t elements, DType t) {

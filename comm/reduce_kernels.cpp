@@ -1,6 +1,8 @@
 // Tight loops the compiler vectorizes: widen to fp32, add, (divide), round back.
 #include "comm/reduce_kernels.h"
 
+#include "core/error.h"
+
 #include <cstdint>
 
 namespace shardlab {
@@ -38,6 +40,14 @@ void reduce_add(void* out, const void* a, const void* b, std::size_t n, DType t,
         return add_16<f16_to_f32, f32_to_f16>(static_cast<std::uint16_t*>(out),
                                               static_cast<const std::uint16_t*>(a),
                                               static_cast<const std::uint16_t*>(b), n, divisor);
+    case DType::i64: { // exact: --reproducible's fixed-point sums; an average is not an integer
+        check(divisor == 1.0f, "internal: int64 is summed, never averaged");
+        auto* o = static_cast<std::int64_t*>(out);
+        auto* x = static_cast<const std::int64_t*>(a);
+        auto* y = static_cast<const std::int64_t*>(b);
+        for (std::size_t i = 0; i < n; ++i) o[i] = x[i] + y[i];
+        return;
+    }
     }
 }
 

@@ -3,10 +3,12 @@
 
 #include "core/error.h"
 
+#include <cmath>
+
 namespace shardlab {
 
 std::size_t dtype_size(DType t) {
-    return t == DType::f32 ? 4 : 2;
+    return t == DType::i64 ? 8 : t == DType::f32 ? 4 : 2;
 }
 
 const char* dtype_name(DType t) {
@@ -17,6 +19,8 @@ const char* dtype_name(DType t) {
         return "bf16";
     case DType::f16:
         return "fp16";
+    case DType::i64:
+        return "int64";
     }
     return "?";
 }
@@ -71,6 +75,8 @@ float load_as_f32(const void* p, DType t, std::size_t i) {
         return bf16_to_f32(static_cast<const std::uint16_t*>(p)[i]);
     case DType::f16:
         return f16_to_f32(static_cast<const std::uint16_t*>(p)[i]);
+    case DType::i64:
+        return float(static_cast<const std::int64_t*>(p)[i]);
     }
     return 0.0f;
 }
@@ -85,6 +91,9 @@ void store_from_f32(void* p, DType t, std::size_t i, float v) {
         return;
     case DType::f16:
         static_cast<std::uint16_t*>(p)[i] = f32_to_f16(v);
+        return;
+    case DType::i64:
+        static_cast<std::int64_t*>(p)[i] = std::int64_t(std::nearbyint(v));
         return;
     }
 }

@@ -10,10 +10,12 @@
 
 namespace shardlab {
 
-enum class DType { f32, bf16, f16 };
+// i64 is not a model dtype: it carries --reproducible's exact fixed-point gradient sums
+// (optim/exact_sum.h) through the collectives, whose reduction adds it as an integer.
+enum class DType { f32, bf16, f16, i64 };
 
 std::size_t dtype_size(DType t);
-const char* dtype_name(DType t);            // "fp32", "bf16", "fp16"
+const char* dtype_name(DType t);            // "fp32", "bf16", "fp16", "int64"
 DType parse_dtype(const std::string& name); // throws Error naming the accepted names
 
 inline std::uint32_t f32_bits(float f) {

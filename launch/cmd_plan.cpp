@@ -35,7 +35,8 @@ struct PlanFlags {
     double params = 0;
     int ranks = 0, nodes = 0, gpus_per_node = 0, ranks_per_node = 0, zero = 0, micro_batch = 1,
         grad_accum = 1, prefetch = 0, rank = 0;
-    bool offload = false, no_master = false, inference = false, compare = false;
+    bool offload = false, no_master = false, inference = false, compare = false,
+         reproducible = false;
 };
 
 PlanModel build_model(const PlanFlags& f) {
@@ -124,6 +125,7 @@ PlanOptions build_options(const PlanFlags& f) {
     o.secondary_shard = secondary_shard_size(f);
     o.zero = f.zero;
     o.offload = f.offload;
+    o.reproducible = f.reproducible;
     o.precision = parse_precision(f.precision);
     o.master = !f.no_master;
     if (f.opt_states == "fp32")
@@ -179,6 +181,7 @@ nlohmann::json plan_json(const Plan& p) {
               {"seq", p.options.seq ? p.options.seq : p.model.context}}},
             {"zero", p.options.zero},
             {"offload", p.options.offload},
+            {"reproducible", p.options.reproducible},
             {"ranks", p.options.ranks},
             {"micro_batch", p.options.micro_batch},
             {"attention", attention_name(p.options.attention)},
@@ -259,7 +262,9 @@ void print_plan(const Plan& p) {
         fmt::print("{}: {} parameters{}; {} rank(s), ZeRO-{}{}, {}{}, micro-batch {} x {}, "
                    "checkpoint {}, {} attention\n\n",
                    p.model.name, p.model.params, padding_note(p.model), o.ranks, o.zero,
-                   o.offload ? " + offload" : "", o.inference ? "inference " : "",
+                   std::string(o.offload ? " + offload" : "") +
+                       (o.reproducible ? " + reproducible (one sequence a pass, int64 sums)" : ""),
+                   o.inference ? "inference " : "",
                    o.precision == Precision::fp32
                        ? "fp32"
                        : (o.precision == Precision::bf16 ? "bf16" : "fp16"),
@@ -505,6 +510,9 @@ CommandRunner add_plan_command(CLI::App& cmd) {
                    "ZeRO++ hpZ ('node', ZeRO-3): a node-local secondary shard of the 16-bit "
                    "parameters");
     cmd.add_flag("--offload", f->offload, "Optimizer state and update on the host");
+    cmd.add_flag("--reproducible", f->reproducible,
+                 "train --reproducible: one sequence a pass, gradients summed in int64 (its "
+                 "bytes and memory)");
     cmd.add_option("--precision", f->precision, "fp32 | bf16 | fp16");
     cmd.add_flag("--no-master", f->no_master,
                  "Mixed precision without an fp32 master copy (K = 8)");

@@ -25,6 +25,10 @@ void add_train_options(CLI::App& cmd, TrainOptions& o) {
     cmd.add_flag("--offload", o.offload,
                  "Master weights, m, v and the update on the host (any stage)");
     cmd.add_option("--prefetch", o.prefetch, "ZeRO-3: units gathered ahead of use");
+    cmd.add_flag("--reproducible", o.reproducible,
+                 "The same bits at any rank count, stage, offload or split of the global batch: "
+                 "one sequence a pass, gradients, norm and loss summed exactly in int64 fixed "
+                 "point (8-byte reductions; docs/DECISIONS.md)");
     cmd.add_option("--shard-group", o.shard_group,
                    "Hybrid sharding (HSDP / MiCS): ZeRO 1-3 inside groups of S consecutive ranks "
                    "(S divides N) or of each node ('node'), replicated across the N/S groups "
@@ -114,6 +118,7 @@ nlohmann::json train_options_json(const TrainOptions& o, const nlohmann::json& m
             {"zero", o.zero},
             {"offload", o.offload},
             {"prefetch", o.prefetch},
+            {"reproducible", o.reproducible},
             {"shard_group", o.shard_group},
             {"ranks_per_node", o.ranks_per_node},
             {"secondary_shard", o.secondary_shard},

@@ -28,6 +28,7 @@ struct TrainOptions {
     std::string secondary_shard; // "node": ZeRO++ hpZ at stage 3; "": none
     int ranks_per_node = 0;
     bool offload = false;
+    bool reproducible = false; // --reproducible (optim/exact_sum.h)
     int micro_batch = 8, grad_accum = 1, global_batch = 0, steps = 100, warmup = 10;
     float lr = 1e-3f, min_lr_ratio = 0.1f, weight_decay = 0.1f, beta1 = 0.9f, beta2 = 0.95f,
           eps = 1e-8f;

@@ -21,6 +21,7 @@
 #include "model/generate.h"
 #include "model/gpt_init.h"
 #include "model/gpt_model.h"
+#include "model/kernels/cpu/cpu_gemm.h"
 #include "model/kernels/cpu/threads.h"
 #include "model/token_windows.h"
 #include "model/traced_ops.h"
@@ -178,6 +179,14 @@ void check_outputs(const TrainOptions& o, const GPTConfig& config, int ranks, in
                                      o.save_weights, wspace.available / 1e6, 4 * params / 1e6));
 }
 
+// --reproducible multiplies with OpenBLAS, whose products shardlab threads in fixed blocks
+// (kernels/cpu/gemm.cpp); oneDNN's own threading changes bits with the thread count.
+DeviceOptions run_device(const TrainOptions& o) {
+    DeviceOptions d = o.device;
+    if (o.reproducible && d.device == "cpu") d.gemm = "openblas";
+    return d;
+}
+
 // Every check that can fail is made here, before the first message, alike on every rank.
 RunSetup prepare(const TrainOptions& o, int ranks, int rank) {
     RunSetup s;
@@ -185,6 +194,10 @@ RunSetup prepare(const TrainOptions& o, int ranks, int rank) {
     s.checkpoint = parse_checkpoint(o.checkpoint);
     s.attention = parse_attention(o.attention);
     check_device_options(o.device);
+    if (o.reproducible && o.device.device == "cpu" &&
+        (o.device.gemm.empty() ? cpu::default_gemm_request() : o.device.gemm) == "onednn")
+        throw UsageError("--reproducible multiplies with OpenBLAS: oneDNN's threading gives other "
+                         "bits at other thread counts; drop --gemm onednn (or SHARDLAB_GEMM)");
     if (o.zero < 0 || o.zero > 3)
         throw UsageError(fmt::format("--zero {} is not a ZeRO stage; use 0, 1, 2 or 3", o.zero));
     if (o.prefetch < 0 || (o.prefetch > 0 && o.zero != 3))
@@ -302,6 +315,7 @@ SessionSpec session_spec(const TrainOptions& o, const RunSetup& s) {
     spec.zero = ZeroOptions{o.zero, s.precision, o.prefetch, o.grad_clip, o.loss_scale};
     spec.adam = AdamWConfig{o.lr, o.beta1, o.beta2, o.eps, o.weight_decay};
     spec.offload = o.offload;
+    spec.reproducible = o.reproducible;
     spec.shard_group = s.shard_group;
     spec.secondary_shard = !o.secondary_shard.empty();
     spec.collective_timeout = o.collective_timeout;
@@ -533,7 +547,7 @@ int run_training(const TrainOptions& o) {
     RunSetup setup;
     WatchedComm outside(MPI_COMM_WORLD, o.collective_timeout);
     collectively([&] { setup = prepare(o, ranks, rank); }, outside); // files differ per node
-    const std::unique_ptr<Backend> backend = make_backend(o.device, MPI_COMM_WORLD, outside);
+    const std::unique_ptr<Backend> backend = make_backend(run_device(o), MPI_COMM_WORLD, outside);
     const std::unique_ptr<Communicator> comm = backend->communicator(MPI_COMM_WORLD);
     comm->set_collective_timeout(o.collective_timeout);
     if (o.ranks_per_node > 0) comm->set_node_layout(NodeLayout::blocks(ranks, o.ranks_per_node));

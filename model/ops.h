@@ -118,6 +118,17 @@ class Ops {
     // *out = float(sum over the parts, in order, of every element squared, summed in double).
     virtual void squared_norm(Stream& s, const std::vector<Tensor>& parts, float* out) = 0;
 
+    // --reproducible's exact sums (model/kernels/fixed_point.h; optim/exact_sum.h says why).
+    // acc (int64) += round(src * 2^exponent) element-wise; *amax (device fp32) = max(*amax,
+    // max |src|), a NaN counting as +Inf.
+    virtual void fixed_accumulate(Stream& s, const Tensor& acc, const Tensor& src, int exponent,
+                                  float* amax) = 0;
+    // dst = acc * 2^-exponent / divisor, rounded once into dst's dtype.
+    virtual void fixed_to_float(Stream& s, const Tensor& dst, const Tensor& acc, int exponent,
+                                double divisor) = 0;
+    // *out (device int64) += sum of round(src^2 * 2^exponent).
+    virtual void fixed_squares(Stream& s, const Tensor& src, int exponent, std::int64_t* out) = 0;
+
     // AdamW on master, m, v (fp32) from grad (any dtype); then, when params is given, params =
     // master rounded to params' dtype.
     virtual void adamw(Stream& s, const Tensor& master, const Tensor& m, const Tensor& v,

@@ -6,6 +6,7 @@
 #include "model/kernels/cpu/attention.h"
 #include "model/kernels/cpu/cross_entropy.h"
 #include "model/kernels/cpu/embedding.h"
+#include "model/kernels/cpu/fixed_point.h"
 #include "model/kernels/cpu/flash_attention.h"
 #include "model/kernels/cpu/gelu.h"
 #include "model/kernels/cpu/layernorm.h"
@@ -28,6 +29,8 @@ void for_dtype(DType t, Fn&& fn) {
         return fn(bf16_t{});
     case DType::f16:
         return fn(f16_t{});
+    case DType::i64: // summed by its own kernels (fixed_point_*), never a model tensor
+        throw Error("internal: int64 is not a kernel storage type");
     }
 }
 
@@ -205,6 +208,12 @@ void CpuOps::cross_entropy(Stream& s, const Tensor& logits, int vocab, const std
 }
 
 void CpuOps::accumulate(Stream& s, const Tensor& dst, const Tensor& src) {
+    if (dst.dtype == DType::i64) { // --reproducible's exact sums: integer adds
+        s.enqueue([d = dst.as<std::int64_t>(), x = src.as<const std::int64_t>(), n = dst.numel()] {
+            for (std::size_t i = 0; i < n; ++i) d[i] += x[i];
+        });
+        return;
+    }
     for_dtype(dst.dtype, [&](auto tag) {
         using T = decltype(tag);
         s.enqueue([d = dst.as<T>(), x = src.as<const T>(), n = dst.numel()] {
@@ -235,6 +244,33 @@ void CpuOps::squared_norm(Stream& s, const std::vector<Tensor>& parts, float* ou
                 norm.add(p.as<const T>(), p.numel());
             });
         *out = float(norm.total());
+    });
+}
+
+void CpuOps::fixed_accumulate(Stream& s, const Tensor& acc, const Tensor& src, int exponent,
+                              float* amax) {
+    for_dtype(src.dtype, [&](auto tag) {
+        using T = decltype(tag);
+        s.enqueue([a = acc.as<std::int64_t>(), x = src.as<const T>(), n = src.numel(), exponent,
+                   amax] { *amax = std::max(*amax, cpu::fixed_accumulate(a, x, n, exponent)); });
+    });
+}
+
+void CpuOps::fixed_to_float(Stream& s, const Tensor& dst, const Tensor& acc, int exponent,
+                            double divisor) {
+    for_dtype(dst.dtype, [&](auto tag) {
+        using T = decltype(tag);
+        s.enqueue([d = dst.as<T>(), a = acc.as<const std::int64_t>(), n = dst.numel(), exponent,
+                   divisor] { cpu::fixed_to_float(d, a, n, exponent, divisor); });
+    });
+}
+
+void CpuOps::fixed_squares(Stream& s, const Tensor& src, int exponent, std::int64_t* out) {
+    for_dtype(src.dtype, [&](auto tag) {
+        using T = decltype(tag);
+        s.enqueue([x = src.as<const T>(), n = src.numel(), exponent, out] {
+            *out += cpu::fixed_squares(x, n, exponent);
+        });
     });
 }
 

@@ -54,6 +54,11 @@ class CpuOps : public Ops {
     void convert(Stream& s, const Tensor& dst, const Tensor& src) override;
     void fill(Stream& s, const Tensor& dst, float value) override;
     void squared_norm(Stream& s, const std::vector<Tensor>& parts, float* out) override;
+    void fixed_accumulate(Stream& s, const Tensor& acc, const Tensor& src, int exponent,
+                          float* amax) override;
+    void fixed_to_float(Stream& s, const Tensor& dst, const Tensor& acc, int exponent,
+                        double divisor) override;
+    void fixed_squares(Stream& s, const Tensor& src, int exponent, std::int64_t* out) override;
     void adamw(Stream& s, const Tensor& master, const Tensor& m, const Tensor& v,
                const Tensor& grad, const Tensor* params, const AdamWStep& k) override;
 

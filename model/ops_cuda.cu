@@ -1,6 +1,7 @@
 // Each op: read the shapes on the host, take scratch from the tracker, launch on the stream.
 #include "model/ops_cuda.h"
 
+#include "core/cuda/cuda_check.h"
 #include "core/cuda/cuda_stream.h"
 #include "core/error.h"
 #include "model/kernels/cuda/attention.h"
@@ -192,6 +193,9 @@ class CudaOps : public Ops {
     }
 
     void accumulate(Stream& s, const Tensor& dst, const Tensor& src) override {
+        if (dst.dtype == DType::i64) // --reproducible's exact sums
+            return cuda::fixed_add(stream_of(s), dst.as<std::int64_t>(),
+                                   src.as<const std::int64_t>(), dst.numel());
         cuda::accumulate(stream_of(s), dst.data, src.data, dst.numel(), dst.dtype);
     }
 
@@ -200,6 +204,12 @@ class CudaOps : public Ops {
     }
 
     void fill(Stream& s, const Tensor& dst, float value) override {
+        if (dst.dtype == DType::i64) { // --reproducible's sums start at zero
+            check(value == 0.0f, "internal: an int64 buffer is only cleared");
+            cuda::check_cuda(cudaMemsetAsync(dst.data, 0, dst.bytes(), stream_of(s)),
+                             "cudaMemsetAsync");
+            return;
+        }
         cuda::fill(stream_of(s), dst.data, dst.dtype, dst.numel(), value);
     }
 
@@ -214,6 +224,25 @@ class CudaOps : public Ops {
             at += cuda::squared_norm_scratch(p.numel());
         }
         cuda::squared_norm_finish(stream_of(s), partials.as<double>(), total, out);
+    }
+
+    void fixed_accumulate(Stream& s, const Tensor& acc, const Tensor& src, int exponent,
+                          float* amax) override {
+        Allocation partials = scratch(s, cuda::fixed_scratch_bytes(src.numel()));
+        cuda::fixed_accumulate(stream_of(s), acc.as<std::int64_t>(), src.data, src.dtype,
+                               src.numel(), exponent, amax, partials.data());
+    }
+
+    void fixed_to_float(Stream& s, const Tensor& dst, const Tensor& acc, int exponent,
+                        double divisor) override {
+        cuda::fixed_to_float(stream_of(s), dst.data, dst.dtype, acc.as<const std::int64_t>(),
+                             dst.numel(), exponent, divisor);
+    }
+
+    void fixed_squares(Stream& s, const Tensor& src, int exponent, std::int64_t* out) override {
+        Allocation partials = scratch(s, cuda::fixed_scratch_bytes(src.numel()));
+        cuda::fixed_squares(stream_of(s), src.data, src.dtype, src.numel(), exponent, out,
+                            partials.data());
     }
 
     void adamw(Stream& s, const Tensor& master, const Tensor& m, const Tensor& v,

@@ -42,6 +42,8 @@ const char* st_dtype_name(DType t) {
         return "BF16";
     case DType::f16:
         return "F16";
+    case DType::i64:
+        return "I64";
     }
     return "?";
 }

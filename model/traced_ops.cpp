@@ -142,6 +142,23 @@ void TracedOps::fill(Stream& s, const Tensor& dst, float value) {
     in_.fill(s, dst, value);
 }
 
+void TracedOps::fixed_accumulate(Stream& s, const Tensor& acc, const Tensor& src, int exponent,
+                                 float* amax) {
+    const TraceScope span(&t_, s, "fixed_accumulate", "op", {{"numel", src.numel()}});
+    in_.fixed_accumulate(s, acc, src, exponent, amax);
+}
+
+void TracedOps::fixed_to_float(Stream& s, const Tensor& dst, const Tensor& acc, int exponent,
+                               double divisor) {
+    const TraceScope span(&t_, s, "fixed_to_float", "op", {{"numel", dst.numel()}});
+    in_.fixed_to_float(s, dst, acc, exponent, divisor);
+}
+
+void TracedOps::fixed_squares(Stream& s, const Tensor& src, int exponent, std::int64_t* out) {
+    const TraceScope span(&t_, s, "fixed_squares", "op", {{"numel", src.numel()}});
+    in_.fixed_squares(s, src, exponent, out);
+}
+
 void TracedOps::squared_norm(Stream& s, const std::vector<Tensor>& parts, float* out) {
     const TraceScope span(&t_, s, "squared_norm", "op", {{"parts", parts.size()}});
     in_.squared_norm(s, parts, out);

@@ -152,9 +152,11 @@ void save_checkpoint(const std::string& dir, const nlohmann::json& config, int r
                                 : why);
     }
     if (lead) { // old -> prev, new -> checkpoint, then drop prev: always one complete one
-        const nlohmann::json meta{{"format", 2},    {"config", config},
-                                  {"ranks", ranks}, {"iteration", s.iteration},
-                                  {"step", s.step}, {"units", numel}};
+        nlohmann::json meta{{"format", 2},    {"config", config},
+                            {"ranks", ranks}, {"iteration", s.iteration},
+                            {"step", s.step}, {"units", numel}};
+        // --reproducible: the units' fixed-point exponents, global state (optim/exact_sum.h)
+        if (!s.exponents.empty()) meta["exact_exponents"] = s.exponents;
         write_durably(tmp / "meta.json", meta.dump(2) + "\n");
         fs::remove_all(prev);
         if (fs::exists(final_dir)) fs::rename(final_dir, prev);
@@ -273,6 +275,19 @@ ZeroEngine::OwnedState load_checkpoint(const std::string& cdir, const nlohmann::
     check_compatible(cdir, meta, config, numel);
     const int N = meta["ranks"].get<int>();
     ZeroEngine::OwnedState s;
+    if (meta.contains("exact_exponents")) {
+        const nlohmann::json& e = meta["exact_exponents"];
+        if (!e.is_array() || e.size() != numel.size())
+            throw Error("checkpoint '" + cdir +
+                        "': meta.json's exact_exponents is not one integer per unit; it is "
+                        "corrupt");
+        for (const auto& x : e) {
+            if (!x.is_number_integer())
+                throw Error("checkpoint '" + cdir +
+                            "': meta.json's exact_exponents holds a non-integer; it is corrupt");
+            s.exponents.push_back(x.get<int>());
+        }
+    }
     for (const ElementRange& w : want) {
         s.offset.push_back(w.begin);
         for (auto* part : {&s.master, &s.m, &s.v}) part->emplace_back(w.count, 0.0f);

@@ -2,6 +2,7 @@
 #include "optim/zero_engine.h"
 
 #include "core/error.h"
+#include "optim/exact_sum.h"
 #include "optim/unit_shards.h"
 
 #include <fmt/format.h>
@@ -60,10 +61,25 @@ ZeroEngine::ZeroEngine(const ParamLayout& layout, const ZeroOptions& options, Ze
         const std::uint64_t grads = policy_.shards_gradients ? own : P;
         x.grads = tracker.allocate(grads * pb, Category::grads, s);
         ops_.fill(s, flat(x.grads, 0, grads), 0.0f);
+        if (reproducible()) {
+            x.exact = tracker.allocate(grads * 8, Category::grads, s);
+            ops_.fill(s, flat_i64(x.exact, 0, grads), 0.0f);
+        }
         units_.push_back(std::move(x));
         updater_.add(owned(int(u)), values.data() + (off - from));
     }
     scalars_ = tracker.allocate(2 * sizeof(float), Category::workspace, s);
+    if (reproducible()) {
+        const std::size_t U = units_.size();
+        amax_ = tracker.allocate(U * sizeof(float), Category::workspace, s);
+        ops_.fill(s, {amax_.data(), DType::f32, {std::int64_t(U)}, amax_.device()}, 0.0f);
+        for (std::size_t u = 0; u < U; ++u)
+            exponent_.push_back(exact::initial_exponent(scaler_.scale(), o_.exact_sequences));
+        if (policy_.shards_gradients) // one sequence's gradient of a unit, in int64, two at a time
+            for (Allocation& a : exact_full_)
+                a = tracker.allocate(*std::max_element(padded_.begin(), padded_.end()) * 8,
+                                     Category::grads, s);
+    }
     comm_.stream().wait(s.record()); // the first gathers read the parameters written here
 }
 
@@ -212,6 +228,7 @@ void* ZeroEngine::grads(int unit) {
 // comes back once *this* reduce-scatter is over, for the unit after next — so no unit's backward
 // ever waits for the reduce-scatter of the unit just before it.
 void ZeroEngine::grads_done(int unit) {
+    if (reproducible()) return exact_grads_done(unit);
     if (!policy_.shards_gradients) return;
     if (policy_.shards_parameters) { // the schedule counts reductions too
         expect(unit, UnitUse::reduce);
@@ -311,25 +328,29 @@ void ZeroEngine::publish(const EventPtr& updated) {
 }
 
 StepResult ZeroEngine::step(float lr) {
+    if (reproducible()) return exact_step(lr);
     reduce_gradients();
-    const float sq = global_squared_norm();
     StepResult r;
-    r.loss_scale = scaler_.scale();
-    // An Inf or NaN anywhere makes the all-reduced squared norm Inf or NaN — the same value on
-    // every rank — so every rank skips alike without another message.
-    r.grad_norm = std::sqrt(double(sq)) / r.loss_scale;
-    r.skipped = !scaler_.update(!std::isfinite(sq));
-    if (!r.skipped) {
-        ++step_;
-        const double clip = (o_.grad_clip > 0 && r.grad_norm > o_.grad_clip)
-                                ? o_.grad_clip / (r.grad_norm + 1e-6)
-                                : 1.0;
-        publish(updater_.update(ctx_.compute().record(), lr, step_, float(clip / r.loss_scale)));
-    }
+    update(r, global_squared_norm(), lr);
     if (!policy_.shards_gradients)
         for (std::size_t u = 0; u < units_.size(); ++u)
             ops_.fill(ctx_.compute(), flat(units_[u].grads, 0, padded_[u]), 0.0f);
     return r;
+}
+
+// Clips and updates from the squared norm of the (scaled) gradient. An Inf or NaN anywhere makes
+// the all-reduced squared norm Inf or NaN — the same value on every rank — so every rank skips
+// alike without another message.
+void ZeroEngine::update(StepResult& r, double sq, float lr) {
+    r.loss_scale = scaler_.scale();
+    r.grad_norm = std::sqrt(sq) / r.loss_scale;
+    r.skipped = !scaler_.update(!std::isfinite(sq));
+    if (r.skipped) return;
+    ++step_;
+    const double clip = (o_.grad_clip > 0 && r.grad_norm > o_.grad_clip)
+                            ? o_.grad_clip / (r.grad_norm + 1e-6)
+                            : 1.0;
+    publish(updater_.update(ctx_.compute().record(), lr, step_, float(clip / r.loss_scale)));
 }
 
 double ZeroEngine::average(double value) {
@@ -404,6 +425,7 @@ ZeroEngine::OwnedState ZeroEngine::save_owned() {
     s.loss_scale = scaler_.scale();
     s.good_steps = scaler_.good_steps();
     s.skipped = scaler_.skipped();
+    s.exponents = exponent_;
     return s;
 }
 
@@ -421,6 +443,11 @@ void ZeroEngine::load_owned(const OwnedState& s) {
     publish(updater_.publish());
     step_ = s.step;
     scaler_.restore(s.loss_scale, s.good_steps, s.skipped);
+    if (reproducible() && !s.exponents.empty()) {
+        check(s.exponents.size() == units_.size(),
+              "checkpoint has the wrong number of fixed-point exponents for this model");
+        exponent_ = s.exponents;
+    }
     updater_.reset_counters(); // count the resumed run's steps only
 }
 

@@ -51,6 +51,10 @@ struct ZeroOptions {
     int prefetch = 0;            // stage 3: units gathered ahead of use
     float grad_clip = 1.0f;      // global-norm clipping; 0 disables
     float loss_scale = 65536.0f; // fp16's initial dynamic loss scale
+    // --reproducible (optim/exact_sum.h): the global batch's sequences G; 0: off. Each backward
+    // is then one sequence's; its gradient is summed in int64 fixed point, divided by G at the
+    // step, and the norm and loss summed in fixed point too: the same bits at any N.
+    std::uint64_t exact_sequences = 0;
 };
 
 // The communicators an engine works over. Flat ZeRO: everything over the world. Hybrid: shards
@@ -71,6 +75,7 @@ struct StepResult {
     double grad_norm = 0; // of the averaged, unscaled gradient, before clipping
     bool skipped = false; // the gradient norm was not finite (fp16: overflow): no update
     float loss_scale = 1;
+    bool redo = false; // --reproducible: a gradient outgrew its exponent; run the step again
 };
 
 class ZeroEngine : public UnitParams {
@@ -100,6 +105,10 @@ class ZeroEngine : public UnitParams {
     StepResult step(float lr);
     // Mean of a per-rank value over all ranks of the world (the loss).
     double average(double value);
+    // --reproducible: the mean of every rank's `values` (count of them in all), summed in fixed
+    // point: the same bits whichever rank holds which value.
+    double exact_average(const std::vector<double>& values, std::uint64_t count);
+    bool reproducible() const { return o_.exact_sequences > 0; }
     // Seconds the compute stream waited for communication since the last call (waits for it).
     double take_exposed_comm_seconds();
 
@@ -130,6 +139,7 @@ class ZeroEngine : public UnitParams {
         float loss_scale = 1;
         int good_steps = 0;
         long skipped = 0;
+        std::vector<int> exponents; // --reproducible: each unit's fixed-point exponent; else empty
     };
     OwnedState save_owned();
     void load_owned(const OwnedState& s);
@@ -147,6 +157,7 @@ class ZeroEngine : public UnitParams {
         Allocation grads_full;      // stage 2-3: the full gradient while backward needs it
         Allocation secondary;       // hpZ: this rank's node-local shard of the 16-bit parameters
         bool gathered_once = false; // hpZ: gathered in this micro-batch (the secondary is fresh)
+        Allocation exact; // --reproducible: the int64 gradient sum (stage 0-1: full; 2-3: shard)
     };
     Tensor flat(const Allocation& a, std::uint64_t offset, std::uint64_t count) const;
     OwnedShard owned(int unit) const;
@@ -161,6 +172,16 @@ class ZeroEngine : public UnitParams {
     // Hybrid: averages this rank's reduced shard (`count` elements) across the replicas.
     void average_across_replicas(void* shard, std::uint64_t count, const std::string& unit);
     float global_squared_norm();
+    // --reproducible (optim/exact_sum.h): the same steps in exact arithmetic.
+    Tensor flat_i64(const Allocation& a, std::uint64_t offset, std::uint64_t count) const;
+    Tensor exact_owned(int unit) const;
+    void exact_grads_done(int unit);
+    void reduce_exact();
+    std::vector<float> global_maxima();
+    double exact_squared_norm(const std::vector<int>& exponents); // of each unit's squares
+    void clear_exact();
+    StepResult exact_step(float lr);
+    void update(StepResult& r, double squared_norm, float lr);
     void publish(const EventPtr& updated);
 
     const ParamLayout& layout_;
@@ -186,6 +207,13 @@ class ZeroEngine : public UnitParams {
     Allocation scalars_;      // two fp32 values on the device: the squared norm, a mean
     LossScaler scaler_;
     int step_ = 0;
+    // --reproducible: every unit's exponent, the sequences' largest |gradient| per unit (device
+    // fp32), two full-unit int64 buffers a sequence's gradient is reduce-scattered from (stages
+    // 2-3, used in turn) and where the comm stream last let go of each.
+    std::vector<int> exponent_;
+    Allocation amax_, exact_full_[2];
+    EventPtr exact_free_[2];
+    int exact_slot_ = 0;
     struct Wait {
         EventPtr before, after;
     };

@@ -175,6 +175,7 @@ void model_states(const PlanModel& m, const PlanOptions& o, MemoryPlan& mem) {
         for (auto n : m.unit_numel) mem.params += padded_numel(n, N) / o.secondary_shard * pb;
     if (!policy.shards_gradients) {
         mem.grads = full * gb;
+        if (o.reproducible) mem.grads += full * 8; // the int64 sums of whole units
     } else { // the owned shard, plus full unit gradients from first use to reduce-scatter
         // A bare parameter count has no units: model states only, as in the ZeRO paper. A tied
         // head writes the embedding gradient first and embedding backward last, so it lives
@@ -190,6 +191,11 @@ void model_states(const PlanModel& m, const PlanOptions& o, MemoryPlan& mem) {
             transient = full_gradient_peak(order, m.tied_head ? P(m.embedding_unit) : 0);
         }
         mem.grads = (owned + transient) * gb;
+        if (o.reproducible) { // the int64 shard sums, and two full units a sequence's sum passes
+            std::uint64_t largest = 0;
+            for (auto n : m.unit_numel) largest = std::max(largest, padded_numel(n, N));
+            mem.grads += owned * 8 + 2 * largest * 8;
+        }
     }
     const std::uint64_t master = has_master ? owned * 4 : 0;
     (o.offload ? mem.host_master : mem.master) = master;
@@ -200,6 +206,12 @@ void model_states(const PlanModel& m, const PlanOptions& o, MemoryPlan& mem) {
         // (model states only, as in the ZeRO paper).
         if (m.arch != Architecture::params_only) mem.host_staging = offload_staging_bytes(pb);
     }
+}
+
+// The bytes of a gradient element as the reductions send it: int64 fixed point under
+// --reproducible, else the parameters' dtype.
+std::uint64_t reduced_bytes(const PlanOptions& o) {
+    return o.reproducible ? 8 : param_bytes_per_element(o.precision);
 }
 
 // A ring reduce-scatter's (or all-reduce's) scratch: two of its largest chunks.
@@ -217,13 +229,17 @@ std::uint64_t reduce_scratch(std::size_t numel, const PlanOptions& o, std::uint6
 
 // Collective scratch and, in stage 3, gathered units: comm_buffers at its peak.
 void buffers(const PlanModel& m, const PlanOptions& o, MemoryPlan& mem, GatherSimulation* sim) {
-    const std::uint64_t gb = param_bytes_per_element(o.precision);
     if (m.arch == Architecture::params_only) return; // model states only: no units, no buffers
     // Stages 0-2: one collective at a time, nothing gathered; the scalar all-reduces (the loss
     // over the world, the norm over the sharding ranks) use two one-element fp32 chunks.
-    const std::uint64_t scalars = ring_scratch(1, o.ranks, 4);
+    // --reproducible: the loss as two int64 over the world, the norm as one int64 per unit.
+    const std::uint64_t units = m.unit_numel.size();
+    const std::uint64_t scalars =
+        o.reproducible
+            ? std::max(ring_scratch(2, o.ranks, 8), ring_scratch(units, sharding_ranks(o), 8))
+            : ring_scratch(1, o.ranks, 4);
     std::uint64_t scratch = scalars;
-    for (auto n : m.unit_numel) scratch = std::max(scratch, reduce_scratch(n, o, gb));
+    for (auto n : m.unit_numel) scratch = std::max(scratch, reduce_scratch(n, o, reduced_bytes(o)));
     // Stage 3: a reduce-scatter may run while prefetched units are live; the simulation knows.
     mem.buffers = stage_policy(o.zero).shards_parameters && sim
                       ? std::max(sim->peak_buffer_bytes, scalars)
@@ -283,7 +299,7 @@ CommPlan communication(const PlanModel& m, const PlanOptions& o, int rank,
                        const GatherSimulation* sim) {
     const int N = sharding_ranks(o), A = o.grad_accum;
     const StagePolicy policy = stage_policy(o.zero);
-    const std::uint64_t pb = param_bytes_per_element(o.precision), gb = pb;
+    const std::uint64_t pb = param_bytes_per_element(o.precision), gb = reduced_bytes(o);
     CommPlan c;
     const Groups g = groups(o, rank);
     const Group& sg = g.shard; // the sharding ranks' group: the world unless hybrid
@@ -329,8 +345,15 @@ CommPlan communication(const PlanModel& m, const PlanOptions& o, int rank,
     // The gradient norm (over the sharding ranks: a hybrid run's replicas hold the same shards)
     // and the mean loss (over the world): one fp32 each (the norm also tells fp16 ranks alike
     // whether any gradient overflowed).
-    add_op(c, shard_op("allreduce"), sent(CollectiveOp::allreduce, 1, 4), 1);
-    add_op(c, "allreduce", g.world.sent(CollectiveOp::allreduce, 1, 4), 1);
+    if (o.reproducible) { // int64 sums (a unit's squares each; the loss and a non-finite count),
+                          // and every rank's per-unit largest gradient, all-gathered
+        add_op(c, shard_op("allreduce"), sent(CollectiveOp::allreduce, units, 8), 1);
+        add_op(c, "allreduce", g.world.sent(CollectiveOp::allreduce, 2, 8), 1);
+        add_op(c, "allgather", g.world.sent(CollectiveOp::allgather, units * o.ranks, 4), 1);
+    } else {
+        add_op(c, shard_op("allreduce"), sent(CollectiveOp::allreduce, 1, 4), 1);
+        add_op(c, "allreduce", g.world.sent(CollectiveOp::allreduce, 1, 4), 1);
+    }
     if (o.offload) {
         std::uint64_t owned = 0;
         for (auto n : m.unit_numel)
@@ -368,7 +391,7 @@ Plan plan_once(const PlanModel& model, const PlanOptions& o, int rank) {
                                      param_bytes_per_element(o.precision));
             std::vector<std::uint64_t> scratch;
             for (auto n : model.unit_numel)
-                scratch.push_back(reduce_scratch(n, o, param_bytes_per_element(o.precision)));
+                scratch.push_back(reduce_scratch(n, o, reduced_bytes(o)));
             sim = simulate_gathers(step_schedule(model.layers, model.tied_head), unit_bytes,
                                    o.prefetch, scratch);
         } else if (gathers) { // a bare parameter count: forward and backward each gather all once
@@ -395,8 +418,16 @@ Plan plan_once(const PlanModel& model, const PlanOptions& o, int rank) {
 }
 } // namespace
 
-Plan make_plan(const PlanModel& model, const PlanOptions& o, int rank) {
+// --reproducible runs every sequence as its own micro-batch: that is the schedule to plan.
+PlanOptions as_run(PlanOptions o) {
+    if (o.reproducible && !o.inference) o.grad_accum *= o.micro_batch, o.micro_batch = 1;
+    return o;
+}
+
+Plan make_plan(const PlanModel& model, const PlanOptions& requested, int rank) {
+    const PlanOptions o = as_run(requested);
     Plan p = plan_once(model, o, rank);
+    p.options = requested;
     if (!o.inference) {
         PlanOptions dp = o;
         dp.zero = 0;
@@ -409,9 +440,9 @@ Plan make_plan(const PlanModel& model, const PlanOptions& o, int rank) {
     if (o.gpu_bytes && model.arch != Architecture::params_only) { // largest micro-batch that fits
         int lo = 0, hi = 1;
         auto fits = [&](int b) {
-            PlanOptions t = o;
+            PlanOptions t = requested;
             t.micro_batch = b;
-            return plan_once(model, t, rank).memory.device_total <= o.gpu_bytes;
+            return plan_once(model, as_run(t), rank).memory.device_total <= o.gpu_bytes;
         };
         while (hi <= (1 << 16) && fits(hi)) lo = hi, hi *= 2;
         while (hi - lo > 1) {

@@ -52,6 +52,11 @@ struct PlanOptions {
     // Which node each rank is on, for the bytes by link class (empty: one node of `ranks`).
     NodeLayout nodes;
     bool inference = false;
+    // --reproducible (optim/exact_sum.h): one sequence a forward and backward (the activations of
+    // micro-batch 1, micro_batch x grad_accum passes), gradients summed in int64: 8-byte
+    // reductions, an int64 sum beside the gradient, the norm and loss as int64 sums and every
+    // unit's largest gradient all-gathered.
+    bool reproducible = false;
     std::uint64_t gpu_bytes = 0; // 0: no GPU given
     std::string gpu_name;
 };

@@ -3,10 +3,13 @@
 final fp32 master weights must equal the value recorded here. Refactors must leave every bit of
 training unchanged; a commit that changes numerics on purpose updates these values and says why.
 CTest runs it with SHARDLAB_GEMM=openblas OPENBLAS_CORETYPE=Haswell: one GEMM kernel on every
-x86-64 CPU with AVX2, so the values hold across machines. (Last changed in issue 24: the default
-attention became flash, so every default row changed; the materialize rows keep issue 12's values,
-proving the reference path unchanged. Issue 12: attention in tiles of GEMMs, cross-entropy through
-vexp, the squared norm as eight interleaved sums.)
+x86-64 CPU with AVX2, so the values hold across machines. (Last changed in issue 23: OpenBLAS's
+own threading gave other bits at other thread counts, so shardlab now threads each product itself
+in fixed blocks of 64 columns (kernels/cpu/gemm.cpp) — every fp32 row and the 1-rank rows changed,
+the 16-bit multi-rank rows kept theirs (their rounding absorbed the change); and the
+--reproducible rows were added, one hash at N = 1, 2 and 4. Before: issue 24 made flash the
+default attention; issue 12 tiled attention into GEMMs, cross-entropy through vexp, the squared
+norm as eight interleaved sums.)
 Run with --print to show the current values instead of checking them.
 Usage: pinned_hashes_check.py SHARDLAB MPIRUN [MPIRUN ARGS...] [--print]"""
 import json
@@ -24,17 +27,17 @@ MODEL = ["--layers", "2", "--hidden", "64", "--heads", "4", "--seq", "32", "--vo
 # name, ranks, flags, sha256 of the final fp32 master weights
 PINNED = [
     ("fp32-n1-zero0", 1, ["--precision", "fp32", "--zero", "0"],
-     "53cdef01f7289ff18aff243b90979890d7b963113e167d70c11e159b3b063d45"),
+     "eb91557ebf21dfc6688e953533e41f4898d0384a3529e944c01f639dd73c1dae"),
     ("bf16-n1-zero0", 1, ["--precision", "bf16", "--zero", "0"],
-     "f600ed83948738d88356aa2b0f9c4fc90873c1ba71848333f48a90c702ca7d9d"),
+     "21c681a56f1c408deb0da47053dadc5f2e12f26ffd1f11dce0f485893d11ea54"),
     ("fp16-n1-zero0", 1, ["--precision", "fp16", "--zero", "0"],
-     "1703d673cb436e0ca6be770cdb86f7e02b4e76ba60ea639498bf1bb906def97e"),
+     "a21862149e52324a156955d30a590db0a60477d8d00e6a485115fbc3a770d6db"),
     ("bf16-n1-zero0-offload", 1, ["--precision", "bf16", "--zero", "0", "--offload"],
-     "f600ed83948738d88356aa2b0f9c4fc90873c1ba71848333f48a90c702ca7d9d"),
+     "21c681a56f1c408deb0da47053dadc5f2e12f26ffd1f11dce0f485893d11ea54"),
     ("fp32-n4-zero0", 4, ["--precision", "fp32", "--zero", "0"],
-     "44f2ab28f9d3b1b73ade97708ac602d4b294d0ec5c22e35d5f26459ef3e30f87"),
+     "eb9f57ef61b96b48899ee53416a5bae31c4c544f00785a8563e07e14e2e52463"),
     ("fp32-n4-zero3", 4, ["--precision", "fp32", "--zero", "3"],
-     "44f2ab28f9d3b1b73ade97708ac602d4b294d0ec5c22e35d5f26459ef3e30f87"),
+     "eb9f57ef61b96b48899ee53416a5bae31c4c544f00785a8563e07e14e2e52463"),
     ("bf16-n4-zero0", 4, ["--precision", "bf16", "--zero", "0"],
      "359fd780887971e5eab0d0d2a047b07dda204d04bc2e76ca1c135cca323b0629"),
     ("bf16-n4-zero3", 4, ["--precision", "bf16", "--zero", "3"],
@@ -46,9 +49,16 @@ PINNED = [
     ("bf16-n3-zero2-accum2", 3, ["--precision", "bf16", "--zero", "2", "--grad-accum", "2"],
      "247775bb7ac786e310ebc1cfe6a6f80282c99b2c7f528ab93c9ceb19ea1de5ca"),
     ("fp16-n2-zero1-offload", 2, ["--precision", "fp16", "--zero", "1", "--offload"],
-     "2a25446ab237f48a145c75680b6e06b34b2ffa196279343225fba3fb574be5a2"),
+     "e6dbb49c7f09217be00dd672b063dee2586b1ad51009459cf3fd930f772d3274"),
     ("fp32-n1-zero0-materialize", 1, ["--precision", "fp32", "--zero", "0", "--attention", "materialize"],
-     "c284dfa706235d28d28f821c04c2af5c258aa388b62eaadf2399f44ddc10a7be"),
+     "b050c8d45e5e4f6081491bd95a9aaa0da1f86b6af0de84309e8f96ddb36f8430"),
+    # --reproducible: global batch 4 (micro-batch x grad-accum x N) at any N, the same bits
+    ("bf16-n1-reproducible", 1, ["--precision", "bf16", "--reproducible", "--grad-accum", "2"],
+     "dea0d318de6aacd4368dc184731add461d213b93058e3e167d5b28e4e8b3df56"),
+    ("bf16-n2-zero3-reproducible", 2, ["--precision", "bf16", "--zero", "3", "--reproducible"],
+     "dea0d318de6aacd4368dc184731add461d213b93058e3e167d5b28e4e8b3df56"),
+    ("bf16-n4-zero1-reproducible", 4, ["--precision", "bf16", "--zero", "1", "--reproducible",
+                                       "--micro-batch", "1"], "dea0d318de6aacd4368dc184731add461d213b93058e3e167d5b28e4e8b3df56"),
     ("bf16-n4-zero3-materialize", 4, ["--precision", "bf16", "--zero", "3", "--attention", "materialize"],
      "65e8b73bcde80f1c00015e0a32dd8e1c914dc965cc421411937d3cb5159e330b"),
 ]

@@ -19,6 +19,7 @@
 // ~1e-6 at worst: bound 1e-5. bf16 / fp16 compute in fp32 and round what they store (outputs,
 // and attention probabilities before P.V) once, with unit roundoff 2^-9 ~ 2e-3 and 2^-11 ~ 5e-4:
 // bounds 2e-2 and 5e-3, ten times those.
+#include "model/kernels/cpu/adamw.h"
 #include "model/kernels/cpu/attention.h"
 #include "model/kernels/cpu/cross_entropy.h"
 #include "model/kernels/cpu/embedding.h"
@@ -650,6 +651,35 @@ TYPED_TEST(Kernels, GiveTheSameBitsAtAnyThreadCount) {
         expect_same_bits(one, run_all<TypeParam>(p, f.ws),
                          std::string(TestFixture::type_name()) + ": " + std::to_string(threads) +
                              " threads give other bits than 1");
+    }
+    set_threads(saved);
+}
+
+// The update too: each thread takes one contiguous range, and 2 and 3 threads cut 1000 elements
+// at other places than 1 does (a range's start changes the loop's vector peel and tail).
+TEST(KernelsThreads, AdamWGivesTheSameBitsAtAnyThreadCount) {
+    constexpr std::size_t n = 1000;
+    std::vector<float> g0(n), p0(n), m0(n), v0(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        g0[i] = std::sin(0.37f * float(i)) * std::pow(10.0f, float(int(i % 9)) - 8.0f);
+        p0[i] = std::cos(0.11f * float(i)), m0[i] = 0.1f * g0[i], v0[i] = g0[i] * g0[i];
+    }
+    const AdamWStep k{0.9f,  0.95f, 1.0f - 1e-4f, 1e-3f / 0.1f, 1.0f / std::sqrt(0.05f),
+                      1e-8f, 1.0f};
+    auto run = [&](int threads) {
+        set_threads(threads);
+        std::vector<float> p = p0, m = m0, v = v0;
+        adamw(p.data(), m.data(), v.data(), g0.data(), DType::f32, n, k);
+        p.insert(p.end(), m.begin(), m.end());
+        p.insert(p.end(), v.begin(), v.end());
+        return p;
+    };
+    const int saved = current_threads();
+    const std::vector<float> one = run(1);
+    for (int threads : {2, 3}) {
+        const std::vector<float> other = run(threads);
+        EXPECT_EQ(std::memcmp(one.data(), other.data(), one.size() * sizeof(float)), 0)
+            << threads << " threads give other bits than 1";
     }
     set_threads(saved);
 }

@@ -67,6 +67,7 @@ TrainSession::TrainSession(const SessionSpec& spec, Backend& backend, Communicat
       layout_(spec.config) {
     DeviceContext& ctx = backend.context();
     spec_.zero.precision = spec.precision;
+    if (spec_.reproducible) spec_.zero.exact_sequences = global_sequences();
     groups_ = make_groups(spec_, backend, comm);
     updater_ = make_updater(spec_, ctx, ops);
     auto build = [&] {
@@ -89,15 +90,16 @@ TrainSession::TrainSession(const SessionSpec& spec, Backend& backend, Communicat
     else
         build();
     init = nullptr; // an --init file's reader, say
-    model_ =
-        std::make_unique<GPTModel>(spec_.config, spec_.micro_batch, spec_.seq, spec_.checkpoint,
-                                   param_dtype(spec_.precision), ctx, ops, spec_.attention);
+    const int model_batch = spec_.reproducible ? 1 : spec_.micro_batch; // one sequence a pass
+    model_ = std::make_unique<GPTModel>(spec_.config, model_batch, spec_.seq, spec_.checkpoint,
+                                        param_dtype(spec_.precision), ctx, ops, spec_.attention);
     for (const ParamUnit& u : layout_.units()) numel_.push_back(u.numel);
     in_.resize(std::size_t(spec_.micro_batch) * spec_.seq);
     tg_.resize(in_.size());
 }
 
 StepOutcome TrainSession::step(int step, const BatchFill& fill, float lr) {
+    if (spec_.reproducible) return exact_step(step, fill, lr);
     MemoryTracker& tracker = backend_.context().tracker();
     Tracer* tracer = backend_.context().tracer();
     Stream& compute = backend_.context().compute();
@@ -132,6 +134,50 @@ StepOutcome TrainSession::step(int step, const BatchFill& fill, float lr) {
     return out;
 }
 
+// --reproducible: each micro-batch's sequences one at a time, each gradient of the mean loss of
+// its own tokens (the engine divides the exact sum by G); a step the engine asks to redo (a
+// gradient outgrew its fixed-point exponent) runs again over the same windows.
+StepOutcome TrainSession::exact_step(int step, const BatchFill& fill, float lr) {
+    MemoryTracker& tracker = backend_.context().tracker();
+    Tracer* tracer = backend_.context().tracer();
+    Stream& compute = backend_.context().compute();
+    const int A = spec_.grad_accum, B = spec_.micro_batch, T = spec_.seq;
+    StepOutcome out;
+    const double t0 = now_seconds();
+    const TraceScope step_span(tracer, compute, fmt::format("step {}", step + 1), "step");
+    std::vector<double> losses;
+    do {
+        for (int a = 0; a < A; ++a) {
+            fill(a, in_.data(), tg_.data());
+            for (int b = 0; b < B; ++b) {
+                const int k = a * B + b + 1;
+                engine_->begin_micro_batch(false);
+                {
+                    const TraceScope span(tracer, compute, fmt::format("forward {}/{}", k, A * B),
+                                          "step");
+                    model_->forward(*engine_, in_.data() + std::size_t(b) * T,
+                                    tg_.data() + std::size_t(b) * T, engine_->grad_scale());
+                }
+                tracker.snapshot("forward");
+                {
+                    const TraceScope span(tracer, compute, fmt::format("backward {}/{}", k, A * B),
+                                          "step");
+                    model_->backward(*engine_);
+                }
+                tracker.snapshot("backward");
+            }
+        }
+        losses = model_->take_losses();
+        const TraceScope span(tracer, compute, "optimizer step", "step");
+        out.result = engine_->step(lr);
+    } while (out.result.redo);
+    tracker.snapshot("step");
+    out.loss = engine_->exact_average(losses, global_sequences());
+    out.exposed_comm_seconds = engine_->take_exposed_comm_seconds();
+    out.seconds = now_seconds() - t0;
+    return out;
+}
+
 StepOutcome TrainSession::step(int step, const TokenWindows& train, float lr) {
     const int A = spec_.grad_accum, B = spec_.micro_batch;
     return this->step(
@@ -144,6 +190,7 @@ StepOutcome TrainSession::step(int step, const TokenWindows& train, float lr) {
 
 double TrainSession::validate(const TokenWindows& val, int batches) {
     const StatsKeeper keep(comm_, groups_.get());
+    if (spec_.reproducible) return exact_validate(val, batches);
     const int B = spec_.micro_batch;
     const TraceScope span(backend_.context().tracer(), backend_.context().compute(), "validation",
                           "step");
@@ -155,6 +202,23 @@ double TrainSession::validate(const TokenWindows& val, int batches) {
         sum += model_->take_losses().front();
     }
     const double loss = engine_->average(sum / batches);
+    engine_->take_exposed_comm_seconds();
+    backend_.context().tracker().snapshot("validation");
+    return loss;
+}
+
+// --reproducible: `batches` global batches of windows (the same set at any N), this rank's
+// contiguous share one sequence at a time, the losses summed exactly.
+double TrainSession::exact_validate(const TokenWindows& val, int batches) {
+    const TraceScope span(backend_.context().tracer(), backend_.context().compute(), "validation",
+                          "step");
+    const std::uint64_t V = std::uint64_t(batches) * global_sequences(), share = V / ranks_;
+    for (std::uint64_t j = share * rank_; j < share * (rank_ + 1); ++j) {
+        val.fill_wrapped(j, 1, in_.data(), tg_.data());
+        engine_->begin_micro_batch(false);
+        model_->forward(*engine_, in_.data(), tg_.data());
+    }
+    const double loss = engine_->exact_average(model_->take_losses(), V);
     engine_->take_exposed_comm_seconds();
     backend_.context().tracker().snapshot("validation");
     return loss;
@@ -240,6 +304,7 @@ Plan TrainSession::plan() const {
     po.secondary_shard =
         groups_ && spec_.secondary_shard && spec_.zero.stage == 3 ? groups_->node().size() : 0;
     po.nodes = comm_.node_layout();
+    po.reproducible = spec_.reproducible;
     return make_plan(plan_model_from_gpt2(spec_.config, "gpt2"), po, rank_);
 }
 

@@ -49,6 +49,10 @@ struct SessionSpec {
     // ZeRO++ hpZ (stage 3): a secondary shard per node (the world's node layout, blocks of K
     // consecutive ranks with K | S), read by every re-gather of a micro-batch.
     bool secondary_shard = false;
+    // --reproducible (optim/exact_sum.h): every sequence its own forward and backward, the
+    // gradients, loss and norm summed exactly: the same bits at any N, stage or split of the
+    // global batch micro_batch x grad_accum x N.
+    bool reproducible = false;
     // The groups' communicators' collective timeout (comm/mpi_watchdog.h; none: the default), as
     // the caller set on the world's.
     std::optional<double> collective_timeout;
@@ -111,6 +115,12 @@ class TrainSession {
     const std::vector<std::uint64_t>& unit_numel() const { return numel_; }
 
   private:
+    StepOutcome exact_step(int step, const BatchFill& fill, float lr);
+    double exact_validate(const TokenWindows& val, int batches);
+    std::uint64_t global_sequences() const {
+        return std::uint64_t(spec_.micro_batch) * spec_.grad_accum * ranks_;
+    }
+
     SessionSpec spec_;
     Backend& backend_;
     Communicator& comm_;

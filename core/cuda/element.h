@@ -4,6 +4,7 @@
 #pragma once
 
 #include "core/dtype.h"
+#include "core/error.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -71,6 +72,8 @@ void dispatch(DType t, Fn&& fn) {
         return fn(TypeTag<__nv_bfloat16>{});
     case DType::f16:
         return fn(TypeTag<__half>{});
+    case DType::i64: // summed exactly by its own kernels, never loaded as a float
+        throw Error("internal: int64 is not a floating-point storage type");
     }
 }
 

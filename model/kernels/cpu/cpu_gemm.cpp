@@ -15,6 +15,7 @@ GemmLibrary GemmPaths::of(DType t) const {
     case DType::bf16:
         return bf16;
     case DType::f16:
+    case DType::i64:
         break;
     }
     return GemmLibrary::openblas;
@@ -70,6 +71,8 @@ std::size_t CpuGemm::workspace_bytes(const MatmulShape& s) {
         return gemm_workspace_floats<bf16_t>(s.M, s.N, s.K) * sizeof(float);
     case DType::f16:
         return gemm_workspace_floats<f16_t>(s.M, s.N, s.K) * sizeof(float);
+    case DType::i64:
+        break;
     }
     return 0;
 }
@@ -101,6 +104,8 @@ void CpuGemm::run(const MatmulShape& s, const void* A, const void* B, const void
     case DType::f16:
         return openblas_run(s, static_cast<const f16_t*>(A), static_cast<const f16_t*>(B),
                             static_cast<const f16_t*>(b), static_cast<f16_t*>(C), ws);
+    case DType::i64:
+        throw Error("internal: int64 is not a GEMM type");
     }
 }
 

@@ -15,6 +15,8 @@ cudaDataType_t data_type(DType t) {
         return CUDA_R_16BF;
     case DType::f16:
         return CUDA_R_16F;
+    case DType::i64:
+        break;
     }
     return CUDA_R_32F;
 }

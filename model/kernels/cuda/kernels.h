@@ -83,6 +83,19 @@ std::size_t squared_norm_scratch(std::size_t numel);
 void squared_norm_part(cudaStream_t s, const void* x, std::size_t n, DType t, double* partial);
 void squared_norm_finish(cudaStream_t s, const double* partials, std::size_t count, float* out);
 
+// fixed_point.cu — --reproducible's exact sums (model/kernels/fixed_point.h; the CPU's twins
+// in model/kernels/cpu/fixed_point.h). acc += round(x * 2^e) with *amax = max(*amax, max |x|);
+// out = acc * 2^-e / divisor in t; *out += sum of round(x^2 * 2^e); dst += src (int64).
+// fixed_accumulate and fixed_squares take fixed_scratch_bytes(n) of device scratch.
+std::size_t fixed_scratch_bytes(std::size_t n);
+void fixed_accumulate(cudaStream_t s, std::int64_t* acc, const void* x, DType t, std::size_t n,
+                      int exponent, float* amax, void* scratch);
+void fixed_to_float(cudaStream_t s, void* out, DType t, const std::int64_t* acc, std::size_t n,
+                    int exponent, double divisor);
+void fixed_squares(cudaStream_t s, const void* x, DType t, std::size_t n, int exponent,
+                   std::int64_t* out, void* scratch);
+void fixed_add(cudaStream_t s, std::int64_t* dst, const std::int64_t* src, std::size_t n);
+
 // adamw.cu — AdamW on master, m, v (fp32) from grad; then params = master in params' dtype
 // (params may be null). The CPU update's arithmetic and order: bitwise the same.
 void adamw(cudaStream_t s, float* master, float* m, float* v, const void* grad, DType grad_type,
