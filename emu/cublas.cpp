@@ -4,6 +4,7 @@
 // stream order (emu::enqueue), on the CPU: 16-bit operands widened to fp32, OpenBLAS's sgemm
 // accumulating in fp32, alpha and beta applied in fp32, one rounding into C's type.
 #include "core/dtype.h"
+#include "core/sgemm_blocks.h"
 #include "emu/include/cublas_v2.h"
 
 #include <algorithm>
@@ -128,9 +129,9 @@ std::vector<float> product(const Gemm& g, int matrix) {
     std::vector<float> p(std::size_t(g.m) * std::size_t(g.n), 0.0f);
     if (!g.reads_ab()) return p;
     const F32Matrix a = as_f32(g.a, matrix), b = as_f32(g.b, matrix);
-    cblas_sgemm(CblasColMajor, g.trans_a ? CblasTrans : CblasNoTrans,
-                g.trans_b ? CblasTrans : CblasNoTrans, g.m, g.n, g.k, 1.0f, a.data(), a.ld,
-                b.data(), b.ld, 0.0f, p.data(), g.m);
+    // (by column blocks: a GPU's cuBLAS gives the same bits whatever the host's threads)
+    sgemm_blocks(true, g.trans_a, g.trans_b, g.m, g.n, g.k, 1.0f, a.data(), a.ld, b.data(), b.ld,
+                 0.0f, p.data(), g.m);
     return p;
 }
 

@@ -9,6 +9,7 @@
 // of a bias gradient is fp32 in ascending index order (a GPU reduces in its own tree order).
 #include "emu/include/cublasLt.h"
 #include "core/dtype.h"
+#include "core/sgemm_blocks.h"
 
 #include <algorithm>
 #include <cblas.h>
@@ -182,9 +183,9 @@ std::vector<float> product(const Matmul& g) {
     std::vector<float> p(std::size_t(g.m) * std::size_t(g.n), 0.0f);
     if (g.k == 0) return p;
     const std::vector<float> a = g.a.widened(), b = g.b.widened();
-    cblas_sgemm(CblasColMajor, g.ta ? CblasTrans : CblasNoTrans, g.tb ? CblasTrans : CblasNoTrans,
-                g.m, g.n, g.k, 1.0f, a.data(), std::max(1, g.a.rows), b.data(),
-                std::max(1, g.b.rows), 0.0f, p.data(), g.m);
+    // (by column blocks: a GPU's cuBLASLt gives the same bits whatever the host's threads)
+    sgemm_blocks(true, g.ta, g.tb, g.m, g.n, g.k, 1.0f, a.data(), std::max(1, g.a.rows), b.data(),
+                 std::max(1, g.b.rows), 0.0f, p.data(), g.m);
     return p;
 }
 

@@ -2,6 +2,7 @@
 #include "model/kernels/cpu/gemm.h"
 
 #include "core/error.h"
+#include "core/sgemm_blocks.h"
 
 #include <cblas.h>
 #include <dlfcn.h>
@@ -26,31 +27,11 @@ void widen(const T* src, int rows, int cols, int ld, float* dst) {
             dst[std::size_t(r) * cols + c] = to_acc(src[std::size_t(r) * ld + c]);
 }
 
-// OpenBLAS's own threading changes bits with the thread count: each thread's slice of the output
-// runs other edge kernels, which sum K in another order (tests/test_gemm_contract.cpp). So the
-// product is threaded here instead: the columns in blocks whose width depends on N alone — a
-// multiple of 64, at most kMaxBlocks of them (each block repacks A: few wide blocks beat many
-// narrow ones) — each block one single-threaded library call (OpenBLAS runs one thread inside a
-// parallel region, and in a team of one). The blocks, and so the bits, are the same at any thread
-// count (issue 23); up to kMaxBlocks threads share a product.
-constexpr int kMaxBlocks = 16;
-
-template <typename Fn> // fn(first column, columns)
-void by_column_blocks(int N, Fn&& fn) {
-    const int width = std::max(64, (N + 64 * kMaxBlocks - 1) / (64 * kMaxBlocks) * 64);
-    const int blocks = (N + width - 1) / width;
-#pragma omp parallel for schedule(static)
-    for (int b = 0; b < blocks; ++b) fn(b * width, std::min(width, N - b * width));
-}
-
-// C = alpha op(A) op(B) + beta C, fp32, by column blocks; op(B)'s columns j.. start at row j of
-// B when it is transposed, at column j otherwise.
+// C = alpha op(A) op(B) + beta C, fp32, row-major: by column blocks, so no bit depends on the
+// thread count (core/sgemm_blocks.h).
 void sgemm(bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda,
            const float* B, int ldb, float beta, float* C, int ldc) {
-    by_column_blocks(N, [&](int j, int n) {
-        cblas_sgemm(CblasRowMajor, tr(ta), tr(tb), M, n, K, alpha, A, lda,
-                    tb ? B + std::size_t(j) * ldb : B + j, ldb, beta, C + j, ldc);
-    });
+    sgemm_blocks(false, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 } // namespace
 
@@ -126,7 +107,7 @@ void gemm_bf16_native(bool ta, bool tb, int M, int N, int K, float alpha, const 
     check(sbgemm != nullptr, "this OpenBLAS has no cblas_sbgemm (built without BUILD_BFLOAT16)");
     const auto* a = reinterpret_cast<const bfloat16*>(A);
     const auto* b = reinterpret_cast<const bfloat16*>(B);
-    by_column_blocks(N, [&](int j, int n) {
+    for_column_blocks(N, [&](int j, int n) {
         sbgemm(CblasRowMajor, tr(ta), tr(tb), M, n, K, alpha, a, lda,
                tb ? b + std::size_t(j) * ldb : b + j, ldb, beta, c + j, N);
     });
