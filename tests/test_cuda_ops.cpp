@@ -954,6 +954,61 @@ TEST(CudaOps, SquaredNormIsDeterministicAndWithinAFloatUlp) {
     EXPECT_NEAR(result[1], result[0], ulp(DType::f32, result[0]));
 }
 
+// --reproducible's fixed-point sums (model/kernels/fixed_point.h): the same integers, maxima,
+// conversions back and sums of squares as the CPU, and as a host computation of round(x 2^e) —
+// over sizes that take one block, several, and the most blocks (the block count follows n; an
+// integer sum and a maximum are exact in any order, so it changes no bit).
+TEST(CudaOps, FixedPointSumsAreTheCpusBitForBit) {
+    MAKE_TWIN(t);
+    for (const std::size_t n : {std::size_t(1), std::size_t(257), std::size_t(300001)})
+        for (DType dt : kAll) {
+            SCOPED_TRACE(testing::Message() << dtype_name(dt) << " n " << n);
+            std::vector<float> a = random_values(n, 41, 2.5f), b = random_values(n, 42, 1e-3f);
+            a[n / 2] = 2.75f; // the largest magnitude, exactly representable in every dtype
+            const int e = 40;
+            std::vector<char> acc[2], back[2];
+            float amax[2] = {0, 0};
+            std::int64_t squares[2] = {0, 0};
+            for (int side = 0; side < 2; ++side) {
+                Side& x = side ? t.gpu : t.cpu;
+                Allocation mem = x.ctx->tracker().allocate(n * 8, Category::workspace, x.s());
+                const Tensor sum{mem.data(), DType::i64, {std::int64_t(n)}, mem.device()};
+                x.ops->fill(x.s(), sum, 0.0f);
+                float* m = x.scalar<float>();
+                x.ops->fill(x.s(), {m, DType::f32, {1}, x.ctx->device()}, 0.0f);
+                x.ops->fixed_accumulate(x.s(), sum, x.make(a, dt, {std::int64_t(n)}), e, m);
+                x.ops->fixed_accumulate(x.s(), sum, x.make(b, dt, {std::int64_t(n)}), e, m);
+                acc[side] = x.bits(sum);
+                amax[side] = x.value(m);
+                const Tensor mean = x.make(std::vector<float>(n), dt, {std::int64_t(n)});
+                x.ops->fixed_to_float(x.s(), mean, sum, e, 2.0);
+                back[side] = x.bits(mean);
+                std::int64_t* q = x.scalar<std::int64_t>();
+                x.ops->fill(x.s(), {q, DType::i64, {1}, x.ctx->device()}, 0.0f);
+                x.ops->fixed_squares(x.s(), mean, 20, q);
+                squares[side] = x.value(q);
+                x.memory.push_back(std::move(mem));
+            }
+            EXPECT_EQ(acc[1], acc[0]);
+            EXPECT_EQ(back[1], back[0]);
+            EXPECT_EQ(amax[1], amax[0]);
+            EXPECT_EQ(squares[1], squares[0]);
+            EXPECT_EQ(amax[0], 2.75f);
+            // Independently: the stored values times 2^40, rounded to nearest (|x| 2^40 < 2^53,
+            // so double holds them exactly before the rounding), summed as integers.
+            auto stored = [dt](float v) { // as dtype dt holds it
+                char raw[4];
+                store_from_f32(raw, dt, 0, v);
+                return double(load_as_f32(raw, dt, 0));
+            };
+            std::vector<std::int64_t> want(n);
+            for (std::size_t i = 0; i < n; ++i)
+                want[i] = std::llrint(std::ldexp(stored(a[i]), e)) +
+                          std::llrint(std::ldexp(stored(b[i]), e));
+            EXPECT_EQ(std::memcmp(acc[0].data(), want.data(), n * 8), 0);
+        }
+}
+
 TEST(CudaOps, AdamWIsTheCpusUpdateBitForBit) {
     MAKE_TWIN(t);
     const std::size_t n = 3001;
