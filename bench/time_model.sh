@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The time model against this machine (issue 22, docs/TIME.md section 11): calibrate a profile per
-# rank layout (2 ranks on a node; 4 ranks as 2 nodes x 2 for the 4-rank and hybrid runs), then
+# rank layout (1 rank; 2 ranks on a node; 4 ranks as 2 nodes x 2 for the 4-rank and hybrid runs), then
 # train each configuration REPS times with --profile and record, per run, the measured medians
 # and the prediction from report.json. Writes bench/results/time_model.jsonl, the profiles, and
 # (tools/plot_time_model.py) bench/results/time_model.png and the markdown table it prints.
@@ -14,6 +14,7 @@ mkdir -p "$res"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mpi=launch/mpirun_local.sh
+$mpi -np 1 "$sl" calibrate --preset tiny --micro-batch 4 --dtypes bf16 --out "$res/time_model_profile_np1.json" >/dev/null
 $mpi -np 2 "$sl" calibrate --preset tiny --micro-batch 4 --dtypes bf16 -e 1M --out "$res/time_model_profile_np2.json" >/dev/null
 $mpi -np 4 "$sl" calibrate --preset tiny --micro-batch 4 --dtypes bf16 -e 1M --ranks-per-node 2 \
   --out "$res/time_model_profile_np4.json" >/dev/null
@@ -21,7 +22,7 @@ out=$res/time_model.jsonl
 : >"$out"
 # name | ranks | profile | train flags
 configs=(
-  "z0 n1|1|np2|--zero 0"
+  "z0 n1|1|np1|--zero 0"
   "z0 n2|2|np2|--zero 0"
   "z1 n2|2|np2|--zero 1"
   "z2 n2|2|np2|--zero 2"
