@@ -61,13 +61,13 @@ struct Call {
 };
 
 // The communicators a step uses, as memory_plan.cpp's `groups` makes them (comm/process_groups.h).
-struct Groups {
+struct StepGroups {
     NodeLayout world, shard, replicate;
     int world_rank = 0, shard_rank = 0, replicate_rank = 0;
     std::string shard_suffix, replicate_suffix;
     int S = 1;
 };
-Groups make_groups(const PlanOptions& o, int rank) {
+StepGroups step_groups(const PlanOptions& o, int rank) {
     const int N = o.ranks, S = o.zero >= 1 && o.shard_group > 0 ? o.shard_group : N;
     const NodeLayout nodes = o.nodes.size() == N ? o.nodes : NodeLayout::single_node(N);
     const bool h = S != N;
@@ -143,11 +143,12 @@ MicroBatch simulate(const Plan& plan, const UnitSeconds& us, const std::vector<C
                 for (int u : upcoming_units(sched, i, o.prefetch)) gather(u);
                 wait(ready[e.unit].first, ready[e.unit].second);
             }
-            const bool head =
-                e.unit == (plan.model.tied_head ? 0 : fin) && i > 0 && sched[i - 1].unit == fin;
+            // The head runs under the last acquire before its backward: the embeddings' second
+            // (tied) or ln_f's (untied, the head is in that unit).
+            const bool head = plan.model.tied_head ? e.unit == 0 && i > 0 : e.unit == fin;
             if (e.unit == 0 && i == 0)
                 compute += us.embed_fwd;
-            else if (head || (e.unit == fin && !plan.model.tied_head))
+            else if (head)
                 compute += us.head;
             else if (e.unit >= 1 && e.unit <= L && !backward)
                 compute += us.block_fwd;
@@ -259,7 +260,7 @@ TimePrediction predict_time(const Plan& plan, const MachineProfile& p, int rank)
         A * (blocks * mem(w.block_forward) + L * mem(w.block_backward) + mem(w.head_forward) +
              mem(w.head_backward) + mem(w.embed_forward) + mem(w.embed_backward));
     // Section 6: every call, on its group's links.
-    const Groups gr = make_groups(o, rank);
+    const StepGroups gr = step_groups(o, rank);
     const StagePolicy policy = stage_policy(o.zero);
     const std::uint64_t es = param_bytes_per_element(o.precision);
     const int S = gr.S;

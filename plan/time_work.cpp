@@ -9,7 +9,7 @@
 namespace shardlab {
 
 namespace {
-bool ends_with(const std::string& s, const std::string& tail) {
+bool has_suffix(const std::string& s, const std::string& tail) {
     return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 } // namespace
@@ -35,7 +35,7 @@ StepWork micro_batch_work(const PlanModel& m, const PlanOptions& o) {
     StepWork w;
     w.layers = c.layers;
     for (const GemmShape& s : model_gemm_shapes(c, std::int64_t(N))) {
-        const bool head = s.name.rfind("head.", 0) == 0, fwd = ends_with(s.name, ".forward");
+        const bool head = s.name.rfind("head.", 0) == 0, fwd = has_suffix(s.name, ".forward");
         WorkPart& part = head ? (fwd ? w.head_forward : w.head_backward)
                               : (fwd ? w.block_forward : w.block_backward);
         part.gemm_flop += s.flop(); // per block for the blocks' shapes (per_step = layers)
