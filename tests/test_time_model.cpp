@@ -156,6 +156,31 @@ TEST(TimeModel, StageThreePrefetchHidesGathers) {
     EXPECT_REL(t1.comm_s, t0.comm_s); // the same gathers, sooner
 }
 
+// Every layout the plan has — flat, hybrid (shard and replicate groups), hpZ (re-gathers inside
+// the node), every stage, on 2 nodes x 2 — prices exactly the collectives the plan counts: the
+// same keys with bytes, the same bytes (section 6: the plan's bytes, not a second count).
+TEST(TimeModel, CollectivesAreThePlansInEveryLayout) {
+    for (int zero = 0; zero <= 3; ++zero)
+        for (int variant = 0; variant < 3; ++variant) {
+            if (variant > 0 && zero == 0) continue;  // hybrid and hpZ shard: stages 1-3
+            if (variant == 2 && zero != 3) continue; // hpZ: stage 3
+            PlanOptions o = options(4, zero);
+            o.nodes = NodeLayout::blocks(4, 2);
+            if (variant == 1) o.shard_group = 2;
+            if (variant == 2) o.secondary_shard = 2;
+            for (int rank = 0; rank < 4; ++rank) {
+                const Plan plan = make_plan(tiny_model(), o, rank);
+                const TimePrediction t = predict_time(plan, round_profile(), rank);
+                std::map<std::string, std::uint64_t> mine, plans;
+                for (const CollectiveTime& c : t.collectives) mine[c.op] = c.bytes.total();
+                for (const auto& [op, b] : plan.comm.by_op)
+                    if (b > 0) plans[op] = b;
+                EXPECT_EQ(mine, plans)
+                    << "zero " << zero << " variant " << variant << " rank " << rank;
+            }
+        }
+}
+
 TEST(TimeModel, OffloadPipelineSpanOfSectionSeven) {
     PlanOptions o = options(1, 0);
     o.offload = true;
