@@ -58,6 +58,7 @@ struct Call {
     double seconds = 0;
     LinkBytes bytes;
     std::string link;
+    std::map<std::string, double> by_link;
 };
 
 // The communicators a step uses, as memory_plan.cpp's `groups` makes them (comm/process_groups.h).
@@ -84,10 +85,10 @@ StepGroups step_groups(const PlanOptions& o, int rank) {
 
 Call call(const MachineProfile& p, CollectiveOp op, std::uint64_t count, std::uint64_t es,
           const NodeLayout& g, int grank, const std::string& suffix) {
-    Call c{std::string(op_name(op)) + suffix, 0, {}, ""};
+    Call c{std::string(op_name(op)) + suffix, 0, {}, "", {}};
     if (g.size() < 2) return c;
     c.bytes = predicted_bytes_sent(op, Algo::ring, count, es, g, grank, 0);
-    c.seconds = collective_seconds(p, op, count, es, g, grank, &c.link);
+    c.seconds = collective_seconds(p, op, count, es, g, grank, &c.link, &c.by_link);
     return c;
 }
 
@@ -211,13 +212,14 @@ std::vector<std::uint64_t> owned_tiles(const Plan& plan, int S) {
 
 double collective_seconds(const MachineProfile& p, CollectiveOp op, std::uint64_t count,
                           std::uint64_t elem_bytes, const NodeLayout& group, int rank,
-                          std::string* link) {
+                          std::string* link, std::map<std::string, double>* by_link) {
     if (group.size() < 2) return 0;
     const int steps = ring_steps(op, group.size());
     const double b = double(ring_bytes_sent(op, count, elem_bytes, group.size(), rank, 0)) / steps;
     double slowest = -1;
     for (const std::string& cls : crossed(group)) {
         const double t = link_fit(p, cls, op).seconds(b);
+        if (by_link) (*by_link)[cls] = steps * t;
         if (t > slowest) {
             slowest = t;
             if (link) *link = cls;
@@ -322,6 +324,7 @@ TimePrediction predict_time(const Plan& plan, const MachineProfile& p, int rank)
         x.op = c.key, x.link = c.link;
         x.calls += std::uint64_t(k);
         x.seconds += k * c.seconds;
+        for (const auto& [cls, s] : c.by_link) x.seconds_by_link[cls] += k * s;
         x.bytes +=
             LinkBytes{std::uint64_t(k) * c.bytes.intra_node, std::uint64_t(k) * c.bytes.inter_node};
     };

@@ -42,6 +42,8 @@ struct CollectiveTime {
     LinkBytes bytes;         // sent by this rank per step (the plan's bytes)
     double seconds = 0;      // all calls, each alone
     std::string link;        // "intra_node" | "inter_node": the slowest class its ring crosses
+    // Every class the ring crosses: the seconds its calls would take were that class the pace.
+    std::map<std::string, double> seconds_by_link;
 };
 
 // Seconds of one ring collective: steps (alpha + beta b) on the slowest class the group's ring
@@ -49,7 +51,8 @@ struct CollectiveTime {
 // it. Zero for a group of one.
 double collective_seconds(const MachineProfile& p, CollectiveOp op, std::uint64_t count,
                           std::uint64_t elem_bytes, const NodeLayout& group, int rank,
-                          std::string* link = nullptr);
+                          std::string* link = nullptr,
+                          std::map<std::string, double>* by_link = nullptr);
 
 struct TimePrediction {
     // Per step (grad_accum micro-batches), compute stream, each term alone.

@@ -6,6 +6,14 @@
 
 namespace shardlab {
 
+namespace {
+nlohmann::json by_link_ms(const CollectiveTime& c) {
+    nlohmann::json j = nlohmann::json::object();
+    for (const auto& [cls, s] : c.seconds_by_link) j[cls] = s * 1e3;
+    return j;
+}
+} // namespace
+
 nlohmann::json time_json(const TimePrediction& t) {
     nlohmann::json coll = nlohmann::json::array();
     for (const CollectiveTime& c : t.collectives)
@@ -15,6 +23,7 @@ nlohmann::json time_json(const TimePrediction& t) {
                         {"bytes_by_link",
                          {{"intra_node", c.bytes.intra_node}, {"inter_node", c.bytes.inter_node}}},
                         {"link", c.link},
+                        {"ms_by_link", by_link_ms(c)},
                         {"ms", c.seconds * 1e3}});
     nlohmann::json exposed = nlohmann::json::object();
     for (const auto& [k, s] : t.exposed_by_op) exposed[k] = s * 1e3;

@@ -199,6 +199,10 @@ by_op = {c["op"]: c for c in t["collectives"]}
 for op, c in by_op.items():
     assert c["bytes"] == p["comm"]["by_op"][op], op
 assert by_op["allgather"]["link"] == "inter_node" and by_op["reduce_scatter"]["link"] == "inter_node"
+for c in by_op.values():  # the pace is the slowest class: its time is the collective's
+    assert set(c["ms_by_link"]) == {"intra_node", "inter_node"}, c
+    assert c["ms_by_link"][c["link"]] == max(c["ms_by_link"].values())
+    assert abs(c["ms_by_link"][c["link"]] - c["ms"]) <= 1e-9 * c["ms"]
 tokens = 16 * 4 * 1024
 assert abs(t["tokens_per_s"] - tokens / (t["predicted_step_ms"] / 1e3)) <= 1e-6 * t["tokens_per_s"]
 cmp = json.load(open(f"{w}/tcmp.json"))

@@ -98,6 +98,11 @@ TEST(TimeModel, CollectiveIsStepsTimesTheSlowestClassPerStep) {
                                   NodeLayout::blocks(4, 2), 0, &link),
                66e-6);
     EXPECT_EQ(link, "inter_node");
+    std::map<std::string, double> by_link; // each class as the pace: 3 (10 + 0.5), 3 (20 + 2)
+    collective_seconds(round_profile(), CollectiveOp::allgather, 1000, 2, NodeLayout::blocks(4, 2),
+                       0, nullptr, &by_link);
+    EXPECT_REL(by_link.at("intra_node"), 31.5e-6);
+    EXPECT_REL(by_link.at("inter_node"), 66e-6);
     MachineProfile one = round_profile();
     one.links.erase("inter_node");
     EXPECT_THROW(
