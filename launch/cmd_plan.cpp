@@ -10,6 +10,7 @@
 #include "launch/plan_deepspeed.h"
 #include "launch/python_tool.h"
 #include "plan/memory_plan.h"
+#include "plan/time_model.h"
 
 #include <fmt/format.h>
 
@@ -20,6 +21,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <unistd.h>
 
 namespace shardlab {
@@ -30,12 +32,13 @@ struct PlanFlags {
                         attention = "flash";
     std::string gpu, json_path, sweep, estimator = "shardlab", plot, python = kDefaultPython;
     std::string shard_group, secondary_shard; // "" (flat / none), S or "node"; "node"
+    std::string profile;                      // --profile FILE | a built-in: the time model's rates
     int layers = 0, hidden = 0, heads = 0, kv_heads = 0, ffn = 0, vocab = 0, seq = 0;
     int vocab_multiple = GPTConfig::kDefaultVocabMultiple;
     double params = 0;
     int ranks = 0, nodes = 0, gpus_per_node = 0, ranks_per_node = 0, zero = 0, micro_batch = 1,
         grad_accum = 1, prefetch = 0, rank = 0;
-    bool offload = false, no_master = false, inference = false, compare = false,
+    bool offload = false, no_master = false, inference = false, compare = false, time = false,
          reproducible = false;
 };
 
@@ -400,6 +403,43 @@ void plot_plans(const nlohmann::json& plans, const PlanFlags& f) {
     std::remove(tmp.c_str());
 }
 
+// --time / --profile: the profile to predict step time with, or none.
+std::optional<MachineProfile> time_profile(const PlanFlags& f) {
+    if (f.profile.empty()) {
+        if (f.time)
+            throw UsageError("--time needs rates: give --profile FILE (from `shardlab calibrate "
+                             "--out FILE`) or a built-in: h100-sxm, a100-sxm, h100-pcie");
+        return std::nullopt;
+    }
+    if (f.inference) throw UsageError("--time predicts a training step; drop --inference");
+    return load_profile(f.profile);
+}
+
+// The time model beside each plan: the breakdown for one plan, a row per plan otherwise; and
+// "time" in each plan's JSON.
+void add_time(const std::vector<Plan>& plans, const MachineProfile& profile, const PlanFlags& f,
+              nlohmann::json& out) {
+    std::vector<TimePrediction> times;
+    for (const Plan& p : plans)
+        times.push_back(predict_time(p, profile, p.options.ranks > f.rank ? f.rank : 0));
+    fmt::print("\nprofile: {} ({}{})\n", profile.name, profile.layout,
+               profile.cpu.empty() ? "" : ", " + profile.cpu);
+    if (plans.size() == 1) {
+        fmt::print("{}", describe_time(times[0]));
+        out["time"] = time_json(times[0]);
+        return;
+    }
+    fmt::print("  {:>5} {:>5} {:>7} {:>12} {:>12} {:>14}  {}\n", "ranks", "ZeRO", "offload",
+               "step ms", "exposed ms", "tokens/s", "critical path");
+    for (std::size_t i = 0; i < plans.size(); ++i) {
+        const PlanOptions& o = plans[i].options;
+        fmt::print("  {:>5} {:>5} {:>7} {:>12.3f} {:>12.3f} {:>14.1f}  {}\n", o.ranks, o.zero,
+                   o.offload ? "yes" : "no", times[i].step_s * 1e3, times[i].exposed_comm_s * 1e3,
+                   times[i].tokens_per_s, times[i].critical_path);
+        out[i]["time"] = time_json(times[i]);
+    }
+}
+
 int run_plan(const PlanFlags& f) {
     if (!f.plot.empty()) check_plot_path(f.plot);
     const PlanModel model = build_model(f);
@@ -464,6 +504,7 @@ int run_plan(const PlanFlags& f) {
         out = plan_json(plans[0]);
     else
         for (const auto& p : plans) out.push_back(plan_json(p));
+    if (const auto profile = time_profile(f)) add_time(plans, *profile, f, out);
     if (!f.json_path.empty()) {
         nlohmann::json file = out;
         if (deepspeed) {
@@ -534,6 +575,11 @@ CommandRunner add_plan_command(CLI::App& cmd) {
                    "Which rank's traffic to show (ranks differ only in tiny scalar collectives)");
     cmd.add_option("--estimator", f->estimator,
                    "shardlab | deepspeed (adds DeepSpeed's ZeRO-2/3 estimate beside shardlab's)");
+    cmd.add_flag("--time", f->time,
+                 "Predict the step's time per rank (needs --profile; docs/TIME.md)");
+    cmd.add_option("--profile", f->profile,
+                   "Machine profile for --time: a file from `shardlab calibrate --out`, or "
+                   "h100-sxm | a100-sxm | h100-pcie (implies --time)");
     cmd.add_option("--json", f->json_path, "Write every number to this JSON file");
     cmd.add_option("--plot", f->plot,
                    "Draw the per-rank memory (device and host, by component) into FILE.png");

@@ -94,6 +94,10 @@ void add_train_options(CLI::App& cmd, TrainOptions& o) {
     cmd.add_option("--trace", o.trace,
                    "Write a Chrome/Perfetto trace (JSON) of every rank's streams: ops, "
                    "collectives, copies, host updates, memory (open in ui.perfetto.dev)");
+    cmd.add_option("--profile", o.profile,
+                   "Machine profile (`shardlab calibrate --out FILE`, or h100-sxm | a100-sxm | "
+                   "h100-pcie): report.json and the table put the predicted step time beside the "
+                   "measured (docs/TIME.md)");
     cmd.add_option("--trace-steps", o.trace_steps,
                    "Steps --trace records, after the first (which warms caches up)")
         ->check(at_least(1));

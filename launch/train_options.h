@@ -45,6 +45,7 @@ struct TrainOptions {
     int log_every = 0;       // a log line every K steps (0: about 20 lines per run)
     std::string trace;       // --trace FILE: a Chrome/Perfetto trace of every rank's streams
     int trace_steps = 3;     // steps traced (after the first, which warms caches up)
+    std::string profile;     // --profile FILE | built-in: the time model beside the measurement
     bool overwrite = false;  // may replace another run's files in --out
     bool log_memory = false; // each step\'s tracked bytes and RSS, every rank, in steps.jsonl
     double collective_timeout =

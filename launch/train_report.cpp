@@ -3,6 +3,7 @@
 
 #include "comm/gather_to_root.h"
 #include "launch/cli_util.h"
+#include "launch/train_time.h"
 
 #include <fmt/format.h>
 
@@ -203,6 +204,7 @@ void print_rank_report(const nlohmann::json& r, bool by_link) {
                rank, t["steps"].get<std::size_t>(), step_s, step_s - exposed, exposed,
                step_s > 0 ? 100.0 * exposed / step_s : 0.0, t["median_step_ms"].get<double>(),
                t["median_exposed_comm_ms"].get<double>());
+    print_time_comparison(r); // train --profile (launch/train_time.h)
     if (r["skipped_steps"].get<long>() > 0)
         fmt::print("rank {}: {} step(s) skipped (non-finite gradient norm)\n", rank,
                    r["skipped_steps"].get<long>());

@@ -16,6 +16,7 @@
 #include "launch/stop_request.h"
 #include "launch/trace_file.h"
 #include "launch/train_report.h"
+#include "launch/train_time.h"
 #include "model/backend.h"
 #include "model/corpus.h"
 #include "model/generate.h"
@@ -32,6 +33,7 @@
 #include "train/train_session.h"
 
 #include <fmt/format.h>
+#include <optional>
 
 #include <cmath>
 #include <csignal>
@@ -354,6 +356,10 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
     const std::uint64_t init_resident_peak = peak_resident_bytes();
     reset_peak_resident();
     const Plan plan = session.plan();
+    // The prediction is made now, before the steps: a profile that cannot price this run (a
+    // missing link class or dtype) fails here rather than after the training.
+    std::optional<TimePrediction> predicted;
+    if (!o.profile.empty()) predicted = predict_time(plan, load_profile(o.profile), rank);
 
     const TokenWindows train(s.data.train, T_), val(s.data.val, T_);
     const LrSchedule lr = lr_schedule(o);
@@ -506,7 +512,9 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
     const RankMeasurements measured{
         backend.describe(),     driver,  memory, stats, phases, reserved, traffic, timing,
         engine.skipped_steps(), resident};
-    const auto reports = gather_reports(rank_report(rank, measured, plan, steps_run), outside);
+    nlohmann::json mine = rank_report(rank, measured, plan, steps_run);
+    if (predicted) add_time_prediction(mine, *predicted, o.profile);
+    const auto reports = gather_reports(mine, outside);
     if (lead) {
         for (const auto& rep : reports) print_rank_report(rep, comm.node_layout().nodes() > 1);
         fmt::print("\nfinal fp32 master weights sha256 {}\n", hash);

@@ -71,6 +71,7 @@ MachineProfile calibrate_machine(Backend& backend, Communicator& world, const Ca
         }
     }
     p.memory_bound_bytes_per_s = bytes / seconds;
+    p.memory_bound_by_dtype = memory_bound_per_dtype(p.memory_kernels);
     note("host<->device copies");
     const CopyRates copy = measure_copy_rates(backend.context(), spec.copy_bytes, spec.reps, comm);
     p.copy_bytes = spec.copy_bytes;

@@ -102,6 +102,22 @@ LinkProfile link_from(const json& j, const std::string& path, const std::string&
 }
 } // namespace
 
+std::map<std::string, double> memory_bound_per_dtype(const std::vector<KernelSample>& kernels) {
+    std::map<std::string, std::pair<double, double>> sums; // dtype -> (bytes, seconds)
+    for (const KernelSample& k : kernels) {
+        sums[k.dtype].first += k.bytes;
+        sums[k.dtype].second += k.seconds;
+    }
+    std::map<std::string, double> out;
+    for (const auto& [dt, bs] : sums) out[dt] = bs.first / bs.second;
+    return out;
+}
+
+double memory_bound_rate(const MachineProfile& p, const std::string& dtype) {
+    const auto it = p.memory_bound_by_dtype.find(dtype);
+    return it != p.memory_bound_by_dtype.end() ? it->second : p.memory_bound_bytes_per_s;
+}
+
 json profile_to_json(const MachineProfile& p) {
     json gemm = json::object(), links = json::object(), kernels = json::array();
     for (const auto& [dt, g] : p.gemm) gemm[dt] = gemm_json(g);
@@ -121,7 +137,10 @@ json profile_to_json(const MachineProfile& p) {
               {"date", p.date},
               {"model", p.model},
               {"gemm", gemm},
-              {"memory_bound", {{"bytes_per_s", p.memory_bound_bytes_per_s}, {"kernels", kernels}}},
+              {"memory_bound",
+               {{"bytes_per_s", p.memory_bound_bytes_per_s},
+                {"by_dtype", p.memory_bound_by_dtype},
+                {"kernels", kernels}}},
               {"copy",
                {{"bytes", p.copy_bytes},
                 {"h2d_pinned_bytes_per_s", p.h2d_pinned_bytes_per_s},
@@ -168,6 +187,7 @@ MachineProfile profile_from_json(const json& j, const std::string& where) {
         p.memory_kernels.push_back({k.value("name", ""), k.value("dtype", ""),
                                     number(k, "bytes", "memory_bound.kernels", where),
                                     number(k, "seconds", "memory_bound.kernels", where)});
+    p.memory_bound_by_dtype = memory_bound_per_dtype(p.memory_kernels);
     const json& copy = object(j, "copy", where);
     p.copy_bytes = copy.value("bytes", std::uint64_t(0));
     p.h2d_pinned_bytes_per_s = number(copy, "h2d_pinned_bytes_per_s", "copy", where);
@@ -222,6 +242,8 @@ std::string describe_profile(const MachineProfile& p) {
                          g.shapes.size(), src("gemm." + dt));
     s += fmt::format("  memory-bound kernels: {:.4g} B/s{}\n", p.memory_bound_bytes_per_s,
                      src("memory_bound"));
+    for (const auto& [dt, r] : p.memory_bound_by_dtype)
+        s += fmt::format("    {}: {:.4g} B/s\n", dt, r);
     s += fmt::format("  copy host->device pinned {:.4g} B/s, pageable {:.4g} B/s; device->host "
                      "pinned {:.4g} B/s, pageable {:.4g} B/s{}{}\n",
                      p.h2d_pinned_bytes_per_s, p.h2d_pageable_bytes_per_s, p.d2h_pinned_bytes_per_s,

@@ -63,6 +63,10 @@ struct MachineProfile {
     std::map<std::string, GemmRate> gemm; // by dtype name: "fp32", "bf16", "fp16"
     double memory_bound_bytes_per_s = 0;  // sum of bytes / sum of seconds over the kernels
     std::vector<KernelSample> memory_kernels;
+    // Per dtype: sum of bytes / sum of seconds over that dtype's kernels — derived from the
+    // kernels on reading (so a profile written before it existed reads the same); a built-in has
+    // no kernels and uses memory_bound_bytes_per_s for every dtype.
+    std::map<std::string, double> memory_bound_by_dtype;
     std::uint64_t copy_bytes = 0; // the size the copies were timed at
     double h2d_pinned_bytes_per_s = 0, d2h_pinned_bytes_per_s = 0;
     double h2d_pageable_bytes_per_s = 0, d2h_pageable_bytes_per_s = 0;
@@ -71,6 +75,12 @@ struct MachineProfile {
     std::map<std::string, LinkProfile> links;   // "intra_node", "inter_node": those present
     std::map<std::string, std::string> sources; // a built-in's citation for each value
 };
+
+// The kernels' aggregate per dtype: sum of bytes / sum of seconds of that dtype's samples.
+std::map<std::string, double> memory_bound_per_dtype(const std::vector<KernelSample>& kernels);
+// The memory-bound bandwidth for kernels in `dtype` ("bf16"): the dtype's aggregate where the
+// profile has one, else the all-dtype memory_bound_bytes_per_s.
+double memory_bound_rate(const MachineProfile& p, const std::string& dtype);
 
 nlohmann::json profile_to_json(const MachineProfile& p);
 // Checks the schema version and that every value is present and positive (alpha may be 0);

@@ -181,3 +181,34 @@ PY
 "$shardlab" plan --preset gpt2 --gpu 2e9 | grep -qF "DOES NOT FIT, not even at micro-batch 1"
 "$shardlab" plan --preset gpt2 --gpu 3e9 --zero 3 --ranks 8 --micro-batch 8 | grep -qF "DOES NOT FIT at micro-batch 8; largest micro-batch that fits: 6"
 echo "ok: plan --gpu verdicts"
+
+# --time / --profile (issue 22, docs/TIME.md sections 5-9): the breakdown's JSON, its sum, the
+# collectives' bytes equal to the plan's, a two-node ring paced by its inter-node link.
+"$shardlab" plan --preset gpt2 --nodes 2 --gpus-per-node 8 --zero 3 --prefetch 2 --micro-batch 4 \
+  --seq 1024 --profile h100-sxm --json "$work/time.json" | grep -q "critical path: "
+"$shardlab" plan --preset gpt2 --ranks 8 --compare --profile a100-sxm --json "$work/tcmp.json" >/dev/null
+/usr/bin/python3 - "$work" <<'PY'
+import json, sys
+w = sys.argv[1]
+p = json.load(open(f"{w}/time.json"))
+t = p["time"]
+parts = t["compute_ms"] + t["exposed_comm_ms"] + t["offload_ms"]
+assert abs(t["predicted_step_ms"] - parts) <= 1e-9 * parts, (t["predicted_step_ms"], parts)
+assert abs(t["compute_ms"] - (t["forward_ms"] + t["backward_ms"] + t["recompute_ms"] + t["optimizer_ms"])) <= 1e-9 * parts
+by_op = {c["op"]: c for c in t["collectives"]}
+for op, c in by_op.items():
+    assert c["bytes"] == p["comm"]["by_op"][op], op
+assert by_op["allgather"]["link"] == "inter_node" and by_op["reduce_scatter"]["link"] == "inter_node"
+for c in by_op.values():  # the pace is the slowest class: its time is the collective's
+    assert set(c["ms_by_link"]) == {"intra_node", "inter_node"}, c
+    assert c["ms_by_link"][c["link"]] == max(c["ms_by_link"].values())
+    assert abs(c["ms_by_link"][c["link"]] - c["ms"]) <= 1e-9 * c["ms"]
+tokens = 16 * 4 * 1024
+assert abs(t["tokens_per_s"] - tokens / (t["predicted_step_ms"] / 1e3)) <= 1e-6 * t["tokens_per_s"]
+cmp = json.load(open(f"{w}/tcmp.json"))
+assert all("time" in c and c["time"]["predicted_step_ms"] > 0 for c in cmp)
+print("ok: plan --time JSON, its sums, the plan's bytes, the inter-node pace")
+PY
+"$expect" 2 "--time needs rates: give --profile FILE" "$shardlab" plan --preset gpt2 --time
+"$expect" 2 "the time model has GPT-2's kernels only" "$shardlab" plan --preset 7b --profile h100-sxm
+"$expect" 2 "--time predicts a training step; drop --inference" "$shardlab" plan --preset gpt2 --inference --profile h100-sxm

@@ -12,7 +12,26 @@ mpirun=("$@")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 "${mpirun[@]}" -np 2 "$shardlab" train --layers 1 --hidden 32 --heads 2 --seq 32 --micro-batch 2 \
-  --steps 4 --val-every 2 --val-batches 1 --zero 3 --ranks-per-node 1 --quiet --out "$work/run" > "$work/train.txt"
+  --steps 4 --val-every 2 --val-batches 1 --zero 3 --ranks-per-node 1 --quiet --out "$work/run" \
+  --profile h100-sxm > "$work/train.txt"
+# train --profile (issue 22, docs/TIME.md): the prediction beside the measurement, in report.json,
+# in train's table and in summary.md (below).
+grep -qE '^rank 1 predicted / measured \(median, profile h100-sxm\): step [0-9.]+ / [0-9.]+ ms' "$work/train.txt" ||
+  { cat "$work/train.txt"; exit 1; }
+/usr/bin/python3 - "$work/run/report.json" <<'PY'
+import json, sys
+for r in json.load(open(sys.argv[1]))["ranks"]:
+    t = r["time"]
+    p, vs = t["predicted"], t["vs"]
+    assert t["predicted_step_ms"] == p["predicted_step_ms"] > 0
+    parts = p["compute_ms"] + p["exposed_comm_ms"] + p["offload_ms"]
+    assert abs(parts - p["predicted_step_ms"]) <= 1e-9 * parts
+    assert vs["step"]["measured_ms"] == t["median_step_ms"]
+    assert vs["exposed_comm"]["measured_ms"] == t["median_exposed_comm_ms"]
+    assert vs["missed_most"] in ("compute", "exposed_comm")
+    assert {c["link"] for c in p["collectives"]} == {"inter_node"}  # 2 nodes of 1 rank
+print("ok: train --profile's prediction in report.json")
+PY
 "$shardlab" report "$work/run" > "$work/report.txt"
 # The summary's path is the last line.
 [ "$(tail -n 1 "$work/report.txt")" = "summary: $work/run/summary.md" ] || { cat "$work/report.txt"; exit 1; }
@@ -24,6 +43,8 @@ for plot in loss memory phases comm time links; do
   is_png "$work/run/$plot.png"
   grep -qF "]($plot.png)" "$work/run/summary.md" || { echo "summary.md does not embed $plot.png"; exit 1; }
 done
+grep -qF "Step time predicted by the time model (profile h100-sxm)" "$work/run/summary.md" ||
+  { echo "summary.md lacks the time model's table"; exit 1; }
 [ "$(ls "$work/run"/*.png | wc -l)" -eq 6 ] || { ls "$work/run"; exit 1; }
 # Every collective's bytes per link class marked equal to the model's, in summary.md (both ranks
 # send across the 2 nodes, nothing inside) and in train's own table.

@@ -349,6 +349,25 @@ def median(values):
     return statistics.median(values) if values else float("nan")
 
 
+def time_model_table(ranks):
+    """summary.md's rows of `train --profile`: per rank, the time model's prediction beside the
+    measured medians, and the term that missed most (docs/TIME.md); none without a profile."""
+    rows = [r for r in ranks if "vs" in r["time"]]
+    if not rows:
+        return []
+    out = [f"Step time predicted by the time model (profile {rows[0]['time']['profile']}) vs "
+           "measured (medians; measured compute = step - exposed communication):", "",
+           "| rank | step pred / meas (ms) | compute pred / meas (ms) | exposed comm pred / meas (ms) "
+           "| missed most | predicted critical path |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        vs = r["time"]["vs"]
+        cell = lambda k: (f"{vs[k]['predicted_ms']:.1f} / {vs[k]['measured_ms']:.1f} "
+                          f"({100 * vs[k]['error']:+.0f}%)")
+        out.append(f"| {r['rank']} | {cell('step')} | {cell('compute')} | {cell('exposed_comm')} | "
+                   f"{vs['missed_most']} | {r['time']['predicted']['critical_path']} |")
+    return out + [""]
+
+
 def summary(rep, steps, run_dir, plots):
     c, m = rep["config"], rep["config"]["model"]
     ranks = rep["ranks"]
@@ -394,6 +413,7 @@ def summary(rep, steps, run_dir, plots):
                      f"{human_bytes(plan_dev)} | {human_bytes(mem['host']['peak_bytes'])} | "
                      f"{human_bytes(mem['host']['predicted_bytes'] or 0)} |")
     lines.append("")
+    lines += time_model_table(ranks)
     if any(link_ops(r) for r in ranks):
         lines += [f"Bytes each rank sent by link class ({rep.get('node_layout', 'nodes as detected')}), "
                   "measured vs the communication model:", ""] + link_table(rep) + [""]
