@@ -100,6 +100,10 @@ struct Plan {
     int max_micro_batch = 0; // largest that fits the GPU; 0 when none does or no GPU given
 };
 
+// The options as the engine runs them: --reproducible makes every sequence its own micro-batch
+// (micro-batch 1, micro_batch x grad_accum of them); otherwise unchanged.
+PlanOptions as_run(PlanOptions o);
+
 // Throws UsageError on options that contradict each other or the model.
 Plan make_plan(const PlanModel& model, const PlanOptions& options, int rank = 0);
 

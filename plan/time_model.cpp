@@ -229,7 +229,7 @@ double collective_seconds(const MachineProfile& p, CollectiveOp op, std::uint64_
 }
 
 TimePrediction predict_time(const Plan& plan, const MachineProfile& p, int rank) {
-    const PlanOptions& o = plan.options;
+    const PlanOptions o = as_run(plan.options); // --reproducible: one sequence a micro-batch
     const PlanModel& m = plan.model;
     const StepWork w = micro_batch_work(m, o);
     const std::string dt = dtype_name(param_dtype(o.precision));
@@ -265,6 +265,7 @@ TimePrediction predict_time(const Plan& plan, const MachineProfile& p, int rank)
     const StepGroups gr = step_groups(o, rank);
     const StagePolicy policy = stage_policy(o.zero);
     const std::uint64_t es = param_bytes_per_element(o.precision);
+    const std::uint64_t gb = o.reproducible ? 8 : es; // a reduced gradient element (int64)
     const int S = gr.S;
     std::vector<Call> gather_of, regather_of, reduce_of, across_of, at_step, after_update;
     std::vector<int> secondary;
@@ -283,8 +284,8 @@ TimePrediction predict_time(const Plan& plan, const MachineProfile& p, int rank)
                                  policy.reduction() == GradientReduction::all_reduce
                                      ? CollectiveOp::allreduce
                                      : CollectiveOp::reduce_scatter,
-                                 P, es, gr.shard, gr.shard_rank, gr.shard_suffix));
-        across_of.push_back(S != o.ranks ? call(p, CollectiveOp::allreduce, P / S, es, gr.replicate,
+                                 P, gb, gr.shard, gr.shard_rank, gr.shard_suffix));
+        across_of.push_back(S != o.ranks ? call(p, CollectiveOp::allreduce, P / S, gb, gr.replicate,
                                                 gr.replicate_rank, gr.replicate_suffix)
                                          : Call{});
         if (!policy.shards_gradients) {
@@ -293,9 +294,18 @@ TimePrediction predict_time(const Plan& plan, const MachineProfile& p, int rank)
         }
         if (policy.gathers_after_update()) after_update.push_back(gather_of.back());
     }
-    at_step.push_back(call(p, CollectiveOp::allreduce, 1, 4, gr.shard, gr.shard_rank,
-                           gr.shard_suffix)); // the gradient norm
-    at_step.push_back(call(p, CollectiveOp::allreduce, 1, 4, gr.world, gr.world_rank, ""));
+    if (o.reproducible) { // int64 sums of each unit's squares and of the loss; the maxima
+        const std::uint64_t U = m.unit_numel.size();
+        at_step.push_back(
+            call(p, CollectiveOp::allreduce, U, 8, gr.shard, gr.shard_rank, gr.shard_suffix));
+        at_step.push_back(call(p, CollectiveOp::allreduce, 2, 8, gr.world, gr.world_rank, ""));
+        at_step.push_back(
+            call(p, CollectiveOp::allgather, U * o.ranks, 4, gr.world, gr.world_rank, ""));
+    } else {
+        at_step.push_back(call(p, CollectiveOp::allreduce, 1, 4, gr.shard, gr.shard_rank,
+                               gr.shard_suffix)); // the gradient norm
+        at_step.push_back(call(p, CollectiveOp::allreduce, 1, 4, gr.world, gr.world_rank, ""));
+    }
     // Section 8: the schedule.
     const MicroBatch mb = simulate(plan, us, gather_of, regather_of, reduce_of, across_of);
     std::map<std::string, double> exposed;

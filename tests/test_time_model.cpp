@@ -162,17 +162,19 @@ TEST(TimeModel, StageThreePrefetchHidesGathers) {
 }
 
 // Every layout the plan has — flat, hybrid (shard and replicate groups), hpZ (re-gathers inside
-// the node), every stage, on 2 nodes x 2 — prices exactly the collectives the plan counts: the
-// same keys with bytes, the same bytes (section 6: the plan's bytes, not a second count).
+// the node), every stage, on 2 nodes x 2, with and without --reproducible (int64 reductions, a
+// sequence a micro-batch) — prices exactly the collectives the plan counts: the same keys with
+// bytes, the same bytes (section 6: the plan's bytes, not a second count).
 TEST(TimeModel, CollectivesAreThePlansInEveryLayout) {
     for (int zero = 0; zero <= 3; ++zero)
-        for (int variant = 0; variant < 3; ++variant) {
-            if (variant > 0 && zero == 0) continue;  // hybrid and hpZ shard: stages 1-3
-            if (variant == 2 && zero != 3) continue; // hpZ: stage 3
+        for (int variant = 0; variant < 5; ++variant) {
+            if ((variant == 1 || variant == 4) && zero == 0) continue; // hybrid: stages 1-3
+            if (variant == 2 && zero != 3) continue;                   // hpZ: stage 3
             PlanOptions o = options(4, zero);
             o.nodes = NodeLayout::blocks(4, 2);
-            if (variant == 1) o.shard_group = 2;
+            if (variant == 1 || variant == 4) o.shard_group = 2;
             if (variant == 2) o.secondary_shard = 2;
+            if (variant >= 3) o.reproducible = true, o.micro_batch = 2;
             for (int rank = 0; rank < 4; ++rank) {
                 const Plan plan = make_plan(tiny_model(), o, rank);
                 const TimePrediction t = predict_time(plan, round_profile(), rank);
