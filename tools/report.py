@@ -353,8 +353,9 @@ def resident_table(ranks):
     """summary.md's rows: per rank and phase, max RSS beside what explains it (the runtime baseline
     + the caching allocators' reserve) and the untracked rest."""
     lines = ["Per-rank resident memory (max RSS) by phase, explained = the runtime baseline "
-             "measured before the model is built + the caching allocators' reserve (tracked "
-             "bytes, workspace included, and the reserve above them):", "",
+             "measured before the model is built + code paged in since + the peak of the caching "
+             "allocators' reserve (tracked bytes, workspace included, and the reserve above them) "
+             "and declared host staging together (docs/MEMORY.md section 11):", "",
              "| rank | phase | max RSS | explained | tracked | untracked |", "|---|---|---|---|---|---|"]
     for r in ranks:
         res = r["resident"]
