@@ -59,6 +59,7 @@ Allocation MemoryTracker::allocate(std::size_t bytes, Category c, Stream& stream
     out.category_ = c;
     out.arena_ = a;
     add(a, c, bytes);
+    update_ram();
     return out;
 }
 
@@ -79,12 +80,41 @@ void reset_peaks(MemoryCounts& m) {
     for (auto& arena : m.by_category)
         for (auto& u : arena) u.peak = u.current;
     for (auto& u : m.total) u.peak = u.current;
+    m.staging.peak = m.staging.current;
+    m.ram.peak = m.ram.current;
 }
 } // namespace
 
 void MemoryTracker::add(Arena a, Category c, std::size_t bytes) {
     apply(counts_, a, c, bytes);
     apply(since_snapshot_, a, c, bytes);
+}
+
+void MemoryTracker::stage(std::size_t bytes, bool add) noexcept {
+    for (MemoryCounts* m : {&counts_, &since_snapshot_}) {
+        if (add)
+            bump(m->staging, bytes);
+        else
+            m->staging.current -= bytes;
+    }
+    update_ram();
+}
+
+void MemoryTracker::update_ram() noexcept {
+    std::size_t held = host_alloc_.reserved() + counts_.staging.current;
+    if (device_.kind == DeviceKind::cpu) held += device_alloc_.reserved();
+    for (MemoryCounts* m : {&counts_, &since_snapshot_}) {
+        m->ram.current = held;
+        m->ram.peak = std::max(m->ram.peak, held);
+    }
+}
+
+HostStaging::HostStaging(MemoryTracker& t, std::size_t bytes) : tracker_(t), bytes_(bytes) {
+    tracker_.stage(bytes_, true);
+}
+
+HostStaging::~HostStaging() {
+    tracker_.stage(bytes_, false);
 }
 
 void MemoryTracker::on_free(const Allocation& a) noexcept {
@@ -110,6 +140,8 @@ void MemoryTracker::snapshot(const std::string& phase_name) {
                 fold(it->counts.by_category[a][c], since_snapshot_.by_category[a][c]);
             fold(it->counts.total[a], since_snapshot_.total[a]);
         }
+        fold(it->counts.staging, since_snapshot_.staging);
+        fold(it->counts.ram, since_snapshot_.ram);
     }
     reset_peaks(since_snapshot_);
 }

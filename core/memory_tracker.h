@@ -37,6 +37,14 @@ struct Usage {
 struct MemoryCounts {
     std::array<std::array<Usage, kNumCategories>, kNumArenas> by_category{};
     std::array<Usage, kNumArenas> total{};
+    // Host staging outside both arenas: std::vector copies on the way to and from the device
+    // (initial values, consolidation) that the code declares with a HostStaging while it holds
+    // them. Not in either total, so the plan comparisons stay the arenas'.
+    Usage staging{};
+    // The process RAM both explain together: the caching allocators' reserve of the arenas in RAM
+    // (the host's; the device's too on the CPU backend) + staging, at each moment. Its peak is
+    // less than the two peaks' sum where staging, once freed, is reused by later reserve.
+    Usage ram{};
     const Usage& at(Arena a, Category c) const { return by_category[int(a)][int(c)]; }
 };
 
@@ -88,6 +96,20 @@ class Allocation {
     Stream* stream_ = nullptr;
 };
 
+// Declares `bytes` of host staging (a std::vector the caller holds) to the tracker for its
+// lifetime.
+class HostStaging {
+  public:
+    HostStaging(MemoryTracker& t, std::size_t bytes);
+    ~HostStaging();
+    HostStaging(const HostStaging&) = delete;
+    HostStaging& operator=(const HostStaging&) = delete;
+
+  private:
+    MemoryTracker& tracker_;
+    std::size_t bytes_;
+};
+
 class MemoryTracker {
   public:
     explicit MemoryTracker(Device device);
@@ -123,6 +145,9 @@ class MemoryTracker {
 
   private:
     friend class Allocation;
+    friend class HostStaging;
+    void stage(std::size_t bytes, bool add) noexcept;
+    void update_ram() noexcept; // MemoryCounts::ram from the allocators and staging now
     void on_free(const Allocation& a) noexcept;
     void add(Arena a, Category c, std::size_t bytes);
 

@@ -9,6 +9,8 @@
 
 #include <fstream>
 
+#include <malloc.h>
+
 #include <algorithm>
 
 namespace shardlab {
@@ -64,6 +66,38 @@ nlohmann::json op_json(const OpStats& s, nlohmann::json predicted_bytes,
             {"busbw_gbps", s.seconds > 0 ? double(s.bytes_sent) / s.seconds / 1e9 : 0.0}};
 }
 
+// Each phase's peak RSS beside what explains it; untracked = the peak less the explained (negative
+// when pages the allocators reserved were never touched, so never resident).
+nlohmann::json resident_json(const ResidentPeaks& r) {
+    nlohmann::json out = {{"runtime_baseline_bytes", r.baseline},
+                          {"init_peak_bytes", r.init.rss_peak},
+                          {"training_peak_bytes", r.training.rss_peak},
+                          {"end_peak_bytes", r.end.rss_peak}};
+    std::uint64_t peak = 0, explained = 0;
+    nlohmann::json phases = nlohmann::json::object();
+    for (const auto& [name, p] : {std::pair<const char*, const ResidentPhase&>{"init", r.init},
+                                  {"training", r.training},
+                                  {"end", r.end}}) {
+        const std::uint64_t e = explained_peak_bytes(r, p);
+        phases[name] = {{"rss_peak_bytes", p.rss_peak},
+                        {"tracked_peak_bytes", p.tracked_peak},
+                        {"workspace_peak_bytes", p.workspace_peak},
+                        {"reserve_above_tracked_bytes",
+                         std::int64_t(p.reserved) - std::int64_t(p.tracked_peak)},
+                        {"code_mapped_bytes", code_growth(r, p)},
+                        {"host_staging_peak_bytes", p.staging_peak},
+                        {"reserve_and_staging_peak_bytes", p.ram_peak},
+                        {"explained_peak_bytes", e},
+                        {"untracked_bytes", std::int64_t(p.rss_peak) - std::int64_t(e)}};
+        if (p.rss_peak >= peak) peak = p.rss_peak, explained = e;
+    }
+    out["phases"] = phases;
+    out["peak_bytes"] = peak; // the run's max RSS, and what explains it (its phase's)
+    out["explained_peak_bytes"] = explained;
+    out["untracked_bytes"] = std::int64_t(peak) - std::int64_t(explained);
+    return out;
+}
+
 double median(std::vector<double> v) {
     if (v.empty()) return 0;
     std::sort(v.begin(), v.end());
@@ -108,8 +142,7 @@ nlohmann::json rank_report(int rank, const RankMeasurements& m, const Plan& plan
           {"median_step_ms", median(t.steps_s) * 1e3},
           {"median_exposed_comm_ms", median(t.exposed_s) * 1e3}}},
         {"skipped_steps", m.skipped_steps},
-        {"resident",
-         {{"init_peak_bytes", m.resident.init}, {"training_peak_bytes", m.resident.training}}}};
+        {"resident", resident_json(m.resident)}};
     if (m.driver) {
         const DriverMemory& d = *m.driver;
         out["gpu_driver"] = {
@@ -145,6 +178,26 @@ void print_link_rows(const nlohmann::json& s) {
                    mark(s["bytes_by_link"][link], pred));
     }
 }
+
+// Max RSS per phase = runtime baseline + the allocators' reserve (tracked, of it workspace, and the
+// reserve above tracked) + what nothing tracks.
+void print_resident(const nlohmann::json& r) {
+    const auto& res = r["resident"];
+    fmt::print("rank {} resident (bytes)   {:>14} {:>14} {:>14} {:>14} {:>14}\n",
+               r["rank"].get<int>(), "max RSS", "explained", "tracked", "reserve above",
+               "untracked");
+    fmt::print("  {:<24} {:>14}\n", "runtime baseline",
+               res["runtime_baseline_bytes"].get<std::uint64_t>());
+    for (const char* ph : {"init", "training", "end"}) {
+        const auto& p = res["phases"][ph];
+        fmt::print("  {:<24} {:>14} {:>14} {:>14} {:>14} {:>14}\n", ph,
+                   p["rss_peak_bytes"].get<std::uint64_t>(),
+                   p["explained_peak_bytes"].get<std::uint64_t>(),
+                   p["tracked_peak_bytes"].get<std::uint64_t>(),
+                   p["reserve_above_tracked_bytes"].get<std::int64_t>(),
+                   p["untracked_bytes"].get<std::int64_t>());
+    }
+}
 } // namespace
 
 void print_rank_report(const nlohmann::json& r, bool by_link) {
@@ -171,6 +224,7 @@ void print_rank_report(const nlohmann::json& r, bool by_link) {
                    d["allocator_reserved_bytes"].get<std::uint64_t>(),
                    d["untracked_bytes"].get<std::uint64_t>());
     }
+    if (r.contains("resident") && r["resident"].contains("phases")) print_resident(r);
     fmt::print("rank {} peak per phase     {:>14} {:>14}\n", rank, "device", "host");
     std::vector<std::string> order = {"init", "forward", "backward", "step", "validation"};
     for (const auto& [name, ph] : r["phases"].items())
@@ -224,7 +278,41 @@ std::uint64_t peak_resident_bytes() {
     return status_bytes("VmHWM:");
 }
 
+std::uint64_t current_resident_bytes() {
+    return status_bytes("VmRSS:");
+}
+
+std::uint64_t current_resident_file_bytes() {
+    return status_bytes("RssFile:");
+}
+
+std::uint64_t code_growth(const ResidentPeaks& r, const ResidentPhase& p) {
+    return p.file > r.baseline_file ? p.file - r.baseline_file : 0;
+}
+
+std::uint64_t explained_peak_bytes(const ResidentPeaks& r, const ResidentPhase& p) {
+    return r.baseline + code_growth(r, p) + p.ram_peak;
+}
+
+ResidentPhase resident_phase(const MemoryTracker& tracker, const MemoryCounts& peaks) {
+    // On a GPU the device arena is not in this process's RAM (gpu_driver accounts for it there).
+    const bool device_in_ram = tracker.device().kind == DeviceKind::cpu;
+    ResidentPhase p;
+    p.rss_peak = peak_resident_bytes();
+    p.file = current_resident_file_bytes();
+    p.staging_peak = peaks.staging.peak;
+    p.ram_peak = peaks.ram.peak;
+    for (const Arena a : {Arena::device, Arena::host}) {
+        if (a == Arena::device && !device_in_ram) continue;
+        p.tracked_peak += peaks.total[int(a)].peak;
+        p.workspace_peak += peaks.at(a, Category::workspace).peak;
+        p.reserved += tracker.allocator(a).reserved();
+    }
+    return p;
+}
+
 void reset_peak_resident() {
+    malloc_trim(0);
     std::ofstream("/proc/self/clear_refs") << "5";
 }
 

@@ -48,13 +48,39 @@ struct DriverMemory {
     std::uint64_t in_use = 0, reserved = 0;
 };
 
-// The process's resident-set high-water marks (VmHWM): through initialisation, and over the
-// training steps (the mark reset between them); 0 where /proc does not tell.
+// One phase of a run's resident memory: the process's resident-set high-water mark (VmHWM) over
+// the phase, and what the tracker explains of it — the tracked peak (both arenas; of it workspace)
+// and the caching allocators' reserve when the phase ended (they never give memory back, so that
+// is the most they held during it), counted only for arenas that live in this process's RAM.
+// Also the file-backed pages resident when it ended (RssFile: the code and read-only data of the
+// binary and its libraries, mapped in as first run — the GEMM kernels at the first step, say).
+struct ResidentPhase {
+    std::uint64_t rss_peak = 0, tracked_peak = 0, workspace_peak = 0, reserved = 0, file = 0;
+    std::uint64_t staging_peak = 0; // declared host staging (MemoryCounts::staging)
+    std::uint64_t ram_peak = 0;     // reserve + staging at one moment (MemoryCounts::ram)
+};
+
+// Resident memory by phase: the runtime baseline (VmRSS before the model is built: the binary,
+// MPI, the thread pool, the token data), then init (building the model and engine), training (the
+// steps) and end (final weights, sampling), the high-water mark reset at each phase's start.
+// 0 where /proc does not tell.
 struct ResidentPeaks {
-    std::uint64_t init = 0, training = 0;
+    std::uint64_t baseline = 0, baseline_file = 0; // VmRSS, and of it RssFile
+    ResidentPhase init, training, end;
 };
 std::uint64_t peak_resident_bytes();
-void reset_peak_resident(); // Linux: "5" to /proc/self/clear_refs
+std::uint64_t current_resident_bytes();      // VmRSS
+std::uint64_t current_resident_file_bytes(); // RssFile
+// Linux: "5" to /proc/self/clear_refs, after glibc's free heap is handed back (malloc_trim), so
+// the next phase's mark starts from what the process holds, not what an earlier phase freed.
+void reset_peak_resident();
+// This moment's phase measurements: VmHWM since the last reset, and from `peaks` (the phase's
+// tracked peaks) and the allocators now, the bytes the tracker explains.
+ResidentPhase resident_phase(const MemoryTracker& tracker, const MemoryCounts& peaks);
+// baseline + the file-backed pages mapped in since the baseline + the peak of the reserve of the
+// arenas in RAM and the declared host staging together: what is explained of a phase's max RSS.
+std::uint64_t explained_peak_bytes(const ResidentPeaks& r, const ResidentPhase& p);
+std::uint64_t code_growth(const ResidentPeaks& r, const ResidentPhase& p); // RssFile's growth
 
 struct RankMeasurements {
     std::string device; // Backend::describe()

@@ -308,6 +308,23 @@ struct TraceSession {
     TraceSession& operator=(const TraceSession&) = delete;
 };
 
+// The tracked peaks over every phase after "init" (the training steps and validation).
+MemoryCounts peaks_after_init(const std::vector<PhaseSnapshot>& phases) {
+    MemoryCounts out;
+    for (const PhaseSnapshot& ph : phases) {
+        if (ph.name == "init") continue;
+        for (std::size_t a = 0; a < kNumArenas; ++a) {
+            out.total[a].peak = std::max(out.total[a].peak, ph.counts.total[a].peak);
+            out.staging.peak = std::max(out.staging.peak, ph.counts.staging.peak);
+            out.ram.peak = std::max(out.ram.peak, ph.counts.ram.peak);
+            for (std::size_t c = 0; c < kNumCategories; ++c)
+                out.by_category[a][c].peak =
+                    std::max(out.by_category[a][c].peak, ph.counts.by_category[a][c].peak);
+        }
+    }
+    return out;
+}
+
 // What the session is built from: the request as prepare() resolved it.
 SessionSpec session_spec(const TrainOptions& o, const RunSetup& s) {
     SessionSpec spec;
@@ -331,6 +348,10 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
     const bool lead = rank == 0;
     DeviceContext& ctx = backend.context();
     MemoryTracker& tracker = ctx.tracker();
+    ResidentPeaks resident;
+    resident.baseline = current_resident_bytes(); // before the model is built
+    resident.baseline_file = current_resident_file_bytes();
+    reset_peak_resident();
     const TraceSession trace(o, backend, rank, comm.mpi_comm());
     Ops& ops = trace.ops ? static_cast<Ops&>(*trace.ops) : backend.ops();
     // Each rank makes or reads only what it holds; a bad value in a rank's part of an --init
@@ -353,7 +374,7 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
     engine.take_exposed_comm_seconds();
     session.reset_comm_stats();
     tracker.snapshot("init");
-    const std::uint64_t init_resident_peak = peak_resident_bytes();
+    resident.init = resident_phase(tracker, tracker.phases().back().counts);
     reset_peak_resident();
     const Plan plan = session.plan();
     // The prediction is made now, before the steps: a profile that cannot price this run (a
@@ -467,7 +488,8 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
     const HostDeviceTraffic traffic{session.updater().device_to_host_bytes(),
                                     session.updater().host_to_device_bytes()};
     const int steps_run = end - first;
-    const ResidentPeaks resident{init_resident_peak, peak_resident_bytes()};
+    resident.training = resident_phase(tracker, peaks_after_init(phases));
+    reset_peak_resident();
     std::optional<DriverMemory> driver;
     if (const auto in_use = backend.device_bytes_in_use())
         driver = DriverMemory{*in_use, tracker.allocator(Arena::device).reserved()};
@@ -509,6 +531,8 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
                        o.sample, prompt.size(), printable(text));
     }
 
+    tracker.snapshot("end");
+    resident.end = resident_phase(tracker, tracker.phases().back().counts);
     const RankMeasurements measured{
         backend.describe(),     driver,  memory, stats, phases, reserved, traffic, timing,
         engine.skipped_steps(), resident};

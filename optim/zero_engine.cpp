@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <utility>
 
 namespace shardlab {
@@ -48,6 +49,10 @@ ZeroEngine::ZeroEngine(const ParamLayout& layout, const ZeroOptions& options, Ze
         // gradient reaches it). Made and released unit by unit: never the whole model at once.
         const bool sharded_params = policy_.shards_parameters;
         const std::uint64_t from = sharded_params ? off : 0, held = sharded_params ? own : P;
+        // Host staging while the unit is made, at its most: the fp32 values and the CPU stream's
+        // copy of the converted ones, beside either upload_f32's converted copy (freed once the
+        // stream has its own) or, after it, the updater's copy of the owned fp32 range.
+        const HostStaging staging(tracker, held * (4 + pb) + std::max(held * pb, own * 4));
         std::vector<float> values(held, 0.0f);
         if (from < numel) init(int(u), from, std::min(numel, from + held) - from, values.data());
         Unit x;
@@ -67,6 +72,7 @@ ZeroEngine::ZeroEngine(const ParamLayout& layout, const ZeroOptions& options, Ze
         }
         units_.push_back(std::move(x));
         updater_.add(owned(int(u)), values.data() + (off - from));
+        s.synchronize(); // the uploads' host copies go before the next unit's: one unit staged
     }
     scalars_ = tracker.allocate(2 * sizeof(float), Category::workspace, s);
     if (reproducible()) {
@@ -374,6 +380,10 @@ void ZeroEngine::for_each_consolidated_piece(
     int u, const std::function<void(std::uint64_t, const float*, std::size_t)>& fn,
     std::size_t piece_elems) {
     const std::uint64_t numel = layout_.units()[u].numel;
+    // Host staging: the owned master read back (to_host_f32's raw copy and its fp32 result), then
+    // a piece at a time the same two.
+    std::optional<HostStaging> staging;
+    staging.emplace(ctx_.tracker(), std::size_t(owned_count(u)) * 8);
     std::vector<float> master = updater_.read_master(u);
     if (!policy_.shards_optimizer_state) { // every rank holds the whole unit already
         for (std::uint64_t lo = 0; lo < numel; lo += piece_elems)
@@ -388,10 +398,12 @@ void ZeroEngine::for_each_consolidated_piece(
     cs.upload(mine.data(), master.data(), shard * 4);
     cs.synchronize();
     master = {}; // the host copy of the shard goes before the gather
+    staging.reset();
     comm_.label_next("consolidating unit " + layout_.units()[u].name);
     comm_.all_gather(mine.data(), all.data(), padded_[u], DType::f32);
     for (std::uint64_t lo = 0; lo < numel; lo += piece_elems) {
         const std::size_t n = std::min<std::uint64_t>(piece_elems, numel - lo);
+        const HostStaging piece_staging(ctx_.tracker(), n * 8);
         const std::vector<float> values =
             to_host_f32(cs, {all.as<float>() + lo, DType::f32, {std::int64_t(n)}, all.device()});
         fn(lo, values.data(), n);

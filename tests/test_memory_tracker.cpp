@@ -150,3 +150,24 @@ TEST(Device, CudaDeviceWithoutGpuFailsWithAClearMessage) {
     }
     EXPECT_EQ(t.current(Category::params), 0u); // nothing counted for a failed allocation
 }
+
+TEST(MemoryTracker, HostStagingIsCountedOutsideTheArenasAndRamPeaksTogether) {
+    // Blocks round to 512 bytes (CachingAllocator::rounded). Staging of 3000 bytes, freed, then a
+    // 1024-byte block: staging's peak 3000, the reserve 1024, and the RAM explained at once
+    // max(0 + 3000, 1024 + 0) = 3000, not the 4024 the two peaks add to.
+    MemoryTracker t(Device::cpu());
+    { const HostStaging s(t, 3000); }
+    Allocation p = t.allocate(1000, Category::params, stream());
+    EXPECT_EQ(t.counts().staging.peak, 3000u);
+    EXPECT_EQ(t.counts().staging.current, 0u);
+    EXPECT_EQ(t.counts().total[int(Arena::device)].peak, 1000u); // staging is in no arena
+    EXPECT_EQ(t.counts().ram.peak, 3000u);
+    EXPECT_EQ(t.counts().ram.current, 1024u);
+    t.snapshot("init");
+    // A new phase: the reserve stays (1024) and staging on top of it peaks at 1024 + 600.
+    { const HostStaging s(t, 600); }
+    t.snapshot("end");
+    EXPECT_EQ(t.phases().back().counts.ram.peak, 1624u);
+    EXPECT_EQ(t.phases().back().counts.staging.peak, 600u);
+    EXPECT_EQ(t.phases().front().counts.ram.peak, 3000u);
+}

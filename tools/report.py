@@ -368,6 +368,26 @@ def time_model_table(ranks):
     return out + [""]
 
 
+def resident_table(ranks):
+    """summary.md's rows: per rank and phase, max RSS beside what explains it (the runtime baseline
+    + the caching allocators' reserve) and the untracked rest."""
+    lines = ["Per-rank resident memory (max RSS) by phase, explained = the runtime baseline "
+             "measured before the model is built + code paged in since + the peak of the caching "
+             "allocators' reserve (tracked bytes, workspace included, and the reserve above them) "
+             "and declared host staging together (docs/MEMORY.md section 11):", "",
+             "| rank | phase | max RSS | explained | tracked | untracked |", "|---|---|---|---|---|---|"]
+    for r in ranks:
+        res = r["resident"]
+        for ph in ["init", "training", "end"]:
+            p = res["phases"][ph]
+            u = p["untracked_bytes"]
+            lines.append(f"| {r['rank']} | {ph} | {human_bytes(p['rss_peak_bytes'])} | "
+                         f"{human_bytes(p['explained_peak_bytes'])} | "
+                         f"{human_bytes(p['tracked_peak_bytes'])} | "
+                         f"{'-' if u < 0 else ''}{human_bytes(abs(u))} |")
+    return lines
+
+
 def summary(rep, steps, run_dir, plots):
     c, m = rep["config"], rep["config"]["model"]
     ranks = rep["ranks"]
@@ -414,6 +434,8 @@ def summary(rep, steps, run_dir, plots):
                      f"{human_bytes(mem['host']['predicted_bytes'] or 0)} |")
     lines.append("")
     lines += time_model_table(ranks)
+    if all("phases" in r.get("resident", {}) for r in ranks):
+        lines += resident_table(ranks) + [""]
     if any(link_ops(r) for r in ranks):
         lines += [f"Bytes each rank sent by link class ({rep.get('node_layout', 'nodes as detected')}), "
                   "measured vs the communication model:", ""] + link_table(rep) + [""]
