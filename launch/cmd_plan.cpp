@@ -9,6 +9,7 @@
 #include "launch/flag_checks.h"
 #include "launch/plan_deepspeed.h"
 #include "launch/python_tool.h"
+#include "launch/train_report.h"
 #include "plan/memory_plan.h"
 #include "plan/time_model.h"
 
@@ -210,6 +211,7 @@ nlohmann::json plan_json(const Plan& p) {
               {"by_op_link", by_op_link},
               {"ratio_to_dp", p.comm.ratio_to_dp}}},
             {"host_device_bytes_per_step", p.comm.host_to_device + p.comm.device_to_host},
+            {"reproducible_cost", reproducible_cost_json(p)},
             {"fits", fits_json(p)},
             {"max_micro_batch", max_micro_batch_json(p)}};
 }
@@ -320,6 +322,17 @@ void print_plan(const Plan& p) {
         fmt::print("  {:<24} {:>16}  device->host {} + host->device {}\n", "offload copies",
                    p.comm.device_to_host + p.comm.host_to_device, p.comm.device_to_host,
                    p.comm.host_to_device);
+    if (p.reproducible_cost)
+        fmt::print(
+            "\n--reproducible costs: {} bytes sent per step ({:.2f}x the {} without it), "
+            "{} device bytes ({:.2f}x the {} without it)\n",
+            p.comm.bytes_per_step,
+            double(p.comm.bytes_per_step) /
+                double(std::max<std::uint64_t>(1, p.reproducible_cost->default_bytes_per_step)),
+            p.reproducible_cost->default_bytes_per_step, p.memory.device_total,
+            double(p.memory.device_total) /
+                double(std::max<std::uint64_t>(1, p.reproducible_cost->default_device_total)),
+            p.reproducible_cost->default_device_total);
 }
 
 // The most any rank sends across nodes per step: in a flat ring only the ranks at a node's edge

@@ -105,6 +105,18 @@ double median(std::vector<double> v) {
 }
 } // namespace
 
+nlohmann::json reproducible_cost_json(const Plan& p) {
+    if (!p.reproducible_cost) return nullptr;
+    const ReproducibleCost& c = *p.reproducible_cost;
+    auto ratio = [](std::uint64_t a, std::uint64_t b) { return b ? double(a) / double(b) : 0.0; };
+    return {{"bytes_per_step", p.comm.bytes_per_step},
+            {"default_bytes_per_step", c.default_bytes_per_step},
+            {"bytes_ratio", ratio(p.comm.bytes_per_step, c.default_bytes_per_step)},
+            {"device_total", p.memory.device_total},
+            {"default_device_total", c.default_device_total},
+            {"memory_ratio", ratio(p.memory.device_total, c.default_device_total)}};
+}
+
 nlohmann::json rank_report(int rank, const RankMeasurements& m, const Plan& plan, int steps_run) {
     nlohmann::json ops = nlohmann::json::object();
     const std::uint64_t steps = std::uint64_t(steps_run);
@@ -143,6 +155,7 @@ nlohmann::json rank_report(int rank, const RankMeasurements& m, const Plan& plan
           {"median_exposed_comm_ms", median(t.exposed_s) * 1e3}}},
         {"skipped_steps", m.skipped_steps},
         {"resident", resident_json(m.resident)}};
+    if (plan.reproducible_cost) out["reproducible_cost"] = reproducible_cost_json(plan);
     if (m.driver) {
         const DriverMemory& d = *m.driver;
         out["gpu_driver"] = {
@@ -259,6 +272,16 @@ void print_rank_report(const nlohmann::json& r, bool by_link) {
                step_s > 0 ? 100.0 * exposed / step_s : 0.0, t["median_step_ms"].get<double>(),
                t["median_exposed_comm_ms"].get<double>());
     print_time_comparison(r); // train --profile (launch/train_time.h)
+    if (r.contains("reproducible_cost")) {
+        const auto& c = r["reproducible_cost"];
+        fmt::print("rank {} --reproducible: {:.2f}x the bytes per step and {:.2f}x the device "
+                   "memory of the same run without it (plan: {} vs {} B sent, {} vs {} B held)\n",
+                   rank, c["bytes_ratio"].get<double>(), c["memory_ratio"].get<double>(),
+                   c["bytes_per_step"].get<std::uint64_t>(),
+                   c["default_bytes_per_step"].get<std::uint64_t>(),
+                   c["device_total"].get<std::uint64_t>(),
+                   c["default_device_total"].get<std::uint64_t>());
+    }
     if (r["skipped_steps"].get<long>() > 0)
         fmt::print("rank {}: {} step(s) skipped (non-finite gradient norm)\n", rank,
                    r["skipped_steps"].get<long>());

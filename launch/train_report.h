@@ -95,6 +95,10 @@ struct RankMeasurements {
     ResidentPeaks resident;
 };
 
+// --reproducible's bytes and memory beside the same run's without it, from the plan (null
+// without --reproducible); the report's ranks[i].reproducible_cost and `plan --json`'s.
+nlohmann::json reproducible_cost_json(const Plan& p);
+
 // This rank's part of report.json: {"rank", "device", "memory", "reserved", "phases", "comm",
 // "host_device_bytes", "time", "skipped_steps", "resident"}, and "gpu_driver" on a GPU.
 nlohmann::json rank_report(int rank, const RankMeasurements& m, const Plan& plan, int steps_run);

@@ -371,7 +371,7 @@ std::uint64_t device_total(const MemoryPlan& m) {
 
 Plan plan_once(const PlanModel& model, const PlanOptions& o, int rank) {
     check_options(model, o);
-    Plan p{model, o, {}, {}, true, 0};
+    Plan p{model, o, {}, {}, true, 0, std::nullopt};
     const int seq = o.seq ? o.seq : model.context;
     MemoryPlan& mem = p.memory;
     if (o.inference) {
@@ -428,6 +428,12 @@ Plan make_plan(const PlanModel& model, const PlanOptions& requested, int rank) {
     const PlanOptions o = as_run(requested);
     Plan p = plan_once(model, o, rank);
     p.options = requested;
+    if (o.reproducible && !o.inference) {
+        PlanOptions plain = requested;
+        plain.reproducible = false;
+        const Plan d = plan_once(model, plain, rank);
+        p.reproducible_cost = ReproducibleCost{d.comm.bytes_per_step, d.memory.device_total};
+    }
     if (!o.inference) {
         PlanOptions dp = o;
         dp.zero = 0;

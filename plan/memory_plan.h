@@ -91,6 +91,11 @@ struct CommPlan {
     double ratio_to_dp = 0;                               // bytes_per_step / stage 0's
 };
 
+// What --reproducible costs: the same run's bytes and device memory without it.
+struct ReproducibleCost {
+    std::uint64_t default_bytes_per_step = 0, default_device_total = 0;
+};
+
 struct Plan {
     PlanModel model;
     PlanOptions options;
@@ -98,6 +103,7 @@ struct Plan {
     CommPlan comm;
     bool fits = true;
     int max_micro_batch = 0; // largest that fits the GPU; 0 when none does or no GPU given
+    std::optional<ReproducibleCost> reproducible_cost; // with options.reproducible
 };
 
 // The options as the engine runs them: --reproducible makes every sequence its own micro-batch

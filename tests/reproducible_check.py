@@ -113,6 +113,20 @@ def cpu_checks(p):
     check(a[0] != b[0], "without --reproducible, 1 and 2 ranks end with other weights "
                         f"({a[0][:12]} / {b[0][:12]})")
 
+    # The report states the cost: the plan's bytes without --reproducible are what the default
+    # run measured, rank by rank (the fp32 2-rank run above, the same flags otherwise).
+    train(2, p("cost-n2"), ["--precision", "fp32", "--micro-batch", "6"])
+    plain = json.load(open(os.path.join(p("default-n2"), "report.json")))
+    exact = json.load(open(os.path.join(p("cost-n2"), "report.json")))
+    steps = len(plain["steps"])
+    for d, e in zip(plain["ranks"], exact["ranks"]):
+        sent = sum(op["bytes_sent"] for op in d["comm"].values())
+        cost = e["reproducible_cost"]
+        check(cost["default_bytes_per_step"] * steps == sent and cost["bytes_ratio"] > 1,
+              f"rank {e['rank']}: the report's cost — {cost['bytes_ratio']:.2f}x the bytes, "
+              f"{cost['memory_ratio']:.2f}x the memory — stands on the default's "
+              f"{cost['default_bytes_per_step']} B a step, as the default run measured")
+
 
 def cuda_checks(p):
     """1, 2 and 4 ranks on the CUDA backend (the emulator), each rank its own emulated GPU."""
