@@ -10,6 +10,7 @@ bin=$1 src=$2
 declare -A test_of=(
   [cross_entropy.cu]='CudaOps.CrossEntropy*'
   [squared_norm.cu]='CudaOps.SquaredNorm*' [embedding.cu]='CudaOps.Embedding*'
+  [fixed_point.cu]='CudaOps.FixedPointSumsAreTheCpusBitForBit'
   [flash_attention.cu]='CudaOps.FlashAttentionIsBitwiseDeterministic'
   [flash_attention_wmma.cu]='CudaOps.FlashAttentionIsBitwiseDeterministic'
 )
