@@ -8,6 +8,8 @@
 #include "launch/commands.h"
 #include "launch/flag_checks.h"
 #include "launch/plan_deepspeed.h"
+#include "launch/plan_fit.h"
+#include "launch/plan_json.h"
 #include "launch/python_tool.h"
 #include "launch/train_report.h"
 #include "plan/memory_plan.h"
@@ -38,9 +40,9 @@ struct PlanFlags {
     int vocab_multiple = GPTConfig::kDefaultVocabMultiple;
     double params = 0;
     int ranks = 0, nodes = 0, gpus_per_node = 0, ranks_per_node = 0, zero = 0, micro_batch = 1,
-        grad_accum = 1, prefetch = 0, rank = 0;
+        grad_accum = 1, prefetch = 0, rank = 0, global_batch = 0, top = 5;
     bool offload = false, no_master = false, inference = false, compare = false, time = false,
-         reproducible = false;
+         reproducible = false, fit = false;
 };
 
 PlanModel build_model(const PlanFlags& f) {
@@ -151,69 +153,6 @@ PlanOptions build_options(const PlanFlags& f) {
     if (f.rank < 0 || f.rank >= o.ranks)
         throw UsageError(fmt::format("--rank {} is not one of 0..{}", f.rank, o.ranks - 1));
     return o;
-}
-
-// A verdict needs a capacity: without --gpu, fits and max_micro_batch are null. A bare parameter
-// count has no shape, so no activations and no largest micro-batch: fits then judges the model
-// states alone.
-nlohmann::json fits_json(const Plan& p) {
-    return p.options.gpu_bytes ? nlohmann::json(p.fits) : nlohmann::json(nullptr);
-}
-nlohmann::json max_micro_batch_json(const Plan& p) {
-    const bool known = p.options.gpu_bytes && p.model.arch != Architecture::params_only;
-    return known ? nlohmann::json(p.max_micro_batch) : nlohmann::json(nullptr);
-}
-
-nlohmann::json plan_json(const Plan& p) {
-    const MemoryPlan& m = p.memory;
-    nlohmann::json by_op = nlohmann::json::object();
-    for (const auto& [op, b] : p.comm.by_op) by_op[op] = b;
-    nlohmann::json by_op_link = nlohmann::json::object();
-    for (const auto& [op, b] : p.comm.by_op_link)
-        by_op_link[op] = {{"intra_node", b.intra_node}, {"inter_node", b.inter_node}};
-    return {{"model",
-             {{"name", p.model.name},
-              {"params", p.model.params},
-              {"layers", p.model.layers},
-              {"hidden", p.model.hidden},
-              {"heads", p.model.heads},
-              {"kv_heads", p.model.kv_heads},
-              {"ffn", p.model.ffn},
-              {"vocab", p.model.vocab},
-              {"padded_vocab", p.model.padded_vocab()},
-              {"params_unpadded", p.model.unpadded_params()},
-              {"seq", p.options.seq ? p.options.seq : p.model.context}}},
-            {"zero", p.options.zero},
-            {"offload", p.options.offload},
-            {"reproducible", p.options.reproducible},
-            {"ranks", p.options.ranks},
-            {"micro_batch", p.options.micro_batch},
-            {"attention", attention_name(p.options.attention)},
-            {"per_rank",
-             {{"params", m.params},
-              {"grads", m.grads},
-              {"master", m.master},
-              {"optimizer", m.optimizer},
-              {"activations", m.activations},
-              {"activations_generic", m.activations_generic},
-              {"activations_exact", m.activations_exact},
-              {"buffers", m.buffers},
-              {"kv_cache", m.kv_cache},
-              {"host_master", m.host_master},
-              {"host_optimizer", m.host_optimizer},
-              {"host_grads", m.host_grads},
-              {"host_staging", m.host_staging},
-              {"device_total", m.device_total},
-              {"host_total", m.host_total}}},
-            {"comm",
-             {{"bytes_per_step", p.comm.bytes_per_step},
-              {"by_op", by_op},
-              {"by_op_link", by_op_link},
-              {"ratio_to_dp", p.comm.ratio_to_dp}}},
-            {"host_device_bytes_per_step", p.comm.host_to_device + p.comm.device_to_host},
-            {"reproducible_cost", reproducible_cost_json(p)},
-            {"fits", fits_json(p)},
-            {"max_micro_batch", max_micro_batch_json(p)}};
 }
 
 std::string gb(std::uint64_t b) {
@@ -453,10 +392,49 @@ void add_time(const std::vector<Plan>& plans, const MachineProfile& profile, con
     }
 }
 
+// The model as `train` takes it: the preset and the fields given beside it.
+std::string train_model_flags(const PlanFlags& f) {
+    std::string s = f.preset.empty() ? "" : " --preset " + f.preset;
+    auto add = [&](const char* flag, int v) {
+        if (v) s += fmt::format(" {} {}", flag, v);
+    };
+    add("--layers", f.layers), add("--hidden", f.hidden), add("--heads", f.heads);
+    add("--vocab", f.vocab), add("--seq", f.seq);
+    if (f.vocab_multiple != GPTConfig::kDefaultVocabMultiple)
+        s += fmt::format(" --vocab-multiple {}", f.vocab_multiple);
+    return s;
+}
+
+// --fit: the search over what the flags leave open, against --gpu's bytes and --profile's rates.
+int run_fit(const PlanFlags& f, const PlanModel& model, const PlanOptions& o) {
+    if (f.gpu.empty())
+        throw UsageError("--fit needs a rank's memory: --gpu h100-80 (a100-40, a100-80, h200-141) "
+                         "or a byte count, e.g. --gpu 2e9");
+    if (f.profile.empty())
+        throw UsageError("--fit ranks by predicted speed: give --profile FILE (from `shardlab "
+                         "calibrate --out FILE`) or a built-in: h100-sxm, a100-sxm, h100-pcie");
+    if (f.compare || !f.sweep.empty() || f.inference || f.estimator != "shardlab" ||
+        !f.plot.empty())
+        throw UsageError("--fit is its own search; drop --compare, --sweep-ranks, --inference, "
+                         "--estimator and --plot");
+    if (f.top < 1) throw UsageError("--top must be at least 1");
+    const FitRequest q{o.gpu_bytes, f.global_batch, f.top};
+    const FitResult r = fit_search(model, o, load_profile(f.profile), q, f.rank);
+    FitCommandLine cmd{
+        train_model_flags(f),
+        f.ranks_per_node && !f.nodes ? fmt::format(" --ranks-per-node {}", f.ranks_per_node) : "",
+        model.arch == Architecture::gpt2};
+    nlohmann::json out;
+    const int status = print_fit(r, q, model, o, cmd, out);
+    if (!f.json_path.empty()) write_json_file(f.json_path, {{"fit", out}});
+    return status;
+}
+
 int run_plan(const PlanFlags& f) {
     if (!f.plot.empty()) check_plot_path(f.plot);
     const PlanModel model = build_model(f);
     PlanOptions o = build_options(f);
+    if (f.fit) return run_fit(f, model, o);
     const bool deepspeed = wants_deepspeed(f);
     std::vector<Plan> plans;
     if (f.compare && !f.sweep.empty()) throw UsageError("use --compare or --sweep-ranks, not both");
@@ -593,6 +571,15 @@ CommandRunner add_plan_command(CLI::App& cmd) {
     cmd.add_option("--profile", f->profile,
                    "Machine profile for --time: a file from `shardlab calibrate --out`, or "
                    "h100-sxm | a100-sxm | h100-pcie (implies --time)");
+    cmd.add_flag("--fit", f->fit,
+                 "Search stage x offload x checkpointing x micro-batch x prefetch x shard group "
+                 "for what fits --gpu, ranked by --profile's predicted tokens/s");
+    cmd.add_option("--global-batch", f->global_batch,
+                   "--fit: hold the sequences per step (micro-batch x grad-accum x N) at this; "
+                   "without it micro-batches double while they fit")
+        ->check(at_least(1));
+    cmd.add_option("--top", f->top, "--fit: how many configurations to list (one per kind)")
+        ->check(at_least(1));
     cmd.add_option("--json", f->json_path, "Write every number to this JSON file");
     cmd.add_option("--plot", f->plot,
                    "Draw the per-rank memory (device and host, by component) into FILE.png");

@@ -1,0 +1,141 @@
+// plan --fit's search: enumerate, plan, keep what fits, time it, rank the families' best.
+#include "plan/fit_search.h"
+
+#include "core/error.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+namespace shardlab {
+
+namespace {
+
+// How one configuration shards beyond its stage: flat, HSDP over each node, or ZeRO++ hpZ.
+struct Sharding {
+    int shard_group = 0, secondary_shard = 0;
+};
+
+std::vector<Sharding> shardings(const PlanOptions& base, int zero) {
+    std::vector<Sharding> s{{}};
+    const int per_node = base.nodes.uniform_ranks_per_node();
+    if (base.nodes.nodes() < 2 || per_node < 1 || zero < 1) return s;
+    s.push_back({per_node, 0});                // HSDP: ZeRO inside the node, replicas across nodes
+    if (zero == 3) s.push_back({0, per_node}); // hpZ: backward's gathers stay in the node
+    return s;
+}
+
+std::vector<CheckpointPolicy> checkpoints(const PlanModel& m) {
+    std::vector<CheckpointPolicy> c{{0}, {1}};
+    if (m.layers >= 4) c.push_back({2}); // every other block: half of none's activations
+    return c;
+}
+
+// (micro-batch, grad-accum) pairs: the global batch's splits, or doubling micro-batches.
+std::vector<std::pair<int, int>> batch_splits(const PlanOptions& base, const FitRequest& r) {
+    std::vector<std::pair<int, int>> s;
+    if (r.global_batch > 0) {
+        if (r.global_batch % base.ranks != 0)
+            throw UsageError(fmt::format("--global-batch {} does not divide over N = {} ranks; "
+                                         "give a multiple of {}",
+                                         r.global_batch, base.ranks, base.ranks));
+        const int per_rank = r.global_batch / base.ranks;
+        for (int mb = 1; mb <= per_rank; ++mb)
+            if (per_rank % mb == 0) s.push_back({mb, per_rank / mb});
+        return s;
+    }
+    for (int mb = 1; mb <= 1024; mb *= 2) s.push_back({mb, base.grad_accum});
+    return s;
+}
+
+std::vector<int> prefetches(int zero) {
+    return zero == 3 ? std::vector<int>{0, 1, 2} : std::vector<int>{0};
+}
+
+// The family a candidate belongs to: what a user decides; micro-batch and prefetch are tuning.
+auto family(const PlanOptions& o) {
+    return std::make_tuple(o.zero, o.offload, o.shard_group, o.secondary_shard, o.checkpoint.every);
+}
+
+// Faster first; equal speed: fewer device bytes.
+bool better(const FitCandidate& a, const FitCandidate& b) {
+    if (a.time.tokens_per_s != b.time.tokens_per_s)
+        return a.time.tokens_per_s > b.time.tokens_per_s;
+    return a.plan.memory.device_total < b.plan.memory.device_total;
+}
+
+} // namespace
+
+FitResult fit_search(const PlanModel& model, const PlanOptions& base, const MachineProfile& profile,
+                     const FitRequest& request, int rank) {
+    FitResult r;
+    std::map<decltype(family(base)), FitCandidate> best;
+    PlanOptions o = base;
+    o.gpu_bytes = 0; // the budget is applied here: no largest-micro-batch search per candidate
+    for (int zero = 0; zero <= 3; ++zero)
+        for (bool offload : {false, true})
+            for (const Sharding& sh : shardings(base, zero))
+                for (const CheckpointPolicy& ck : checkpoints(model))
+                    for (int prefetch : prefetches(zero))
+                        for (const auto& [mb, accum] : batch_splits(base, request)) {
+                            if (offload && !base.master) continue; // offload keeps a master
+                            o.zero = zero, o.offload = offload, o.checkpoint = ck;
+                            o.shard_group = sh.shard_group, o.secondary_shard = sh.secondary_shard;
+                            o.prefetch = prefetch, o.micro_batch = mb, o.grad_accum = accum;
+                            Plan p = make_plan(model, o, rank);
+                            ++r.searched;
+                            if (!r.smallest ||
+                                p.memory.device_total < r.smallest->memory.device_total)
+                                r.smallest = p;
+                            // Larger micro-batches only need more (activations grow with
+                            // them; grad-accum holds nothing): the splits stop here.
+                            if (p.memory.device_total > request.budget_bytes) break;
+                            ++r.fitting;
+                            FitCandidate c{p, predict_time(p, profile, rank)};
+                            const auto key = family(o);
+                            const auto it = best.find(key);
+                            if (it == best.end() || better(c, it->second)) best[key] = c;
+                        }
+    for (auto& [key, c] : best) r.ranked.push_back(std::move(c));
+    std::sort(r.ranked.begin(), r.ranked.end(), better);
+    if (int(r.ranked.size()) > request.top) r.ranked.resize(std::size_t(request.top));
+    // The listed ones again with the budget: their plans then carry fits and the largest
+    // micro-batch, as `plan --gpu` would print them.
+    for (FitCandidate& c : r.ranked) {
+        PlanOptions t = c.plan.options;
+        t.gpu_bytes = request.budget_bytes, t.gpu_name = base.gpu_name;
+        c.plan = make_plan(model, t, rank);
+    }
+    return r;
+}
+
+std::string describe_options(const PlanOptions& o) {
+    std::string s = fmt::format("ZeRO-{}{}", o.zero, o.offload ? " + offload" : "");
+    s += fmt::format(", checkpoint {}", o.checkpoint.every == 0 ? std::string("none")
+                                        : o.checkpoint.every == 1
+                                            ? std::string("all")
+                                            : fmt::format("every:{}", o.checkpoint.every));
+    s += fmt::format(", micro-batch {} x {}", o.micro_batch, o.grad_accum);
+    if (o.zero == 3) s += fmt::format(", prefetch {}", o.prefetch);
+    if (o.shard_group > 0 && o.shard_group != o.ranks) s += fmt::format(", hsdp:{}", o.shard_group);
+    if (o.secondary_shard > 0) s += fmt::format(", hpz:{}", o.secondary_shard);
+    return s;
+}
+
+int ranks_to_fit(const PlanModel& model, const PlanOptions& base, std::uint64_t budget_bytes) {
+    const int per_node = base.nodes.uniform_ranks_per_node();
+    PlanOptions o = base;
+    o.gpu_bytes = 0, o.zero = 3, o.offload = base.master, o.checkpoint = {1};
+    o.micro_batch = 1, o.grad_accum = 1, o.prefetch = 0, o.shard_group = 0, o.secondary_shard = 0;
+    for (long n = base.ranks; n <= (1L << 20); n *= 2) {
+        o.ranks = int(n);
+        o.nodes =
+            per_node > 0 && n % per_node == 0 ? NodeLayout::blocks(int(n), per_node) : NodeLayout{};
+        if (make_plan(model, o).memory.device_total <= budget_bytes) return int(n);
+    }
+    return 0;
+}
+
+} // namespace shardlab
