@@ -2,6 +2,7 @@
 // slowest rank's, or broadcast) enter the profile, so any rank could write it.
 #include "measure/calibrate.h"
 
+#include "measure/attention_rate.h"
 #include "measure/copy_rate.h"
 #include "measure/gemm_rate.h"
 #include "measure/host_adamw_rate.h"
@@ -63,6 +64,12 @@ MachineProfile calibrate_machine(Backend& backend, Communicator& world, const Ca
     for (DType t : spec.dtypes) {
         note(std::string("GEMMs of the model's step, ") + dtype_name(t));
         p.gemm[dtype_name(t)] = gemm_rate(backend, t, spec, comm);
+        note(std::string("attention, ") + dtype_name(t));
+        const GPTConfig& c = spec.config;
+        for (AttentionKind kind : {AttentionKind::flash, AttentionKind::materialize})
+            p.attention[dtype_name(t)][attention_name(kind)] =
+                measure_attention_rate(backend, t, kind, int(spec.tokens / c.context), c.context,
+                                       c.hidden, c.heads, spec.reps, comm);
         note(std::string("memory-bound kernels, ") + dtype_name(t));
         for (const KernelSample& k : measure_memory_kernels(
                  backend, t, spec.tokens, spec.config.hidden, spec.adamw_params, spec.reps, comm)) {

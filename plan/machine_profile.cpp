@@ -84,6 +84,19 @@ GemmRate gemm_from(const json& j, const std::string& path, const std::string& wh
     return g;
 }
 
+json attention_json(const std::map<std::string, std::map<std::string, AttentionRate>>& a) {
+    json out = json::object();
+    for (const auto& [dt, kinds] : a)
+        for (const auto& [kind, r] : kinds)
+            out[dt][kind] = {{"forward_flop_per_s", r.forward_flop_per_s},
+                             {"backward_flop_per_s", r.backward_flop_per_s},
+                             {"batch", r.batch},
+                             {"seq", r.seq},
+                             {"heads", r.heads},
+                             {"head_dim", r.head_dim}};
+    return out;
+}
+
 LinkProfile link_from(const json& j, const std::string& path, const std::string& where) {
     LinkProfile l;
     l.ranks = j.value("ranks", std::vector<int>{});
@@ -137,6 +150,7 @@ json profile_to_json(const MachineProfile& p) {
               {"date", p.date},
               {"model", p.model},
               {"gemm", gemm},
+              {"attention", attention_json(p.attention)},
               {"memory_bound",
                {{"bytes_per_s", p.memory_bound_bytes_per_s},
                 {"by_dtype", p.memory_bound_by_dtype},
@@ -181,6 +195,16 @@ MachineProfile profile_from_json(const json& j, const std::string& where) {
         throw UsageError("profile " + where +
                          " has no GEMM rate; recalibrate with `shardlab "
                          "calibrate --out FILE`");
+    for (const auto& [dt, kinds] : j.value("attention", json::object()).items())
+        for (const auto& [kind, r] : kinds.items()) {
+            const std::string at = "attention." + dt + "." + kind;
+            p.attention[dt][kind] = {number(r, "forward_flop_per_s", at, where),
+                                     number(r, "backward_flop_per_s", at, where),
+                                     r.value("batch", 0),
+                                     r.value("seq", 0),
+                                     r.value("heads", 0),
+                                     r.value("head_dim", 0)};
+        }
     const json& mem = object(j, "memory_bound", where);
     p.memory_bound_bytes_per_s = number(mem, "bytes_per_s", "memory_bound", where);
     for (const json& k : mem.value("kernels", json::array()))
@@ -240,6 +264,12 @@ std::string describe_profile(const MachineProfile& p) {
     for (const auto& [dt, g] : p.gemm)
         s += fmt::format("  gemm {}: {:.4g} FLOP/s ({} shapes){}\n", dt, g.flop_per_s,
                          g.shapes.size(), src("gemm." + dt));
+    for (const auto& [dt, kinds] : p.attention)
+        for (const auto& [kind, r] : kinds)
+            s += fmt::format("  attention {} {}: forward {:.4g} FLOP/s, backward {:.4g} FLOP/s "
+                             "(B {} T {} H {} head {})\n",
+                             dt, kind, r.forward_flop_per_s, r.backward_flop_per_s, r.batch, r.seq,
+                             r.heads, r.head_dim);
     s += fmt::format("  memory-bound kernels: {:.4g} B/s{}\n", p.memory_bound_bytes_per_s,
                      src("memory_bound"));
     for (const auto& [dt, r] : p.memory_bound_by_dtype)

@@ -31,6 +31,14 @@ struct GemmRate {
     std::vector<GemmSample> shapes;
 };
 
+// Causal attention's own rate (the kernels of model/kernels/*/attention*, not a GEMM library's):
+// the FLOPs docs/TIME.md section 5 counts for one forward and one backward over the calibration
+// shape, over the measured seconds. Keyed by dtype, then "flash" | "materialize".
+struct AttentionRate {
+    double forward_flop_per_s = 0, backward_flop_per_s = 0;
+    int batch = 0, seq = 0, heads = 0, head_dim = 0; // the shape timed
+};
+
 struct KernelSample {
     std::string name, dtype; // "layernorm.forward", "bf16"
     double bytes = 0;        // the bytes the kernel must read and write
@@ -61,7 +69,10 @@ struct MachineProfile {
     std::string layout;   // "1 node x 2 ranks"
     nlohmann::json model; // the model and micro-batch the GEMM shapes came from (measured only)
     std::map<std::string, GemmRate> gemm; // by dtype name: "fp32", "bf16", "fp16"
-    double memory_bound_bytes_per_s = 0;  // sum of bytes / sum of seconds over the kernels
+    // By dtype, then kind; absent (a built-in, or a profile written before it was measured):
+    // attention is priced at the GEMM rate.
+    std::map<std::string, std::map<std::string, AttentionRate>> attention;
+    double memory_bound_bytes_per_s = 0; // sum of bytes / sum of seconds over the kernels
     std::vector<KernelSample> memory_kernels;
     // Per dtype: sum of bytes / sum of seconds over that dtype's kernels — derived from the
     // kernels on reading (so a profile written before it existed reads the same); a built-in has

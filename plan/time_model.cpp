@@ -97,8 +97,24 @@ struct UnitSeconds {
     double embed_fwd = 0, block_fwd = 0, head = 0, block_bwd = 0, recompute = 0, embed_bwd = 0;
 };
 
-double part_seconds(const WorkPart& w, double flop_rate, double byte_rate) {
-    return (w.gemm_flop + w.attention_flop) / flop_rate + w.bytes / byte_rate;
+// Rates of one direction (forward or backward): GEMMs, attention's kernels, memory-bound kernels.
+struct Rates {
+    double gemm = 0, attention = 0, bytes = 0;
+};
+
+double part_seconds(const WorkPart& w, const Rates& r) {
+    return w.gemm_flop / r.gemm + w.attention_flop / r.attention + w.bytes / r.bytes;
+}
+
+// Attention's measured rates for the run's dtype and kind, else the GEMM rate (a built-in
+// profile, or one calibrated before attention was timed; section 5).
+std::pair<double, double> attention_rates(const MachineProfile& p, const std::string& dtype,
+                                          AttentionKind kind, double gemm_rate) {
+    const auto d = p.attention.find(dtype);
+    if (d == p.attention.end()) return {gemm_rate, gemm_rate};
+    const auto k = d->second.find(attention_name(kind));
+    if (k == d->second.end()) return {gemm_rate, gemm_rate};
+    return {k->second.forward_flop_per_s, k->second.backward_flop_per_s};
 }
 
 // The engine's micro-batch on two clocks (section 8). Gathers (stage 3) are enqueued at each
@@ -239,25 +255,27 @@ TimePrediction predict_time(const Plan& plan, const MachineProfile& p, int rank)
                                      "`shardlab calibrate --dtypes {}`",
                                      p.name, dt, dt));
     const double R = g->second.flop_per_s, M = memory_bound_rate(p, dt);
+    const auto [Raf, Rab] = attention_rates(p, dt, o.attention, R);
+    const Rates F{R, Raf, M}, B{R, Rab, M}; // forward's and backward's
     const double A = o.grad_accum, L = w.layers;
     TimePrediction t;
     // Section 5: compute, each term alone, per step.
-    const UnitSeconds us{part_seconds(w.embed_forward, R, M),
-                         part_seconds(w.block_forward, R, M),
-                         part_seconds(w.head_forward, R, M) + part_seconds(w.head_backward, R, M),
-                         part_seconds(w.block_backward, R, M),
-                         part_seconds(w.block_forward, R, M),
-                         part_seconds(w.embed_backward, R, M)};
-    t.forward_s = A * (us.embed_fwd + L * us.block_fwd + part_seconds(w.head_forward, R, M));
-    t.backward_s = A * (us.embed_bwd + L * us.block_bwd + part_seconds(w.head_backward, R, M));
+    const UnitSeconds us{part_seconds(w.embed_forward, F),
+                         part_seconds(w.block_forward, F),
+                         part_seconds(w.head_forward, F) + part_seconds(w.head_backward, B),
+                         part_seconds(w.block_backward, B),
+                         part_seconds(w.block_forward, F),
+                         part_seconds(w.embed_backward, B)};
+    t.forward_s = A * (us.embed_fwd + L * us.block_fwd + part_seconds(w.head_forward, F));
+    t.backward_s = A * (us.embed_bwd + L * us.block_bwd + part_seconds(w.head_backward, B));
     t.recompute_s = A * w.recomputed_blocks * us.recompute;
     auto gemm = [&](const WorkPart& x) { return x.gemm_flop / R; };
-    auto attn = [&](const WorkPart& x) { return x.attention_flop / R; };
     auto mem = [&](const WorkPart& x) { return x.bytes / M; };
     const double blocks = L + w.recomputed_blocks;
     t.gemm_s = A * (blocks * gemm(w.block_forward) + L * gemm(w.block_backward) +
                     gemm(w.head_forward) + gemm(w.head_backward));
-    t.attention_s = A * (blocks * attn(w.block_forward) + L * attn(w.block_backward));
+    t.attention_s = A * (blocks * w.block_forward.attention_flop / Raf +
+                         L * w.block_backward.attention_flop / Rab);
     t.memory_bound_s =
         A * (blocks * mem(w.block_forward) + L * mem(w.block_backward) + mem(w.head_forward) +
              mem(w.head_backward) + mem(w.embed_forward) + mem(w.embed_backward));

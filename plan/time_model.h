@@ -34,6 +34,12 @@ struct StepWork {
 };
 StepWork micro_batch_work(const PlanModel& m, const PlanOptions& o);
 
+// Causal attention's FLOPs for one block over B sequences of T tokens, hidden d (section 5).
+struct AttentionFlop {
+    double forward = 0, backward = 0;
+};
+AttentionFlop attention_flop(double B, double T, double d, AttentionKind kind);
+
 // One collective of the step, all its calls: seconds on the compute stream's clock if it ran
 // alone, and the link class that paces its ring (section 6).
 struct CollectiveTime {

@@ -14,6 +14,14 @@ bool has_suffix(const std::string& s, const std::string& tail) {
 }
 } // namespace
 
+// Causal attention, per block: Q K^T and P V each 2 d FLOP per (query, visible key) pair,
+// B T (T + 1) / 2 pairs: 2 B d T (T + 1) forward. Backward: dV, dP, dQ, dK (4 products);
+// flash also recomputes S = Q K^T (5).
+AttentionFlop attention_flop(double B, double T, double d, AttentionKind kind) {
+    const double pair_flop = B * d * T * (T + 1);
+    return {2 * pair_flop, (kind == AttentionKind::flash ? 5 : 4) * pair_flop};
+}
+
 // Memory-bound bytes (es = the activations' dtype size, N = B T tokens, d hidden), per block
 // forward: LayerNorm 1 (x in, ln1 out) 2 N d es; the bias rows written before the qkv, proj and
 // mlp.proj GEMMs and fused into fc's, (3d + d + 4d + d) N es = 9 N d es; residual + LayerNorm 2
@@ -40,12 +48,9 @@ StepWork micro_batch_work(const PlanModel& m, const PlanOptions& o) {
                               : (fwd ? w.block_forward : w.block_backward);
         part.gemm_flop += s.flop(); // per block for the blocks' shapes (per_step = layers)
     }
-    // Causal attention, per block: Q K^T and P V each 2 d FLOP per (query, visible key) pair,
-    // B T (T + 1) / 2 pairs: 2 B d T (T + 1) forward. Backward: dV, dP, dQ, dK (4 products);
-    // flash also recomputes S = Q K^T (5).
-    const double pair_flop = B * d * T * (T + 1);
-    w.block_forward.attention_flop = 2 * pair_flop;
-    w.block_backward.attention_flop = (o.attention == AttentionKind::flash ? 5 : 4) * pair_flop;
+    const AttentionFlop a = attention_flop(B, T, d, o.attention);
+    w.block_forward.attention_flop = a.forward;
+    w.block_backward.attention_flop = a.backward;
     w.block_forward.bytes = 26 * N * d * es;
     w.block_backward.bytes = 52 * N * d * es;
     w.head_forward.bytes = (2 * N * d + 2 * N * Vp) * es;

@@ -45,7 +45,7 @@ def positive(j, path=""):
 
 def check_profile(p, np_, rpn, dtypes):
     for key in ["schema", "schema_version", "name", "machine", "layout", "date", "model", "gemm",
-                "memory_bound", "copy", "host_adamw", "links"]:
+                "attention", "memory_bound", "copy", "host_adamw", "links"]:
         if key not in p:
             fail(f"missing key {key}")
     if p["schema_version"] != 1 or p["layout"]["ranks"] != np_:
@@ -66,6 +66,18 @@ def check_profile(p, np_, rpn, dtypes):
         secs = sum(s["per_step"] * s["seconds"] for s in g["shapes"])
         if abs(flop / secs - g["flop_per_s"]) > 1e-9 * g["flop_per_s"]:
             fail(f"gemm {dt}: aggregate {g['flop_per_s']} != sum flop / sum seconds {flop / secs}")
+    # Attention: both kinds per dtype, over the calibration model's shape.
+    m = p["model"]
+    if sorted(p["attention"]) != sorted(dtypes):
+        fail(f"attention dtypes {sorted(p['attention'])}, asked {dtypes}")
+    for dt, kinds in p["attention"].items():
+        if sorted(kinds) != ["flash", "materialize"]:
+            fail(f"attention {dt}: kinds {sorted(kinds)}")
+        for kind, r in kinds.items():
+            positive(r, f"attention.{dt}.{kind}")
+            shape = (r["batch"], r["seq"], r["heads"], r["head_dim"])
+            if shape != (m["micro_batch"], m["seq"], m["heads"], m["hidden"] // m["heads"]):
+                fail(f"attention {dt} {kind}: shape {shape}, the model's is {m}")
     kernels = {(k["name"], k["dtype"]) for k in p["memory_bound"]["kernels"]}
     want = {(n, d) for n in ["layernorm.forward", "gelu.forward", "adamw.device"] for d in dtypes}
     if kernels != want:

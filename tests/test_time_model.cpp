@@ -85,6 +85,25 @@ TEST(TimeModel, OneRankStepIsComputePlusUpdate) {
     EXPECT_REL(c.step_s, 2 * (135936e-9 + 271360e-9 + 2 * 58112e-9) + 216832e-9);
 }
 
+// Attention at its own measured rates (section 5): the block's 2304 forward FLOPs at 5e8 FLOP/s,
+// its 5760 backward (flash) at 2.5e8; the materialising kernels' entry is not this run's.
+TEST(TimeModel, AttentionAtItsOwnRateWhenTheProfileHasOne) {
+    MachineProfile p = round_profile();
+    p.attention["bf16"]["flash"] = {5e8, 2.5e8, 1, 8, 2, 8};
+    p.attention["bf16"]["materialize"] = {1e3, 1e3, 1, 8, 2, 8};
+    const Plan plan = make_plan(tiny_model(), options(1, 0));
+    const TimePrediction base = predict_time(plan, round_profile());
+    const TimePrediction t = predict_time(plan, p);
+    EXPECT_REL(t.attention_s, 2 * (2304 / 5e8 + 5760 / 2.5e8));
+    EXPECT_REL(t.forward_s, base.forward_s + 2 * (2304 / 5e8 - 2304e-9));
+    EXPECT_REL(t.backward_s, base.backward_s + 2 * (5760 / 2.5e8 - 5760e-9));
+    EXPECT_REL(t.gemm_s, base.gemm_s);
+    EXPECT_REL(base.attention_s, 2 * (2304 + 5760) * 1e-9); // no entry: the GEMM rate
+    p.attention.erase("bf16");
+    p.attention["fp32"]["flash"] = {1e3, 1e3, 1, 8, 2, 8}; // another dtype's: not this run's
+    EXPECT_REL(predict_time(plan, p).attention_s, base.attention_s);
+}
+
 TEST(TimeModel, CollectiveIsStepsTimesTheSlowestClassPerStep) {
     std::string link;
     // 4 ranks on a node, all-gather of 1000 bf16: 3 steps of 500 B, 3 (10 us + 0.5 us).
