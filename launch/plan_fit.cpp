@@ -56,14 +56,20 @@ void print_no_fit(const FitResult& r, const FitRequest& q, const PlanModel& mode
         q.budget_bytes, gigabytes(q.budget_bytes), r.searched, describe_options(s.options),
         s.memory.device_total, gigabytes(s.memory.device_total), gigabytes(s.memory.activations),
         gigabytes(s.memory.device_total - s.memory.activations));
-    const int n = ranks_to_fit(model, base, q.budget_bytes);
+    Plan widest;
+    const int n = ranks_to_fit(model, base, q.budget_bytes, &widest);
     if (n > 0)
         msg += fmt::format(" Give a budget of at least that, or run on {} ranks or more (ZeRO-3 + "
                            "offload, checkpoint all, micro-batch 1 fits there).",
                            n);
     else
-        msg += " More ranks do not help: one sequence's activations alone exceed the budget; give "
-               "a shorter --seq or a larger budget.";
+        msg += fmt::format(
+            " More ranks do not help: what does not shrink with them needs {:.3f} GB even at {} "
+            "ranks (one sequence's activations {:.3f} GB; the units gathered and reduced a few at "
+            "a time, and the comm buffers, {:.3f} GB); give a shorter --seq or a larger budget.",
+            gigabytes(widest.memory.device_total), widest.options.ranks,
+            gigabytes(widest.memory.activations),
+            gigabytes(widest.memory.device_total - widest.memory.activations));
     std::fprintf(stderr, "%s\n", msg.c_str());
 }
 

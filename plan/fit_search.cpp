@@ -124,7 +124,8 @@ std::string describe_options(const PlanOptions& o) {
     return s;
 }
 
-int ranks_to_fit(const PlanModel& model, const PlanOptions& base, std::uint64_t budget_bytes) {
+int ranks_to_fit(const PlanModel& model, const PlanOptions& base, std::uint64_t budget_bytes,
+                 Plan* last) {
     const int per_node = base.nodes.uniform_ranks_per_node();
     PlanOptions o = base;
     o.gpu_bytes = 0, o.zero = 3, o.offload = base.master, o.checkpoint = {1};
@@ -133,7 +134,10 @@ int ranks_to_fit(const PlanModel& model, const PlanOptions& base, std::uint64_t 
         o.ranks = int(n);
         o.nodes =
             per_node > 0 && n % per_node == 0 ? NodeLayout::blocks(int(n), per_node) : NodeLayout{};
-        if (make_plan(model, o).memory.device_total <= budget_bytes) return int(n);
+        Plan p = make_plan(model, o);
+        const bool fits = p.memory.device_total <= budget_bytes;
+        if (last) *last = std::move(p);
+        if (fits) return int(n);
     }
     return 0;
 }

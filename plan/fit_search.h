@@ -47,7 +47,9 @@ std::string describe_options(const PlanOptions& o);
 
 // The smallest rank count (a power of two times N, up to 2^20 ranks) at which the least memory
 // configuration (ZeRO-3 + offload, checkpoint all, micro-batch 1) fits; 0 when none does (what
-// one sequence's activations need is beyond the budget at any N).
-int ranks_to_fit(const PlanModel& model, const PlanOptions& base, std::uint64_t budget_bytes);
+// what does not shrink with N — one sequence's activations and the gathered units — is beyond
+// the budget). `last`, if given, receives the plan at the last rank count tried.
+int ranks_to_fit(const PlanModel& model, const PlanOptions& base, std::uint64_t budget_bytes,
+                 Plan* last = nullptr);
 
 } // namespace shardlab
