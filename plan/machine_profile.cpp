@@ -195,7 +195,8 @@ MachineProfile profile_from_json(const json& j, const std::string& where) {
         throw UsageError("profile " + where +
                          " has no GEMM rate; recalibrate with `shardlab "
                          "calibrate --out FILE`");
-    for (const auto& [dt, kinds] : j.value("attention", json::object()).items())
+    const json attention = j.value("attention", json::object()); // a local: items() refers to it
+    for (const auto& [dt, kinds] : attention.items())
         for (const auto& [kind, r] : kinds.items()) {
             const std::string at = "attention." + dt + "." + kind;
             p.attention[dt][kind] = {number(r, "forward_flop_per_s", at, where),
