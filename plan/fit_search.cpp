@@ -74,7 +74,8 @@ FitResult fit_search(const PlanModel& model, const PlanOptions& base, const Mach
     std::map<decltype(family(base)), FitCandidate> best;
     PlanOptions o = base;
     o.gpu_bytes = 0; // the budget is applied here: no largest-micro-batch search per candidate
-    for (int zero = 0; zero <= 3; ++zero)
+    // One rank has nothing to shard: stages 1-3 would only repeat stage 0 with more buffers.
+    for (int zero = 0; zero <= (base.ranks > 1 ? 3 : 0); ++zero)
         for (bool offload : {false, true})
             for (const Sharding& sh : shardings(base, zero))
                 for (const CheckpointPolicy& ck : checkpoints(model))
