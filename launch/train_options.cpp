@@ -98,6 +98,9 @@ void add_train_options(CLI::App& cmd, TrainOptions& o) {
                    "Machine profile (`shardlab calibrate --out FILE`, or h100-sxm | a100-sxm | "
                    "h100-pcie): report.json and the table put the predicted step time beside the "
                    "measured (docs/TIME.md)");
+    cmd.add_flag("--calibrate", o.calibrate,
+                 "Calibrate this machine at the start (this model, micro-batch and precision), "
+                 "write OUT/profile.json and predict the step with it, as --profile does");
     cmd.add_option("--trace-steps", o.trace_steps,
                    "Steps --trace records, after the first (which warms caches up)")
         ->check(at_least(1));

@@ -42,10 +42,12 @@ struct TrainOptions {
     int stop_after = 0;    // stop after this step (0: run all --steps), as a time-limited job would
     int max_bad_steps = 5; // stop (exit 3) after this many non-finite steps in a row (0: never)
     bool quiet = false;
-    int log_every = 0;       // a log line every K steps (0: about 20 lines per run)
-    std::string trace;       // --trace FILE: a Chrome/Perfetto trace of every rank's streams
-    int trace_steps = 3;     // steps traced (after the first, which warms caches up)
-    std::string profile;     // --profile FILE | built-in: the time model beside the measurement
+    int log_every = 0;   // a log line every K steps (0: about 20 lines per run)
+    std::string trace;   // --trace FILE: a Chrome/Perfetto trace of every rank's streams
+    int trace_steps = 3; // steps traced (after the first, which warms caches up)
+    std::string profile; // --profile FILE | built-in: the time model beside the measurement
+    bool calibrate =
+        false; // --calibrate: a profile measured at the start (launch/train_calibrate.h)
     bool overwrite = false;  // may replace another run's files in --out
     bool log_memory = false; // each step\'s tracked bytes and RSS, every rank, in steps.jsonl
     double collective_timeout =

@@ -15,6 +15,7 @@
 #include "launch/steps_log.h"
 #include "launch/stop_request.h"
 #include "launch/trace_file.h"
+#include "launch/train_calibrate.h"
 #include "launch/train_report.h"
 #include "launch/train_time.h"
 #include "model/backend.h"
@@ -55,6 +56,7 @@ struct RunSetup {
     CheckpointPolicy checkpoint;
     AttentionKind attention = AttentionKind::flash;
     int shard_group = 0; // S resolved (0: the world); "node" is resolved once the nodes are known
+    std::optional<MachineProfile> calibrated; // --calibrate's profile, measured before the model
 };
 
 // --shard-group's rule, checked before anything runs: S consecutive ranks per group, N/S groups.
@@ -202,6 +204,10 @@ RunSetup prepare(const TrainOptions& o, int ranks, int rank) {
                          "bits at other thread counts; drop --gemm onednn (or SHARDLAB_GEMM)");
     if (o.zero < 0 || o.zero > 3)
         throw UsageError(fmt::format("--zero {} is not a ZeRO stage; use 0, 1, 2 or 3", o.zero));
+    if (o.calibrate && !o.profile.empty())
+        throw UsageError("--calibrate measures the profile the run is priced with; drop it or "
+                         "--profile " +
+                         o.profile);
     if (o.prefetch < 0 || (o.prefetch > 0 && o.zero != 3))
         throw UsageError("--prefetch applies to --zero 3 only");
     if (o.micro_batch < 1 || o.steps < 1 || o.grad_accum < 1)
@@ -380,12 +386,16 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
     // The prediction is made now, before the steps: a profile that cannot price this run (a
     // missing link class or dtype) fails here rather than after the training.
     std::optional<TimePrediction> predicted;
+    if (s.calibrated) predicted = predict_time(plan, *s.calibrated, rank);
     if (!o.profile.empty()) predicted = predict_time(plan, load_profile(o.profile), rank);
+    const std::string profile_name =
+        s.calibrated ? (std::filesystem::path(o.out) / "profile.json").string() : o.profile;
 
     const TokenWindows train(s.data.train, T_), val(s.data.val, T_);
     const LrSchedule lr = lr_schedule(o);
 
     std::filesystem::create_directories(o.out);
+    if (lead && s.calibrated) write_json_file(profile_name, profile_to_json(*s.calibrated));
     std::unique_ptr<StepsLog> steps_log;
     if (lead)
         steps_log = std::make_unique<StepsLog>(
@@ -537,7 +547,7 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
         backend.describe(),     driver,  memory, stats, phases, reserved, traffic, timing,
         engine.skipped_steps(), resident};
     nlohmann::json mine = rank_report(rank, measured, plan, steps_run);
-    if (predicted) add_time_prediction(mine, *predicted, o.profile);
+    if (predicted) add_time_prediction(mine, *predicted, profile_name);
     const auto reports = gather_reports(mine, outside);
     if (lead) {
         for (const auto& rep : reports) print_rank_report(rep, comm.node_layout().nodes() > 1);
@@ -585,6 +595,11 @@ int run_training(const TrainOptions& o) {
     if (o.ranks_per_node > 0) comm->set_node_layout(NodeLayout::blocks(ranks, o.ranks_per_node));
     if (o.shard_group == "node") // every rank sees the same layout, so refuses alike
         collectively([&] { setup.shard_group = node_shard_size(comm->node_layout()); }, outside);
+    if (o.calibrate) {
+        if (rank == 0 && !o.quiet) fmt::print("calibrating this machine for the run ...\n");
+        setup.calibrated = calibrate_for_run(run_device(o), setup.config, o.micro_batch,
+                                             setup.precision, comm->node_layout());
+    }
     return train_loop(o, setup, *backend, *comm, outside);
 }
 

@@ -180,6 +180,32 @@ def calibrate(np_, rpn, shardlab, mpirun, extra, dtypes):
             fail("--show of the written profile")
 
 
+def train_calibrated(np_, rpn, shardlab, mpirun):
+    """`train --calibrate`: the profile measured at the start is written beside the report, is a
+    profile `calibrate --show` reads, has this run's layout, model shape and dtype, and every
+    rank's report has the prediction made with it."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "run")
+        layout = ["--ranks-per-node", str(rpn)] if rpn else []
+        r = run(mpirun + ["-np", str(np_), shardlab, "train", "--calibrate", "--steps", "2",
+                          "--precision", "bf16", "--micro-batch", "2", "--quiet", "--out", out]
+                + SMALL[:10] + layout)  # the model's flags
+        if r.returncode != 0:
+            fail(f"train --calibrate exited {r.returncode}")
+        profile = os.path.join(out, "profile.json")
+        with open(profile) as f:
+            p = json.load(f)
+        check_profile(p, np_, rpn, ["bf16"])
+        if p["model"]["micro_batch"] != 2 or p["model"]["hidden"] != 64:
+            fail(f"the profile's model is not the run's: {p['model']}")
+        with open(os.path.join(out, "report.json")) as f:
+            rep = json.load(f)
+        for k in rep["ranks"]:
+            t = k["time"]
+            if not t.get("predicted_step_ms", 0) > 0 or t.get("profile") != profile:
+                fail(f"rank {k['rank']}: no prediction from the calibrated profile: {t}")
+
+
 def show_builtins(shardlab):
     for name in ["h100-sxm", "a100-sxm", "h100-pcie"]:
         r = run([shardlab, "calibrate", "--show", name])
@@ -194,6 +220,8 @@ def expect_bad(cmd, text):
 
 
 def bad(shardlab, mpirun):
+    expect_bad([shardlab, "train", "--calibrate", "--profile", "h100-sxm", "--out", "/tmp/x"],
+               "--calibrate measures the profile the run is priced with; drop it or --profile")
     expect_bad([shardlab, "calibrate", "--show", "h200-nvl"],
                "unknown profile 'h200-nvl': not a built-in (a100-sxm, h100-pcie, h100-sxm)")
     expect_bad(mpirun + ["-np", "2", shardlab, "calibrate", "--out", "/nonexistent-dir/p.json"] + SMALL,
@@ -218,6 +246,7 @@ def main():
     if mode == "run":
         np_, rpn, shardlab, mpirun = int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5:]
         calibrate(np_, rpn, shardlab, mpirun, [], ["fp32", "bf16"])
+        train_calibrated(np_, rpn, shardlab, mpirun)
         show_builtins(shardlab)
     elif mode == "cuda":
         shardlab, mpirun = sys.argv[2], sys.argv[3:]
