@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The time model against this machine (issue 22, docs/TIME.md section 11): calibrate a profile per
-# rank layout (1 rank; 2 ranks on a node; 4 ranks as 2 nodes x 2 for the 4-rank and hybrid runs), then
-# train each configuration REPS times with --profile and record, per run, the measured medians
-# and the prediction from report.json. Writes bench/results/time_model.jsonl, the profiles, and
+# The time model against this machine (issue 22, docs/TIME.md section 11): train each
+# configuration REPS times with --calibrate (the profile measured at the start of that run, for
+# its model, micro-batch and layout: on a machine whose load drifts, the rates the run sees) and
+# record, per run, the measured medians and the prediction from report.json. The per-layout
+# profiles calibrated first are kept for bench/plan_fit.py and `plan --profile` by hand. Writes bench/results/time_model.jsonl, the profiles, and
 # (tools/plot_time_model.py) bench/results/time_model.png and the markdown table it prints.
 # Usage: bench/time_model.sh [BUILD_DIR] [REPS] [STEPS]
 set -euo pipefail
@@ -36,10 +37,10 @@ configs=(
 )
 for rep in $(seq 1 "$reps"); do
   for c in "${configs[@]}"; do
-    IFS='|' read -r name n prof flags <<<"$c"
+    IFS='|' read -r name n _ flags <<<"$c"
     # shellcheck disable=SC2086
     $mpi -np "$n" "$sl" train --preset tiny --micro-batch 4 --steps "$steps" --quiet --overwrite \
-      --out "$work/run" --profile "$res/time_model_profile_$prof.json" $flags >/dev/null
+      --out "$work/run" --calibrate $flags >/dev/null
     /usr/bin/python3 - "$work/run/report.json" "$name" "$rep" >>"$out" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))

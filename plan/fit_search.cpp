@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <tuple>
 
@@ -59,10 +60,14 @@ auto family(const PlanOptions& o) {
     return std::make_tuple(o.zero, o.offload, o.shard_group, o.secondary_shard, o.checkpoint.every);
 }
 
-// Faster first; equal speed: fewer device bytes.
+// Faster first. Equal speed (to rounding): the larger micro-batch — the model prices a GEMM at
+// one rate whatever its size, and larger products run at least as fast on every machine met —
+// then fewer device bytes.
 bool better(const FitCandidate& a, const FitCandidate& b) {
-    if (a.time.tokens_per_s != b.time.tokens_per_s)
-        return a.time.tokens_per_s > b.time.tokens_per_s;
+    const double x = a.time.tokens_per_s, y = b.time.tokens_per_s;
+    if (std::abs(x - y) > 1e-9 * std::max(x, y)) return x > y;
+    if (a.plan.options.micro_batch != b.plan.options.micro_batch)
+        return a.plan.options.micro_batch > b.plan.options.micro_batch;
     return a.plan.memory.device_total < b.plan.memory.device_total;
 }
 
