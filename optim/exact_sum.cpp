@@ -32,10 +32,6 @@ bool overflows(float amax, int exponent, std::uint64_t terms) {
     return !(std::ldexp(double(amax), exponent) <= std::ldexp(1.0, value_bits(terms)));
 }
 
-int initial_exponent(float bound, std::uint64_t terms) {
-    return exponent_for(bound, terms);
-}
-
 int squares_exponent(float amax, int grad_exponent, std::uint64_t numel) {
     // |g| <= amax + 2^-e before rounding; rounding into fp32 or a 16-bit type adds at most one
     // part in 2^8: 2 (amax + 2^-e) bounds it with room to spare.

@@ -27,9 +27,6 @@ int value_bits(std::uint64_t terms);
 int exponent_for(float amax, std::uint64_t terms);
 // Whether a value of magnitude amax overflows exponent e (amax * 2^e > 2^value_bits).
 bool overflows(float amax, int exponent, std::uint64_t terms);
-// The first step's exponent, before any gradient was seen: room for |g| up to `bound` (the
-// loss scale, 1 without one) times 2^kHeadroomBits.
-int initial_exponent(float bound, std::uint64_t terms);
 // The exponent for the squares of a unit's summed gradient (numel elements, each at most
 // amax + 2^-grad_exponent before rounding into its dtype): their fixed-point sum stays below 2^62.
 int squares_exponent(float amax, int grad_exponent, std::uint64_t numel);

@@ -79,8 +79,10 @@ ZeroEngine::ZeroEngine(const ParamLayout& layout, const ZeroOptions& options, Ze
         const std::size_t U = units_.size();
         amax_ = tracker.allocate(U * sizeof(float), Category::workspace, s);
         ops_.fill(s, {amax_.data(), DType::f32, {std::int64_t(U)}, amax_.device()}, 0.0f);
+        // Before any gradient was seen: room for |g| up to the loss scale (1 without one), times
+        // the 2^kHeadroomBits every exponent leaves.
         for (std::size_t u = 0; u < U; ++u)
-            exponent_.push_back(exact::initial_exponent(scaler_.scale(), o_.exact_sequences));
+            exponent_.push_back(exact::exponent_for(scaler_.scale(), o_.exact_sequences));
         if (policy_.shards_gradients) // one sequence's gradient of a unit, in int64, two at a time
             for (Allocation& a : exact_full_)
                 a = tracker.allocate(*std::max_element(padded_.begin(), padded_.end()) * 8,
@@ -248,7 +250,7 @@ void ZeroEngine::grads_done(int unit) {
     const Tensor mine = flat(x.grads_full, owned_offset(unit), own);
     comm_.label_next("gradients of unit " + layout_.units()[unit].name);
     comm_.reduce_scatter(x.grads_full.data(), mine.data, P, pdt_, ReduceOp::avg); // in place
-    average_across_replicas(mine.data, own, layout_.units()[unit].name);
+    reduce_across_replicas(mine.data, own, layout_.units()[unit].name, pdt_, ReduceOp::avg);
     if (accumulate_)
         ops_.accumulate(cs, flat(x.grads, 0, own), mine);
     else
@@ -259,11 +261,11 @@ void ZeroEngine::grads_done(int unit) {
 // The same order at every stage (reduce-scatter in the group, then this all-reduce of the shard),
 // so stages 1-3 stay bitwise equal within a layout. Every replica then holds the same bits: the
 // ring finishes each element on one rank and copies it.
-void ZeroEngine::average_across_replicas(void* shard, std::uint64_t count,
-                                         const std::string& unit) {
+void ZeroEngine::reduce_across_replicas(void* shard, std::uint64_t count, const std::string& unit,
+                                        DType t, ReduceOp op) {
     if (!replicate_) return;
     replicate_->label_next("gradients of unit " + unit + " across replicas");
-    replicate_->all_reduce(shard, shard, count, pdt_, ReduceOp::avg);
+    replicate_->all_reduce(shard, shard, count, t, op);
 }
 
 void ZeroEngine::release_retiring() {
@@ -286,8 +288,8 @@ void ZeroEngine::reduce_gradients() {
         if (policy_.reduction() == GradientReduction::reduce_scatter) {
             comm_.reduce_scatter(x.grads.data(), owned(int(u)).grads.data, padded_[u], pdt_,
                                  ReduceOp::avg);
-            average_across_replicas(owned(int(u)).grads.data, owned_count(int(u)),
-                                    layout_.units()[u].name);
+            reduce_across_replicas(owned(int(u)).grads.data, owned_count(int(u)),
+                                   layout_.units()[u].name, pdt_, ReduceOp::avg);
         }
     }
     release_retiring();
@@ -338,10 +340,15 @@ StepResult ZeroEngine::step(float lr) {
     reduce_gradients();
     StepResult r;
     update(r, global_squared_norm(), lr);
-    if (!policy_.shards_gradients)
-        for (std::size_t u = 0; u < units_.size(); ++u)
-            ops_.fill(ctx_.compute(), flat(units_[u].grads, 0, padded_[u]), 0.0f);
+    clear_full_gradients();
     return r;
+}
+
+// Stages 0-1 keep full-unit gradients across the step; the next step accumulates from zero.
+void ZeroEngine::clear_full_gradients() {
+    if (policy_.shards_gradients) return;
+    for (std::size_t u = 0; u < units_.size(); ++u)
+        ops_.fill(ctx_.compute(), flat(units_[u].grads, 0, padded_[u]), 0.0f);
 }
 
 // Clips and updates from the squared norm of the (scaled) gradient. An Inf or NaN anywhere makes

@@ -169,8 +169,11 @@ class ZeroEngine : public UnitParams {
     void wait_for_comm(const EventPtr& done = nullptr);
     void fold_comm_waits();
     void reduce_gradients();
-    // Hybrid: averages this rank's reduced shard (`count` elements) across the replicas.
-    void average_across_replicas(void* shard, std::uint64_t count, const std::string& unit);
+    void clear_full_gradients();
+    // Hybrid: reduces this rank's reduced shard (`count` elements of t) across the replicas —
+    // averaged in the parameters' dtype, summed in int64 under --reproducible.
+    void reduce_across_replicas(void* shard, std::uint64_t count, const std::string& unit, DType t,
+                                ReduceOp op);
     float global_squared_norm();
     // --reproducible (optim/exact_sum.h): the same steps in exact arithmetic.
     Tensor flat_i64(const Allocation& a, std::uint64_t offset, std::uint64_t count) const;

@@ -54,11 +54,7 @@ void ZeroEngine::exact_grads_done(int unit) {
     const Tensor mine = flat_i64(full, off, own);
     comm_.label_next("gradients of unit " + layout_.units()[unit].name);
     comm_.reduce_scatter(full.data(), mine.data, P, DType::i64, ReduceOp::sum); // in place
-    if (replicate_) {
-        replicate_->label_next("gradients of unit " + layout_.units()[unit].name +
-                               " across replicas");
-        replicate_->all_reduce(mine.data, mine.data, own, DType::i64, ReduceOp::sum);
-    }
+    reduce_across_replicas(mine.data, own, layout_.units()[unit].name, DType::i64, ReduceOp::sum);
     ops_.accumulate(cs, flat_i64(x.exact, 0, own), mine);
     exact_free_[exact_slot_] = cs.record();
     retiring_ = unit;
@@ -78,11 +74,8 @@ void ZeroEngine::reduce_exact() {
             const Tensor mine = exact_owned(int(u));
             comm_.label_next(label);
             comm_.reduce_scatter(x.exact.data(), mine.data, padded_[u], DType::i64, ReduceOp::sum);
-            if (replicate_) {
-                replicate_->label_next(label + " across replicas");
-                replicate_->all_reduce(mine.data, mine.data, owned_count(int(u)), DType::i64,
-                                       ReduceOp::sum);
-            }
+            reduce_across_replicas(mine.data, owned_count(int(u)), layout_.units()[u].name,
+                                   DType::i64, ReduceOp::sum);
         }
     }
     release_retiring();
@@ -161,9 +154,7 @@ StepResult ZeroEngine::exact_step(float lr) {
             }
     if (r.redo) {
         clear_exact();
-        if (!policy_.shards_gradients)
-            for (std::size_t u = 0; u < units_.size(); ++u)
-                ops_.fill(ctx_.compute(), flat(units_[u].grads, 0, padded_[u]), 0.0f);
+        clear_full_gradients();
         return r;
     }
     double sq = INFINITY;
@@ -183,9 +174,7 @@ StepResult ZeroEngine::exact_step(float lr) {
     }
     update(r, sq, lr);
     clear_exact();
-    if (!policy_.shards_gradients)
-        for (std::size_t u = 0; u < units_.size(); ++u)
-            ops_.fill(ctx_.compute(), flat(units_[u].grads, 0, padded_[u]), 0.0f);
+    clear_full_gradients();
     return r;
 }
 
