@@ -44,6 +44,10 @@ void print_candidate(int i, const FitCandidate& c, const FitRequest& q, const Fi
                gigabytes(l.inter_node));
     fmt::print("    {}{}\n", train_command(c.plan.options, cmd),
                cmd.trainable ? "" : "   (train runs GPT-2 only for now)");
+    for (const FitCandidate& t : c.ties)
+        fmt::print("    tied (within {:.0f}%): {}, {:.1f} ms, device {:.3f} GB\n", 100 * kFitTie,
+                   describe_options(t.plan.options), t.time.step_s * 1e3,
+                   gigabytes(t.plan.memory.device_total));
 }
 
 // Nothing fits: the least memory searched, and what would change that.
@@ -117,6 +121,12 @@ int print_fit(const FitResult& r, const FitRequest& q, const PlanModel& model,
         j["time"] = time_json(r.ranked[i].time);
         j["describe"] = describe_options(r.ranked[i].plan.options);
         j["train_command"] = train_command(r.ranked[i].plan.options, cmd);
+        j["ties"] = nlohmann::json::array();
+        for (const FitCandidate& t : r.ranked[i].ties)
+            j["ties"].push_back({{"describe", describe_options(t.plan.options)},
+                                 {"predicted_step_ms", t.time.step_s * 1e3},
+                                 {"device_total", t.plan.memory.device_total},
+                                 {"train_command", train_command(t.plan.options, cmd)}});
         out["ranked"].push_back(j);
     }
     return 0;

@@ -99,20 +99,34 @@ FitResult fit_search(const PlanModel& model, const PlanOptions& base, const Mach
                             // them; grad-accum holds nothing): the splits stop here.
                             if (p.memory.device_total > request.budget_bytes) break;
                             ++r.fitting;
-                            FitCandidate c{p, predict_time(p, profile, rank)};
+                            FitCandidate c{p, predict_time(p, profile, rank), {}};
                             const auto key = family(o);
                             const auto it = best.find(key);
                             if (it == best.end() || better(c, it->second)) best[key] = c;
                         }
-    for (auto& [key, c] : best) r.ranked.push_back(std::move(c));
-    std::sort(r.ranked.begin(), r.ranked.end(), better);
-    if (int(r.ranked.size()) > request.top) r.ranked.resize(std::size_t(request.top));
+    std::vector<FitCandidate> families;
+    for (auto& [key, c] : best) families.push_back(std::move(c));
+    std::sort(families.begin(), families.end(), better);
+    // A place per speed the model can tell apart: a family within kFitTie of the place's first
+    // joins it.
+    for (FitCandidate& c : families) {
+        const bool tied = !r.ranked.empty() &&
+                          c.time.tokens_per_s >= r.ranked.back().time.tokens_per_s * (1 - kFitTie);
+        if (tied)
+            r.ranked.back().ties.push_back(std::move(c));
+        else if (int(r.ranked.size()) < request.top)
+            r.ranked.push_back(std::move(c));
+    }
     // The listed ones again with the budget: their plans then carry fits and the largest
     // micro-batch, as `plan --gpu` would print them.
-    for (FitCandidate& c : r.ranked) {
+    auto with_budget = [&](FitCandidate& c) {
         PlanOptions t = c.plan.options;
         t.gpu_bytes = request.budget_bytes, t.gpu_name = base.gpu_name;
         c.plan = make_plan(model, t, rank);
+    };
+    for (FitCandidate& c : r.ranked) {
+        with_budget(c);
+        for (FitCandidate& t : c.ties) with_budget(t);
     }
     return r;
 }

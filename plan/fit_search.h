@@ -21,16 +21,25 @@ struct FitRequest {
     // Sequences per step over all ranks, held fixed: micro-batch x grad-accum x N. 0: free —
     // micro-batches of 1, 2, 4, ... while they fit, each at the base options' grad-accum.
     int global_batch = 0;
-    int top = 5; // how many to list: the best of each family (stage, offload, sharding, checkpoint)
+    int top = 5; // places to list: the best of a family (stage, offload, sharding, checkpoint)
+                 // and the families tied with it
 };
 
 struct FitCandidate {
     Plan plan;
     TimePrediction time;
+    // Other families' best, predicted within kFitTie of this one: the model cannot rank them
+    // apart, so they are listed with it, not in the places after it.
+    std::vector<FitCandidate> ties;
 };
 
+// Predictions closer than this (relative tokens/s) are a tie.
+constexpr double kFitTie = 0.01;
+
 struct FitResult {
-    std::vector<FitCandidate> ranked; // fitting, fastest first, one per family, at most `top`
+    // Fitting, fastest first: each the fastest of its family, with the families tied with it;
+    // at most `top` of them.
+    std::vector<FitCandidate> ranked;
     int searched = 0, fitting = 0;
     // The configuration with the fewest device bytes of all searched: the answer when nothing fits.
     std::optional<Plan> smallest;

@@ -100,13 +100,26 @@ void expect_matches_brute_force(const PlanOptions& b, std::uint64_t budget, int 
     for (const Brute& x : all) fastest = std::max(fastest, x.tokens_per_s);
     // Ties to rounding (1e-9 relative) go to the larger micro-batch, so "the fastest" is to 1e-9.
     EXPECT_NEAR(r.ranked.front().time.tokens_per_s, fastest, 1e-9 * fastest);
+    // Every family once: a place, or tied with one.
+    std::vector<const FitCandidate*> listed;
+    for (const FitCandidate& c : r.ranked) {
+        listed.push_back(&c);
+        for (const FitCandidate& t : c.ties) listed.push_back(&t);
+    }
     for (std::size_t i = 0; i < r.ranked.size(); ++i) {
         const FitCandidate& c = r.ranked[i];
+        if (i) { // places differ by more than a tie
+            EXPECT_LT(c.time.tokens_per_s, r.ranked[i - 1].time.tokens_per_s * (1 - kFitTie));
+        }
+        for (const FitCandidate& t : c.ties) {
+            EXPECT_LE(t.time.tokens_per_s, c.time.tokens_per_s * (1 + 1e-9));
+            EXPECT_GE(t.time.tokens_per_s, c.time.tokens_per_s * (1 - kFitTie));
+        }
+    }
+    for (std::size_t i = 0; i < listed.size(); ++i) {
+        const FitCandidate& c = *listed[i];
         EXPECT_LE(c.plan.memory.device_total, budget);
         EXPECT_TRUE(c.plan.fits); // re-planned with the budget, as `plan --gpu` shows it
-        if (i) {
-            EXPECT_GE(r.ranked[i - 1].time.tokens_per_s, c.time.tokens_per_s);
-        }
         if (global_batch) {
             EXPECT_EQ(c.plan.options.micro_batch * c.plan.options.grad_accum * b.ranks,
                       global_batch);
@@ -118,12 +131,12 @@ void expect_matches_brute_force(const PlanOptions& b, std::uint64_t budget, int 
             }
         }
         for (std::size_t j = 0; j < i; ++j)
-            EXPECT_FALSE(same_family(r.ranked[j].plan.options, c.plan.options));
+            EXPECT_FALSE(same_family(listed[j]->plan.options, c.plan.options));
     }
     // Every family with a fitting member is listed (top = 100 is more than there are).
     for (const Brute& x : all)
-        EXPECT_TRUE(std::any_of(r.ranked.begin(), r.ranked.end(), [&](const FitCandidate& c) {
-            return same_family(x.o, c.plan.options);
+        EXPECT_TRUE(std::any_of(listed.begin(), listed.end(), [&](const FitCandidate* c) {
+            return same_family(x.o, c->plan.options);
         }));
 }
 
@@ -151,6 +164,7 @@ TEST(FitSearch, NothingFitsOneByteUnderTheSmallest) {
     EXPECT_EQ(none.smallest->memory.device_total, least);
     const FitResult one = fit_search(model(), b, profile(), FitRequest{least, 0, 5});
     ASSERT_EQ(one.ranked.size(), 1u);
+    EXPECT_TRUE(one.ranked[0].ties.empty());
     EXPECT_EQ(describe_options(one.ranked[0].plan.options), describe_options(s));
     // Twice the ranks halve the sharded states: the smallest then fits one byte less.
     EXPECT_EQ(ranks_to_fit(model(), b, least - 1), 4);
@@ -165,6 +179,7 @@ TEST(FitSearch, OneRankPrefersTheLargerMicroBatchAtEqualSpeed) {
     for (const FitCandidate& c : r.ranked) {
         EXPECT_EQ(c.plan.options.zero, 0);
         EXPECT_EQ(c.plan.options.micro_batch, 8); // 8 x 1 beside 4 x 2, 2 x 4, 1 x 8
+        for (const FitCandidate& t : c.ties) EXPECT_EQ(t.plan.options.micro_batch, 8);
     }
 }
 
