@@ -24,18 +24,32 @@ std::string utc_now() {
     return text;
 }
 
-// The step-weighted rate: what the model's GEMMs of one micro-batch achieve together.
-GemmRate gemm_rate(Backend& backend, DType t, const CalibrateSpec& spec, MPI_Comm comm) {
-    GemmRate r;
+// The step-weighted rate: what the model's GEMMs of one micro-batch of `tokens` rows achieve
+// together; `shapes` receives each product's time.
+double step_gemm_rate(Backend& backend, DType t, const CalibrateSpec& spec, std::int64_t tokens,
+                      std::vector<GemmSample>& shapes, MPI_Comm comm) {
     double flop = 0, seconds = 0;
-    for (const GemmShape& shape : model_gemm_shapes(spec.config, spec.tokens)) {
+    for (const GemmShape& shape : model_gemm_shapes(spec.config, tokens)) {
         MPI_Barrier(comm);
         const double s = slowest_rank(gemm_seconds(backend, t, shape, spec.reps), comm);
-        r.shapes.push_back({shape, s});
+        shapes.push_back({shape, s});
         flop += shape.per_step * shape.flop();
         seconds += shape.per_step * s;
     }
-    r.flop_per_s = flop / seconds;
+    return flop / seconds;
+}
+
+// At the spec's micro-batch (the shapes kept) and at micro-batch 1 (one sequence: the smallest
+// products a run makes), so the time model can price micro-batches between and around them.
+GemmRate gemm_rate(Backend& backend, DType t, const CalibrateSpec& spec, MPI_Comm comm) {
+    GemmRate r;
+    r.flop_per_s = step_gemm_rate(backend, t, spec, spec.tokens, r.shapes, comm);
+    r.by_tokens[spec.tokens] = r.flop_per_s;
+    const std::int64_t one = spec.config.context;
+    if (one != spec.tokens) {
+        std::vector<GemmSample> unused;
+        r.by_tokens[one] = step_gemm_rate(backend, t, spec, one, unused, comm);
+    }
     return r;
 }
 

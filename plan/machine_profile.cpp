@@ -9,7 +9,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <cmath>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 namespace shardlab {
@@ -27,7 +29,9 @@ json gemm_json(const GemmRate& g) {
             {{"flop", x.flop()}, {"seconds", s.seconds}, {"flop_per_s", x.flop() / s.seconds}});
         shapes.push_back(one);
     }
-    return {{"flop_per_s", g.flop_per_s}, {"shapes", shapes}};
+    json by_tokens = json::array();
+    for (const auto& [n, r] : g.by_tokens) by_tokens.push_back({{"tokens", n}, {"flop_per_s", r}});
+    return {{"flop_per_s", g.flop_per_s}, {"shapes", shapes}, {"by_tokens", by_tokens}};
 }
 
 json link_json(const LinkProfile& l) {
@@ -74,13 +78,16 @@ const json& object(const json& j, const std::string& key, const std::string& whe
 }
 
 GemmRate gemm_from(const json& j, const std::string& path, const std::string& where) {
-    GemmRate g{number(j, "flop_per_s", path, where), {}};
+    GemmRate g{number(j, "flop_per_s", path, where), {}, {}};
     for (const json& s : j.value("shapes", json::array())) {
         GemmShape shape{s.value("name", ""),   s.value("m", 0),           s.value("n", 0),
                         s.value("k", 0),       s.value("trans_a", false), s.value("trans_b", false),
                         s.value("per_step", 1)};
         g.shapes.push_back({shape, number(s, "seconds", path + ".shapes." + shape.name, where)});
     }
+    for (const json& b : j.value("by_tokens", json::array()))
+        g.by_tokens[std::int64_t(number(b, "tokens", path + ".by_tokens", where))] =
+            number(b, "flop_per_s", path + ".by_tokens", where);
     return g;
 }
 
@@ -124,6 +131,17 @@ std::map<std::string, double> memory_bound_per_dtype(const std::vector<KernelSam
     std::map<std::string, double> out;
     for (const auto& [dt, bs] : sums) out[dt] = bs.first / bs.second;
     return out;
+}
+
+double gemm_rate_at(const GemmRate& g, double tokens) {
+    if (g.by_tokens.empty()) return g.flop_per_s;
+    const auto hi = g.by_tokens.lower_bound(std::int64_t(std::ceil(tokens)));
+    if (hi == g.by_tokens.begin()) return hi->second;          // at or below the smallest
+    if (hi == g.by_tokens.end()) return std::prev(hi)->second; // above the largest
+    const auto lo = std::prev(hi);
+    const double x = std::log(tokens), x0 = std::log(double(lo->first)),
+                 x1 = std::log(double(hi->first));
+    return lo->second + (hi->second - lo->second) * (x - x0) / (x1 - x0);
 }
 
 double memory_bound_rate(const MachineProfile& p, const std::string& dtype) {

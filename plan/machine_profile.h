@@ -29,7 +29,15 @@ struct GemmRate {
     // shapes; a built-in profile's is the datasheet's peak (no shapes).
     double flop_per_s = 0;
     std::vector<GemmSample> shapes;
+    // The same step-weighted rate at each micro-batch's token count calibrate timed (M of the
+    // products: micro-batch x sequence), for products smaller or larger than the calibration's.
+    // Empty (a built-in, an older profile): flop_per_s at every size.
+    std::map<std::int64_t, double> by_tokens;
 };
+
+// The GEMM rate for products of M = tokens rows: by_tokens interpolated linearly in log(tokens)
+// between the two timed sizes around it, the nearest one's outside them; flop_per_s without any.
+double gemm_rate_at(const GemmRate& g, double tokens);
 
 // Causal attention's own rate (the kernels of model/kernels/*/attention*, not a GEMM library's):
 // the FLOPs docs/TIME.md section 5 counts for one forward and one backward over the calibration

@@ -254,7 +254,9 @@ TimePrediction predict_time(const Plan& plan, const MachineProfile& p, int rank)
         throw UsageError(fmt::format("profile '{}' has no GEMM rate for {}; calibrate with "
                                      "`shardlab calibrate --dtypes {}`",
                                      p.name, dt, dt));
-    const double R = g->second.flop_per_s, M = memory_bound_rate(p, dt);
+    // The GEMMs' rate at this micro-batch's rows (M = B T); section 5.
+    const double rows = double(o.micro_batch) * (o.seq ? o.seq : m.context);
+    const double R = gemm_rate_at(g->second, rows), M = memory_bound_rate(p, dt);
     const auto [Raf, Rab] = attention_rates(p, dt, o.attention, R);
     const Rates F{R, Raf, M}, B{R, Rab, M}; // forward's and backward's
     const double A = o.grad_accum, L = w.layers;

@@ -66,6 +66,11 @@ def check_profile(p, np_, rpn, dtypes):
         secs = sum(s["per_step"] * s["seconds"] for s in g["shapes"])
         if abs(flop / secs - g["flop_per_s"]) > 1e-9 * g["flop_per_s"]:
             fail(f"gemm {dt}: aggregate {g['flop_per_s']} != sum flop / sum seconds {flop / secs}")
+        # Timed at the calibration's micro-batch (the aggregate above) and at one sequence.
+        by = {b["tokens"]: b["flop_per_s"] for b in g["by_tokens"]}
+        rows = p["model"]["micro_batch"] * p["model"]["seq"]
+        if by.get(rows) != g["flop_per_s"] or not by.get(p["model"]["seq"], 0) > 0:
+            fail(f"gemm {dt}: by_tokens {by}, expected {rows} (the aggregate) and {p['model']['seq']}")
     # Attention: both kinds per dtype, over the calibration model's shape.
     m = p["model"]
     if sorted(p["attention"]) != sorted(dtypes):

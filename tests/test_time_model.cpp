@@ -104,6 +104,30 @@ TEST(TimeModel, AttentionAtItsOwnRateWhenTheProfileHasOne) {
     EXPECT_REL(predict_time(plan, p).attention_s, base.attention_s);
 }
 
+// The GEMM rate at the micro-batch's rows (section 5): timed at 8 and 32 rows (micro-batch 1 and
+// 4 of T = 8), 1e9 and 2e9 FLOP/s; micro-batch 2 (16 rows) sits halfway in log(rows): 1.5e9.
+// Below and above the timed sizes, the nearest one's rate.
+TEST(TimeModel, GemmRateFollowsTheMicroBatchsRows) {
+    GemmRate g;
+    g.flop_per_s = 2e9;
+    EXPECT_EQ(gemm_rate_at(g, 16), 2e9); // nothing by size: the one rate
+    g.by_tokens = {{8, 1e9}, {32, 2e9}};
+    EXPECT_EQ(gemm_rate_at(g, 8), 1e9);
+    EXPECT_EQ(gemm_rate_at(g, 32), 2e9);
+    EXPECT_REL(gemm_rate_at(g, 16), 1.5e9);
+    EXPECT_EQ(gemm_rate_at(g, 4), 1e9);
+    EXPECT_EQ(gemm_rate_at(g, 64), 2e9);
+    MachineProfile p = round_profile();
+    p.gemm["bf16"] = g;
+    PlanOptions o = options(1, 0);
+    o.micro_batch = 2;
+    const TimePrediction t = predict_time(make_plan(tiny_model(), o), p);
+    const StepWork w = micro_batch_work(tiny_model(), o);
+    const double gemm_flop = 2 * (w.block_forward.gemm_flop + w.block_backward.gemm_flop) +
+                             w.head_forward.gemm_flop + w.head_backward.gemm_flop;
+    EXPECT_REL(t.gemm_s, gemm_flop / 1.5e9);
+}
+
 TEST(TimeModel, CollectiveIsStepsTimesTheSlowestClassPerStep) {
     std::string link;
     // 4 ranks on a node, all-gather of 1000 bf16: 3 steps of 500 B, 3 (10 us + 0.5 us).

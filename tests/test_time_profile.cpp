@@ -119,11 +119,13 @@ TEST(MachineProfileFile, RoundTripsThroughJson) {
     p.links["intra_node"].ops["allgather"].samples = {{4096, 1, 2048, 9e-6}};
     p.gemm["fp32"].shapes = {{{"mlp.fc.forward", 128, 1024, 256, false, false, 4}, 1e-4}};
     p.attention["bf16"]["flash"] = {2.5e13, 3.5e13, 4, 1024, 12, 64};
+    p.gemm["fp32"].by_tokens = {{1024, 1.5e13}, {4096, 1.9e13}};
     const MachineProfile q = profile_from_json(profile_to_json(p), "memory");
     EXPECT_EQ(profile_to_json(q), profile_to_json(p));
     ASSERT_EQ(q.attention.size(), 1u); // read back, not only written
     EXPECT_EQ(q.attention.at("bf16").at("flash").backward_flop_per_s, 3.5e13);
     EXPECT_EQ(q.attention.at("bf16").at("flash").seq, 1024);
+    EXPECT_EQ(q.gemm.at("fp32").by_tokens.at(4096), 1.9e13);
 }
 
 namespace {
