@@ -52,8 +52,7 @@ PlanModel build_model(const PlanFlags& f) {
                              "the model fields");
         return plan_model_params_only(f.params);
     }
-    const bool llama = f.preset == "7b" || f.preset == "13b" || f.preset == "70b" ||
-                       (f.preset.empty() && f.arch == "llama");
+    const bool llama = is_llama_preset(f.preset) || (f.preset.empty() && f.arch == "llama");
     if (f.arch != "gpt2" && f.arch != "llama") throw UsageError("--arch must be gpt2 or llama");
     PlanModel base = f.preset.empty()
                          ? (llama ? plan_model_preset("7b") : plan_model_preset("gpt2"))
@@ -65,7 +64,8 @@ PlanModel build_model(const PlanFlags& f) {
     const int Hkv = pick(f.kv_heads, f.heads ? H : base.kv_heads);
     const std::string name =
         f.preset.empty() ? std::string(llama ? "llama" : "gpt2") + " (fields)" : f.preset;
-    if (llama) return plan_model_llama(L, d, H, Hkv, pick(f.ffn, base.ffn), V, T, name);
+    if (llama)
+        return plan_model_llama(L, d, H, Hkv, pick(f.ffn, base.ffn), V, T, name, base.tied_head);
     if (f.ffn && f.ffn != 4 * d)
         throw UsageError("GPT-2 uses ffn = 4 x hidden; for another ffn use --arch llama");
     return plan_model_from_gpt2(GPTConfig{V, T, L, d, H, Hkv, f.vocab_multiple}, name);
@@ -511,8 +511,7 @@ int run_plan(const PlanFlags& f) {
 
 CommandRunner add_plan_command(CLI::App& cmd) {
     auto f = std::make_shared<PlanFlags>();
-    cmd.add_option("--preset", f->preset,
-                   "tiny, gpt2, gpt2-medium, gpt2-large, gpt2-xl, 7b, 13b, 70b");
+    cmd.add_option("--preset", f->preset, kPlanPresets);
     cmd.add_option("--arch", f->arch, "Architecture for explicit fields: gpt2 | llama");
     cmd.add_option("--layers", f->layers, "Transformer blocks")->check(at_least(1));
     cmd.add_option("--hidden", f->hidden, "Hidden size")->check(at_least(1));

@@ -43,7 +43,7 @@ PlanModel plan_model_from_gpt2(const GPTConfig& c, const std::string& name) {
 }
 
 PlanModel plan_model_llama(int L, int d, int H, int Hkv, int ffn, int V, int T,
-                           const std::string& name) {
+                           const std::string& name, bool tied) {
     if (L <= 0 || d <= 0 || H <= 0 || Hkv <= 0 || ffn <= 0 || V <= 0 || T <= 0)
         throw UsageError("every model field must be positive");
     if (d % H != 0) throw UsageError(fmt::format("hidden {} is not divisible by heads {}", d, H));
@@ -56,9 +56,10 @@ PlanModel plan_model_llama(int L, int d, int H, int Hkv, int ffn, int V, int T,
         2 * D * D + 2 * D * kv + 3 * D * std::size_t(ffn) + 2 * D; // q,o,k,v,mlp,norms
     m.unit_numel.push_back(std::size_t(V) * D);                    // token embedding
     for (int i = 0; i < L; ++i) m.unit_numel.push_back(block);
-    m.unit_numel.push_back(D + std::size_t(V) * D); // final norm + untied output head
+    // The final norm, and the output head unless it is the token embedding (tied).
+    m.unit_numel.push_back(D + (tied ? 0 : std::size_t(V) * D));
     m.final_unit = L + 1;
-    m.tied_head = false;
+    m.tied_head = tied;
     for (auto n : m.unit_numel) m.params += n;
     return m;
 }
@@ -75,15 +76,41 @@ PlanModel plan_model_params_only(double params) {
     return m;
 }
 
+namespace {
+// The Llama-shaped models' published configurations (each model's Hugging Face config.json:
+// num_hidden_layers, hidden_size, num_attention_heads, num_key_value_heads, intermediate_size,
+// vocab_size, max_position_embeddings, tie_word_embeddings).
+struct LlamaShape {
+    const char* name;
+    int layers, hidden, heads, kv_heads, ffn, vocab, context;
+    bool tied;
+};
+constexpr LlamaShape kLlamaShapes[] = {
+    {"7b", 32, 4096, 32, 32, 11008, 32000, 4096, false}, // Llama-2-7b
+    {"13b", 40, 5120, 40, 40, 13824, 32000, 4096, false},
+    {"70b", 80, 8192, 64, 8, 28672, 32000, 4096, false},
+    {"smollm-135m", 30, 576, 9, 3, 1536, 49152, 2048, true}, // HuggingFaceTB/SmolLM-135M
+    {"tinyllama-1.1b", 22, 2048, 32, 4, 5632, 32000, 2048, false},
+    {"llama-3.2-1b", 16, 2048, 32, 8, 8192, 128256, 131072, true},
+    {"llama-3-8b", 32, 4096, 32, 8, 14336, 128256, 8192, false},
+};
+} // namespace
+
+bool is_llama_preset(const std::string& name) {
+    for (const LlamaShape& s : kLlamaShapes)
+        if (name == s.name) return true;
+    return false;
+}
+
 PlanModel plan_model_preset(const std::string& name) {
-    if (name == "7b") return plan_model_llama(32, 4096, 32, 32, 11008, 32000, 4096, name);
-    if (name == "13b") return plan_model_llama(40, 5120, 40, 40, 13824, 32000, 4096, name);
-    if (name == "70b") return plan_model_llama(80, 8192, 64, 8, 28672, 32000, 4096, name);
+    for (const LlamaShape& s : kLlamaShapes)
+        if (name == s.name)
+            return plan_model_llama(s.layers, s.hidden, s.heads, s.kv_heads, s.ffn, s.vocab,
+                                    s.context, name, s.tied);
     try {
         return plan_model_from_gpt2(gpt_preset(name), name);
     } catch (const UsageError&) {
-        throw UsageError("unknown preset '" + name +
-                         "'; use tiny, gpt2, gpt2-medium, gpt2-large, gpt2-xl, 7b, 13b or 70b");
+        throw UsageError("unknown preset '" + name + "'; use " + std::string(kPlanPresets));
     }
 }
 

@@ -32,12 +32,17 @@ struct PlanModel {
     std::size_t unpadded_params() const;
 };
 
-// gpt2, gpt2-medium, gpt2-large, gpt2-xl, tiny (GPT-2 architecture); 7b, 13b, 70b (llama-2).
+// Every preset plan knows, for messages and --help.
+inline constexpr const char* kPlanPresets =
+    "tiny, gpt2, gpt2-medium, gpt2-large, gpt2-xl (GPT-2); 7b, 13b, 70b (Llama 2), smollm-135m, "
+    "tinyllama-1.1b, llama-3.2-1b, llama-3-8b (Llama-shaped)";
 PlanModel plan_model_preset(const std::string& name);
+bool is_llama_preset(const std::string& name);
 PlanModel plan_model_from_gpt2(const GPTConfig& c, const std::string& name);
 // Llama-style: untied head, SwiGLU MLP (3 matrices of d x ffn), RMSNorm, grouped KV heads.
+// tied: the output head is the token embedding (SmolLM, Llama 3.2 1B/3B).
 PlanModel plan_model_llama(int layers, int hidden, int heads, int kv_heads, int ffn, int vocab,
-                           int context, const std::string& name);
+                           int context, const std::string& name, bool tied = false);
 PlanModel plan_model_params_only(double params);
 
 } // namespace shardlab

@@ -144,6 +144,14 @@ TEST(Plan, LlamaPresetsAndKvCache) {
     EXPECT_EQ(plan_model_preset("7b").params, 6738415616u); // the published llama-2 counts
     EXPECT_EQ(plan_model_preset("13b").params, 13015864320u);
     EXPECT_EQ(plan_model_preset("70b").params, 68976648192u);
+    // The Llama-shaped presets at the parameter counts their model cards publish (tied heads
+    // counted once).
+    EXPECT_EQ(plan_model_preset("smollm-135m").params, 134515008u);
+    EXPECT_EQ(plan_model_preset("tinyllama-1.1b").params, 1100048384u);
+    EXPECT_EQ(plan_model_preset("llama-3.2-1b").params, 1235814400u);
+    EXPECT_EQ(plan_model_preset("llama-3-8b").params, 8030261248u);
+    EXPECT_TRUE(plan_model_preset("llama-3.2-1b").tied_head);
+    EXPECT_FALSE(plan_model_preset("llama-3-8b").tied_head);
     // 70b, GQA with 8 KV heads of 128: 2 * 80 layers * 4096 tokens * 1024 * 2 B = 1,342,177,280.
     PlanOptions o;
     o.inference = true;
