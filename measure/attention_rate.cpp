@@ -2,8 +2,7 @@
 // depend on the values); every buffer is workspace on the compute stream.
 #include "measure/attention_rate.h"
 
-#include "core/timer.h"
-#include "measure/slowest_rank.h"
+#include "measure/stream_timing.h"
 #include "plan/time_model.h"
 
 #include <vector>
@@ -28,16 +27,7 @@ AttentionRate measure_attention_rate(Backend& backend, DType t, AttentionKind ki
     const bool flash = kind == AttentionKind::flash;
     // Flash keeps the fp32 log-sum-exp per row; materialising keeps the probabilities.
     const Tensor kept = flash ? make(DType::f32, {B, H, T}, 0.0f) : make(t, {B, H, T, T}, 0.0f);
-    auto time = [&](auto&& enqueue) {
-        s.synchronize();
-        MPI_Barrier(comm);
-        return slowest_rank(median_seconds(reps,
-                                           [&] {
-                                               enqueue();
-                                               s.synchronize();
-                                           }),
-                            comm);
-    };
+    auto time = [&](auto&& enqueue) { return stream_seconds(s, reps, comm, enqueue); };
     const double fwd_s = time([&] {
         if (flash)
             ops.flash_attention_forward(s, out, kept, qkv, heads);

@@ -4,8 +4,7 @@
 // parameters (es each): 24 + 2 es bytes per parameter.
 #include "measure/kernel_rate.h"
 
-#include "core/timer.h"
-#include "measure/slowest_rank.h"
+#include "measure/stream_timing.h"
 #include "optim/adamw.h"
 
 namespace shardlab {
@@ -32,16 +31,7 @@ std::vector<KernelSample> measure_memory_kernels(Backend& backend, DType t, std:
     Stream& s = backend.context().compute();
     const double es = double(dtype_size(t)), n = double(tokens);
     Buffers b{backend, {}};
-    auto time = [&](auto&& enqueue) {
-        s.synchronize();
-        MPI_Barrier(comm);
-        return slowest_rank(median_seconds(reps,
-                                           [&] {
-                                               enqueue();
-                                               s.synchronize();
-                                           }),
-                            comm);
-    };
+    auto time = [&](auto&& enqueue) { return stream_seconds(s, reps, comm, enqueue); };
     std::vector<KernelSample> out;
     {
         const Tensor x = b.make(t, {tokens, d}), y = b.make(t, {tokens, d});

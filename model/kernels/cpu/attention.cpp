@@ -126,10 +126,7 @@ void attention_backward(T* dqkv, const T* dout, const T* qkv, const T* att, int 
 #define SHARDLAB_INSTANTIATE(T)                                                                    \
     template void attention_forward<T>(T*, T*, const T*, int, int, int, int);                      \
     template void attention_backward<T>(T*, const T*, const T*, const T*, int, int, int, int);
-SHARDLAB_INSTANTIATE(float)
-SHARDLAB_INSTANTIATE(double)
-SHARDLAB_INSTANTIATE(bf16_t)
-SHARDLAB_INSTANTIATE(f16_t)
+SHARDLAB_FOR_EACH_STORAGE_TYPE(SHARDLAB_INSTANTIATE)
 #undef SHARDLAB_INSTANTIATE
 
 } // namespace shardlab::cpu

@@ -57,10 +57,7 @@ void embedding_backward(T* dwte, T* dwpe, const T* dout, const std::uint16_t* to
     template void embedding_forward<T>(T*, const std::uint16_t*, const T*, const T*, int, int,     \
                                        int);                                                       \
     template void embedding_backward<T>(T*, T*, const T*, const std::uint16_t*, int, int, int, int);
-SHARDLAB_INSTANTIATE(float)
-SHARDLAB_INSTANTIATE(double)
-SHARDLAB_INSTANTIATE(bf16_t)
-SHARDLAB_INSTANTIATE(f16_t)
+SHARDLAB_FOR_EACH_STORAGE_TYPE(SHARDLAB_INSTANTIATE)
 #undef SHARDLAB_INSTANTIATE
 
 } // namespace shardlab::cpu

@@ -198,10 +198,7 @@ void flash_attention_backward(T* dqkv, const T* dout, const T* qkv, const T* out
     template void flash_attention_forward<T>(T*, acc_t<T>*, const T*, int, int, int, int);         \
     template void flash_attention_backward<T>(T*, const T*, const T*, const T*, const acc_t<T>*,   \
                                               int, int, int, int);
-SHARDLAB_INSTANTIATE(float)
-SHARDLAB_INSTANTIATE(double)
-SHARDLAB_INSTANTIATE(bf16_t)
-SHARDLAB_INSTANTIATE(f16_t)
+SHARDLAB_FOR_EACH_STORAGE_TYPE(SHARDLAB_INSTANTIATE)
 #undef SHARDLAB_INSTANTIATE
 
 } // namespace shardlab::cpu

@@ -56,10 +56,7 @@ void gelu_backward(T* dinp, const T* inp, const T* dout, std::size_t n) {
 #define SHARDLAB_INSTANTIATE(T)                                                                    \
     template void gelu_forward<T>(T*, const T*, std::size_t);                                      \
     template void gelu_backward<T>(T*, const T*, const T*, std::size_t);
-SHARDLAB_INSTANTIATE(float)
-SHARDLAB_INSTANTIATE(double)
-SHARDLAB_INSTANTIATE(bf16_t)
-SHARDLAB_INSTANTIATE(f16_t)
+SHARDLAB_FOR_EACH_STORAGE_TYPE(SHARDLAB_INSTANTIATE)
 #undef SHARDLAB_INSTANTIATE
 
 } // namespace shardlab::cpu

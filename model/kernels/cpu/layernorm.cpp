@@ -125,10 +125,7 @@ void layernorm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* i
                                                 const T*, int, int);                               \
     template void layernorm_backward<T>(T*, T*, T*, const T*, const T*, const T*, const acc_t<T>*, \
                                         const acc_t<T>*, int, int);
-SHARDLAB_INSTANTIATE(float)
-SHARDLAB_INSTANTIATE(double)
-SHARDLAB_INSTANTIATE(bf16_t)
-SHARDLAB_INSTANTIATE(f16_t)
+SHARDLAB_FOR_EACH_STORAGE_TYPE(SHARDLAB_INSTANTIATE)
 #undef SHARDLAB_INSTANTIATE
 
 } // namespace shardlab::cpu

@@ -62,10 +62,7 @@ void linear_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
     template void linear_forward<T>(T*, const T*, const T*, const T*, int, int, int, float*);      \
     template void linear_backward<T>(T*, T*, T*, const T*, const T*, const T*, int, int, int,      \
                                      float*);
-SHARDLAB_INSTANTIATE(float)
-SHARDLAB_INSTANTIATE(double)
-SHARDLAB_INSTANTIATE(bf16_t)
-SHARDLAB_INSTANTIATE(f16_t)
+SHARDLAB_FOR_EACH_STORAGE_TYPE(SHARDLAB_INSTANTIATE)
 #undef SHARDLAB_INSTANTIATE
 
 } // namespace shardlab::cpu

@@ -43,6 +43,9 @@ inline T from_acc(acc_t<T> x) {
         return x;
 }
 
+// Instantiates a kernel file's templates for every storage type: M(float) M(double) ...
+#define SHARDLAB_FOR_EACH_STORAGE_TYPE(M) M(float) M(double) M(bf16_t) M(f16_t)
+
 template <typename T>
 constexpr DType dtype_of() {
     if constexpr (std::is_same_v<T, bf16_t>)

@@ -62,10 +62,7 @@ void rmsnorm_backward(T* dinp, T* dweight, const T* dout, const T* inp, const T*
     template void rmsnorm_forward<T>(T*, acc_t<T>*, const T*, const T*, int, int, float);          \
     template void rmsnorm_backward<T>(T*, T*, const T*, const T*, const T*, const acc_t<T>*, int,  \
                                       int);
-SHARDLAB_INSTANTIATE(float)
-SHARDLAB_INSTANTIATE(double)
-SHARDLAB_INSTANTIATE(bf16_t)
-SHARDLAB_INSTANTIATE(f16_t)
+SHARDLAB_FOR_EACH_STORAGE_TYPE(SHARDLAB_INSTANTIATE)
 #undef SHARDLAB_INSTANTIATE
 
 } // namespace shardlab::cpu

@@ -46,10 +46,7 @@ void rope_backward(T* dx, int rows, int T_, int heads, int head_dim, int stride,
 #define SHARDLAB_INSTANTIATE(T)                                                                    \
     template void rope_forward<T>(T*, int, int, int, int, int, float);                             \
     template void rope_backward<T>(T*, int, int, int, int, int, float);
-SHARDLAB_INSTANTIATE(float)
-SHARDLAB_INSTANTIATE(double)
-SHARDLAB_INSTANTIATE(bf16_t)
-SHARDLAB_INSTANTIATE(f16_t)
+SHARDLAB_FOR_EACH_STORAGE_TYPE(SHARDLAB_INSTANTIATE)
 #undef SHARDLAB_INSTANTIATE
 
 } // namespace shardlab::cpu

@@ -50,10 +50,7 @@ void swiglu_backward(T* dgate, T* dup, const T* dout, const T* gate, const T* up
 #define SHARDLAB_INSTANTIATE(T)                                                                    \
     template void swiglu_forward<T>(T*, const T*, const T*, std::size_t);                          \
     template void swiglu_backward<T>(T*, T*, const T*, const T*, const T*, std::size_t);
-SHARDLAB_INSTANTIATE(float)
-SHARDLAB_INSTANTIATE(double)
-SHARDLAB_INSTANTIATE(bf16_t)
-SHARDLAB_INSTANTIATE(f16_t)
+SHARDLAB_FOR_EACH_STORAGE_TYPE(SHARDLAB_INSTANTIATE)
 #undef SHARDLAB_INSTANTIATE
 
 } // namespace shardlab::cpu
