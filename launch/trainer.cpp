@@ -6,6 +6,7 @@
 #include "comm/node_layout.h"
 #include "comm/process_groups.h"
 #include "core/error.h"
+#include "core/heap_trim.h"
 #include "core/timer.h"
 #include "launch/cli_util.h"
 #include "launch/divergence_guard.h"
@@ -349,7 +350,10 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
     DeviceContext& ctx = backend.context();
     MemoryTracker& tracker = ctx.tracker();
     ResidentPeaks resident;
-    resident.baseline = current_resident_bytes(); // before the model is built
+    // Before the model is built, and after the heap that reading the data freed is handed back:
+    // measured before the trim, it counted pages the process no longer held a moment later.
+    release_free_heap();
+    resident.baseline = current_resident_bytes();
     resident.baseline_file = current_resident_file_bytes();
     reset_peak_resident();
     const TraceSession trace(o, backend, rank, comm.mpi_comm());
