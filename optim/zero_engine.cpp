@@ -393,10 +393,14 @@ void ZeroEngine::for_each_consolidated_piece(
     int u, const std::function<void(std::uint64_t, const float*, std::size_t)>& fn,
     std::size_t piece_elems) {
     const std::uint64_t numel = layout_.units()[u].numel;
-    // Host staging: the owned master read back (to_host_f32's raw copy and its fp32 result), then
-    // a piece at a time the same two.
+    // Host staging: the owned master read back (the fp32 vector, and beside it while it is read
+    // whatever the updater stages: the device updater's raw copy), then, when sharded, the comm
+    // stream's copy of it (Stream::upload); then a piece at a time the raw copy and its result.
+    const std::uint64_t own = owned_count(u);
     std::optional<HostStaging> staging;
-    staging.emplace(ctx_.tracker(), std::size_t(owned_count(u)) * 8);
+    staging.emplace(ctx_.tracker(),
+                    own * 4 + std::max(updater_.read_master_staging_bytes(own),
+                                       policy_.shards_optimizer_state ? own * 4 : 0));
     std::vector<float> master = updater_.read_master(u);
     if (!policy_.shards_optimizer_state) { // every rank holds the whole unit already
         for (std::uint64_t lo = 0; lo < numel; lo += piece_elems)
