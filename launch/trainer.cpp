@@ -349,6 +349,11 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
     const bool lead = rank == 0;
     DeviceContext& ctx = backend.context();
     MemoryTracker& tracker = ctx.tracker();
+    // Made first: the fingerprint reads every token, and the pages of a mapped data file it brings
+    // in belong to the runtime baseline (the token data), not to the model's init phase.
+    nlohmann::json config = train_options_json(o, config_to_json(s.config), T_, s.grad_accum);
+    config["data_sha256"] = data_fingerprint(s.data);
+    config["global_batch_seqs"] = N * B * s.grad_accum;
     ResidentPeaks resident;
     // Before the model is built, and after the heap that reading the data freed is handed back:
     // measured before the trim, it counted pages the process no longer held a moment later.
@@ -369,9 +374,6 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
         };
     TrainSession session(session_spec(o, s), backend, comm, ops, std::move(init), &outside);
     ZeroEngine& engine = session.engine();
-    nlohmann::json config = train_options_json(o, config_to_json(s.config), T_, s.grad_accum);
-    config["data_sha256"] = data_fingerprint(s.data);
-    config["global_batch_seqs"] = N * B * s.grad_accum;
 
     const int first =
         o.resume.empty() ? 0 : session.resume(o.resume, config, o.stop_after, outside);

@@ -393,6 +393,7 @@ void ZeroEngine::for_each_consolidated_piece(
     int u, const std::function<void(std::uint64_t, const float*, std::size_t)>& fn,
     std::size_t piece_elems) {
     const std::uint64_t numel = layout_.units()[u].numel;
+    release_free_heap(); // the previous unit's staging, freed, is not kept resident (as at init)
     // Host staging: the owned master read back (the fp32 vector, and beside it while it is read
     // whatever the updater stages: the device updater's raw copy), then, when sharded, the comm
     // stream's copy of it (Stream::upload); then a piece at a time the raw copy and its result.
