@@ -12,12 +12,14 @@ micro-batch 4 x 128 tokens: ~1.7 s a run where its default 8 x 256 takes ~5 s; C
 bench/resident_matrix.py runs the full matrices, tiny at its default shape (docs/bench_resident.md).
 
 Why 5% and not less: RSS counts 4 KiB pages, and some of what it holds is nobody's to track —
-glibc keeps freed small blocks in its arenas and the first touches of MPI's shared-memory windows,
-the thread pool's stacks and the GEMM library's buffers land after the baseline. Measured on the
-tiny model (2-vCPU Zen 3, docs/MEMORY.md "Every byte explained") these stay under ~2% of a rank's
-RSS; 5% leaves room for another libc or MPI build while still failing if a tensor-sized buffer
-(the smallest, a gathered unit or a step's activations, is several % of the tiny run) went
-untracked or the baseline were taken after the model was built.
+glibc's per-allocation overhead, thread stacks, MPI's shared-memory windows and code first run
+after a phase's peak. Measured (2-vCPU Zen 3, docs/MEMORY.md section 11, docs/bench_resident.md)
+that is 1-4 MB a rank: the tiny preset at 4 x 128 tokens reads -1% to +4% (the most at the end
+phase of ZeRO 1-3, where each unit is gathered in fp32), GPT-2 124M within 1.5%. 5% leaves ~1% for
+another libc or MPI build on the smallest run while still failing if a tensor-sized buffer (a
+gathered unit or a step's activations is several % of the tiny run) went untracked, staging were
+declared that is not made (the -5% to -16% this test was written against), or the baseline were
+taken after the model was built.
 Usage: resident_check.py [--model test|tiny|gpt2] [--configs 0,0o,3o,...] K SHARDLAB MPIRUN
        [MPIRUN ARGS...]   (a config: the stage, "o" for --offload)"""
 import json
