@@ -2,14 +2,13 @@
 #include "launch/train_report.h"
 
 #include "comm/gather_to_root.h"
+#include "core/heap_trim.h"
 #include "launch/cli_util.h"
 #include "launch/train_time.h"
 
 #include <fmt/format.h>
 
 #include <fstream>
-
-#include <malloc.h>
 
 #include <algorithm>
 
@@ -335,7 +334,7 @@ ResidentPhase resident_phase(const MemoryTracker& tracker, const MemoryCounts& p
 }
 
 void reset_peak_resident() {
-    malloc_trim(0);
+    release_free_heap();
     std::ofstream("/proc/self/clear_refs") << "5";
 }
 

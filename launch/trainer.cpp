@@ -6,6 +6,7 @@
 #include "comm/node_layout.h"
 #include "comm/process_groups.h"
 #include "core/error.h"
+#include "core/heap_trim.h"
 #include "core/timer.h"
 #include "launch/cli_util.h"
 #include "launch/divergence_guard.h"
@@ -354,8 +355,16 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
     const bool lead = rank == 0;
     DeviceContext& ctx = backend.context();
     MemoryTracker& tracker = ctx.tracker();
+    // Made first: the fingerprint reads every token, and the pages of a mapped data file it brings
+    // in belong to the runtime baseline (the token data), not to the model's init phase.
+    nlohmann::json config = train_options_json(o, config_to_json(s.config), T_, s.grad_accum);
+    config["data_sha256"] = data_fingerprint(s.data);
+    config["global_batch_seqs"] = N * B * s.grad_accum;
     ResidentPeaks resident;
-    resident.baseline = current_resident_bytes(); // before the model is built
+    // Before the model is built, and after the heap that reading the data freed is handed back:
+    // measured before the trim, it counted pages the process no longer held a moment later.
+    release_free_heap();
+    resident.baseline = current_resident_bytes();
     resident.baseline_file = current_resident_file_bytes();
     reset_peak_resident();
     const TraceSession trace(o, backend, rank, comm.mpi_comm());
@@ -371,9 +380,6 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
         };
     TrainSession session(session_spec(o, s), backend, comm, ops, std::move(init), &outside);
     ZeroEngine& engine = session.engine();
-    nlohmann::json config = train_options_json(o, config_to_json(s.config), T_, s.grad_accum);
-    config["data_sha256"] = data_fingerprint(s.data);
-    config["global_batch_seqs"] = N * B * s.grad_accum;
 
     const int first =
         o.resume.empty() ? 0 : session.resume(o.resume, config, o.stop_after, outside);

@@ -7,6 +7,7 @@
 #include "comm/communicator.h"
 #include "comm/element_ops.h"
 #include "core/device_context.h"
+#include "model/gemm_workspace.h"
 #include "model/ops.h"
 
 #include <mpi.h>
@@ -34,6 +35,8 @@ class Backend {
     // Whether collectives copy device buffers through host memory (the MPI transport on a GPU):
     // the plan then counts that staging as host comm buffers.
     virtual bool stages_comm_through_host() const { return false; }
+    // The workspace this backend's GEMMs of dtype t take, as the plan models it.
+    virtual GemmWorkspace gemm_workspace(DType) const { return GemmWorkspace::unmodelled; }
     // What this rank computes on, in words (e.g. "cuda:0 NVIDIA H100, transport nccl").
     virtual std::string describe() const = 0;
 

@@ -25,6 +25,11 @@ class CpuBackend : public Backend {
     std::string describe() const override {
         return "cpu, " + std::to_string(threads_) + " thread" + (threads_ == 1 ? "" : "s");
     }
+    GemmWorkspace gemm_workspace(DType t) const override {
+        if (static_cast<const CpuOps&>(*ops_).gemm_paths().of(t) != cpu::GemmLibrary::openblas)
+            return GemmWorkspace::unmodelled; // oneDNN sizes its scratchpad
+        return t == DType::f32 ? GemmWorkspace::none : GemmWorkspace::widened_operands;
+    }
     std::unique_ptr<Communicator> communicator(MPI_Comm comm) override {
         return std::make_unique<Communicator>(comm, std::make_unique<MpiTransport>(comm),
                                               *elements_, *context_);

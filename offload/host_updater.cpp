@@ -17,6 +17,10 @@ HostUpdater::HostUpdater(DeviceContext& context, AdamWConfig config, DType param
             slots[i] =
                 ctx_.tracker().allocate(tile_bytes, Category::workspace, ctx_.copy(), Arena::host);
     ctx_.copy().synchronize(); // the host writes the staging tiles itself
+    // Written once now, so what the tiles reserve is resident from init on, as after the first
+    // step (a rank's max RSS at init is then explained by the reserve: docs/MEMORY.md section 11).
+    for (auto* slots : {staging_in_, staging_out_})
+        for (int i = 0; i < 2; ++i) std::memset(slots[i].data(), 0, tile_bytes);
 }
 
 void HostUpdater::add(const OwnedShard& shard, const float* init) {
@@ -31,6 +35,7 @@ void HostUpdater::add(const OwnedShard& shard, const float* init) {
     std::memcpy(u.master.data(), init, n * 4);
     std::memset(u.m.data(), 0, n * 4);
     std::memset(u.v.data(), 0, n * 4);
+    std::memset(u.grad.data(), 0, n * 4); // resident from init on, as the reserve says
     for (std::uint64_t b = 0; b < n; b += kOffloadTile)
         tiles_.push_back({units_.size(), b, std::min(kOffloadTile, n - b)});
     units_.push_back(std::move(u));

@@ -22,7 +22,10 @@ void DeviceUpdater::add(const OwnedShard& shard, const float* init) {
     Unit u{shard, {}, {}, {}};
     if (has_master_) {
         u.master_mem = t.allocate(n * 4, Category::master, s);
-        s.upload(u.master_mem.data(), init, n * 4);
+        // Copied in stream order and waited for (init only): no stream's copy of `init` is
+        // staged beside the caller's (which it declares, ZeroEngine).
+        s.memcpy(u.master_mem.data(), init, n * 4);
+        s.synchronize();
     }
     u.m = t.allocate(n * 4, Category::optimizer, s);
     u.v = t.allocate(n * 4, Category::optimizer, s);

@@ -9,6 +9,7 @@
 #include "optim/gather_schedule.h"
 #include "optim/stage_policy.h"
 #include "optim/unit_shards.h"
+#include "plan/gemm_shapes.h"
 
 #include <fmt/format.h>
 
@@ -40,6 +41,23 @@ std::uint64_t gpt2_activation_bytes(const GPTConfig& c, int batch, int seq, Prec
             kept += block;
     }
     return inputs + std::max(peak, kept + head);
+}
+
+std::optional<std::uint64_t> gpt2_workspace_bytes(const GPTConfig& c, int batch, int seq,
+                                                  int grad_accum, Precision p, GemmWorkspace gemm) {
+    if (gemm == GemmWorkspace::unmodelled) return std::nullopt;
+    const std::uint64_t S = param_bytes_per_element(p), BT = std::uint64_t(batch) * seq;
+    // The largest product's workspace: backward runs them all (a linear's input gradient has its
+    // forward's three matrix sizes), beside the gradient scratch, so the peak is there.
+    std::uint64_t widest = 0;
+    if (gemm == GemmWorkspace::widened_operands)
+        for (const GemmShape& g : model_gemm_shapes(c, std::int64_t(BT)))
+            widest = std::max(widest, std::uint64_t(g.m * g.k + g.k * g.n + g.m * g.n) * 4);
+    const std::uint64_t scalars = 2 * sizeof(float);             // ZeroEngine: loss scale, norm
+    const std::uint64_t tokens = 2 * BT * sizeof(std::uint16_t); // inputs and targets
+    const std::uint64_t losses = std::uint64_t(grad_accum) * sizeof(double);
+    const std::uint64_t grad_scratch = 9 * BT * std::uint64_t(c.hidden) * S; // dx, dsmall, 3d, 4d
+    return scalars + tokens + losses + grad_scratch + widest;
 }
 
 std::uint64_t generic_activation_bytes(int layers, int hidden, int heads, int batch, int seq,
@@ -88,7 +106,7 @@ std::optional<std::uint64_t> predicted_device_bytes(const MemoryPlan& m, Categor
     case Category::comm_buffers:
         return m.buffers;
     case Category::workspace:
-        return std::nullopt;
+        return m.workspace;
     }
     return std::nullopt;
 }
@@ -409,6 +427,10 @@ Plan plan_once(const PlanModel& model, const PlanOptions& o, int rank) {
                                                           o.precision, o.checkpoint, o.attention)
                                   : mem.activations_generic;
         }
+        // GPTModel's own workspace; --reproducible's per-sequence sums are not modelled.
+        if (model.arch == Architecture::gpt2 && !o.reproducible)
+            mem.workspace = gpt2_workspace_bytes(model.gpt2_config(), o.micro_batch, seq,
+                                                 o.grad_accum, o.precision, o.gemm_workspace);
     }
     mem.device_total = device_total(mem);
     mem.host_total =

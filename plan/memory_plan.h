@@ -12,6 +12,7 @@
 #include "core/memory_tracker.h"
 #include "model/attention_kind.h"
 #include "model/checkpoint_policy.h"
+#include "model/gemm_workspace.h"
 #include "model/gpt_config.h"
 #include "model/precision.h"
 #include "plan/plan_model.h"
@@ -59,6 +60,9 @@ struct PlanOptions {
     bool reproducible = false;
     std::uint64_t gpu_bytes = 0; // 0: no GPU given
     std::string gpu_name;
+    // The GEMM workspace of the run's backend for this precision (Backend::gemm_workspace; the
+    // CPU backend's default OpenBLAS path is modelled). unmodelled: no workspace predicted.
+    GemmWorkspace gemm_workspace = GemmWorkspace::unmodelled;
 };
 
 struct MemoryPlan {
@@ -73,10 +77,14 @@ struct MemoryPlan {
     std::uint64_t activations_generic = 0; // s·b·h·(34 + 5as/h) per layer (16-bit)
     bool activations_exact = false;        // activations is the implementation-exact count
     std::uint64_t device_total = 0, host_total = 0;
+    // The device arena's workspace peak (gpt2_workspace_bytes), where the GEMM library's is
+    // modelled; not in device_total (docs/MEMORY.md section 11 says why).
+    std::optional<std::uint64_t> workspace;
 };
 
 // The predicted device bytes of a category the MemoryTracker measures (core/memory_tracker.h): the
-// one key that joins measurement and prediction. None for workspace, which the plan does not model.
+// one key that joins measurement and prediction. None for workspace where the plan does not
+// model the GEMM library's (MemoryPlan::workspace).
 std::optional<std::uint64_t> predicted_device_bytes(const MemoryPlan& m, Category c);
 
 struct CommPlan {
@@ -120,6 +128,12 @@ std::uint64_t param_bytes_per_element(Precision p);
 // log-sum-exps (flash).
 std::uint64_t gpt2_activation_bytes(const GPTConfig& c, int batch, int seq, Precision p,
                                     CheckpointPolicy ck, AttentionKind attention);
+// GPTModel's workspace peak in a training step, on a backend whose GEMMs take `gemm` workspace
+// (none where it is unmodelled): the engine's two scalars, the micro-batch's token ids and
+// targets, one loss per micro-batch of the step, backward's four gradient scratch tensors (9·B·T·d
+// elements) and, beside them, the largest product's widened operands. docs/MEMORY.md section 11.
+std::optional<std::uint64_t> gpt2_workspace_bytes(const GPTConfig& c, int batch, int seq,
+                                                  int grad_accum, Precision p, GemmWorkspace gemm);
 // The generic per-model formula: per layer s·b·h·(34 + 5·a·s/h) bytes at 16 bits (x2 for fp32),
 // 2·s·b·h for a checkpointed layer, plus one full layer while it is recomputed.
 std::uint64_t generic_activation_bytes(int layers, int hidden, int heads, int batch, int seq,

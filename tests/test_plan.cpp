@@ -115,6 +115,59 @@ TEST(Plan, ExactActivationsEqualWhatTheTrackerMeasures) {
                 }
 }
 
+TEST(Plan, WorkspaceByHandForGpt2OnOpenBlas) {
+    // GPT-2 124M, micro-batch 1, T = 64 (BT = 64), d = 768, Vp = 50,304, bf16 (S = 2), one
+    // micro-batch a step, worked by hand: the engine's 2 scalars 8 B; inputs and targets 2 * 64 *
+    // 2 = 256 B; one loss 8 B; backward's gradient scratch 9 * 64 * 768 * 2 = 884,736 B; the
+    // widest product is the head's (64 x 50,304 x 768 in some order): (64 * 768 + 768 * 50,304 +
+    // 64 * 50,304) * 4 = 167,608,320 B. Total 168,493,328 B (a report of this run measures it).
+    const GPTConfig gpt2{50257, 1024, 12, 768, 12, 12};
+    EXPECT_EQ(
+        gpt2_workspace_bytes(gpt2, 1, 64, 1, Precision::bf16, GemmWorkspace::widened_operands),
+        std::optional<std::uint64_t>(168493328u));
+    // fp32 on OpenBLAS widens nothing: 8 + 256 + 8 + 9 * 64 * 768 * 4 = 1,769,744; four
+    // micro-batches a step hold four losses (24 B more).
+    EXPECT_EQ(gpt2_workspace_bytes(gpt2, 1, 64, 4, Precision::fp32, GemmWorkspace::none),
+              std::optional<std::uint64_t>(1769744u + 24u));
+    EXPECT_EQ(gpt2_workspace_bytes(gpt2, 1, 64, 1, Precision::bf16, GemmWorkspace::unmodelled),
+              std::nullopt);
+    // The plan predicts it only where told the GEMM library's (a run's backend tells it).
+    PlanOptions o;
+    o.micro_batch = 1, o.seq = 64;
+    EXPECT_EQ(make_plan(plan_model_preset("gpt2"), o).memory.workspace, std::nullopt);
+    o.gemm_workspace = GemmWorkspace::widened_operands;
+    const Plan p = make_plan(plan_model_preset("gpt2"), o);
+    EXPECT_EQ(predicted_device_bytes(p.memory, Category::workspace),
+              std::optional<std::uint64_t>(168493328u));
+    o.gemm_workspace = GemmWorkspace::unmodelled; // not in device_total
+    EXPECT_EQ(p.memory.device_total, make_plan(plan_model_preset("gpt2"), o).memory.device_total);
+}
+
+TEST(Plan, WorkspaceEqualsWhatTheModelTakesOnOpenBlas) {
+    // GPTModel alone (no engine: its 8 bytes of scalars are not there), a forward and backward
+    // on OpenBLAS: the tracker's workspace peak is the prediction less those 8 bytes.
+    for (const GPTConfig c : {GPTConfig{64, 16, 3, 32, 4, 4}, GPTConfig{96, 24, 5, 48, 3, 3, 1}})
+        for (Precision p : {Precision::fp32, Precision::bf16, Precision::fp16}) {
+            const auto backend = make_cpu_backend(1, "", "openblas");
+            DeviceContext& ctx = backend->context();
+            const ParamLayout layout(c);
+            const int B = 3, T = c.context - 1;
+            std::vector<std::uint16_t> in(B * T), tg(B * T);
+            for (int i = 0; i < B * T; ++i)
+                in[i] = std::uint16_t(i % c.vocab), tg[i] = std::uint16_t((i + 1) % c.vocab);
+            ResidentParams params(layout, param_dtype(p), ctx, backend->ops());
+            GPTModel model(c, B, T, {0}, param_dtype(p), ctx, backend->ops());
+            model.forward(params, in.data(), tg.data(), 1.0f);
+            model.backward(params);
+            model.take_losses();
+            const auto predicted =
+                gpt2_workspace_bytes(c, B, T, 1, p, backend->gemm_workspace(param_dtype(p)));
+            ASSERT_TRUE(predicted.has_value());
+            EXPECT_EQ(ctx.tracker().peak(Category::workspace), *predicted - 8)
+                << int(p) << " hidden " << c.hidden;
+        }
+}
+
 TEST(Plan, FlashKeepsALogSumExpInsteadOfTheProbabilities) {
     // GPT-2 124M, T = 1024, micro-batch 4, bf16 (S = 2), no checkpointing, worked by hand:
     // BT = 4096, d = 768, B*H*T = 4 * 12 * 1024 = 49,152, V = 50,257 padded to Vp = 50,304.

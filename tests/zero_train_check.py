@@ -4,7 +4,9 @@
      bitwise-identical losses and final
      weights (sha256 of the consolidated fp32 master);
   2. on every rank, measured bytes equal the prediction for params, grads, master, optimizer,
-     activations, comm buffers and host, and bytes sent per collective equal the prediction;
+     activations, comm buffers, workspace (CTest runs these on OpenBLAS, whose workspace the plan
+     models: the prediction must be there) and host, and bytes sent per collective equal the
+     prediction;
   3. bytes sent per step recomputed here from the unit sizes and the ring formulas
      (docs/MEMORY.md), independently of the C++ plan: stages 0-2 2(N-1)/N*sum(P_u)*2 B,
      stage 3 (N-1)/N*(3*sum(P_u) - P_lnf)*2 B, plus the scalar all-reduces;
@@ -89,6 +91,9 @@ with tempfile.TemporaryDirectory() as tmp:
         check(sig == reference[1], f"{name}: losses/weights differ from {reference[0]}: {losses} vs {reference[1][0]}")
         for r in rep["ranks"]:
             measured_equals_predicted(check, name, r)
+            if os.environ.get("SHARDLAB_GEMM") == "openblas":
+                check(r["memory"]["workspace"]["predicted_bytes"] is not None,
+                      f"{name} rank {r['rank']}: no workspace predicted on OpenBLAS")
             total = 0
             for op, s in r["comm"].items():
                 total += s["bytes_sent"]

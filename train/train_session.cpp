@@ -305,6 +305,7 @@ Plan TrainSession::plan() const {
         groups_ && spec_.secondary_shard && spec_.zero.stage == 3 ? groups_->node().size() : 0;
     po.nodes = comm_.node_layout();
     po.reproducible = spec_.reproducible;
+    po.gemm_workspace = backend_.gemm_workspace(param_dtype(spec_.precision));
     return make_plan(plan_model_from_gpt2(spec_.config, "gpt2"), po, rank_);
 }
 
