@@ -9,11 +9,11 @@ reserve >= tracked bytes, untracked = max RSS - explained, the run's peak is its
 Models: `test` (the tiny test model, report_expect.TINY_MODEL), `tiny` (--preset tiny at
 micro-batch 4 x 128 tokens: ~1.7 s a run where its default 8 x 256 takes ~5 s; CI's time), `gpt2`
 (--preset gpt2, bf16, micro-batch 1 x 64 tokens: ~10 s a run, so CTest runs a subset).
-bench/resident_matrix.py runs the full matrices, tiny at its default shape (docs/bench_resident.md).
+bench/resident_matrix.py runs the full matrices, tiny at its default shape (docs/BENCHMARKS.md "Every byte of a rank explained").
 
 Why 5% and not less: RSS counts 4 KiB pages, and some of what it holds is nobody's to track —
 glibc's per-allocation overhead, thread stacks, MPI's shared-memory windows and code first run
-after a phase's peak. Measured (2-vCPU Zen 3, docs/MEMORY.md section 11, docs/bench_resident.md)
+after a phase's peak. Measured (2-vCPU Zen 3, docs/MEMORY.md section 11, docs/BENCHMARKS.md "Every byte of a rank explained")
 that is 1-4 MB a rank: the tiny preset at 4 x 128 tokens reads -1% to +4% (the most at the end
 phase of ZeRO 1-3, where each unit is gathered in fp32), GPT-2 124M within 1.5%. 5% leaves ~1% for
 another libc or MPI build on the smallest run while still failing if a tensor-sized buffer (a
