@@ -36,6 +36,7 @@ struct PlanFlags {
     std::string gpu, json_path, sweep, estimator = "shardlab", plot, python = kDefaultPython;
     std::string shard_group, secondary_shard; // "" (flat / none), S or "node"; "node"
     std::string profile;                      // --profile FILE | a built-in: the time model's rates
+    std::string gemm;                         // --gemm: whose workspace to predict ("": by --gpu)
     int layers = 0, hidden = 0, heads = 0, kv_heads = 0, ffn = 0, vocab = 0, seq = 0;
     int vocab_multiple = GPTConfig::kDefaultVocabMultiple;
     double params = 0;
@@ -109,6 +110,16 @@ int secondary_shard_size(const PlanFlags& f) {
     return node_size(f, "--secondary-shard");
 }
 
+// --gemm openblas (the CPU backend's default path; without --gpu the default) has a workspace
+// the plan counts; onednn and cublas (with --gpu the default) size their own.
+GemmWorkspace gemm_workspace_of(const PlanFlags& f, Precision p) {
+    const std::string g = f.gemm.empty() ? (f.gpu.empty() ? "openblas" : "cublas") : f.gemm;
+    if (g == "openblas")
+        return p == Precision::fp32 ? GemmWorkspace::none : GemmWorkspace::widened_operands;
+    if (g == "onednn" || g == "cublas") return GemmWorkspace::unmodelled;
+    throw UsageError("--gemm " + g + " is not a GEMM library; use openblas, onednn or cublas");
+}
+
 PlanOptions build_options(const PlanFlags& f) {
     PlanOptions o;
     if (f.nodes || f.gpus_per_node) {
@@ -150,6 +161,7 @@ PlanOptions build_options(const PlanFlags& f) {
     o.prefetch = f.prefetch;
     o.inference = f.inference;
     if (!f.gpu.empty()) o.gpu_bytes = parse_gpu(f.gpu), o.gpu_name = f.gpu;
+    o.gemm_workspace = gemm_workspace_of(f, o.precision);
     if (f.rank < 0 || f.rank >= o.ranks)
         throw UsageError(fmt::format("--rank {} is not one of 0..{}", f.rank, o.ranks - 1));
     return o;
@@ -235,6 +247,12 @@ void print_plan(const Plan& p) {
     row(m.activations_exact ? "activations (exact)" : "activations (generic)", m.activations);
     if (m.activations_exact) row("  generic formula", m.activations_generic);
     row("gathered + comm buffers", m.buffers);
+    if (m.workspace)
+        row("workspace (not in total)", *m.workspace);
+    else if (p.model.arch == Architecture::gpt2)
+        fmt::print("  {:<24} {:>16}  (the GEMM library sizes its own: --gemm openblas to count "
+                   "the CPU path's)\n",
+                   "workspace", "-");
     if (o.inference) row("KV cache", m.kv_cache);
     row("device total", m.device_total);
     if (m.host_total) {
@@ -556,6 +574,9 @@ CommandRunner add_plan_command(CLI::App& cmd) {
     cmd.add_option("--grad-accum", f->grad_accum, "Micro-batches per step")->check(at_least(1));
     cmd.add_option("--prefetch", f->prefetch, "ZeRO-3: units gathered ahead")->check(at_least(0));
     cmd.add_option("--gpu", f->gpu, "a100-40 | a100-80 | h100-80 | h200-141 | bytes");
+    cmd.add_option("--gemm", f->gemm,
+                   "openblas | onednn | cublas: whose GEMM workspace to count (openblas's is "
+                   "modelled; default openblas, cublas with --gpu)");
     cmd.add_flag("--inference", f->inference, "Weights + KV cache instead of training");
     cmd.add_flag("--compare", f->compare,
                  "Stages 0-3 x offload side by side; on several nodes also HSDP (ZeRO 1-3 in "

@@ -60,6 +60,7 @@ nlohmann::json plan_json(const Plan& p) {
               {"host_grads", m.host_grads},
               {"host_staging", m.host_staging},
               {"device_total", m.device_total},
+              {"workspace", m.workspace ? nlohmann::json(*m.workspace) : nlohmann::json(nullptr)},
               {"host_total", m.host_total}}},
             {"comm",
              {{"bytes_per_step", p.comm.bytes_per_step},

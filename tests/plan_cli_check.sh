@@ -212,3 +212,38 @@ PY
 "$expect" 2 "--time needs rates: give --profile FILE" "$shardlab" plan --preset gpt2 --time
 "$expect" 2 "the time model has GPT-2's kernels only" "$shardlab" plan --preset 7b --profile h100-sxm
 "$expect" 2 "--time predicts a training step; drop --inference" "$shardlab" plan --preset gpt2 --inference --profile h100-sxm
+
+# --fit (docs/TIME.md section 12): what fits the budget, ranked, with the train command that runs
+# it; nothing fits: exit 1 naming the smallest; the flags it needs.
+"$shardlab" plan --preset tiny -n 2 --gpu 30e6 --global-batch 16 --profile h100-sxm --fit --top 3 \
+  --json "$work/fit.json" | grep -q "^#1 "
+/usr/bin/python3 - "$work" <<'PY'
+import json, sys
+f = json.load(open(f"{sys.argv[1]}/fit.json"))["fit"]
+assert f["budget_bytes"] == 30000000 and f["fitting"] > 0 and 1 <= len(f["ranked"]) <= 3, f
+speeds = [c["time"]["tokens_per_s"] for c in f["ranked"]]
+assert speeds == sorted(speeds, reverse=True), speeds
+for c in f["ranked"] + [t for c in f["ranked"] for t in c["ties"]]:
+    assert c.get("per_rank", {"device_total": c.get("device_total")})["device_total"] <= 30000000, c
+    assert c["train_command"].startswith("mpirun -np 2 shardlab train --preset tiny"), c["train_command"]
+for c in f["ranked"]:
+    mb, ga = c["micro_batch"], int(c["train_command"].split("--grad-accum ")[1].split()[0])
+    assert mb * ga * 2 == 16, (mb, ga)
+print("ok: plan --fit JSON")
+PY
+"$expect" 1 "nothing fits in 4000000 B" "$shardlab" plan --preset tiny -n 2 --gpu 4e6 --profile h100-sxm --fit
+"$expect" 2 "--fit needs a rank's memory" "$shardlab" plan --preset tiny -n 2 --profile h100-sxm --fit
+"$expect" 2 "--fit ranks by predicted speed" "$shardlab" plan --preset tiny -n 2 --gpu 1e9 --fit
+"$expect" 2 "--global-batch 7 does not divide over N = 2 ranks" "$shardlab" plan --preset tiny -n 2 --gpu 1e9 --profile h100-sxm --global-batch 7 --fit
+
+# --gemm: OpenBLAS's workspace is predicted (16-bit operands widened), cuBLAS's is not.
+"$shardlab" plan --preset tiny --gemm openblas --json "$work/ws.json" | grep -q "workspace (not in total)"
+"$shardlab" plan --preset tiny --gemm cublas --json "$work/ws2.json" >/dev/null
+/usr/bin/python3 - "$work" <<'PY'
+import json, sys
+a = json.load(open(f"{sys.argv[1]}/ws.json"))["per_rank"]
+b = json.load(open(f"{sys.argv[1]}/ws2.json"))["per_rank"]
+assert a["workspace"] > 0 and b["workspace"] is None and a["device_total"] == b["device_total"], (a, b)
+print("ok: plan --gemm workspace")
+PY
+"$expect" 2 "--gemm mkl is not a GEMM library" "$shardlab" plan --preset tiny --gemm mkl
