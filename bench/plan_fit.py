@@ -3,7 +3,7 @@
 rank layout, a global batch and a memory budget a rank has. For each, `shardlab plan --fit` lists
 its best configurations (the fastest of each family, by the time model and a profile calibrated
 right before, for that model and layout); every listed configuration is then trained `--repeats` times with
-the command plan printed, and its measured median step set beside the prediction. The scenario
+the command plan printed (round-robin over the candidates, so the machine's drift is shared), and its measured median step set beside the prediction. The scenario
 passes when the first choice's measured median step is the lowest of those listed (and, printed
 beside it, whether it is within the runs' own spread of the lowest).
 
@@ -82,7 +82,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build")
     ap.add_argument("--steps", type=int, default=6)
-    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--top", type=int, default=4)
     a = ap.parse_args()
     results = []
@@ -100,16 +100,21 @@ def main():
             if r.returncode:
                 raise SystemExit(f"{name}: plan --fit failed: {r.stderr}")
             ranked = json.load(open(fit_json))["fit"]["ranked"]
+            # Round-robin over the candidates, `repeats` times: this machine's speed drifts over
+            # minutes (a shared VM), and interleaving gives each candidate the same drift.
+            runs = {i: [] for i in range(len(ranked))}
+            for _ in range(a.repeats):
+                for i, c in enumerate(ranked):
+                    runs[i].append(train(a.build, c["train_command"], a.steps,
+                                         os.path.join(tmp, "run")))
             cands = []
-            for c in ranked:
-                runs = [train(a.build, c["train_command"], a.steps, os.path.join(tmp, "run"))
-                        for _ in range(a.repeats)]
+            for i, c in enumerate(ranked):
                 cands.append({"describe": c["describe"], "command": c["train_command"],
                               "predicted_ms": c["time"]["predicted_step_ms"],
                               "device_bytes": c["per_rank"]["device_total"],
-                              "measured_ms": statistics.median(runs), "runs_ms": runs})
+                              "measured_ms": statistics.median(runs[i]), "runs_ms": runs[i]})
                 print(f"{name}: {c['describe']}: predicted {c['time']['predicted_step_ms']:.1f} ms, "
-                      f"measured {statistics.median(runs):.1f} ms {runs}", flush=True)
+                      f"measured {statistics.median(runs[i]):.1f} ms {runs[i]}", flush=True)
             first = cands[0]["measured_ms"]
             # The runs' own resolution: the widest spread of a candidate's repeats, relative.
             spread = max((max(c["runs_ms"]) - min(c["runs_ms"])) / c["measured_ms"] for c in cands)
