@@ -224,10 +224,7 @@ void print_plan(const Plan& p) {
                    o.precision == Precision::fp32
                        ? "fp32"
                        : (o.precision == Precision::bf16 ? "bf16" : "fp16"),
-                   o.micro_batch, o.seq ? o.seq : p.model.context,
-                   o.checkpoint.every == 0   ? "none"
-                   : o.checkpoint.every == 1 ? "all"
-                                             : fmt::format("every:{}", o.checkpoint.every),
+                   o.micro_batch, o.seq ? o.seq : p.model.context, checkpoint_name(o.checkpoint),
                    attention_name(o.attention));
     if (sharding_name(o) != "flat")
         fmt::print("sharding {}: ZeRO over groups of {} ranks{}\n\n", sharding_name(o),

@@ -1,4 +1,4 @@
-// Parsing --checkpoint.
+// Parsing --checkpoint, and its name back.
 #include "model/checkpoint_policy.h"
 
 #include "core/error.h"
@@ -19,6 +19,12 @@ CheckpointPolicy parse_checkpoint(const std::string& text) {
         if (k >= 1) return {k};
     }
     throw UsageError("bad --checkpoint '" + text + "'; use none, all or every:K with K >= 1");
+}
+
+std::string checkpoint_name(CheckpointPolicy c) {
+    if (c.every == 0) return "none";
+    if (c.every == 1) return "all";
+    return "every:" + std::to_string(c.every);
 }
 
 } // namespace shardlab

@@ -12,5 +12,6 @@ struct CheckpointPolicy {
     bool checkpointed(int layer) const { return every > 0 && layer % every == 0; }
 };
 CheckpointPolicy parse_checkpoint(const std::string& text); // "none" | "all" | "every:K"
+std::string checkpoint_name(CheckpointPolicy c);            // parse_checkpoint's inverse
 
 } // namespace shardlab

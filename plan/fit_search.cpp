@@ -77,16 +77,17 @@ FitResult fit_search(const PlanModel& model, const PlanOptions& base, const Mach
                      const FitRequest& request, int rank) {
     FitResult r;
     std::map<decltype(family(base)), FitCandidate> best;
+    const std::vector<std::pair<int, int>> splits = batch_splits(base, request);
     PlanOptions o = base;
     o.gpu_bytes = 0; // the budget is applied here: no largest-micro-batch search per candidate
     // One rank has nothing to shard: stages 1-3 would only repeat stage 0 with more buffers.
     for (int zero = 0; zero <= (base.ranks > 1 ? 3 : 0); ++zero)
-        for (bool offload : {false, true})
+        for (bool offload : {false, true}) {
+            if (offload && !base.master) continue; // offload keeps an fp32 master
             for (const Sharding& sh : shardings(base, zero))
                 for (const CheckpointPolicy& ck : checkpoints(model))
                     for (int prefetch : prefetches(zero))
-                        for (const auto& [mb, accum] : batch_splits(base, request)) {
-                            if (offload && !base.master) continue; // offload keeps a master
+                        for (const auto& [mb, accum] : splits) {
                             o.zero = zero, o.offload = offload, o.checkpoint = ck;
                             o.shard_group = sh.shard_group, o.secondary_shard = sh.secondary_shard;
                             o.prefetch = prefetch, o.micro_batch = mb, o.grad_accum = accum;
@@ -104,6 +105,7 @@ FitResult fit_search(const PlanModel& model, const PlanOptions& base, const Mach
                             const auto it = best.find(key);
                             if (it == best.end() || better(c, it->second)) best[key] = c;
                         }
+        }
     std::vector<FitCandidate> families;
     for (auto& [key, c] : best) families.push_back(std::move(c));
     std::sort(families.begin(), families.end(), better);
@@ -133,10 +135,7 @@ FitResult fit_search(const PlanModel& model, const PlanOptions& base, const Mach
 
 std::string describe_options(const PlanOptions& o) {
     std::string s = fmt::format("ZeRO-{}{}", o.zero, o.offload ? " + offload" : "");
-    s += fmt::format(", checkpoint {}", o.checkpoint.every == 0 ? std::string("none")
-                                        : o.checkpoint.every == 1
-                                            ? std::string("all")
-                                            : fmt::format("every:{}", o.checkpoint.every));
+    s += ", checkpoint " + checkpoint_name(o.checkpoint);
     s += fmt::format(", micro-batch {} x {}", o.micro_batch, o.grad_accum);
     if (o.zero == 3) s += fmt::format(", prefetch {}", o.prefetch);
     if (o.shard_group > 0 && o.shard_group != o.ranks) s += fmt::format(", hsdp:{}", o.shard_group);
