@@ -50,9 +50,10 @@ void print_candidate(int i, const FitCandidate& c, const FitRequest& q, const Fi
                    gigabytes(t.plan.memory.device_total));
 }
 
-// Nothing fits: the least memory searched, and what would change that.
-void print_no_fit(const FitResult& r, const FitRequest& q, const PlanModel& model,
-                  const PlanOptions& base) {
+// Nothing fits: the least memory searched, and what would change that. Returns ranks_to_fit's
+// answer.
+int print_no_fit(const FitResult& r, const FitRequest& q, const PlanModel& model,
+                 const PlanOptions& base) {
     const Plan& s = *r.smallest;
     std::string msg = fmt::format(
         "nothing fits in {} B ({:.3f} GB) a rank: of {} configurations searched, the smallest, {}, "
@@ -75,6 +76,7 @@ void print_no_fit(const FitResult& r, const FitRequest& q, const PlanModel& mode
             gigabytes(widest.memory.activations),
             gigabytes(widest.memory.device_total - widest.memory.activations));
     std::fprintf(stderr, "%s\n", msg.c_str());
+    return n;
 }
 
 } // namespace
@@ -106,8 +108,7 @@ int print_fit(const FitResult& r, const FitRequest& q, const PlanModel& model,
            {"ranked", nlohmann::json::array()}};
     if (r.smallest) out["smallest"] = plan_json(*r.smallest);
     if (r.ranked.empty()) {
-        print_no_fit(r, q, model, base);
-        out["ranks_to_fit"] = ranks_to_fit(model, base, q.budget_bytes);
+        out["ranks_to_fit"] = print_no_fit(r, q, model, base);
         return 1;
     }
     fmt::print(
