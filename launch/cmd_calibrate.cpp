@@ -42,18 +42,11 @@ void check_writable(const std::string& path) {
 }
 
 CalibrateSpec make_spec(const CalibrateOptions& o) {
-    CalibrateSpec spec;
-    spec.config = o.model.config();
-    spec.tokens = std::int64_t(o.micro_batch) * spec.config.context;
-    spec.model = config_to_json(spec.config);
-    spec.model["micro_batch"] = o.micro_batch;
-    spec.model["seq"] = spec.config.context;
+    CalibrateSpec spec = calibrate_spec_for(o.model.config(), o.micro_batch);
     for (const std::string& name : split_list(o.dtypes)) spec.dtypes.push_back(parse_dtype(name));
     spec.reps = o.reps;
     spec.copy_bytes = parse_size(o.copy_bytes);
-    const double model_params = double(spec.config.num_params());
-    spec.adamw_params =
-        std::int64_t(o.adamw_params > 0 ? o.adamw_params : std::min(model_params, 4.0 * (1 << 20)));
+    if (o.adamw_params > 0) spec.adamw_params = std::int64_t(o.adamw_params);
     spec.sweep.sizes = sweep_sizes(o.sweep);
     spec.sweep.iters = o.sweep.iters, spec.sweep.warmup = o.sweep.warmup;
     spec.sweep.reps = o.sweep_reps;

@@ -10,14 +10,8 @@ namespace shardlab {
 
 MachineProfile calibrate_for_run(const DeviceOptions& device, const GPTConfig& config,
                                  int micro_batch, Precision precision, const NodeLayout& nodes) {
-    CalibrateSpec spec;
-    spec.config = config;
-    spec.tokens = std::int64_t(micro_batch) * config.context;
-    spec.model = config_to_json(config);
-    spec.model["micro_batch"] = micro_batch;
-    spec.model["seq"] = config.context;
+    CalibrateSpec spec = calibrate_spec_for(config, micro_batch);
     spec.dtypes = {param_dtype(precision)};
-    spec.adamw_params = std::int64_t(std::min<double>(double(config.num_params()), 1 << 22));
     for (std::size_t b = 4096; b <= (4u << 20); b *= 4) spec.sweep.sizes.push_back(b);
     const auto backend = make_backend(device, MPI_COMM_WORLD);
     const auto world = backend->communicator(MPI_COMM_WORLD);

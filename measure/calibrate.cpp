@@ -10,6 +10,7 @@
 #include "measure/slowest_rank.h"
 #include "model/kernels/cpu/cpu_model.h"
 
+#include <algorithm>
 #include <ctime>
 
 namespace shardlab {
@@ -60,6 +61,17 @@ double host_adamw_params_per_s(std::size_t n, int reps, MPI_Comm comm) {
     return double(n) / slowest_rank(s, comm);
 }
 } // namespace
+
+CalibrateSpec calibrate_spec_for(const GPTConfig& config, int micro_batch) {
+    CalibrateSpec spec;
+    spec.config = config;
+    spec.tokens = std::int64_t(micro_batch) * config.context;
+    spec.model = config_to_json(config);
+    spec.model["micro_batch"] = micro_batch;
+    spec.model["seq"] = config.context;
+    spec.adamw_params = std::int64_t(std::min(double(config.num_params()), 4.0 * (1 << 20)));
+    return spec;
+}
 
 MachineProfile calibrate_machine(Backend& backend, Communicator& world, const CalibrateSpec& spec) {
     auto note = [&](const std::string& what) {

@@ -25,6 +25,10 @@ struct CalibrateSpec {
     std::function<void(const std::string&)> progress; // what is being measured (may be empty)
 };
 
+// The spec for a model at a micro-batch: its GEMM and attention shapes (micro-batch x context
+// rows), the model recorded, AdamW over the model's parameters (at most 4M); the rest default.
+CalibrateSpec calibrate_spec_for(const GPTConfig& config, int micro_batch);
+
 // Collective over world (its node layout decides the link classes). Every rank returns the
 // same profile.
 MachineProfile calibrate_machine(Backend& backend, Communicator& world, const CalibrateSpec& spec);
