@@ -7,6 +7,7 @@
 #include "measure/gemm_rate.h"
 #include "measure/host_adamw_rate.h"
 #include "measure/kernel_rate.h"
+#include "measure/offload_rate.h"
 #include "measure/slowest_rank.h"
 #include "model/kernels/cpu/cpu_model.h"
 
@@ -114,6 +115,11 @@ MachineProfile calibrate_machine(Backend& backend, Communicator& world, const Ca
     p.host_adamw_params = std::uint64_t(spec.adamw_params);
     p.host_adamw_params_per_s =
         host_adamw_params_per_s(std::size_t(spec.adamw_params), spec.reps, comm);
+    for (DType t : spec.dtypes) {
+        note(std::string("offload pipeline, ") + dtype_name(t) + " parameters");
+        p.offload_params_per_s[dtype_name(t)] =
+            measure_offload_rate(backend, t, spec.config, spec.adamw_params, spec.reps, comm);
+    }
     note("collectives per link class");
     p.links = measure_links(backend, world, spec.sweep);
     return p;

@@ -149,6 +149,11 @@ double memory_bound_rate(const MachineProfile& p, const std::string& dtype) {
     return it != p.memory_bound_by_dtype.end() ? it->second : p.memory_bound_bytes_per_s;
 }
 
+double host_update_rate(const MachineProfile& p, const std::string& dtype) {
+    const auto it = p.offload_params_per_s.find(dtype);
+    return it != p.offload_params_per_s.end() ? it->second : p.host_adamw_params_per_s;
+}
+
 json profile_to_json(const MachineProfile& p) {
     json gemm = json::object(), links = json::object(), kernels = json::array();
     for (const auto& [dt, g] : p.gemm) gemm[dt] = gemm_json(g);
@@ -180,7 +185,9 @@ json profile_to_json(const MachineProfile& p) {
                 {"h2d_pageable_bytes_per_s", p.h2d_pageable_bytes_per_s},
                 {"d2h_pageable_bytes_per_s", p.d2h_pageable_bytes_per_s}}},
               {"host_adamw",
-               {{"params", p.host_adamw_params}, {"params_per_s", p.host_adamw_params_per_s}}},
+               {{"params", p.host_adamw_params},
+                {"params_per_s", p.host_adamw_params_per_s},
+                {"offload_params_per_s", p.offload_params_per_s}}},
               {"links", links}};
     if (!p.sources.empty()) j["sources"] = p.sources;
     return j;
@@ -240,6 +247,14 @@ MachineProfile profile_from_json(const json& j, const std::string& where) {
     const json& adam = object(j, "host_adamw", where);
     p.host_adamw_params = adam.value("params", std::uint64_t(0));
     p.host_adamw_params_per_s = number(adam, "params_per_s", "host_adamw", where);
+    const json offload =
+        adam.value("offload_params_per_s", json::object()); // kept: items() views it
+    for (const auto& [dt, r] : offload.items()) {
+        if (!r.is_number() || !(r.get<double>() > 0))
+            throw UsageError("profile " + where + ": host_adamw.offload_params_per_s." + dt +
+                             " must be a positive number; calibrate again");
+        p.offload_params_per_s[dt] = r.get<double>();
+    }
     for (const auto& [cls, l] : object(j, "links", where).items()) {
         if (cls != "intra_node" && cls != "inter_node")
             throw UsageError("profile " + where + ": unknown link class '" + cls +
@@ -299,6 +314,8 @@ std::string describe_profile(const MachineProfile& p) {
                      p.d2h_pageable_bytes_per_s, src("copy"), src("copy.pageable"));
     s += fmt::format("  host AdamW: {:.4g} params/s{}\n", p.host_adamw_params_per_s,
                      src("host_adamw"));
+    for (const auto& [dt, r] : p.offload_params_per_s)
+        s += fmt::format("    offload pipeline, {} parameters: {:.4g} params/s\n", dt, r);
     if (p.links.empty()) s += "  links: none (one rank)\n";
     for (const auto& [cls, l] : p.links) {
         for (const auto& [op, c] : l.ops)

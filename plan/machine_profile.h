@@ -89,8 +89,12 @@ struct MachineProfile {
     std::uint64_t copy_bytes = 0; // the size the copies were timed at
     double h2d_pinned_bytes_per_s = 0, d2h_pinned_bytes_per_s = 0;
     double h2d_pageable_bytes_per_s = 0, d2h_pageable_bytes_per_s = 0;
-    double host_adamw_params_per_s = 0;
+    double host_adamw_params_per_s = 0; // the bare kernel (a built-in: the host's published rate)
     std::uint64_t host_adamw_params = 0;
+    // By the parameters' dtype: offload's whole tile pipeline as a run gets it (copies,
+    // conversions and AdamW sharing the host: measure/offload_rate.h); absent in a built-in or an
+    // older profile, where the pipeline is priced from the kernel rate and the copy bandwidths.
+    std::map<std::string, double> offload_params_per_s;
     std::map<std::string, LinkProfile> links;   // "intra_node", "inter_node": those present
     std::map<std::string, std::string> sources; // a built-in's citation for each value
 };
@@ -100,6 +104,9 @@ std::map<std::string, double> memory_bound_per_dtype(const std::vector<KernelSam
 // The memory-bound bandwidth for kernels in `dtype` ("bf16"): the dtype's aggregate where the
 // profile has one, else the all-dtype memory_bound_bytes_per_s.
 double memory_bound_rate(const MachineProfile& p, const std::string& dtype);
+// The host update's rate per tile for `dtype` parameters: the measured pipeline where the profile
+// has it, else the bare kernel's (docs/TIME.md section 7).
+double host_update_rate(const MachineProfile& p, const std::string& dtype);
 
 nlohmann::json profile_to_json(const MachineProfile& p);
 // Checks the schema version and that every value is present and positive (alpha may be 0);

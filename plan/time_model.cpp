@@ -196,17 +196,21 @@ MicroBatch simulate(const Plan& plan, const UnitSeconds& us, const std::vector<C
 
 // The offload tile pipeline (offload/host_updater.h): while the host updates tile k the copy
 // stream brings tile k+1's gradient down and takes tile k-1's parameters up. Span:
-// d_0 + sum_k max(u_k, d_{k+1} + h_{k-1}) + h_{K-1} (section 7).
-double offload_span(const std::vector<std::uint64_t>& tiles, double gb, double pb,
-                    const MachineProfile& p, double* copies, double* update) {
+// d_0 + sum_k max(u_k, d_{k+1} + h_{k-1}) + h_{K-1} (section 7); where the profile measured the
+// pipeline itself for this dtype, u_k is its time per tile and the span is sum_k u_k.
+double offload_span(const std::vector<std::uint64_t>& tiles, DType dtype, const MachineProfile& p,
+                    double* copies, double* update) {
     const std::size_t K = tiles.size();
-    auto d = [&](std::size_t k) { return k < K ? tiles[k] * gb / p.d2h_pinned_bytes_per_s : 0; };
-    auto h = [&](std::size_t k) { return k < K ? tiles[k] * pb / p.h2d_pinned_bytes_per_s : 0; };
-    auto u = [&](std::size_t k) { return tiles[k] / p.host_adamw_params_per_s; };
+    const double es = double(dtype_size(dtype));
+    const bool measured = p.offload_params_per_s.count(dtype_name(dtype)) > 0;
+    const double rate = host_update_rate(p, dtype_name(dtype));
+    auto d = [&](std::size_t k) { return k < K ? tiles[k] * es / p.d2h_pinned_bytes_per_s : 0; };
+    auto h = [&](std::size_t k) { return k < K ? tiles[k] * es / p.h2d_pinned_bytes_per_s : 0; };
+    auto u = [&](std::size_t k) { return tiles[k] / rate; };
     if (K == 0) return 0;
-    double span = d(0) + h(K - 1);
+    double span = measured ? 0 : d(0) + h(K - 1);
     for (std::size_t k = 0; k < K; ++k) {
-        span += std::max(u(k), d(k + 1) + (k ? h(k - 1) : 0.0));
+        span += measured ? u(k) : std::max(u(k), d(k + 1) + (k ? h(k - 1) : 0.0));
         *copies += d(k) + h(k);
         *update += u(k);
     }
@@ -339,7 +343,7 @@ TimePrediction predict_time(const Plan& plan, const MachineProfile& p, int rank)
     for (auto n : m.unit_numel)
         owned += policy.shards_optimizer_state ? padded_numel(n, S) / S : padded_numel(n, S);
     if (o.offload)
-        t.offload_s = offload_span(owned_tiles(plan, S), double(es), double(es), p, &t.copies_s,
+        t.offload_s = offload_span(owned_tiles(plan, S), param_dtype(o.precision), p, &t.copies_s,
                                    &t.host_update_s);
     else
         t.optimizer_s = double(owned) * (24.0 + 2.0 * double(es)) / M;

@@ -59,6 +59,10 @@ def check_profile(p, np_, rpn, dtypes):
             positive(link[op]["samples"], f"links.{cls}.{op}.samples")
     if sorted(p["gemm"]) != sorted(dtypes):
         fail(f"gemm dtypes {sorted(p['gemm'])}, asked {dtypes}")
+    # The pipeline does more than the kernel (copies, conversions, a call per tensor segment).
+    offload = p["host_adamw"]["offload_params_per_s"]
+    if sorted(offload) != sorted(dtypes) or max(offload.values()) > p["host_adamw"]["params_per_s"]:
+        fail(f"offload pipeline rates {offload}: one per dtype {dtypes}, none above the kernel's")
     for dt, g in p["gemm"].items():
         if len(g["shapes"]) != 15:
             fail(f"gemm {dt}: {len(g['shapes'])} shapes, the model has 15")

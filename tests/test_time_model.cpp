@@ -243,6 +243,20 @@ TEST(TimeModel, OffloadPipelineSpanOfSectionSeven) {
     EXPECT_EQ(t.optimizer_s, 0);
 }
 
+TEST(TimeModel, OffloadMeasuredPipelineIsItsOwnSpan) {
+    PlanOptions o = options(1, 0);
+    o.offload = true;
+    MachineProfile p = round_profile();
+    p.offload_params_per_s["bf16"] = 2.5e8; // 4 ns a parameter, copies included
+    const TimePrediction t = predict_time(make_plan(tiny_model(), o), p);
+    // 7744 owned parameters x 4 ns: no copy edges added (the pipeline's own time has them).
+    EXPECT_REL(t.offload_s, 30976e-9);
+    EXPECT_REL(t.host_update_s, 30976e-9);
+    EXPECT_REL(t.copies_s, 2 * 7744e-9);        // the copies alone, for the breakdown, as before
+    p.offload_params_per_s = {{"fp16", 2.5e8}}; // another dtype's: the kernel rate's pipeline
+    EXPECT_REL(predict_time(make_plan(tiny_model(), o), p).offload_s, 15488e-9);
+}
+
 TEST(TimeModel, MemoryBoundRatePerDtypeReadsOldProfiles) {
     const std::vector<KernelSample> k = {{"layernorm.forward", "bf16", 100, 1},
                                          {"gelu.forward", "bf16", 300, 1},

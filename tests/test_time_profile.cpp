@@ -120,12 +120,14 @@ TEST(MachineProfileFile, RoundTripsThroughJson) {
     p.gemm["fp32"].shapes = {{{"mlp.fc.forward", 128, 1024, 256, false, false, 4}, 1e-4}};
     p.attention["bf16"]["flash"] = {2.5e13, 3.5e13, 4, 1024, 12, 64};
     p.gemm["fp32"].by_tokens = {{1024, 1.5e13}, {4096, 1.9e13}};
+    p.offload_params_per_s["bf16"] = 6.5e8;
     const MachineProfile q = profile_from_json(profile_to_json(p), "memory");
     EXPECT_EQ(profile_to_json(q), profile_to_json(p));
     ASSERT_EQ(q.attention.size(), 1u); // read back, not only written
     EXPECT_EQ(q.attention.at("bf16").at("flash").backward_flop_per_s, 3.5e13);
     EXPECT_EQ(q.attention.at("bf16").at("flash").seq, 1024);
     EXPECT_EQ(q.gemm.at("fp32").by_tokens.at(4096), 1.9e13);
+    EXPECT_EQ(q.offload_params_per_s.at("bf16"), 6.5e8);
 }
 
 namespace {
@@ -154,6 +156,10 @@ TEST(MachineProfileFile, BadInputIsRefusedNamingTheProblemAndTheFix) {
     version["schema_version"] = 99;
     EXPECT_NE(refusal(version).find("schema_version 99, this shardlab reads 1"), std::string::npos);
     EXPECT_NE(refusal(nlohmann::json::array()).find("not a shardlab machine profile"),
+              std::string::npos);
+    nlohmann::json offload = good;
+    offload["host_adamw"]["offload_params_per_s"]["bf16"] = -1;
+    EXPECT_NE(refusal(offload).find("host_adamw.offload_params_per_s.bf16 must be a positive"),
               std::string::npos);
 
     EXPECT_THROW(
