@@ -96,7 +96,8 @@ class Ops {
     virtual void gelu_backward(Stream& s, const Tensor& din, const Tensor& in,
                                const Tensor& dout) = 0;
 
-    // out [B, T, C] = wte[token] + wpe[t]; tokens [B, T] are device memory.
+    // out [B, T, C] = wte[token] + wpe[t]; tokens [B, T] are device memory. A wpe (and dwpe)
+    // without data is no position table (Llama): out = wte[token].
     virtual void embedding_forward(Stream& s, const Tensor& out, const std::uint16_t* tokens,
                                    const Tensor& wte, const Tensor& wpe) = 0;
     // dwte += , dwpe += ; deterministic (no atomics on the sums).

@@ -757,7 +757,8 @@ TEST(CudaOps, GeluForwardAndBackward) {
 // The embedding and its backward, bit for bit: the CUDA backward sorts the positions by token on
 // the device (tiles of 1024 merged by ranks) and sums each token's rows in position order, as the
 // CPU does. Shapes: one tile; several tiles (1400 positions) with many repeats; every position the
-// same token (one run across the tiles); C = 1 and C = 769 (no vector width divides them).
+// same token (one run across the tiles); C = 1 and C = 769 (no vector width divides them). Without
+// a position table (Llama: wpe and dwpe without data) the output is the token's row itself.
 TEST(CudaOps, EmbeddingIsTheCpusBitForBitBackwardIncluded) {
     MAKE_TWIN(t);
     struct Shape4 {
@@ -771,30 +772,46 @@ TEST(CudaOps, EmbeddingIsTheCpusBitForBitBackwardIncluded) {
             tokens[i] = std::uint16_t(sh.pattern == 0   ? (i * 7) % 11 * 4 % V
                                       : sh.pattern == 1 ? i * i % V
                                                         : V - 1);
-        for (DType dt : kAll) {
-            SCOPED_TRACE(testing::Message()
-                         << dtype_name(dt) << " B " << B << " T " << T << " C " << C << " V " << V);
-            const auto wte = random_values(std::size_t(V) * C, 18), wpe = random_values(T * C, 19);
-            const auto dout = random_values(std::size_t(B) * T * C, 20);
-            std::vector<char> out[2], dwte[2], dwpe[2];
-            for (int side = 0; side < 2; ++side) {
-                Side& x = side ? t.gpu : t.cpu;
-                Allocation tok =
-                    x.ctx->tracker().allocate(tokens.size() * 2, Category::workspace, x.s());
-                x.s().upload(tok.data(), tokens.data(), tokens.size() * 2);
-                const Tensor to = x.make(std::vector<float>(B * T * C), dt, {B, T, C});
-                x.ops->embedding_forward(x.s(), to, tok.as<std::uint16_t>(),
-                                         x.make(wte, dt, {V, C}), x.make(wpe, dt, {T, C}));
-                const Tensor dte = x.make(wte, dt, {V, C}), dpe = x.make(wpe, dt, {T, C}); // +=
-                x.ops->embedding_backward(x.s(), dte, dpe, x.make(dout, dt, {B, T, C}),
-                                          tok.as<std::uint16_t>());
-                out[side] = x.bits(to), dwte[side] = x.bits(dte), dwpe[side] = x.bits(dpe);
-                x.memory.push_back(std::move(tok));
+        for (DType dt : kAll)
+            for (bool positions : {true, false}) {
+                SCOPED_TRACE(testing::Message()
+                             << dtype_name(dt) << " B " << B << " T " << T << " C " << C << " V "
+                             << V << " positions " << positions);
+                const auto wte = random_values(std::size_t(V) * C, 18),
+                           wpe = random_values(T * C, 19);
+                const auto dout = random_values(std::size_t(B) * T * C, 20);
+                std::vector<char> out[2], dwte[2], dwpe[2];
+                for (int side = 0; side < 2; ++side) {
+                    Side& x = side ? t.gpu : t.cpu;
+                    Allocation tok =
+                        x.ctx->tracker().allocate(tokens.size() * 2, Category::workspace, x.s());
+                    x.s().upload(tok.data(), tokens.data(), tokens.size() * 2);
+                    const Tensor to = x.make(std::vector<float>(B * T * C), dt, {B, T, C});
+                    const Tensor te = x.make(wte, dt, {V, C});
+                    const Tensor pe = positions ? x.make(wpe, dt, {T, C}) : Tensor{};
+                    x.ops->embedding_forward(x.s(), to, tok.as<std::uint16_t>(), te, pe);
+                    const Tensor dte = x.make(wte, dt, {V, C}); // +=
+                    const Tensor dpe = positions ? x.make(wpe, dt, {T, C}) : Tensor{};
+                    x.ops->embedding_backward(x.s(), dte, dpe, x.make(dout, dt, {B, T, C}),
+                                              tok.as<std::uint16_t>());
+                    out[side] = x.bits(to), dwte[side] = x.bits(dte);
+                    dwpe[side] = positions ? x.bits(dpe) : std::vector<char>{};
+                    if (!positions &&
+                        side == 0) { // each output row is its token's row, bit for bit
+                        const std::vector<char> rows = x.bits(te);
+                        const std::size_t row = std::size_t(C) * dtype_size(dt);
+                        for (int i = 0; i < B * T; ++i)
+                            ASSERT_EQ(std::memcmp(out[0].data() + i * row,
+                                                  rows.data() + tokens[i] * row, row),
+                                      0)
+                                << "position " << i;
+                    }
+                    x.memory.push_back(std::move(tok));
+                }
+                EXPECT_EQ(out[1], out[0]);
+                EXPECT_EQ(dwte[1], dwte[0]);
+                EXPECT_EQ(dwpe[1], dwpe[0]);
             }
-            EXPECT_EQ(out[1], out[0]);
-            EXPECT_EQ(dwte[1], dwte[0]);
-            EXPECT_EQ(dwpe[1], dwpe[0]);
-        }
     }
 }
 

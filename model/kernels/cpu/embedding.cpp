@@ -1,6 +1,7 @@
 // Embedding: positions grouped by token (a counting sort) so each dwte row is touched once.
 #include "model/kernels/cpu/embedding.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <vector>
 
@@ -13,8 +14,12 @@ void embedding_forward(T* out, const std::uint16_t* tokens, const T* wte, const 
     for (int b = 0; b < B; ++b)
         for (int t = 0; t < T_; ++t) {
             const T* we = wte + std::size_t(tokens[b * T_ + t]) * C;
-            const T* pe = wpe + std::size_t(t) * C;
             T* o = out + (std::size_t(b) * T_ + t) * C;
+            if (!wpe) { // no position table (Llama: RoPE carries positions)
+                std::copy_n(we, C, o);
+                continue;
+            }
+            const T* pe = wpe + std::size_t(t) * C;
             for (int c = 0; c < C; ++c) o[c] = from_acc<T>(to_acc(we[c]) + to_acc(pe[c]));
         }
 }
@@ -42,6 +47,7 @@ void embedding_backward(T* dwte, T* dwpe, const T* dout, const std::uint16_t* to
         T* row = dwte + std::size_t(v) * C;
         for (int c = 0; c < C; ++c) row[c] = from_acc<T>(to_acc(row[c]) + acc[c]);
     }
+    if (!dwpe) return;
 #pragma omp parallel for schedule(static)
     for (int t = 0; t < T_; ++t) {
         T* row = dwpe + std::size_t(t) * C;

@@ -1,6 +1,7 @@
 // Token + position embedding: out[b, t] = wte[token[b, t]] + wpe[t]. Backward accumulates into
 // dwte (rows of the tokens present) and dwpe; each row's sum is formed in the compute type and
-// rounded once, in a fixed order, so the result is deterministic.
+// rounded once, in a fixed order, so the result is deterministic. wpe / dwpe null: no position
+// table (Llama), out[b, t] = wte[token[b, t]].
 #pragma once
 
 #include "model/kernels/cpu/numeric.h"

@@ -5,6 +5,7 @@
 // tiles (a merge by ranks) — and each distinct token's dwte row is summed by one block, in that
 // order: the CPU's algorithm, so the same bits. Each position row of dwpe is summed by one thread
 // per column over the batch, in batch order. No step of it is serial in the number of positions.
+// A null wpe / dwpe is no position table (Llama): out = wte[token], no dwpe.
 #include "core/cuda/element.h"
 #include "core/cuda/launch.h"
 #include "model/kernels/cuda/kernels.h"
@@ -25,8 +26,8 @@ __global__ void embedding_forward_kernel(T* out, const std::uint16_t* tokens, co
     if (i >= n) return;
     const std::size_t bt = i / std::size_t(C);
     const int c = int(i % std::size_t(C)), t = int(bt % std::size_t(T_));
-    out[i] = from_f32<T>(to_f32(wte[std::size_t(tokens[bt]) * C + c]) +
-                         to_f32(wpe[std::size_t(t) * C + c]));
+    const T w = wte[std::size_t(tokens[bt]) * C + c];
+    out[i] = wpe ? from_f32<T>(to_f32(w) + to_f32(wpe[std::size_t(t) * C + c])) : w;
 }
 
 // One block per tile: its keys sorted ascending into keys [tile * kSortTile ..) (the valid ones).
@@ -141,9 +142,10 @@ void embedding_backward(cudaStream_t s, void* dwte, void* dwpe, const void* dout
         using E = typename decltype(tag)::type;
         launch("embedding_backward_wte", embedding_backward_wte_kernel<E>, unsigned(N), 128, 0, s,
                static_cast<E*>(dwte), static_cast<const E*>(dout), tokens, order, N, C);
-        launch("embedding_backward_wpe", embedding_backward_wpe_kernel<E>,
-               dim3(blocks_for(std::size_t(C), 128), unsigned(T)), 128, 0, s, static_cast<E*>(dwpe),
-               static_cast<const E*>(dout), B, T, C);
+        if (dwpe) // none without a position table
+            launch("embedding_backward_wpe", embedding_backward_wpe_kernel<E>,
+                   dim3(blocks_for(std::size_t(C), 128), unsigned(T)), 128, 0, s,
+                   static_cast<E*>(dwpe), static_cast<const E*>(dout), B, T, C);
     });
 }
 
