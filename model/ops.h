@@ -6,14 +6,25 @@
 // its output instead of overwriting it (so gradients add up over micro-batches).
 #pragma once
 
+#include "core/error.h"
 #include "core/stream.h"
 #include "core/tensor.h"
 #include "model/kernels/adamw_step.h"
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace shardlab {
+
+// What every backend's rope_forward and rope_backward require of their arguments.
+inline void check_rope_shape(const Tensor& x, int seq, int heads, int head_dim) {
+    check(seq > 0 && heads >= 0 && head_dim > 0 && head_dim % 2 == 0 &&
+              std::int64_t(heads) * head_dim <= x.dim(x.shape.rank - 1),
+          "internal: rope over " + std::to_string(heads) + " heads of " + std::to_string(head_dim) +
+              " (seq " + std::to_string(seq) + ") in rows of " +
+              std::to_string(x.dim(x.shape.rank - 1)));
+}
 
 class Ops {
   public:
@@ -95,6 +106,28 @@ class Ops {
     virtual void gelu_forward(Stream& s, const Tensor& out, const Tensor& in) = 0;
     virtual void gelu_backward(Stream& s, const Tensor& din, const Tensor& in,
                                const Tensor& dout) = 0;
+
+    // Llama's layers (issue 25), with the semantics of model/kernels/cpu/{rmsnorm,rope,swiglu}.h.
+    // RMSNorm over the last dimension of in [N, C]: out = weight * in / rms(in); rstd [N] (fp32)
+    // keeps each row's 1 / rms for backward, which accumulates: din += , dweight += .
+    virtual void rmsnorm_forward(Stream& s, const Tensor& out, const Tensor& rstd, const Tensor& in,
+                                 const Tensor& weight, float eps) = 0;
+    virtual void rmsnorm_backward(Stream& s, const Tensor& din, const Tensor& dweight,
+                                  const Tensor& dout, const Tensor& in, const Tensor& weight,
+                                  const Tensor& rstd) = 0;
+    // Rotary position embedding (Hugging Face's rotate-half layout), in place over the first
+    // `heads` heads of head_dim (even) elements of each row of x [..., width] — q's and k's heads
+    // side by side in a fused qkv row — row r at position r mod seq. Backward rotates the
+    // gradient back (the inverse rotation), also in place.
+    virtual void rope_forward(Stream& s, const Tensor& x, int seq, int heads, int head_dim,
+                              float theta) = 0;
+    virtual void rope_backward(Stream& s, const Tensor& dx, int seq, int heads, int head_dim,
+                               float theta) = 0;
+    // out = silu(gate) * up element-wise; backward overwrites dgate and dup.
+    virtual void swiglu_forward(Stream& s, const Tensor& out, const Tensor& gate,
+                                const Tensor& up) = 0;
+    virtual void swiglu_backward(Stream& s, const Tensor& dgate, const Tensor& dup,
+                                 const Tensor& dout, const Tensor& gate, const Tensor& up) = 0;
 
     // out [B, T, C] = wte[token] + wpe[t]; tokens [B, T] are device memory. A wpe (and dwpe)
     // without data is no position table (Llama): out = wte[token].

@@ -12,7 +12,10 @@
 #include "model/kernels/cpu/layernorm.h"
 #include "model/kernels/cpu/linear.h"
 #include "model/kernels/cpu/residual.h"
+#include "model/kernels/cpu/rmsnorm.h"
+#include "model/kernels/cpu/rope.h"
 #include "model/kernels/cpu/squared_norm.h"
+#include "model/kernels/cpu/swiglu.h"
 
 #include <cstring>
 
@@ -170,6 +173,68 @@ void CpuOps::gelu_backward(Stream& s, const Tensor& din, const Tensor& in, const
         using T = decltype(tag);
         s.enqueue([dx = din.as<T>(), x = in.as<const T>(), dy = dout.as<const T>(),
                    n = in.numel()] { cpu::gelu_backward(dx, x, dy, n); });
+    });
+}
+
+void CpuOps::rmsnorm_forward(Stream& s, const Tensor& out, const Tensor& rstd, const Tensor& in,
+                             const Tensor& weight, float eps) {
+    for_dtype(in.dtype, [&](auto tag) {
+        using T = decltype(tag);
+        s.enqueue([o = out.as<T>(), r = rstd.as<float>(), x = in.as<const T>(),
+                   w = weight.as<const T>(), n = rows(in), c = last_dim(in),
+                   eps] { cpu::rmsnorm_forward(o, r, x, w, n, c, eps); });
+    });
+}
+
+void CpuOps::rmsnorm_backward(Stream& s, const Tensor& din, const Tensor& dweight,
+                              const Tensor& dout, const Tensor& in, const Tensor& weight,
+                              const Tensor& rstd) {
+    for_dtype(in.dtype, [&](auto tag) {
+        using T = decltype(tag);
+        s.enqueue([dx = din.as<T>(), dw = dweight.as<T>(), dy = dout.as<const T>(),
+                   x = in.as<const T>(), w = weight.as<const T>(), r = rstd.as<const float>(),
+                   n = rows(in),
+                   c = last_dim(in)] { cpu::rmsnorm_backward(dx, dw, dy, x, w, r, n, c); });
+    });
+}
+
+void CpuOps::rope_forward(Stream& s, const Tensor& x, int seq, int heads, int head_dim,
+                          float theta) {
+    check_rope_shape(x, seq, heads, head_dim);
+    for_dtype(x.dtype, [&](auto tag) {
+        using T = decltype(tag);
+        s.enqueue([p = x.as<T>(), n = rows(x), w = last_dim(x), seq, heads, head_dim, theta] {
+            cpu::rope_forward(p, n, seq, heads, head_dim, w, theta);
+        });
+    });
+}
+
+void CpuOps::rope_backward(Stream& s, const Tensor& dx, int seq, int heads, int head_dim,
+                           float theta) {
+    check_rope_shape(dx, seq, heads, head_dim);
+    for_dtype(dx.dtype, [&](auto tag) {
+        using T = decltype(tag);
+        s.enqueue([p = dx.as<T>(), n = rows(dx), w = last_dim(dx), seq, heads, head_dim, theta] {
+            cpu::rope_backward(p, n, seq, heads, head_dim, w, theta);
+        });
+    });
+}
+
+void CpuOps::swiglu_forward(Stream& s, const Tensor& out, const Tensor& gate, const Tensor& up) {
+    for_dtype(gate.dtype, [&](auto tag) {
+        using T = decltype(tag);
+        s.enqueue([o = out.as<T>(), g = gate.as<const T>(), u = up.as<const T>(),
+                   n = gate.numel()] { cpu::swiglu_forward(o, g, u, n); });
+    });
+}
+
+void CpuOps::swiglu_backward(Stream& s, const Tensor& dgate, const Tensor& dup, const Tensor& dout,
+                             const Tensor& gate, const Tensor& up) {
+    for_dtype(gate.dtype, [&](auto tag) {
+        using T = decltype(tag);
+        s.enqueue([dg = dgate.as<T>(), du = dup.as<T>(), dy = dout.as<const T>(),
+                   g = gate.as<const T>(), u = up.as<const T>(),
+                   n = gate.numel()] { cpu::swiglu_backward(dg, du, dy, g, u, n); });
     });
 }
 

@@ -168,6 +168,46 @@ class CudaOps : public Ops {
         cuda::gelu_backward(stream_of(s), din.data, in.data, dout.data, in.numel(), in.dtype);
     }
 
+    void rmsnorm_forward(Stream& s, const Tensor& out, const Tensor& rstd, const Tensor& in,
+                         const Tensor& weight, float eps) override {
+        cuda::rmsnorm_forward(stream_of(s), out.data, rstd.as<float>(), in.data, weight.data,
+                              rows(in), last_dim(in), eps, in.dtype);
+    }
+
+    void rmsnorm_backward(Stream& s, const Tensor& din, const Tensor& dweight, const Tensor& dout,
+                          const Tensor& in, const Tensor& weight, const Tensor& rstd) override {
+        const int N = rows(in), C = last_dim(in);
+        Allocation partials = scratch(s, std::size_t(cuda::column_chunks(N)) * C * sizeof(float));
+        cuda::rmsnorm_backward(stream_of(s), din.data, dweight.data, dout.data, in.data,
+                               weight.data, rstd.as<const float>(), N, C, in.dtype,
+                               partials.as<float>());
+    }
+
+    void rope_forward(Stream& s, const Tensor& x, int seq, int heads, int head_dim,
+                      float theta) override {
+        check_rope_shape(x, seq, heads, head_dim);
+        cuda::rope_forward(stream_of(s), x.data, rows(x), seq, heads, head_dim, last_dim(x), theta,
+                           x.dtype);
+    }
+
+    void rope_backward(Stream& s, const Tensor& dx, int seq, int heads, int head_dim,
+                       float theta) override {
+        check_rope_shape(dx, seq, heads, head_dim);
+        cuda::rope_backward(stream_of(s), dx.data, rows(dx), seq, heads, head_dim, last_dim(dx),
+                            theta, dx.dtype);
+    }
+
+    void swiglu_forward(Stream& s, const Tensor& out, const Tensor& gate,
+                        const Tensor& up) override {
+        cuda::swiglu_forward(stream_of(s), out.data, gate.data, up.data, gate.numel(), gate.dtype);
+    }
+
+    void swiglu_backward(Stream& s, const Tensor& dgate, const Tensor& dup, const Tensor& dout,
+                         const Tensor& gate, const Tensor& up) override {
+        cuda::swiglu_backward(stream_of(s), dgate.data, dup.data, dout.data, gate.data, up.data,
+                              gate.numel(), gate.dtype);
+    }
+
     void embedding_forward(Stream& s, const Tensor& out, const std::uint16_t* tokens,
                            const Tensor& wte, const Tensor& wpe) override {
         cuda::embedding_forward(stream_of(s), out.data, tokens, wte.data, wpe.data, int(out.dim(0)),

@@ -107,6 +107,42 @@ void TracedOps::gelu_backward(Stream& s, const Tensor& din, const Tensor& in, co
     in_.gelu_backward(s, din, in, dout);
 }
 
+void TracedOps::rmsnorm_forward(Stream& s, const Tensor& out, const Tensor& rstd, const Tensor& in,
+                                const Tensor& weight, float eps) {
+    const TraceScope span(&t_, s, "rmsnorm_forward", "op", {{"in", shape(in)}});
+    in_.rmsnorm_forward(s, out, rstd, in, weight, eps);
+}
+
+void TracedOps::rmsnorm_backward(Stream& s, const Tensor& din, const Tensor& dweight,
+                                 const Tensor& dout, const Tensor& in, const Tensor& weight,
+                                 const Tensor& rstd) {
+    const TraceScope span(&t_, s, "rmsnorm_backward", "op", {{"dout", shape(dout)}});
+    in_.rmsnorm_backward(s, din, dweight, dout, in, weight, rstd);
+}
+
+void TracedOps::rope_forward(Stream& s, const Tensor& x, int seq, int heads, int head_dim,
+                             float theta) {
+    const TraceScope span(&t_, s, "rope_forward", "op", {{"x", shape(x)}});
+    in_.rope_forward(s, x, seq, heads, head_dim, theta);
+}
+
+void TracedOps::rope_backward(Stream& s, const Tensor& dx, int seq, int heads, int head_dim,
+                              float theta) {
+    const TraceScope span(&t_, s, "rope_backward", "op", {{"dx", shape(dx)}});
+    in_.rope_backward(s, dx, seq, heads, head_dim, theta);
+}
+
+void TracedOps::swiglu_forward(Stream& s, const Tensor& out, const Tensor& gate, const Tensor& up) {
+    const TraceScope span(&t_, s, "swiglu_forward", "op", {{"gate", shape(gate)}});
+    in_.swiglu_forward(s, out, gate, up);
+}
+
+void TracedOps::swiglu_backward(Stream& s, const Tensor& dgate, const Tensor& dup,
+                                const Tensor& dout, const Tensor& gate, const Tensor& up) {
+    const TraceScope span(&t_, s, "swiglu_backward", "op", {{"gate", shape(gate)}});
+    in_.swiglu_backward(s, dgate, dup, dout, gate, up);
+}
+
 void TracedOps::embedding_forward(Stream& s, const Tensor& out, const std::uint16_t* tokens,
                                   const Tensor& wte, const Tensor& wpe) {
     const TraceScope span(&t_, s, "embedding_forward", "op", {{"out", shape(out)}});

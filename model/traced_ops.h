@@ -40,6 +40,18 @@ class TracedOps : public Ops {
                                   int heads) override;
     void gelu_forward(Stream& s, const Tensor& out, const Tensor& in) override;
     void gelu_backward(Stream& s, const Tensor& din, const Tensor& in, const Tensor& dout) override;
+    void rmsnorm_forward(Stream& s, const Tensor& out, const Tensor& rstd, const Tensor& in,
+                         const Tensor& weight, float eps) override;
+    void rmsnorm_backward(Stream& s, const Tensor& din, const Tensor& dweight, const Tensor& dout,
+                          const Tensor& in, const Tensor& weight, const Tensor& rstd) override;
+    void rope_forward(Stream& s, const Tensor& x, int seq, int heads, int head_dim,
+                      float theta) override;
+    void rope_backward(Stream& s, const Tensor& dx, int seq, int heads, int head_dim,
+                       float theta) override;
+    void swiglu_forward(Stream& s, const Tensor& out, const Tensor& gate,
+                        const Tensor& up) override;
+    void swiglu_backward(Stream& s, const Tensor& dgate, const Tensor& dup, const Tensor& dout,
+                         const Tensor& gate, const Tensor& up) override;
     void embedding_forward(Stream& s, const Tensor& out, const std::uint16_t* tokens,
                            const Tensor& wte, const Tensor& wpe) override;
     void embedding_backward(Stream& s, const Tensor& dwte, const Tensor& dwpe, const Tensor& dout,

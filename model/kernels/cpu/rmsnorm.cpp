@@ -1,6 +1,7 @@
 // Rows in parallel, each row's sums in one thread in index order (the same bits at any thread
 // count). dweight sums over rows: each thread sums a block of columns over every row, so no two
-// threads write the same weight gradient and the row order is fixed.
+// threads write the same weight gradient and the row order is fixed; the rows' sum is added to
+// dweight once at the end (as layernorm's, and the CUDA kernel's: the same bits as it).
 //   y = w * x * r, r = (mean(x^2) + eps)^-1/2
 //   dx = r * (w * dy) - x * r^3 * mean(w * dy * x)          dw = sum over rows of dy * x * r
 #include "model/kernels/cpu/rmsnorm.h"
@@ -49,11 +50,11 @@ void rmsnorm_backward(T* dinp, T* dweight, const T* dout, const T* inp, const T*
     });
     parallel_ranges(std::size_t(C), [&](std::size_t lo, std::size_t hi) {
         for (std::size_t i = lo; i < hi; ++i) {
-            A s = to_acc(dweight[i]);
+            A s = 0;
             for (std::size_t n = 0; n < std::size_t(N); ++n)
                 s += to_acc(dout[n * std::size_t(C) + i]) * to_acc(inp[n * std::size_t(C) + i]) *
                      rstd[n];
-            dweight[i] = from_acc<T>(s);
+            dweight[i] = from_acc<T>(to_acc(dweight[i]) + s);
         }
     });
 }

@@ -41,6 +41,26 @@ void gelu_forward(cudaStream_t s, void* out, const void* in, std::size_t n, DTyp
 void gelu_backward(cudaStream_t s, void* din, const void* in, const void* dout, std::size_t n,
                    DType t);
 
+// Llama's kernels (issue 25), the CPU twins' semantics (model/kernels/cpu/{rmsnorm,rope,swiglu}.h).
+// rmsnorm.cu — over rows of C; rstd fp32 [N]. Backward: din += , dweight += (a column sum as
+// above; partials: column_chunks(N) * C floats).
+void rmsnorm_forward(cudaStream_t s, void* out, float* rstd, const void* in, const void* weight,
+                     int N, int C, float eps, DType t);
+void rmsnorm_backward(cudaStream_t s, void* din, void* dweight, const void* dout, const void* in,
+                      const void* weight, const float* rstd, int N, int C, DType t,
+                      float* partials);
+// rope.cu — rotate-half RoPE in place over the first `heads` heads (head_dim each) of each of
+// `rows` rows `stride` elements apart, row r at position r mod seq; backward the inverse rotation.
+void rope_forward(cudaStream_t s, void* x, int rows, int seq, int heads, int head_dim, int stride,
+                  float theta, DType t);
+void rope_backward(cudaStream_t s, void* dx, int rows, int seq, int heads, int head_dim, int stride,
+                   float theta, DType t);
+// swiglu.cu — out = silu(gate) * up; backward overwrites dgate and dup.
+void swiglu_forward(cudaStream_t s, void* out, const void* gate, const void* up, std::size_t n,
+                    DType t);
+void swiglu_backward(cudaStream_t s, void* dgate, void* dup, const void* dout, const void* gate,
+                     const void* up, std::size_t n, DType t);
+
 // layernorm.cu — over rows of C; mean, rstd fp32 [N]. Backward: din, dweight, dbias +=; the
 // parameter gradients are column sums (as above), partials: 2 * column_chunks(N) * C floats.
 void layernorm_forward(cudaStream_t s, void* out, float* mean, float* rstd, const void* in,
