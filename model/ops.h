@@ -17,15 +17,6 @@
 
 namespace shardlab {
 
-// What every backend's rope_forward and rope_backward require of their arguments.
-inline void check_rope_shape(const Tensor& x, int seq, int heads, int head_dim) {
-    check(seq > 0 && heads >= 0 && head_dim > 0 && head_dim % 2 == 0 &&
-              std::int64_t(heads) * head_dim <= x.dim(x.shape.rank - 1),
-          "internal: rope over " + std::to_string(heads) + " heads of " + std::to_string(head_dim) +
-              " (seq " + std::to_string(seq) + ") in rows of " +
-              std::to_string(x.dim(x.shape.rank - 1)));
-}
-
 class Ops {
   public:
     virtual ~Ops() = default;
@@ -123,6 +114,14 @@ class Ops {
                               float theta) = 0;
     virtual void rope_backward(Stream& s, const Tensor& dx, int seq, int heads, int head_dim,
                                float theta) = 0;
+    // What every backend's rope_forward and rope_backward require of their arguments.
+    static void check_rope_shape(const Tensor& x, int seq, int heads, int head_dim) {
+        check(seq > 0 && heads >= 0 && head_dim > 0 && head_dim % 2 == 0 &&
+                  std::int64_t(heads) * head_dim <= x.dim(x.shape.rank - 1),
+              "internal: rope over " + std::to_string(heads) + " heads of " +
+                  std::to_string(head_dim) + " (seq " + std::to_string(seq) + ") in rows of " +
+                  std::to_string(x.dim(x.shape.rank - 1)));
+    }
     // out = silu(gate) * up element-wise; backward overwrites dgate and dup.
     virtual void swiglu_forward(Stream& s, const Tensor& out, const Tensor& gate,
                                 const Tensor& up) = 0;

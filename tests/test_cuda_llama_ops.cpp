@@ -252,3 +252,23 @@ TEST(CudaLlamaOps, SwigluForwardAndBackward) {
                 expect_within(du[1], du[0], bu, "dup");
             }
 }
+
+// RoPE's arguments are checked on both backends before anything is enqueued: an odd head_dim
+// (no rotate-half pairs) and heads reaching past the row are refused, naming the shape.
+TEST(CudaLlamaOps, RopeRefusesShapesItCannotRotate) {
+    MAKE_TWIN(t);
+    for (int side = 0; side < 2; ++side) {
+        Side& x = side ? t.gpu : t.cpu;
+        const Tensor tx = x.make(std::vector<float>(2 * 12, 1.0f), DType::f32, {2, 12});
+        EXPECT_THROW(x.ops->rope_forward(x.s(), tx, 2, 2, 5, 10000.0f), Error);
+        EXPECT_THROW(x.ops->rope_backward(x.s(), tx, 2, 3, 6, 10000.0f), Error);
+        try {
+            x.ops->rope_forward(x.s(), tx, 2, 3, 6, 10000.0f);
+            ADD_FAILURE() << "3 heads of 6 in rows of 12 accepted";
+        } catch (const Error& e) {
+            EXPECT_NE(std::string(e.what()).find("3 heads of 6"), std::string::npos) << e.what();
+        }
+        x.ops->rope_forward(x.s(), tx, 2, 2, 6, 10000.0f); // exactly the row: accepted
+        EXPECT_EQ(x.read(tx)[0], 1.0f);                    // position 0: not rotated
+    }
+}
