@@ -21,7 +21,6 @@ export UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1"
 for schedule in reverse "random:${SHARDLAB_EMU_SEED:-$(date +%s)}"; do
   echo "emulator tests under SHARDLAB_EMU_SCHEDULE=$schedule"
   SHARDLAB_EMU_SCHEDULE=$schedule build-asan-emu/tests/test_cuda_ops --gtest_brief=1
-  SHARDLAB_EMU_SCHEDULE=$schedule build-asan-emu/tests/test_cuda_llama_ops --gtest_brief=1
   SHARDLAB_EMU_SCHEDULE=$schedule build-asan-emu/tests/test_simt --gtest_brief=1
 done
 echo "asan: every CUDA test clean, under three schedules for the kernels"

@@ -17,7 +17,7 @@ cmake -S . -B build-tsan "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DSHARDLAB
 unit=(test_streams test_caching_allocator test_memory_tracker test_dtype test_comm_model test_model
       test_plan test_token_data test_safetensors)
 cmake --build build-tsan -j "$(nproc)" --target shardlab test_collectives test_zero_engine \
-  test_cuda_ops test_cuda_llama_ops "${unit[@]}"
+  test_cuda_ops "${unit[@]}"
 
 export TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1 suppressions=$PWD/tests/tsan.supp"
 export OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none
@@ -50,7 +50,5 @@ echo "tsan: resume on 2 ranks clean"
 # (libgomp is not built with TSan, and the test's CPU reference does not go through set_threads.)
 OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 build-tsan/tests/test_cuda_ops > "$work/cuda.log" 2>&1 || { cat "$work/cuda.log"; echo "tsan: test_cuda_ops FAILED"; exit 1; }
 echo "tsan: test_cuda_ops (the kernels under the race detector) clean"
-OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 build-tsan/tests/test_cuda_llama_ops > "$work/cuda.log" 2>&1 || { cat "$work/cuda.log"; echo "tsan: test_cuda_llama_ops FAILED"; exit 1; }
-echo "tsan: test_cuda_llama_ops (Llama's kernels under the race detector) clean"
 tests/barrier_mutants.sh build-tsan/tests/test_cuda_ops "$PWD" || { echo "tsan: barrier_mutants FAILED"; exit 1; }
 echo "tsan: all clean"

@@ -3,7 +3,8 @@
 // no vector width or warp divides (and single rows). The CPU kernels are checked against float64
 // in test_llama_kernels.cpp; here the CUDA kernels are held to the CPU's within bounds argued from
 // fp32 precision (u = 2^-24), and bit for bit where both compute the same fp32 operations in the
-// same order. Runs on a GPU or under the SIMT emulator (tests/cuda_twin.h).
+// same order. Runs on a GPU or under the SIMT emulator (tests/cuda_twin.h); compiled into the
+// test_cuda_ops binary, so everything that runs that binary runs these (tests/CMakeLists.txt).
 #include "tests/cuda_twin.h"
 
 #include <gtest/gtest.h>
