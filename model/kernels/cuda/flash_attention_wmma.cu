@@ -306,8 +306,8 @@ __global__ void __launch_bounds__(kThreads)
             scores<kMaxHd>(S, Vw, dOs, hd, first, kSub); // dP^T
             __syncwarp();                                // the warp's dP^T is complete
             for (int u = 0; u < kRowCols; ++u) {
-                const int i =
-                    parity + 2 * u; // p is 0 where masked (and the scratch unwritten there)
+                // p is 0 where masked (and the scratch unwritten there)
+                const int i = parity + 2 * u;
                 dSt[r * kPitch16 + i] =
                     from_f32<T>(p[u] == 0.0f ? 0.0f : p[u] * (S[r * sp + i] - Ds[i]));
             }
