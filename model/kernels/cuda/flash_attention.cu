@@ -174,42 +174,44 @@ __global__ void __launch_bounds__(kThreads)
     load_tile(Vs, rows + at.v_col(g), stride, kt * kTile, T_, hd);
     float dk[kMaxCols] = {}, dv[kMaxCols] = {};
     // The group's query heads in order, each one's tiles in order: a fixed sequence of additions.
-    for (int h = g * at.group(); h < (g + 1) * at.group(); ++h) {
+    // One loop over (head, query tile) pairs rather than two nested ones: the same order, and nvcc
+    // 13 keeps this kernel at 79 registers (3 blocks per SM) where the nested form took 128.
+    const int walk = tiles(T_) - kt; // causal: no query tile before the diagonal one
+    for (int step = 0; step < at.group() * walk; ++step) {
+        const int h = g * at.group() + step / walk, qt = kt + step % walk;
         const std::size_t bh = std::size_t(b) * H + h;
         const T* dhead = dout + std::size_t(b) * T_ * C + std::size_t(h) * hd;
-        for (int qt = kt; qt < tiles(T_); ++qt) { // causal: no query tile before the diagonal one
-            __syncthreads(); // everyone is done reading the previous Q, dO, P and dS tiles
-            load_tile(Qs, rows + at.q_col(h), stride, qt * kTile, T_, hd);
-            load_tile(dOs, dhead, std::size_t(C), qt * kTile, T_, hd);
-            if (threadIdx.x < unsigned(kTile)) {
-                const int qi = qt * kTile + int(threadIdx.x);
-                Ls[threadIdx.x] = qi < T_ ? lse[bh * T_ + qi] : 0.0f;
-                Ds[threadIdx.x] = qi < T_ ? D[bh * T_ + qi] : 0.0f;
-            }
-            __syncthreads(); // the tiles (and the first time, K and V) are complete
+        __syncthreads(); // everyone is done reading the previous Q, dO, P and dS tiles
+        load_tile(Qs, rows + at.q_col(h), stride, qt * kTile, T_, hd);
+        load_tile(dOs, dhead, std::size_t(C), qt * kTile, T_, hd);
+        if (threadIdx.x < unsigned(kTile)) {
+            const int qi = qt * kTile + int(threadIdx.x);
+            Ls[threadIdx.x] = qi < T_ ? lse[bh * T_ + qi] : 0.0f;
+            Ds[threadIdx.x] = qi < T_ ? D[bh * T_ + qi] : 0.0f;
+        }
+        __syncthreads(); // the tiles (and the first time, K and V) are complete
 
-            for (int u = 0; u < kScoresPerLane; ++u) {
-                const int i = lane + kLanes * u, query = qt * kTile + i;
-                float p = 0, dp = 0; // P and dP = dO V^T of (query, key), zero where masked
-                if (key <= query && query < T_) {
-                    p = expf(scale * dot(Qs + i * ld, Ks + row * ld, hd) - Ls[i]);
-                    dp = dot(dOs + i * ld, Vs + row * ld, hd);
+        for (int u = 0; u < kScoresPerLane; ++u) {
+            const int i = lane + kLanes * u, query = qt * kTile + i;
+            float p = 0, dp = 0; // P and dP = dO V^T of (query, key), zero where masked
+            if (key <= query && query < T_) {
+                p = expf(scale * dot(Qs + i * ld, Ks + row * ld, hd) - Ls[i]);
+                dp = dot(dOs + i * ld, Vs + row * ld, hd);
+            }
+            Ps[row * kPStride + i] = p;
+            dSs[row * kPStride + i] = p * (dp - Ds[i]);
+        }
+        __syncwarp(); // the row's P and dS are complete: its 8 threads are lanes of this warp
+
+        for (int i = 0; i < kTile; ++i) {
+            const float p = Ps[row * kPStride + i], ds = dSs[row * kPStride + i];
+            const float* dO = dOs + i * ld;
+            const float* Q = Qs + i * ld;
+            for (int k = 0; k < kMaxCols; ++k)
+                if (lane + kLanes * k < hd) {
+                    dv[k] += p * dO[lane + kLanes * k];
+                    dk[k] += ds * Q[lane + kLanes * k];
                 }
-                Ps[row * kPStride + i] = p;
-                dSs[row * kPStride + i] = p * (dp - Ds[i]);
-            }
-            __syncwarp(); // the row's P and dS are complete: its 8 threads are lanes of this warp
-
-            for (int i = 0; i < kTile; ++i) {
-                const float p = Ps[row * kPStride + i], ds = dSs[row * kPStride + i];
-                const float* dO = dOs + i * ld;
-                const float* Q = Qs + i * ld;
-                for (int k = 0; k < kMaxCols; ++k)
-                    if (lane + kLanes * k < hd) {
-                        dv[k] += p * dO[lane + kLanes * k];
-                        dk[k] += ds * Q[lane + kLanes * k];
-                    }
-            }
         }
     }
     if (key >= T_) return;
