@@ -30,13 +30,13 @@ AttentionRate measure_attention_rate(Backend& backend, DType t, AttentionKind ki
     auto time = [&](auto&& enqueue) { return stream_seconds(s, reps, comm, enqueue); };
     const double fwd_s = time([&] {
         if (flash)
-            ops.flash_attention_forward(s, out, kept, qkv, heads);
+            ops.flash_attention_forward(s, out, kept, qkv, heads, heads);
         else
             ops.attention_forward(s, out, kept, qkv, heads);
     });
     const double bwd_s = time([&] {
         if (flash)
-            ops.flash_attention_backward(s, dqkv, dout, qkv, out, kept, heads);
+            ops.flash_attention_backward(s, dqkv, dout, qkv, out, kept, heads, heads);
         else
             ops.attention_backward(s, dqkv, dout, qkv, kept, heads);
     });

@@ -107,7 +107,8 @@ void GPTModel::block_forward(const void* w, const Tensor& x, const Tensor& out, 
                            weight(w, o.ln1_b, {d}));
     linear(qkv.view(0, {BT, 3 * d}), ln1, w, o.attn_w, o.attn_b, d, 3 * d);
     if (attention_ == AttentionKind::flash)
-        ops_.flash_attention_forward(s, atty.view(0, {B_, T_, d}), lse(a.att), qkv, c_.heads);
+        ops_.flash_attention_forward(s, atty.view(0, {B_, T_, d}), lse(a.att), qkv, c_.heads,
+                                     c_.heads);
     else
         ops_.attention_forward(s, atty.view(0, {B_, T_, d}), tensor(a.att, {B_, c_.heads, T_, T_}),
                                qkv, c_.heads);
@@ -146,7 +147,8 @@ void GPTModel::block_backward(const void* w, void* dw, const Tensor& x, BlockAct
     // Flash recomputes the probabilities from qkv and lse; out is the stored attention output.
     if (attention_ == AttentionKind::flash)
         ops_.flash_attention_backward(s, dqkv.view(0, {B_, T_, 3 * d}), dsmall.view(0, {B_, T_, d}),
-                                      qkv, atty.view(0, {B_, T_, d}), lse(a.att), c_.heads);
+                                      qkv, atty.view(0, {B_, T_, d}), lse(a.att), c_.heads,
+                                      c_.heads);
     else
         ops_.attention_backward(s, dqkv.view(0, {B_, T_, 3 * d}), dsmall.view(0, {B_, T_, d}), qkv,
                                 tensor(a.att, {B_, c_.heads, T_, T_}), c_.heads);

@@ -82,16 +82,20 @@ class Ops {
     virtual void attention_backward(Stream& s, const Tensor& dqkv, const Tensor& dout,
                                     const Tensor& qkv, const Tensor& att, int heads) = 0;
 
-    // Flash attention (FlashAttention-2's scheme): the same causal attention over qkv [B, T, 3C],
-    // computed tile by tile with an online softmax, so the B*H*T*T probabilities are never stored.
-    // Forward writes out [B, T, C] and lse [B, H, T] (fp32): each query row's log-sum-exp of its
-    // scaled scores, all that backward needs to recompute the probabilities tile by tile.
+    // Flash attention (FlashAttention-2's scheme): causal attention computed tile by tile with an
+    // online softmax, so the B*H*T*T probabilities are never stored. Grouped-query: qkv
+    // [B, T, (H + 2 Hkv) D] rows are [q: H D | k: Hkv D | v: Hkv D], H = heads, Hkv = kv_heads
+    // dividing it, D = C / H; query head h reads kv head h / (H / Hkv) (consecutive query heads
+    // share one, as Hugging Face's repeat_kv). kv_heads == heads is multi-head attention's
+    // [B, T, 3C]. Forward writes out [B, T, C] and lse [B, H, T] (fp32): each query row's
+    // log-sum-exp of its scaled scores, all that backward needs to recompute the probabilities.
     virtual void flash_attention_forward(Stream& s, const Tensor& out, const Tensor& lse,
-                                         const Tensor& qkv, int heads) = 0;
-    // dqkv is overwritten; out and lse are forward's. Deterministic: no atomics on the sums.
+                                         const Tensor& qkv, int heads, int kv_heads) = 0;
+    // dqkv [B, T, (H + 2 Hkv) D] is overwritten (a kv head's dk, dv: the sums over its group of
+    // query heads); out and lse are forward's. Deterministic: no atomics on the sums.
     virtual void flash_attention_backward(Stream& s, const Tensor& dqkv, const Tensor& dout,
                                           const Tensor& qkv, const Tensor& out, const Tensor& lse,
-                                          int heads) = 0;
+                                          int heads, int kv_heads) = 0;
 
     // GELU, tanh form. Backward overwrites din with gelu'(in) * dout.
     virtual void gelu_forward(Stream& s, const Tensor& out, const Tensor& in) = 0;

@@ -2,6 +2,7 @@
 #include "model/ops_cpu.h"
 
 #include "core/error.h"
+#include "model/grouped_qkv.h"
 #include "model/kernels/cpu/adamw.h"
 #include "model/kernels/cpu/attention.h"
 #include "model/kernels/cpu/cross_entropy.h"
@@ -138,24 +139,27 @@ void CpuOps::attention_backward(Stream& s, const Tensor& dqkv, const Tensor& dou
 }
 
 void CpuOps::flash_attention_forward(Stream& s, const Tensor& out, const Tensor& lse,
-                                     const Tensor& qkv, int heads) {
+                                     const Tensor& qkv, int heads, int kv_heads) {
+    const int C = grouped_qkv_width(qkv, heads, kv_heads);
     for_dtype(qkv.dtype, [&](auto tag) {
         using T = decltype(tag);
         s.enqueue([o = out.as<T>(), l = lse.as<float>(), q = qkv.as<const T>(), B = int(qkv.dim(0)),
-                   T_ = int(qkv.dim(1)), C = int(qkv.dim(2)) / 3,
-                   heads] { cpu::flash_attention_forward(o, l, q, B, T_, C, heads); });
+                   T_ = int(qkv.dim(1)), C, heads,
+                   kv_heads] { cpu::flash_attention_forward(o, l, q, B, T_, C, heads, kv_heads); });
     });
 }
 
 void CpuOps::flash_attention_backward(Stream& s, const Tensor& dqkv, const Tensor& dout,
                                       const Tensor& qkv, const Tensor& out, const Tensor& lse,
-                                      int heads) {
+                                      int heads, int kv_heads) {
+    const int C = grouped_qkv_width(qkv, heads, kv_heads);
     for_dtype(qkv.dtype, [&](auto tag) {
         using T = decltype(tag);
         s.enqueue([dq = dqkv.as<T>(), d = dout.as<const T>(), q = qkv.as<const T>(),
                    o = out.as<const T>(), l = lse.as<const float>(), B = int(qkv.dim(0)),
-                   T_ = int(qkv.dim(1)), C = int(qkv.dim(2)) / 3,
-                   heads] { cpu::flash_attention_backward(dq, d, q, o, l, B, T_, C, heads); });
+                   T_ = int(qkv.dim(1)), C, heads, kv_heads] {
+            cpu::flash_attention_backward(dq, d, q, o, l, B, T_, C, heads, kv_heads);
+        });
     });
 }
 

@@ -38,10 +38,10 @@ class CpuOps : public Ops {
     void attention_backward(Stream& s, const Tensor& dqkv, const Tensor& dout, const Tensor& qkv,
                             const Tensor& att, int heads) override;
     void flash_attention_forward(Stream& s, const Tensor& out, const Tensor& lse, const Tensor& qkv,
-                                 int heads) override;
+                                 int heads, int kv_heads) override;
     void flash_attention_backward(Stream& s, const Tensor& dqkv, const Tensor& dout,
                                   const Tensor& qkv, const Tensor& out, const Tensor& lse,
-                                  int heads) override;
+                                  int heads, int kv_heads) override;
     void gelu_forward(Stream& s, const Tensor& out, const Tensor& in) override;
     void gelu_backward(Stream& s, const Tensor& din, const Tensor& in, const Tensor& dout) override;
     void rmsnorm_forward(Stream& s, const Tensor& out, const Tensor& rstd, const Tensor& in,

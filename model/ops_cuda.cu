@@ -4,6 +4,7 @@
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/cuda_stream.h"
 #include "core/error.h"
+#include "model/grouped_qkv.h"
 #include "model/kernels/cuda/attention.h"
 #include "model/kernels/cuda/flash_attention.h"
 #include "model/kernels/cuda/gemm.h"
@@ -143,19 +144,21 @@ class CudaOps : public Ops {
     }
 
     void flash_attention_forward(Stream& s, const Tensor& out, const Tensor& lse, const Tensor& qkv,
-                                 int heads) override {
-        const int B = int(qkv.dim(0)), T = int(qkv.dim(1)), C = int(qkv.dim(2)) / 3;
+                                 int heads, int kv_heads) override {
+        const int B = int(qkv.dim(0)), T = int(qkv.dim(1));
+        const int C = grouped_qkv_width(qkv, heads, kv_heads);
         cuda::flash_attention_forward(stream_of(s), out.data, lse.as<float>(), qkv.data, B, T, C,
-                                      heads, qkv.dtype);
+                                      heads, kv_heads, qkv.dtype);
     }
 
     void flash_attention_backward(Stream& s, const Tensor& dqkv, const Tensor& dout,
                                   const Tensor& qkv, const Tensor& out, const Tensor& lse,
-                                  int heads) override {
-        const int B = int(qkv.dim(0)), T = int(qkv.dim(1)), C = int(qkv.dim(2)) / 3;
+                                  int heads, int kv_heads) override {
+        const int B = int(qkv.dim(0)), T = int(qkv.dim(1));
+        const int C = grouped_qkv_width(qkv, heads, kv_heads);
         Allocation row_dots = scratch(s, std::size_t(B) * heads * T * sizeof(float));
         cuda::flash_attention_backward(stream_of(s), dqkv.data, dout.data, qkv.data, out.data,
-                                       lse.as<const float>(), B, T, C, heads, qkv.dtype,
+                                       lse.as<const float>(), B, T, C, heads, kv_heads, qkv.dtype,
                                        row_dots.as<float>());
     }
 

@@ -83,18 +83,18 @@ void TracedOps::attention_backward(Stream& s, const Tensor& dqkv, const Tensor& 
 }
 
 void TracedOps::flash_attention_forward(Stream& s, const Tensor& out, const Tensor& lse,
-                                        const Tensor& qkv, int heads) {
+                                        const Tensor& qkv, int heads, int kv_heads) {
     const TraceScope span(&t_, s, "flash_attention_forward", "op",
-                          {{"qkv", shape(qkv)}, {"heads", heads}});
-    in_.flash_attention_forward(s, out, lse, qkv, heads);
+                          {{"qkv", shape(qkv)}, {"heads", heads}, {"kv_heads", kv_heads}});
+    in_.flash_attention_forward(s, out, lse, qkv, heads, kv_heads);
 }
 
 void TracedOps::flash_attention_backward(Stream& s, const Tensor& dqkv, const Tensor& dout,
                                          const Tensor& qkv, const Tensor& out, const Tensor& lse,
-                                         int heads) {
+                                         int heads, int kv_heads) {
     const TraceScope span(&t_, s, "flash_attention_backward", "op",
-                          {{"qkv", shape(qkv)}, {"heads", heads}});
-    in_.flash_attention_backward(s, dqkv, dout, qkv, out, lse, heads);
+                          {{"qkv", shape(qkv)}, {"heads", heads}, {"kv_heads", kv_heads}});
+    in_.flash_attention_backward(s, dqkv, dout, qkv, out, lse, heads, kv_heads);
 }
 
 void TracedOps::gelu_forward(Stream& s, const Tensor& out, const Tensor& in) {

@@ -336,9 +336,13 @@ struct ExactAttention {
 // The products of 16-bit inputs are exact in fp32 and summed in fp32, as the bounds above assume
 // (the emulator adds in order, rounding to nearest; a tensor core's internal additions may round
 // toward zero, up to twice the error per addition: inside the doubling).
+// Grouped-query (Hkv kv heads, G = H / Hkv query heads each): query head h reads kv head h / G of
+// the row [q: H hd | k: Hkv hd | v: Hkv hd]; a kv head's dK, dV are the sums of its G heads' terms
+// and their bounds, each sum over G T terms in fp32 (G T u), and rounded once to the storage type.
 ExactAttention exact_attention(const std::vector<float>& qkv, const std::vector<float>& dout, int B,
-                               int T, int C, int H, DType dt, bool tensor_cores) {
-    const int hd = C / H;
+                               int T, int C, int H, int Hkv, DType dt, bool tensor_cores) {
+    const int hd = C / H, G = H / Hkv;
+    const std::size_t row = std::size_t(H + 2 * Hkv) * hd;
     const double u = 0x1p-24, scale = 1.0 / std::sqrt(double(float(hd)));
     const double p_round = !tensor_cores ? 0.0 : dt == DType::bf16 ? 0x1p-8 : 0x1p-11;
     const double p_floor = tensor_cores && dt == DType::f16 ? 0x1p-25 : 0.0;
@@ -347,18 +351,22 @@ ExactAttention exact_attention(const std::vector<float>& qkv, const std::vector<
     ExactAttention r;
     r.out.assign(std::size_t(B) * T * C, 0.0), r.out_bound = r.out;
     r.lse.assign(std::size_t(B) * H * T, 0.0), r.lse_bound = r.lse;
-    r.dqkv.assign(std::size_t(B) * T * 3 * C, 0.0), r.dqkv_bound = r.dqkv;
+    r.dqkv.assign(std::size_t(B) * T * row, 0.0), r.dqkv_bound = r.dqkv;
     std::vector<double> P(std::size_t(T) * T), dS(std::size_t(T) * T), dS_err(std::size_t(T) * T);
     for (int b = 0; b < B; ++b)
         for (int h = 0; h < H; ++h) {
-            auto x = [&](int t, int part, int c) { // q (part 0), k (1), v (2)
-                return double(qkv[(std::size_t(b) * T + t) * 3 * C + part * C + h * hd + c]);
+            // Column of q (part 0), k (1), v (2) of query head h in a row.
+            const auto col = [&](int part, int c) {
+                return std::size_t(part == 0 ? h : H + (part - 1) * Hkv + h / G) * hd + c;
+            };
+            auto x = [&](int t, int part, int c) {
+                return double(qkv[(std::size_t(b) * T + t) * row + col(part, c)]);
             };
             auto dO = [&](int t, int c) {
                 return double(dout[(std::size_t(b) * T + t) * C + h * hd + c]);
             };
             auto at = [&](std::vector<double>& v, int t, int part, int c) -> double& {
-                return v[(std::size_t(b) * T + t) * 3 * C + part * C + h * hd + c];
+                return v[(std::size_t(b) * T + t) * row + col(part, c)];
             };
             for (int i = 0; i < T; ++i) {
                 double m = -INFINITY;
@@ -415,20 +423,22 @@ ExactAttention exact_attention(const std::vector<float>& qkv, const std::vector<
                         const double ds = dS[std::size_t(i) * T + n], p = P[std::size_t(i) * T + n];
                         dk += ds * x(i, 0, c);
                         dk_err += dS_err[std::size_t(i) * T + n] * std::fabs(x(i, 0, c)) +
-                                  ((T + 1) * u + p_round) * std::fabs(ds * x(i, 0, c)) +
+                                  ((G * T + 1) * u + p_round) * std::fabs(ds * x(i, 0, c)) +
                                   p_floor * std::fabs(x(i, 0, c));
                         dv += p * dO(i, c);
                         dv_mag += p * std::fabs(dO(i, c));
                     }
-                    at(r.dqkv, n, 0, c) = scale * dq;
-                    at(r.dqkv_bound, n, 0, c) = 2.0 * scale * dq_err + rounding(scale * dq);
-                    at(r.dqkv, n, 1, c) = scale * dk;
-                    at(r.dqkv_bound, n, 1, c) = 2.0 * scale * dk_err + rounding(scale * dk);
-                    at(r.dqkv, n, 2, c) = dv;
-                    at(r.dqkv_bound, n, 2, c) =
-                        2.0 * ((eps + T * u + p_round) * dv_mag + p_floor * (T - n)) + rounding(dv);
+                    // += : a kv head's dk, dv collect its group (the storage rounding is below)
+                    at(r.dqkv, n, 0, c) += scale * dq;
+                    at(r.dqkv_bound, n, 0, c) += 2.0 * scale * dq_err;
+                    at(r.dqkv, n, 1, c) += scale * dk;
+                    at(r.dqkv_bound, n, 1, c) += 2.0 * scale * dk_err;
+                    at(r.dqkv, n, 2, c) += dv;
+                    at(r.dqkv_bound, n, 2, c) +=
+                        2.0 * ((eps + G * T * u + p_round) * dv_mag + p_floor * (T - n));
                 }
         }
+    for (std::size_t i = 0; i < r.dqkv.size(); ++i) r.dqkv_bound[i] += rounding(r.dqkv[i]);
     return r;
 }
 
@@ -450,17 +460,17 @@ struct FlashRun {
     std::vector<float> out, lse, dqkv, qkv, dout; // qkv, dout: the inputs as stored
     std::vector<char> out_bits, lse_bits, dqkv_bits;
 };
-FlashRun run_flash(Side& g, DType dt, int B, int T, int C, int H, std::uint64_t seed) {
+FlashRun run_flash(Side& g, DType dt, int B, int T, int C, int H, int Hkv, std::uint64_t seed) {
     FlashRun r;
-    const Tensor tq = g.make(random_values(std::size_t(B) * T * 3 * C, seed), dt, {B, T, 3 * C});
+    const int row = C / H * (H + 2 * Hkv); // a qkv row: 3C when Hkv = H
+    const Tensor tq = g.make(random_values(std::size_t(B) * T * row, seed), dt, {B, T, row});
     const Tensor tdo = g.make(random_values(std::size_t(B) * T * C, seed + 1), dt, {B, T, C});
     const Tensor to = g.make(std::vector<float>(std::size_t(B) * T * C, NAN), dt, {B, T, C});
     const Tensor tl =
         g.make(std::vector<float>(std::size_t(B) * H * T, NAN), DType::f32, {B, H, T});
-    const Tensor td =
-        g.make(std::vector<float>(std::size_t(B) * T * 3 * C, NAN), dt, {B, T, 3 * C});
-    g.ops->flash_attention_forward(g.s(), to, tl, tq, H);
-    g.ops->flash_attention_backward(g.s(), td, tdo, tq, to, tl, H);
+    const Tensor td = g.make(std::vector<float>(std::size_t(B) * T * row, NAN), dt, {B, T, row});
+    g.ops->flash_attention_forward(g.s(), to, tl, tq, H, Hkv);
+    g.ops->flash_attention_backward(g.s(), td, tdo, tq, to, tl, H, Hkv);
     r.out = g.read(to), r.lse = g.read(tl), r.dqkv = g.read(td);
     r.qkv = g.read(tq), r.dout = g.read(tdo);
     r.out_bits = g.bits(to), r.lse_bits = g.bits(tl), r.dqkv_bits = g.bits(td);
@@ -469,6 +479,8 @@ FlashRun run_flash(Side& g, DType dt, int B, int T, int C, int H, std::uint64_t 
 
 struct FlashCase {
     int B, T, H, hd;
+    int Hkv = 0; // kv heads; 0: H (multi-head attention)
+    int kv() const { return Hkv ? Hkv : H; }
 };
 // Sequences shorter than, equal to no multiple of, and longer than the CUDA-core kernels' 32-row
 // tile and the tensor-core kernels' 64-row one (130: three of those, so tiles off and on the
@@ -476,8 +488,13 @@ struct FlashCase {
 // 16-bit storage takes the CUDA-core kernels too), that give the tensor-core kernels an odd number
 // of 16-column blocks in each register sizing (48, 80), and the largest the kernels take (128:
 // shared memory over the default 48 KiB, the opt-in path).
-const FlashCase kFlashCases[] = {{2, 1, 2, 16},   {1, 7, 3, 16},  {2, 65, 2, 16}, {1, 65, 1, 64},
-                                 {1, 130, 1, 48}, {1, 33, 2, 20}, {1, 33, 1, 80}, {1, 40, 1, 128}};
+// Grouped-query (issue 25): (heads, kv heads) (4, 1), (4, 2), (6, 2), at head dims for either path
+// (16-bit storage: 16 and 48 on tensor cores, 20 and 12 on CUDA cores), several tiles each way, so
+// a kv head's dK/dV block walks its group's heads over more than one query tile.
+const FlashCase kFlashCases[] = {{2, 1, 2, 16},     {1, 7, 3, 16},     {2, 65, 2, 16},
+                                 {1, 65, 1, 64},    {1, 130, 1, 48},   {1, 33, 2, 20},
+                                 {1, 33, 1, 80},    {1, 40, 1, 128},   {2, 67, 4, 16, 1},
+                                 {1, 70, 4, 20, 2}, {1, 97, 6, 48, 2}, {1, 37, 6, 12, 2}};
 
 // The largest |flash - exact| / bound over all elements.
 double worst_ratio(const std::vector<float>& got, const std::vector<double>& want,
@@ -496,11 +513,11 @@ TEST(CudaOps, FlashAttentionMatchesAFloat64Reference) {
     for (const FlashCase c : kFlashCases)
         for (DType dt : kAll) {
             SCOPED_TRACE(testing::Message() << dtype_name(dt) << " B " << c.B << " T " << c.T
-                                            << " H " << c.H << " hd " << c.hd);
+                                            << " H " << c.H << " Hkv " << c.kv() << " hd " << c.hd);
             const int C = c.H * c.hd;
-            const FlashRun f = run_flash(t.gpu, dt, c.B, c.T, C, c.H, 50);
+            const FlashRun f = run_flash(t.gpu, dt, c.B, c.T, C, c.H, c.kv(), 50);
             const ExactAttention e =
-                exact_attention(f.qkv, f.dout, c.B, c.T, C, c.H, dt,
+                exact_attention(f.qkv, f.dout, c.B, c.T, C, c.H, c.kv(), dt,
                                 cuda::flash_attention_on_tensor_cores(dt, c.hd));
             expect_near_exact(f.out, e.out, e.out_bound, "out");
             expect_near_exact(f.lse, e.lse, e.lse_bound, "lse");
@@ -523,8 +540,8 @@ TEST(CudaOps, FlashAttentionUsesTensorCoresForSixteenBitMultiplesOfSixteen) {
     for (const int hd : {64, 20}) {
         SCOPED_TRACE(testing::Message() << "bf16 hd " << hd);
         const int T = 65, C = hd;
-        const FlashRun f = run_flash(t.gpu, DType::bf16, 1, T, C, 1, 80);
-        const ExactAttention e = exact_attention(f.qkv, f.dout, 1, T, C, 1, DType::bf16, false);
+        const FlashRun f = run_flash(t.gpu, DType::bf16, 1, T, C, 1, 1, 80);
+        const ExactAttention e = exact_attention(f.qkv, f.dout, 1, T, C, 1, 1, DType::bf16, false);
         const double worst = worst_ratio(f.dqkv, e.dqkv, e.dqkv_bound);
         if (hd == 64)
             EXPECT_GT(worst, 1.0) << "P and dS are not rounded: the CUDA-core kernels ran";
@@ -546,7 +563,7 @@ TEST(CudaOps, FlashAttentionMatchesTheMaterialisingAttention) {
         for (DType dt : kAll) {
             SCOPED_TRACE(testing::Message() << dtype_name(dt) << " T " << c.T << " hd " << c.hd);
             const int B = c.B, T = c.T, H = c.H, C = H * c.hd;
-            const FlashRun f = run_flash(g, dt, B, T, C, H, 60);
+            const FlashRun f = run_flash(g, dt, B, T, C, H, H, 60);
             const Tensor tq = g.make(f.qkv, dt, {B, T, 3 * C}), tdo = g.make(f.dout, dt, {B, T, C});
             const Tensor to = g.make(std::vector<float>(std::size_t(B) * T * C), dt, {B, T, C});
             const Tensor ta =
@@ -561,6 +578,33 @@ TEST(CudaOps, FlashAttentionMatchesTheMaterialisingAttention) {
         }
 }
 
+// Grouped-query flash attention, the CUDA op against the CPU op (both Ops, issue 25's layout):
+// (heads, kv heads) (4, 1), (4, 2), (6, 2), on either CUDA path in 16-bit storage (hd 16 and 48 on
+// tensor cores, 20 on CUDA cores). Both compute in fp32 from the same stored inputs and round once
+// to the storage type; fp32 storage differs by the order of fp32 sums of up to G T + hd terms
+// (~1e-6 relative, bound 1e-5); 16-bit storage by about one rounding of each stored result
+// (2^-9 bf16, 2^-12 fp16) and, on tensor cores, P and dS rounded to 16 bits (up to 2^-8, 2^-11
+// each, errors of random sign in the norm) — the tolerances of the attention tests above. lse is
+// fp32 in every storage type. Each of the two is also held to the float64 reference above (CPU:
+// tests/test_flash_attention.cpp).
+TEST(CudaOps, FlashAttentionGroupedQueryMatchesTheCpuOp) {
+    MAKE_TWIN(t);
+    for (const FlashCase c :
+         {FlashCase{1, 70, 4, 20, 2}, FlashCase{2, 67, 4, 16, 1}, FlashCase{1, 40, 6, 48, 2}})
+        for (DType dt : kAll) {
+            SCOPED_TRACE(testing::Message() << dtype_name(dt) << " T " << c.T << " H " << c.H
+                                            << " Hkv " << c.kv() << " hd " << c.hd);
+            const int C = c.H * c.hd;
+            const FlashRun cpu = run_flash(t.cpu, dt, c.B, c.T, C, c.H, c.kv(), 90);
+            const FlashRun gpu = run_flash(t.gpu, dt, c.B, c.T, C, c.H, c.kv(), 90);
+            ASSERT_EQ(cpu.qkv, gpu.qkv); // the same stored inputs
+            const double tol = dt == DType::f32 ? 1e-5 : dt == DType::bf16 ? 2e-2 : 3e-3;
+            EXPECT_LT(relative_error(gpu.out, cpu.out), tol);
+            EXPECT_LT(relative_error(gpu.lse, cpu.lse), 1e-5);
+            EXPECT_LT(relative_error(gpu.dqkv, cpu.dqkv), 2 * tol);
+        }
+}
+
 // Each output element is summed by one thread in a fixed order (no atomics): two runs on the same
 // inputs give the same bits — what ZeRO's bitwise equality between stages rests on. Several tiles
 // each way (T = 65), so every barrier of the kernels is crossed more than once
@@ -569,12 +613,14 @@ TEST(CudaOps, FlashAttentionIsBitwiseDeterministic) {
     MAKE_TWIN(t);
     for (DType dt : {DType::f32, DType::bf16}) {
         SCOPED_TRACE(dtype_name(dt));
-        const FlashRun a = run_flash(t.gpu, dt, 1, 65, 32, 2, 70);
-        const FlashRun b = run_flash(t.gpu, dt, 1, 65, 32, 2, 70);
-        EXPECT_EQ(a.out_bits, b.out_bits);
-        EXPECT_EQ(a.lse_bits, b.lse_bits);
-        EXPECT_EQ(a.dqkv_bits, b.dqkv_bits);
-        for (float x : a.dqkv) ASSERT_TRUE(std::isfinite(x)); // every element written
+        for (const int kv_heads : {2, 1}) { // multi-head, and both query heads on one kv head
+            const FlashRun a = run_flash(t.gpu, dt, 1, 65, 32, 2, kv_heads, 70);
+            const FlashRun b = run_flash(t.gpu, dt, 1, 65, 32, 2, kv_heads, 70);
+            EXPECT_EQ(a.out_bits, b.out_bits);
+            EXPECT_EQ(a.lse_bits, b.lse_bits);
+            EXPECT_EQ(a.dqkv_bits, b.dqkv_bits);
+            for (float x : a.dqkv) ASSERT_TRUE(std::isfinite(x)); // every element written
+        }
     }
 }
 
@@ -587,7 +633,7 @@ TEST(CudaOps, FlashAttentionRefusesHeadDimsOver128) {
     const Tensor to = g.make(std::vector<float>(T * C), DType::f32, {1, T, C});
     const Tensor tl = g.make(std::vector<float>(T), DType::f32, {1, H, T});
     try {
-        g.ops->flash_attention_forward(g.s(), to, tl, tq, H);
+        g.ops->flash_attention_forward(g.s(), to, tl, tq, H, H);
         ADD_FAILURE() << "head dim 136 accepted";
     } catch (const Error& e) {
         const std::string what = e.what();

@@ -3,7 +3,10 @@
 // Jacobian), for out, lse and dqkv, at sizes that are not multiples of the tiles (T = 1, 7, 65,
 // 130, and 300, 520 past one 256-key tile, so the online softmax rescales), one head and several,
 // head sizes 16 and 64; against the materialising kernel; and bitwise the same for 1, 2 and 3
-// threads.
+// threads. Grouped-query attention (Hkv kv heads shared by H query heads, issue 25) against the
+// same float64 reference, which reads each query head's kv head from the grouped row, and against
+// multi-head flash run on the kv heads repeated (Hugging Face's repeat_kv): out, lse and dq the
+// same bits, dk and dv the repeated heads' sums.
 //
 // Tolerances, as relative norms ||got - ref|| / ||ref||. Inputs are rounded to the storage type
 // first, so the reference sees the same values and only the kernel's arithmetic differs.
@@ -42,15 +45,23 @@ using Vec = std::vector<double>;
 
 struct Shape {
     int B, T, H, hd;
+    int Hkv = 0; // kv heads; 0: H (multi-head attention)
+    int kv() const { return Hkv ? Hkv : H; }
     int C() const { return H * hd; }
+    std::size_t row() const { return std::size_t(H + 2 * kv()) * hd; } // a qkv row
     std::string name() const {
         return "B" + std::to_string(B) + " T" + std::to_string(T) + " H" + std::to_string(H) +
-               " hd" + std::to_string(hd);
+               " Hkv" + std::to_string(kv()) + " hd" + std::to_string(hd);
     }
 };
 
 const Shape kShapes[] = {{1, 1, 1, 16},   {2, 7, 3, 16},   {1, 65, 1, 64},
                          {2, 130, 2, 64}, {1, 300, 2, 16}, {1, 520, 1, 64}};
+
+// Grouped-query shapes: (heads, kv heads) (4, 1), (4, 2), (3, 3) (groups of one), (6, 2); head dims
+// odd or no multiple of 8; T past one key tile and no multiple of the 64-row query tile.
+const Shape kGroupedShapes[] = {
+    {2, 67, 4, 16, 1}, {1, 300, 4, 13, 2}, {2, 130, 3, 16, 3}, {1, 263, 6, 8, 2}, {1, 1, 4, 5, 2}};
 
 // Inputs: q in [-3, 3] (scores of a few units, so the running max moves between tiles), k, v and
 // dout in [-1, 1].
@@ -61,9 +72,9 @@ struct Problem {
 Problem make_problem(const Shape& s, unsigned seed) {
     std::mt19937 rng(seed);
     std::uniform_real_distribution<double> u(-1, 1);
-    Problem p{s, Vec(std::size_t(s.B) * s.T * 3 * s.C()), Vec(std::size_t(s.B) * s.T * s.C())};
+    Problem p{s, Vec(std::size_t(s.B) * s.T * s.row()), Vec(std::size_t(s.B) * s.T * s.C())};
     for (std::size_t i = 0; i < p.qkv.size(); ++i)
-        p.qkv[i] = u(rng) * (i % (3 * s.C()) < std::size_t(s.C()) ? 3.0 : 1.0);
+        p.qkv[i] = u(rng) * (i % s.row() < std::size_t(s.C()) ? 3.0 : 1.0);
     for (double& x : p.dout) x = u(rng);
     return p;
 }
@@ -100,15 +111,19 @@ struct Result {
 // Naive causal attention and its backward in float64, written from the definitions: for each
 // (b, h, i): s_ij = scale q_i.k_j (j <= i), P = softmax(s), out_i = sum_j P_ij v_j,
 // lse_i = log sum_j exp(s_ij); dP_ij = dout_i.v_j, dS_ij = P_ij (dP_ij - sum_k P_ik dP_ik),
-// dq_i = scale sum_j dS_ij k_j, dk_j = scale sum_i dS_ij q_i, dv_j = sum_i P_ij dout_i.
+// dq_i = scale sum_j dS_ij k_j, dk_j = scale sum_i dS_ij q_i, dv_j = sum_i P_ij dout_i. Query head
+// h's k and v are kv head h / (H / Hkv)'s (the row [q: H hd | k: Hkv hd | v: Hkv hd]), so a kv
+// head's dk, dv collect the terms of all its query heads.
 Result reference(const Problem& p) {
     const Shape& s = p.s;
     const int C = s.C(), T = s.T, hd = s.hd;
     const double scale = double(float(1 / std::sqrt(double(hd)))); // the kernels' fp32 scale
     Result r{Vec(std::size_t(s.B) * T * C), Vec(std::size_t(s.B) * s.H * T),
              Vec(p.qkv.size(), 0.0)};
-    auto at = [&](int b, int t, int part, int h, int e) {
-        return (std::size_t(b) * T + t) * 3 * C + part * C + h * hd + e;
+    const int group = s.H / s.kv();
+    auto at = [&](int b, int t, int part, int h, int e) { // part 0: q, 1: k, 2: v of query head h
+        const int col = part == 0 ? h : s.H + (part - 1) * s.kv() + h / group;
+        return (std::size_t(b) * T + t) * s.row() + std::size_t(col) * hd + e;
     };
     for (int b = 0; b < s.B; ++b)
         for (int h = 0; h < s.H; ++h)
@@ -157,9 +172,9 @@ Result run_flash(const Problem& p) {
     const std::vector<S> qkv = store<S>(p.qkv), dout = store<S>(p.dout);
     std::vector<S> out(p.dout.size()), dqkv(p.qkv.size());
     std::vector<acc_t<S>> lse(std::size_t(s.B) * s.H * s.T);
-    flash_attention_forward<S>(out.data(), lse.data(), qkv.data(), s.B, s.T, s.C(), s.H);
+    flash_attention_forward<S>(out.data(), lse.data(), qkv.data(), s.B, s.T, s.C(), s.H, s.kv());
     flash_attention_backward<S>(dqkv.data(), dout.data(), qkv.data(), out.data(), lse.data(), s.B,
-                                s.T, s.C(), s.H);
+                                s.T, s.C(), s.H, s.kv());
     Vec l(lse.begin(), lse.end());
     return {load(out), l, load(dqkv)};
 }
@@ -182,11 +197,11 @@ class FlashAttention : public ::testing::Test {
     int saved_ = 1;
 };
 
-template <typename S>
-void expect_matches_reference(double tol, const char* type_name) {
+template <typename S, std::size_t N>
+void expect_matches_reference(double tol, const char* type_name, const Shape (&shapes)[N]) {
     const double lse_tol = std::is_same_v<S, double> ? tol : 1e-6;
     double worst = 0;
-    for (const Shape& s : kShapes) {
+    for (const Shape& s : shapes) {
         const Problem p = rounded<S>(make_problem(s, unsigned(s.T * 31 + s.H)));
         const Result ref = reference(p), got = run_flash<S>(p);
         const double eo = rel_diff(got.out, ref.out), el = rel_diff(got.lse, ref.lse),
@@ -202,16 +217,27 @@ void expect_matches_reference(double tol, const char* type_name) {
 } // namespace
 
 TEST_F(FlashAttention, DoubleMatchesTheNaiveReference) {
-    expect_matches_reference<double>(1e-12, "double");
+    expect_matches_reference<double>(1e-12, "double", kShapes);
 }
 TEST_F(FlashAttention, Fp32MatchesTheNaiveReference) {
-    expect_matches_reference<float>(2e-5, "fp32");
+    expect_matches_reference<float>(2e-5, "fp32", kShapes);
 }
 TEST_F(FlashAttention, Bf16MatchesTheNaiveReference) {
-    expect_matches_reference<bf16_t>(1e-2, "bf16");
+    expect_matches_reference<bf16_t>(1e-2, "bf16", kShapes);
 }
 TEST_F(FlashAttention, Fp16MatchesTheNaiveReference) {
-    expect_matches_reference<f16_t>(2.5e-3, "fp16");
+    expect_matches_reference<f16_t>(2.5e-3, "fp16", kShapes);
+}
+
+// Grouped-query attention, the same bounds: a kv head's dk, dv sum its group's G query heads, G
+// times the terms of one head's (up to G T ~ 1600 here), whose errors of random sign grow the
+// norm's relative error by about sqrt(G) <= 2 over one head's, within the bounds' headroom (the
+// multi-head shapes above reach about a fifth of them: see the printed worst).
+TEST_F(FlashAttention, GroupedQueryMatchesTheNaiveReference) {
+    expect_matches_reference<double>(1e-12, "double", kGroupedShapes);
+    expect_matches_reference<float>(2e-5, "fp32", kGroupedShapes);
+    expect_matches_reference<bf16_t>(1e-2, "bf16", kGroupedShapes);
+    expect_matches_reference<f16_t>(2.5e-3, "fp16", kGroupedShapes);
 }
 
 // A wrong tile boundary or a missed rescale would be off by O(1) here, far past these bounds.
@@ -244,9 +270,74 @@ TEST_F(FlashAttention, FirstRowIsTheFirstValueExactly) {
                           p.qkv[std::size_t(b) * s.T * 3 * s.C() + 2 * s.C() + h * s.hd + e]);
 }
 
+// The grouped problem p with its kv heads repeated for each query head (repeat_kv): multi-head
+// attention's qkv [B, T, 3C], the same dout.
+Problem repeat_kv(const Problem& p) {
+    const Shape& g = p.s;
+    const Shape s{g.B, g.T, g.H, g.hd};
+    Problem r{s, Vec(std::size_t(s.B) * s.T * s.row()), p.dout};
+    const int group = g.H / g.kv();
+    for (std::size_t bt = 0; bt < std::size_t(s.B) * s.T; ++bt)
+        for (int part = 0; part < 3; ++part)
+            for (int h = 0; h < s.H; ++h) {
+                const int col = part == 0 ? h : g.H + (part - 1) * g.kv() + h / group;
+                for (int e = 0; e < s.hd; ++e)
+                    r.qkv[bt * s.row() + std::size_t(part * s.H + h) * s.hd + e] =
+                        p.qkv[bt * g.row() + std::size_t(col) * s.hd + e];
+            }
+    return r;
+}
+
+// Grouped-query flash is multi-head flash on the repeated kv heads: forward reads the same k, v
+// values for each query head and does the same arithmetic, so out and lse are the same bits, and
+// so is dq (it depends on its own head's q, dO, lse and the shared k, v only). A kv head's dk, dv
+// are the repeated heads' dk, dv summed: here in float64 from the multi-head results as stored,
+// there in the accumulation type across the group before one rounding — two sums of the same
+// terms in different orders, each within the float64 reference bound of the tests above (2e-5
+// fp32, 1e-2 bf16, 2.5e-3 fp16, 1e-12 double), so they differ by at most twice that.
 template <typename S>
-void expect_same_bits_on_1_2_3_threads(const char* type_name) {
-    const Shape s{2, 300, 3, 16}; // 6 (batch, head) pairs: split differently by 2 and 3 threads
+void expect_equals_repeated_multi_head(double tol, const char* type_name) {
+    for (const Shape& g : kGroupedShapes) {
+        const Problem p = rounded<S>(make_problem(g, unsigned(g.T * 7 + g.H)));
+        const Problem m = repeat_kv(p);
+        const Result got = run_flash<S>(p), want = run_flash<S>(m);
+        EXPECT_EQ(got.out, want.out) << type_name << " out " << g.name();
+        EXPECT_EQ(got.lse, want.lse) << type_name << " lse " << g.name();
+        const int group = g.H / g.kv(), C = g.C();
+        Vec dkv_got, dkv_want; // every dk, dv element of the grouped layout, both ways
+        for (std::size_t bt = 0; bt < std::size_t(g.B) * g.T; ++bt) {
+            for (int c = 0; c < C; ++c)
+                ASSERT_EQ(got.dqkv[bt * g.row() + c], want.dqkv[bt * m.s.row() + c])
+                    << type_name << " dq " << g.name() << " at " << bt << ", " << c;
+            for (int part = 1; part < 3; ++part)
+                for (int k = 0; k < g.kv(); ++k)
+                    for (int e = 0; e < g.hd; ++e) {
+                        double sum = 0;
+                        for (int h = k * group; h < (k + 1) * group; ++h)
+                            sum +=
+                                want.dqkv[bt * m.s.row() + std::size_t(part * g.H + h) * g.hd + e];
+                        dkv_want.push_back(sum);
+                        dkv_got.push_back(
+                            got.dqkv[bt * g.row() +
+                                     std::size_t(g.H + (part - 1) * g.kv() + k) * g.hd + e]);
+                    }
+        }
+        EXPECT_LE(rel_diff(dkv_got, dkv_want), tol) << type_name << " dk, dv " << g.name();
+        if (group == 1) { // one head per kv head: nothing to sum, the same bits
+            EXPECT_EQ(dkv_got, dkv_want) << type_name << " groups of one " << g.name();
+        }
+    }
+}
+
+TEST_F(FlashAttention, GroupedQueryIsMultiHeadOnRepeatedKvHeads) {
+    expect_equals_repeated_multi_head<double>(2e-12, "double");
+    expect_equals_repeated_multi_head<float>(4e-5, "fp32");
+    expect_equals_repeated_multi_head<bf16_t>(2e-2, "bf16");
+    expect_equals_repeated_multi_head<f16_t>(5e-3, "fp16");
+}
+
+template <typename S>
+void expect_same_bits_on_1_2_3_threads(const char* type_name, const Shape& s) {
     const Problem p = rounded<S>(make_problem(s, 9));
     const std::vector<S> qkv = store<S>(p.qkv), dout = store<S>(p.dout);
     std::vector<std::vector<char>> outs;
@@ -254,9 +345,10 @@ void expect_same_bits_on_1_2_3_threads(const char* type_name) {
         set_threads(threads);
         std::vector<S> out(p.dout.size()), dqkv(p.qkv.size());
         std::vector<acc_t<S>> lse(std::size_t(s.B) * s.H * s.T);
-        flash_attention_forward<S>(out.data(), lse.data(), qkv.data(), s.B, s.T, s.C(), s.H);
+        flash_attention_forward<S>(out.data(), lse.data(), qkv.data(), s.B, s.T, s.C(), s.H,
+                                   s.kv());
         flash_attention_backward<S>(dqkv.data(), dout.data(), qkv.data(), out.data(), lse.data(),
-                                    s.B, s.T, s.C(), s.H);
+                                    s.B, s.T, s.C(), s.H, s.kv());
         std::vector<char> bytes(out.size() * sizeof(S) + lse.size() * sizeof(acc_t<S>) +
                                 dqkv.size() * sizeof(S));
         char* w = bytes.data();
@@ -272,8 +364,13 @@ void expect_same_bits_on_1_2_3_threads(const char* type_name) {
 }
 
 TEST_F(FlashAttention, SameBitsOnOneTwoAndThreeThreads) {
-    expect_same_bits_on_1_2_3_threads<float>("fp32");
-    expect_same_bits_on_1_2_3_threads<bf16_t>("bf16");
-    expect_same_bits_on_1_2_3_threads<f16_t>("fp16");
-    expect_same_bits_on_1_2_3_threads<double>("double");
+    // Multi-head: 6 (batch, head) pairs, split differently by 2 and 3 threads. Grouped (6 query
+    // heads on 2 kv heads): backward's 4 (batch, kv head) pairs and forward's 12 likewise.
+    for (const Shape& s : {Shape{2, 300, 3, 16}, Shape{2, 300, 6, 16, 2}}) {
+        SCOPED_TRACE(s.name());
+        expect_same_bits_on_1_2_3_threads<float>("fp32", s);
+        expect_same_bits_on_1_2_3_threads<bf16_t>("bf16", s);
+        expect_same_bits_on_1_2_3_threads<f16_t>("fp16", s);
+        expect_same_bits_on_1_2_3_threads<double>("double", s);
+    }
 }

@@ -57,11 +57,12 @@ def step_ops(L, C, H, V, Vp, ctx, B, T, dt, attention):
     flash = attention == "flash"
     att_fwd = "flash_attention_forward" if flash else "attention_forward"
     att_bwd = "flash_attention_backward" if flash else "attention_backward"
+    kv = {"kv_heads": H} if flash else {}  # flash is grouped-query; GPT-2 passes kv_heads = heads
     op("embedding_forward", out=shape([B, T, C], dt))
     for _ in range(L):
         op("layernorm_forward", **{"in": shape([N, C], dt)})
         linear(C, 3 * C)
-        op(att_fwd, qkv=shape([B, T, 3 * C], dt), heads=H)
+        op(att_fwd, qkv=shape([B, T, 3 * C], dt), heads=H, **kv)
         linear(C, C)
         op("residual_layernorm_forward", x=shape([N, C], dt))
         # fc and its GELU: one GEMM with cuBLASLt's GELU_AUX_BIAS epilogue (pre-GELU kept as aux)
@@ -85,7 +86,7 @@ def step_ops(L, C, H, V, Vp, ctx, B, T, dt, attention):
         op("gemm", a=shape([N, C], dt, True), b=shape([N, 4 * C], dt), c=shape([C, 4 * C], dt))
         op("layernorm_backward", dout=shape([N, C], dt))
         linear_backward(C, C)
-        op(att_bwd, qkv=shape([B, T, 3 * C], dt), heads=H)
+        op(att_bwd, qkv=shape([B, T, 3 * C], dt), heads=H, **kv)
         linear_backward(C, 3 * C)
         op("layernorm_backward", dout=shape([N, C], dt))
     op("embedding_backward", dout=shape([B, T, C], dt))

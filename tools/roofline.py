@@ -57,15 +57,19 @@ def gemm_cost(args):
 
 def attention_cost(name, args):
     (B, T, C3), es, _ = parse(args["qkv"])
-    C, H = C3 // 3, int(args["heads"])
+    # Flash is grouped-query: qkv rows [q: H hd | k: Hkv hd | v: Hkv hd] (Hkv = H: [3C]).
+    H = int(args["heads"])
+    Hkv = int(args.get("kv_heads", H))
+    C = C3 // (H + 2 * Hkv) * H
     hd = C // H
     causal = B * H * (T * (T + 1) / 2) * hd  # multiply-adds of one T x T x hd product, causal
     rows = B * T * C * es
+    qkv = B * T * C3 * es  # 3 rows when Hkv = H
     if name == "flash_attention_forward":  # S = QK^T, O = PV over the lower triangle
-        return 2 * 2 * causal, 3 * rows + rows + 4 * B * H * T, "attention"
+        return 2 * 2 * causal, qkv + rows + 4 * B * H * T, "attention"
     if name == "flash_attention_backward":
         # dK,dV pass: S, dP, dV, dK; dQ pass: S, dP, dQ: 7 products (recomputing, no atomics).
-        return 7 * 2 * causal, 3 * rows + 3 * rows + 4 * B * H * T + 3 * rows, "attention"
+        return 7 * 2 * causal, qkv + 3 * rows + 4 * B * H * T + qkv, "attention"
     full = B * H * T * T * hd  # the materialising path: cuBLAS computes every tile
     probs = B * H * T * T
     if name == "attention_forward":  # scores fp32 written and read, P written and read

@@ -1,6 +1,7 @@
 // The per-(batch, head) data movement both CPU attention kernels share (attention.cpp, the
 // materialising one, and flash_attention.cpp): one head's q, k and v out of the fused qkv rows
 // [T, 3C] into dense T x hd buffers in the accumulation type, and its dq, dk, dv back into dqkv.
+// QkvLayout places the heads of a grouped-query row (flash attention serves Hkv < H too).
 #pragma once
 
 #include "model/kernels/cpu/numeric.h"
@@ -15,6 +16,27 @@ void load_head(const T* base, std::size_t row, int col, int T_, int hd, A* out) 
     for (int t = 0; t < T_; ++t)
         for (int e = 0; e < hd; ++e) out[std::size_t(t) * hd + e] = to_acc(base[t * row + col + e]);
 }
+
+// Writes dense T_ x hd rows `in` into one head's slice of rows (load_head's inverse), rounded.
+template <typename T, typename A>
+void store_head(T* base, std::size_t row, int col, int T_, int hd, const A* in) {
+    for (int t = 0; t < T_; ++t)
+        for (int e = 0; e < hd; ++e)
+            base[t * row + col + e] = from_acc<T>(in[std::size_t(t) * hd + e]);
+}
+
+// Where heads sit in a fused qkv row of grouped-query attention: [q: H hd | k: Hkv hd | v: Hkv hd],
+// Hkv dividing H, query head h reading kv head h / (H / Hkv) (consecutive query heads share one,
+// as Hugging Face's repeat_kv). Hkv == H is multi-head attention's row [3C].
+struct QkvLayout {
+    int H, Hkv, hd;
+    std::size_t row() const { return std::size_t(H + 2 * Hkv) * hd; }
+    int group() const { return H / Hkv; }           // query heads per kv head
+    int kv_of(int h) const { return h / group(); }  // the kv head query head h reads
+    int q_col(int h) const { return h * hd; }       // query head h
+    int k_col(int g) const { return (H + g) * hd; } // kv head g
+    int v_col(int g) const { return (H + Hkv + g) * hd; }
+};
 
 // Head h of batch element b: q, k, v [T_, hd] from qkv [B, T_, 3C].
 template <typename T, typename A>

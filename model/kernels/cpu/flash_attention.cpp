@@ -1,13 +1,15 @@
-// Flash attention (FlashAttention-2's scheme) in the style of attention.cpp: one (batch, head)
-// pair per OpenMP iteration, its q, k, v copied once into fp32 (double for double) rows, and the
-// work done in query tiles of kRows x key tiles of kCols with small single-threaded GEMMs
-// (OpenBLAS runs one thread inside a parallel region). Causal: a query tile needs only the key
-// tiles up to its last row, so tiles above the diagonal are never computed.
-// Forward keeps a running max m and sum l per row and rescales the output tile as larger scores
-// arrive (the online softmax); it stores out and lse = m + log l only. Backward recomputes each
-// probability tile as exp(S - lse) and accumulates dQ, dK, dV in per-pair fp32 buffers.
-// Every sum runs in a fixed order on one thread, so the bits do not depend on the thread count.
-// Per-thread scratch is O(T * hd + kRows * kCols), never T x T.
+// Flash attention (FlashAttention-2's scheme) in the style of attention.cpp: forward takes one
+// (batch, query head) pair per OpenMP iteration, backward one (batch, kv head) pair (the whole
+// group of query heads that share it, so that its dK, dV are summed on one thread in head order: no
+// atomics, no reduction across threads); q, k, v are copied once into fp32 (double for double)
+// rows, and the work done in query tiles of kRows x key tiles of kCols with small single-threaded
+// GEMMs (OpenBLAS runs one thread inside a parallel region). Causal: a query tile needs only the
+// key tiles up to its last row, so tiles above the diagonal are never computed. Forward keeps a
+// running max m and sum l per row and rescales the output tile as larger scores arrive (the online
+// softmax); it stores out and lse = m + log l only. Backward recomputes each probability tile as
+// exp(S - lse) and accumulates dQ, dK, dV in per-pair fp32 buffers. Every sum runs in a fixed order
+// on one thread, so the bits do not depend on the thread count. Per-thread scratch is O(T * hd +
+// kRows * kCols), never T x T.
 #include "model/kernels/cpu/flash_attention.h"
 
 #include "model/kernels/cpu/attention_heads.h"
@@ -79,12 +81,46 @@ struct FlashBuffers {
         : q(std::size_t(T_) * hd), k(q.size()), v(q.size()), o(q.size()),
           s(std::size_t(kRows) * kCols), p(s.size()), m(kRows), l(kRows) {}
 };
+// One query head's share of backward, on the buffers of w (q, k, v loaded; o holding dO): adds its
+// dQ into dq and its dK, dV into dk, dv ([T_, hd] each), tile by tile in a fixed order.
+template <typename A>
+void head_backward(FlashBuffers<A>& w, A* dq, A* dk, A* dv, const A* D, const A* head_lse, int T_,
+                   int hd, A scale) {
+    for (int i0 = 0; i0 < T_; i0 += kRows) {
+        const int rows = std::min(kRows, T_ - i0), i1 = i0 + rows;
+        const A* qt = w.q.data() + std::size_t(i0) * hd;
+        const A* go = w.o.data() + std::size_t(i0) * hd;
+        for (int j0 = 0; j0 < i1; j0 += kCols) {
+            const int cols = std::min(kCols, i1 - j0);
+            const A* kt = w.k.data() + std::size_t(j0) * hd;
+            const A* vt = w.v.data() + std::size_t(j0) * hd;
+            // S = scale * Q_tile K_tile^T; dP = dO_tile V_tile^T
+            gemm<A>(false, true, rows, cols, hd, float(scale), qt, hd, kt, hd, 0.0f, w.s.data(),
+                    cols, nullptr);
+            gemm<A>(false, true, rows, cols, hd, 1.0f, go, hd, vt, hd, 0.0f, w.p.data(), cols,
+                    nullptr);
+            for (int r = 0; r < rows; ++r)
+                grad_scores_row(w.s.data() + std::size_t(r) * cols,
+                                w.p.data() + std::size_t(r) * cols, visible(i0 + r, j0, cols), cols,
+                                head_lse[i0 + r], D[i0 + r], scale);
+            // dQ_tile += dS K_tile; dK_tile += dS^T Q_tile; dV_tile += P^T dO_tile.
+            gemm<A>(false, false, rows, hd, cols, 1.0f, w.p.data(), cols, kt, hd, 1.0f,
+                    dq + std::size_t(i0) * hd, hd, nullptr);
+            gemm<A>(true, false, cols, hd, rows, 1.0f, w.p.data(), cols, qt, hd, 1.0f,
+                    dk + std::size_t(j0) * hd, hd, nullptr);
+            gemm<A>(true, false, cols, hd, rows, 1.0f, w.s.data(), cols, go, hd, 1.0f,
+                    dv + std::size_t(j0) * hd, hd, nullptr);
+        }
+    }
+}
 } // namespace
 
 template <typename T>
-void flash_attention_forward(T* out, acc_t<T>* lse, const T* qkv, int B, int T_, int C, int H) {
+void flash_attention_forward(T* out, acc_t<T>* lse, const T* qkv, int B, int T_, int C, int H,
+                             int Hkv) {
     using A = acc_t<T>;
     const int hd = C / H;
+    const QkvLayout at{H, Hkv, hd};
     const float scale = float(1 / std::sqrt(double(hd)));
 #pragma omp parallel
     {
@@ -92,7 +128,10 @@ void flash_attention_forward(T* out, acc_t<T>* lse, const T* qkv, int B, int T_,
 #pragma omp for collapse(2) schedule(static)
         for (int b = 0; b < B; ++b)
             for (int h = 0; h < H; ++h) {
-                load_qkv_head(qkv, b, h, T_, C, hd, w.q.data(), w.k.data(), w.v.data());
+                const T* rows = qkv + std::size_t(b) * T_ * at.row();
+                load_head(rows, at.row(), at.q_col(h), T_, hd, w.q.data());
+                load_head(rows, at.row(), at.k_col(at.kv_of(h)), T_, hd, w.k.data());
+                load_head(rows, at.row(), at.v_col(at.kv_of(h)), T_, hd, w.v.data());
                 A* head_lse = lse + (std::size_t(b) * H + h) * T_;
                 for (int i0 = 0; i0 < T_; i0 += kRows) {
                     const int rows = std::min(kRows, T_ - i0), i1 = i0 + rows;
@@ -132,72 +171,57 @@ void flash_attention_forward(T* out, acc_t<T>* lse, const T* qkv, int B, int T_,
 
 template <typename T>
 void flash_attention_backward(T* dqkv, const T* dout, const T* qkv, const T* out,
-                              const acc_t<T>* lse, int B, int T_, int C, int H) {
+                              const acc_t<T>* lse, int B, int T_, int C, int H, int Hkv) {
     using A = acc_t<T>;
     const int hd = C / H;
+    const QkvLayout at{H, Hkv, hd};
     const A scale = A(float(1 / std::sqrt(double(hd)))); // forward's scale, exactly
 #pragma omp parallel
     {
         FlashBuffers<A> w(T_, hd); // o holds dO; s the scores, then P; p holds dP, then dS
         std::vector<A> dq(w.q.size()), dk(w.q.size()), dv(w.q.size()),
             D(static_cast<std::size_t>(T_));
+        // One kv head and its group of query heads per iteration: dK and dV accumulate over the
+        // group's heads in order, then the key tiles' order within each, all on this thread.
 #pragma omp for collapse(2) schedule(static)
         for (int b = 0; b < B; ++b)
-            for (int h = 0; h < H; ++h) {
-                load_qkv_head(qkv, b, h, T_, C, hd, w.q.data(), w.k.data(), w.v.data());
-                load_head(dout + std::size_t(b) * T_ * C, std::size_t(C), h * hd, T_, hd,
-                          w.o.data());
-                // D_i = rowsum(dO_i * O_i) = sum_j P_ij dP_ij, from the out forward stored
-                // (rounded to T), as FlashAttention-2 does: it is the output the loss saw, and
-                // the exact one differs by one rounding of O (relative 2^-9 in bf16), the same
-                // order as the probabilities the materialising path stores in T.
-                for (int t = 0; t < T_; ++t) {
-                    const T* y = out + (std::size_t(b) * T_ + t) * C + h * hd;
-                    const A* g = w.o.data() + std::size_t(t) * hd;
-                    A d = 0;
-                    for (int e = 0; e < hd; ++e) d += g[e] * to_acc(y[e]);
-                    D[t] = d;
-                }
-                const A* head_lse = lse + (std::size_t(b) * H + h) * T_;
-                std::fill(dq.begin(), dq.end(), A(0));
+            for (int g = 0; g < Hkv; ++g) {
+                const T* rows = qkv + std::size_t(b) * T_ * at.row();
+                T* drows = dqkv + std::size_t(b) * T_ * at.row();
+                load_head(rows, at.row(), at.k_col(g), T_, hd, w.k.data());
+                load_head(rows, at.row(), at.v_col(g), T_, hd, w.v.data());
                 std::fill(dk.begin(), dk.end(), A(0));
                 std::fill(dv.begin(), dv.end(), A(0));
-                for (int i0 = 0; i0 < T_; i0 += kRows) {
-                    const int rows = std::min(kRows, T_ - i0), i1 = i0 + rows;
-                    const A* qt = w.q.data() + std::size_t(i0) * hd;
-                    const A* go = w.o.data() + std::size_t(i0) * hd;
-                    for (int j0 = 0; j0 < i1; j0 += kCols) {
-                        const int cols = std::min(kCols, i1 - j0);
-                        const A* kt = w.k.data() + std::size_t(j0) * hd;
-                        const A* vt = w.v.data() + std::size_t(j0) * hd;
-                        // S = scale * Q_tile K_tile^T; dP = dO_tile V_tile^T
-                        gemm<A>(false, true, rows, cols, hd, float(scale), qt, hd, kt, hd, 0.0f,
-                                w.s.data(), cols, nullptr);
-                        gemm<A>(false, true, rows, cols, hd, 1.0f, go, hd, vt, hd, 0.0f, w.p.data(),
-                                cols, nullptr);
-                        for (int r = 0; r < rows; ++r)
-                            grad_scores_row(w.s.data() + std::size_t(r) * cols,
-                                            w.p.data() + std::size_t(r) * cols,
-                                            visible(i0 + r, j0, cols), cols, head_lse[i0 + r],
-                                            D[i0 + r], scale);
-                        // dQ_tile += dS K_tile; dK_tile += dS^T Q_tile; dV_tile += P^T dO_tile.
-                        gemm<A>(false, false, rows, hd, cols, 1.0f, w.p.data(), cols, kt, hd, 1.0f,
-                                dq.data() + std::size_t(i0) * hd, hd, nullptr);
-                        gemm<A>(true, false, cols, hd, rows, 1.0f, w.p.data(), cols, qt, hd, 1.0f,
-                                dk.data() + std::size_t(j0) * hd, hd, nullptr);
-                        gemm<A>(true, false, cols, hd, rows, 1.0f, w.s.data(), cols, go, hd, 1.0f,
-                                dv.data() + std::size_t(j0) * hd, hd, nullptr);
+                for (int h = g * at.group(); h < (g + 1) * at.group(); ++h) {
+                    load_head(rows, at.row(), at.q_col(h), T_, hd, w.q.data());
+                    load_head(dout + std::size_t(b) * T_ * C, std::size_t(C), h * hd, T_, hd,
+                              w.o.data());
+                    // D_i = rowsum(dO_i * O_i) = sum_j P_ij dP_ij, from the out forward stored
+                    // (rounded to T), as FlashAttention-2 does: it is the output the loss saw, and
+                    // the exact one differs by one rounding of O (relative 2^-9 in bf16), the same
+                    // order as the probabilities the materialising path stores in T.
+                    for (int t = 0; t < T_; ++t) {
+                        const T* y = out + (std::size_t(b) * T_ + t) * C + h * hd;
+                        const A* go = w.o.data() + std::size_t(t) * hd;
+                        A d = 0;
+                        for (int e = 0; e < hd; ++e) d += go[e] * to_acc(y[e]);
+                        D[t] = d;
                     }
+                    std::fill(dq.begin(), dq.end(), A(0));
+                    head_backward(w, dq.data(), dk.data(), dv.data(), D.data(),
+                                  lse + (std::size_t(b) * H + h) * T_, T_, hd, scale);
+                    store_head(drows, at.row(), at.q_col(h), T_, hd, dq.data());
                 }
-                store_dqkv_head(dqkv, b, h, T_, C, hd, dq.data(), dk.data(), dv.data());
+                store_head(drows, at.row(), at.k_col(g), T_, hd, dk.data());
+                store_head(drows, at.row(), at.v_col(g), T_, hd, dv.data());
             }
     }
 }
 
 #define SHARDLAB_INSTANTIATE(T)                                                                    \
-    template void flash_attention_forward<T>(T*, acc_t<T>*, const T*, int, int, int, int);         \
+    template void flash_attention_forward<T>(T*, acc_t<T>*, const T*, int, int, int, int, int);    \
     template void flash_attention_backward<T>(T*, const T*, const T*, const T*, const acc_t<T>*,   \
-                                              int, int, int, int);
+                                              int, int, int, int, int);
 SHARDLAB_FOR_EACH_STORAGE_TYPE(SHARDLAB_INSTANTIATE)
 #undef SHARDLAB_INSTANTIATE
 

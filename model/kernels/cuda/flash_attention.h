@@ -1,7 +1,9 @@
-// Flash attention (FlashAttention-2's scheme) for causal attention over qkv [B, T, 3C]: the T x T
-// scores and probabilities live only in shared-memory tiles of kFlashTile x kFlashTile, never in
-// global memory. What is kept for backward is one fp32 number per query row, the log-sum-exp of
-// its scaled scores, from which any tile of probabilities is recomputed exactly.
+// Flash attention (FlashAttention-2's scheme) for causal attention over qkv [B, T, (H + 2 Hkv) hd]
+// (grouped-query: rows [q: H hd | k: Hkv hd | v: Hkv hd], query head h reading kv head
+// h / (H / Hkv), qkv_layout.h; Hkv == H is multi-head attention's [B, T, 3C]): the T x T scores and
+// probabilities live only in shared-memory tiles of kFlashTile x kFlashTile, never in global
+// memory. What is kept for backward is one fp32 number per query row, the log-sum-exp of its scaled
+// scores, from which any tile of probabilities is recomputed exactly.
 //
 // These launchers serve every dtype and head dim; bf16 and fp16 with a head dim that is a multiple
 // of 16 go on to the tensor-core (WMMA) kernels of flash_attention_wmma.h (the rule:
@@ -21,9 +23,11 @@
 //   backward  D = rowsum(dO * O) [B, H, T] first (flash_attention_row_dots). Then two kernels, each
 //             output element summed by one thread in a fixed order, so no atomics and the same
 //             bits on every run (what ZeRO's bitwise promise between stages needs):
-//             - per (key tile, head, batch): K, V tiles in shared memory; walk the query tiles from
-//               the diagonal one to the last; recompute P = e^(scale Q K^T - lse) and
-//               dS = P (dO V^T - D); dV += P^T dO, dK += dS^T Q (times the scale at the end).
+//             - per (key tile, kv head, batch): K, V tiles in shared memory; for each query head
+//               of the kv head's group in order, walk the query tiles from the diagonal one to
+//               the last; recompute P = e^(scale Q K^T - lse) and dS = P (dO V^T - D);
+//               dV += P^T dO, dK += dS^T Q (times the scale at the end): the group's sum is one
+//               thread's fixed sequence of additions, as the tiles' is.
 //             - per (query tile, head, batch): Q, dO tiles in shared memory; walk the key tiles up
 //               to the diagonal; recompute dS the same way; dQ += dS K (times the scale).
 //
@@ -45,14 +49,15 @@ namespace shardlab::cuda {
 constexpr int kFlashTile = 32;
 constexpr int kFlashMaxHeadDim = 128;
 
-// out [B, T, C] and lse [B, H, T] (fp32) from qkv [B, T, 3C], H heads of hd = C / H columns.
+// out [B, T, C] and lse [B, H, T] (fp32) from qkv [B, T, (H + 2 Hkv) hd], H query heads of
+// hd = C / H columns, Hkv kv heads (dividing H).
 void flash_attention_forward(cudaStream_t s, void* out, float* lse, const void* qkv, int B, int T,
-                             int C, int H, DType t);
+                             int C, int H, int Hkv, DType t);
 
-// dqkv [B, T, 3C] overwritten; out and lse are forward's. row_dots: B * H * T floats of scratch
-// (D = rowsum(dO * O)).
+// dqkv [B, T, (H + 2 Hkv) hd] overwritten; out and lse are forward's. row_dots: B * H * T floats
+// of scratch (D = rowsum(dO * O)).
 void flash_attention_backward(cudaStream_t s, void* dqkv, const void* dout, const void* qkv,
                               const void* out, const float* lse, int B, int T, int C, int H,
-                              DType t, float* row_dots);
+                              int Hkv, DType t, float* row_dots);
 
 } // namespace shardlab::cuda

@@ -5,6 +5,7 @@
 // (64 or 128), which sizes its register arrays; loops over head-dim blocks are unrolled to that
 // bound so that fragment arrays are indexed by constants (registers, not local memory).
 #include "model/kernels/cuda/flash_attention_wmma.h"
+#include "model/kernels/cuda/qkv_layout.h"
 
 #include "core/cuda/element.h"
 #include "core/cuda/launch.h"
@@ -162,11 +163,13 @@ __device__ void write_rows(T* dst, std::size_t stride, int row0, int T_, Acc (&a
     __syncwarp(); // read before the scratch is written again
 }
 
-// One block per (query tile, head, batch).
+// One block per (query tile, query head, batch).
 template <int kMaxHd, typename T>
 __global__ void __launch_bounds__(kThreads)
-    wmma_forward_kernel(T* out, float* lse, const T* qkv, int T_, int C, int H, float scale) {
-    const int hd = C / H, pitch = tile_pitch(hd), sp = scratch_pitch(hd);
+    wmma_forward_kernel(T* out, float* lse, const T* qkv, int T_, int C, int H, int Hkv,
+                        float scale) {
+    const QkvLayout at{C / H, H, Hkv};
+    const int hd = at.hd, pitch = tile_pitch(hd), sp = scratch_pitch(hd);
     const int warp = int(threadIdx.x / 32), lane = int(threadIdx.x % 32);
     Carve carve{shared_base()};
     T* Qs = carve.take<T>(std::size_t(kTile) * pitch);
@@ -177,16 +180,18 @@ __global__ void __launch_bounds__(kThreads)
     const int qt = int(blockIdx.x), h = int(blockIdx.y), b = int(blockIdx.z);
     const int r = lane / 2, parity = lane % 2;
     const int q = qt * kTile + warp * kFrag + r; // this lane's query row
-    const std::size_t stride = std::size_t(3) * C;
-    const T* head = qkv + std::size_t(b) * T_ * stride + std::size_t(h) * hd; // q; + C: k; + 2C: v
+    const std::size_t stride = at.row();
+    const T* rows = qkv + std::size_t(b) * T_ * stride;
+    const T* kh = rows + at.k_col(at.kv_of(h)); // the kv head's k and v columns
+    const T* vh = rows + at.v_col(at.kv_of(h));
 
-    load_tile(Qs, head, stride, qt * kTile, T_, hd);
+    load_tile(Qs, rows + at.q_col(h), stride, qt * kTile, T_, hd);
     float m = -INFINITY, l = 0.0f;     // the row's running maximum and sum of e^(s - m), in fp32
     float o[kMaxHd / 2] = {};          // its output columns parity + 2 k, unnormalised
     for (int kt = 0; kt <= qt; ++kt) { // causal: no key tile after the diagonal one
         __syncthreads(); // everyone is done with the previous K, V tiles (and its scratch, P)
-        load_tile(Ks, head + C, stride, kt * kTile, T_, hd);
-        load_tile(Vs, head + 2 * C, stride, kt * kTile, T_, hd);
+        load_tile(Ks, kh, stride, kt * kTile, T_, hd);
+        load_tile(Vs, vh, stride, kt * kTile, T_, hd);
         __syncthreads(); // the K and V tiles (and the first time, Q) are complete
         // In the diagonal tile, key blocks after the warp's own rows are wholly masked.
         const int blocks = kt == qt ? warp + 1 : kSub;
@@ -236,14 +241,17 @@ __global__ void __launch_bounds__(kThreads)
     if (parity == 0) lse[(std::size_t(b) * H + h) * T_ + q] = m + logf(l);
 }
 
-// dK, dV of one key tile: one block per (key tile, head, batch), walking the query tiles from the
-// diagonal one down. A warp's rows are 16 keys; the columns of its score tile are queries
-// (S^T = K Q^T, dP^T = V dO^T), so P^T and dS^T are matrix_a operands as they stand.
+// dK, dV of one key tile: one block per (key tile, kv head, batch), walking, for each query head of
+// the kv head's group in order, the query tiles from the diagonal one down (the group's sum stays
+// in the accumulator fragments: one fixed sequence of mma_sync calls). A warp's rows are 16 keys;
+// the columns of its score tile are queries (S^T = K Q^T, dP^T = V dO^T), so P^T and dS^T are
+// matrix_a operands as they stand.
 template <int kMaxHd, typename T>
 __global__ void __launch_bounds__(kThreads)
     wmma_backward_kv_kernel(T* dqkv, const T* dout, const T* qkv, const float* lse, const float* D,
-                            int T_, int C, int H, float scale) {
-    const int hd = C / H, pitch = tile_pitch(hd), sp = scratch_pitch(hd);
+                            int T_, int C, int H, int Hkv, float scale) {
+    const QkvLayout at{C / H, H, Hkv};
+    const int hd = at.hd, pitch = tile_pitch(hd), sp = scratch_pitch(hd);
     const int warp = int(threadIdx.x / 32), lane = int(threadIdx.x % 32);
     Carve carve{shared_base()};
     T* Ks = carve.take<T>(std::size_t(kTile) * pitch);
@@ -255,26 +263,31 @@ __global__ void __launch_bounds__(kThreads)
     T* dSt = carve.take<T>(std::size_t(kWarps) * kFrag * kPitch16) + warp * kFrag * kPitch16;
     float* Ls = carve.take<float>(kTile); // the query tile's lse
     float* Ds = carve.take<float>(kTile); // and D
-    const int kt = int(blockIdx.x), h = int(blockIdx.y), b = int(blockIdx.z);
+    const int kt = int(blockIdx.x), g = int(blockIdx.y), b = int(blockIdx.z);
     const int r = lane / 2, parity = lane % 2;
     const int key = kt * kTile + warp * kFrag + r; // this lane's key row
-    const std::size_t stride = std::size_t(3) * C, bh = std::size_t(b) * H + h;
-    const T* head = qkv + std::size_t(b) * T_ * stride + std::size_t(h) * hd;
-    const T* dhead = dout + std::size_t(b) * T_ * C + std::size_t(h) * hd;
+    const std::size_t stride = at.row();
+    const T* rows = qkv + std::size_t(b) * T_ * stride;
     const T* Kw = Ks + warp * kFrag * pitch;
     const T* Vw = Vs + warp * kFrag * pitch;
 
-    load_tile(Ks, head + C, stride, kt * kTile, T_, hd);
-    load_tile(Vs, head + 2 * C, stride, kt * kTile, T_, hd);
+    load_tile(Ks, rows + at.k_col(g), stride, kt * kTile, T_, hd);
+    load_tile(Vs, rows + at.v_col(g), stride, kt * kTile, T_, hd);
     Acc dk[kMaxHd / kFrag], dv[kMaxHd / kFrag];
     SHARDLAB_UNROLL
     for (int n = 0; n < kMaxHd / kFrag; ++n) {
         wmma::fill_fragment(dk[n], 0.0f);
         wmma::fill_fragment(dv[n], 0.0f);
     }
-    for (int qt = kt; qt < tiles(T_); ++qt) { // causal: no query tile before the diagonal one
+    // The group's heads in order, each one's query tiles from the diagonal one (causal) down: one
+    // loop over the pairs, as in flash_attention.cu's kernel (fewer registers than nested loops).
+    const int walk = tiles(T_) - kt;
+    for (int step = 0; step < at.group() * walk; ++step) {
+        const int h = g * at.group() + step / walk, qt = kt + step % walk;
+        const std::size_t bh = std::size_t(b) * H + h;
+        const T* dhead = dout + std::size_t(b) * T_ * C + std::size_t(h) * hd;
         __syncthreads(); // everyone is done with the previous Q, dO, lse, D tiles
-        load_tile(Qs, head, stride, qt * kTile, T_, hd);
+        load_tile(Qs, rows + at.q_col(h), stride, qt * kTile, T_, hd);
         load_tile(dOs, dhead, std::size_t(C), qt * kTile, T_, hd);
         if (threadIdx.x < unsigned(kTile)) {
             const int qi = qt * kTile + int(threadIdx.x);
@@ -296,7 +309,8 @@ __global__ void __launch_bounds__(kThreads)
         scores<kMaxHd>(S, Vw, dOs, hd, first, kSub); // dP^T
         __syncwarp();                                // the warp's dP^T is complete
         for (int u = 0; u < kRowCols; ++u) {
-            const int i = parity + 2 * u; // p is 0 where masked (and the scratch unwritten there)
+            // p is 0 where masked (and the scratch unwritten there)
+            const int i = parity + 2 * u;
             dSt[r * kPitch16 + i] =
                 from_f32<T>(p[u] == 0.0f ? 0.0f : p[u] * (S[r * sp + i] - Ds[i]));
         }
@@ -304,10 +318,10 @@ __global__ void __launch_bounds__(kThreads)
         product<kMaxHd>(dv, Pt, dOs, hd, first, kSub);
         product<kMaxHd>(dk, dSt, Qs, hd, first, kSub);
     }
-    T* dK = dqkv + std::size_t(b) * T_ * stride + C + std::size_t(h) * hd;
+    T* drows = dqkv + std::size_t(b) * T_ * stride;
     const int row0 = kt * kTile + warp * kFrag;
-    write_rows<kMaxHd>(dK, stride, row0, T_, dk, scale, S, hd);
-    write_rows<kMaxHd>(dK + C, stride, row0, T_, dv, 1.0f, S, hd);
+    write_rows<kMaxHd>(drows + at.k_col(g), stride, row0, T_, dk, scale, S, hd);
+    write_rows<kMaxHd>(drows + at.v_col(g), stride, row0, T_, dv, 1.0f, S, hd);
 }
 
 // dQ of one query tile: one block per (query tile, head, batch), walking the key tiles up to the
@@ -315,8 +329,9 @@ __global__ void __launch_bounds__(kThreads)
 template <int kMaxHd, typename T>
 __global__ void __launch_bounds__(kThreads)
     wmma_backward_q_kernel(T* dqkv, const T* dout, const T* qkv, const float* lse, const float* D,
-                           int T_, int C, int H, float scale) {
-    const int hd = C / H, pitch = tile_pitch(hd), sp = scratch_pitch(hd);
+                           int T_, int C, int H, int Hkv, float scale) {
+    const QkvLayout at{C / H, H, Hkv};
+    const int hd = at.hd, pitch = tile_pitch(hd), sp = scratch_pitch(hd);
     const int warp = int(threadIdx.x / 32), lane = int(threadIdx.x % 32);
     Carve carve{shared_base()};
     T* Qs = carve.take<T>(std::size_t(kTile) * pitch);
@@ -328,11 +343,13 @@ __global__ void __launch_bounds__(kThreads)
     const int qt = int(blockIdx.x), h = int(blockIdx.y), b = int(blockIdx.z);
     const int r = lane / 2, parity = lane % 2;
     const int query = qt * kTile + warp * kFrag + r; // this lane's query row
-    const std::size_t stride = std::size_t(3) * C, bh = std::size_t(b) * H + h;
-    const T* head = qkv + std::size_t(b) * T_ * stride + std::size_t(h) * hd;
+    const std::size_t stride = at.row(), bh = std::size_t(b) * H + h;
+    const T* rows = qkv + std::size_t(b) * T_ * stride;
+    const T* kh = rows + at.k_col(at.kv_of(h)); // the kv head's k and v columns
+    const T* vh = rows + at.v_col(at.kv_of(h));
     const T* dhead = dout + std::size_t(b) * T_ * C + std::size_t(h) * hd;
 
-    load_tile(Qs, head, stride, qt * kTile, T_, hd);
+    load_tile(Qs, rows + at.q_col(h), stride, qt * kTile, T_, hd);
     load_tile(dOs, dhead, std::size_t(C), qt * kTile, T_, hd);
     const float row_lse = query < T_ ? lse[bh * T_ + query] : 0.0f;
     const float row_D = query < T_ ? D[bh * T_ + query] : 0.0f;
@@ -341,8 +358,8 @@ __global__ void __launch_bounds__(kThreads)
     for (int n = 0; n < kMaxHd / kFrag; ++n) wmma::fill_fragment(dq[n], 0.0f);
     for (int kt = 0; kt <= qt; ++kt) {
         __syncthreads(); // everyone is done with the previous K and V tiles
-        load_tile(Ks, head + C, stride, kt * kTile, T_, hd);
-        load_tile(Vs, head + 2 * C, stride, kt * kTile, T_, hd);
+        load_tile(Ks, kh, stride, kt * kTile, T_, hd);
+        load_tile(Vs, vh, stride, kt * kTile, T_, hd);
         __syncthreads(); // the K and V tiles (and the first time, Q and dO) are complete
         const int blocks = kt == qt ? warp + 1 : kSub;
         scores<kMaxHd>(S, Qs + warp * kFrag * pitch, Ks, hd, 0, blocks); // S
@@ -364,7 +381,7 @@ __global__ void __launch_bounds__(kThreads)
         __syncwarp(); // dS is complete
         product<kMaxHd>(dq, dS, Ks, hd, 0, blocks);
     }
-    T* dQ = dqkv + std::size_t(b) * T_ * stride + std::size_t(h) * hd;
+    T* dQ = dqkv + std::size_t(b) * T_ * stride + at.q_col(h);
     write_rows<kMaxHd>(dQ, stride, qt * kTile + warp * kFrag, T_, dq, scale, S, hd);
 }
 
@@ -416,7 +433,7 @@ void dispatch16(DType t, int hd, Fn&& fn) {
 } // namespace
 
 void flash_attention_wmma_forward(cudaStream_t s, void* out, float* lse, const void* qkv, int B,
-                                  int T, int C, int H, DType t) {
+                                  int T, int C, int H, int Hkv, DType t) {
     const int hd = C / H;
     const float scale = 1.0f / std::sqrt(float(hd));
     const dim3 grid(unsigned(tiles(T)), unsigned(H), unsigned(B));
@@ -424,28 +441,29 @@ void flash_attention_wmma_forward(cudaStream_t s, void* out, float* lse, const v
         using P = typename decltype(tag)::type;
         launch_tiled("flash_attention_wmma_forward",
                      wmma_forward_kernel<decltype(max_hd)::value, P>, grid, forward_shared(hd), s,
-                     static_cast<P*>(out), lse, static_cast<const P*>(qkv), T, C, H, scale);
+                     static_cast<P*>(out), lse, static_cast<const P*>(qkv), T, C, H, Hkv, scale);
     });
 }
 
 void flash_attention_wmma_backward(cudaStream_t s, void* dqkv, const void* dout, const void* qkv,
                                    const float* lse, const float* row_dots, int B, int T, int C,
-                                   int H, DType t) {
+                                   int H, int Hkv, DType t) {
     const int hd = C / H;
     const float scale = 1.0f / std::sqrt(float(hd));
-    const dim3 grid(unsigned(tiles(T)), unsigned(H), unsigned(B));
+    const dim3 q_grid(unsigned(tiles(T)), unsigned(H), unsigned(B));
+    const dim3 kv_grid(unsigned(tiles(T)), unsigned(Hkv), unsigned(B)); // a kv head's whole group
     dispatch16(t, hd, [&](auto tag, auto max_hd) {
         using P = typename decltype(tag)::type;
         const P* d = static_cast<const P*>(dout);
         const P* x = static_cast<const P*>(qkv);
         launch_tiled("flash_attention_wmma_backward_kv",
-                     wmma_backward_kv_kernel<decltype(max_hd)::value, P>, grid,
+                     wmma_backward_kv_kernel<decltype(max_hd)::value, P>, kv_grid,
                      backward_kv_shared(hd), s, static_cast<P*>(dqkv), d, x, lse, row_dots, T, C, H,
-                     scale);
+                     Hkv, scale);
         launch_tiled("flash_attention_wmma_backward_q",
-                     wmma_backward_q_kernel<decltype(max_hd)::value, P>, grid,
+                     wmma_backward_q_kernel<decltype(max_hd)::value, P>, q_grid,
                      backward_q_shared(hd), s, static_cast<P*>(dqkv), d, x, lse, row_dots, T, C, H,
-                     scale);
+                     Hkv, scale);
     });
 }
 

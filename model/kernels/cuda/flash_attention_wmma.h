@@ -2,7 +2,8 @@
 // bf16/fp16 inputs, fp32 accumulators, sm_80+), for bf16 and fp16 storage whose head dim hd is a
 // multiple of 16 (flash_attention_path.h; the rest takes the fp32 CUDA-core kernels of
 // flash_attention.h, whose launchers call these). Same scheme as there — FlashAttention-2's
-// tiling, causal tiles skipped, lse kept per row, a deterministic two-kernel backward — with
+// tiling, causal tiles skipped, lse kept per row, a deterministic two-kernel backward (its dK/dV
+// blocks per kv head, summing the group's query heads in order), grouped-query rows — with
 // tiles of kFlashWmmaTile = 64 rows and 128 threads: 4 warps, each owning 16 rows of the block's
 // tile (query rows forward and for dQ, key rows for dK/dV), as FA2 splits a tile among warps.
 //
@@ -53,14 +54,14 @@ namespace shardlab::cuda {
 
 constexpr int kFlashWmmaTile = 64;
 
-// As flash_attention_forward (flash_attention.h), for t bf16 or f16 and hd = C / H a multiple of
-// 16, at most kFlashMaxHeadDim.
+// As flash_attention_forward (flash_attention.h; grouped-query, Hkv kv heads dividing H), for t
+// bf16 or f16 and hd = C / H a multiple of 16, at most kFlashMaxHeadDim.
 void flash_attention_wmma_forward(cudaStream_t s, void* out, float* lse, const void* qkv, int B,
-                                  int T, int C, int H, DType t);
+                                  int T, int C, int H, int Hkv, DType t);
 
 // dQ, dK, dV into dqkv (overwritten) given forward's lse and D = rowsum(dO * O) [B, H, T].
 void flash_attention_wmma_backward(cudaStream_t s, void* dqkv, const void* dout, const void* qkv,
                                    const float* lse, const float* row_dots, int B, int T, int C,
-                                   int H, DType t);
+                                   int H, int Hkv, DType t);
 
 } // namespace shardlab::cuda
