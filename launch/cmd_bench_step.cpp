@@ -13,7 +13,6 @@
 #include "measure/gemm_rate.h"
 #include "model/backend.h"
 #include "model/gpt_init.h"
-#include "model/gpt_model.h"
 #include "model/kernels/cpu/cpu_gemm.h"
 #include "model/kernels/cpu/cpu_model.h"
 #include "model/kernels/cpu/threads.h"

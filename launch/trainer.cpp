@@ -21,9 +21,9 @@
 #include "launch/train_time.h"
 #include "model/backend.h"
 #include "model/corpus.h"
+#include "model/families.h"
 #include "model/generate.h"
 #include "model/gpt_init.h"
-#include "model/gpt_model.h"
 #include "model/kernels/cpu/cpu_gemm.h"
 #include "model/kernels/cpu/threads.h"
 #include "model/token_windows.h"
@@ -535,11 +535,12 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
         hash_and_save_weights(engine, s.config, diverged.empty() ? o.save_weights : "", lead);
     const std::string& hash = weights.hash;
     if (o.sample > 0 && !stopped_by && diverged.empty()) {
-        GPTModel sampler(s.config, 1, T_, CheckpointPolicy{}, param_dtype(s.precision), ctx,
-                         backend.ops(), s.attention);
+        const std::unique_ptr<Model> sampler =
+            make_model(s.config, 1, T_, CheckpointPolicy{}, param_dtype(s.precision), ctx,
+                       backend.ops(), s.attention);
         const std::vector<std::uint16_t> prompt(
             s.data.val.begin(), s.data.val.begin() + std::min<std::size_t>(64, s.data.val.size()));
-        const auto text = generate(sampler, engine, prompt, o.sample, 0.8f, o.seed,
+        const auto text = generate(*sampler, engine, prompt, o.sample, 0.8f, o.seed,
                                    [&] { engine.begin_micro_batch(false); });
         if (lead)
             fmt::print("\nsample ({} tokens after a {}-token prompt from the validation "

@@ -3,8 +3,8 @@
 // And the implementation-exact activation model against what the MemoryTracker measures.
 #include "core/error.h"
 #include "model/backend.h"
+#include "model/families.h"
 #include "model/gpt_init.h"
-#include "model/gpt_model.h"
 #include "optim/gather_schedule.h"
 #include "optim/unit_shards.h"
 #include "plan/deepspeed_estimate.h"
@@ -104,7 +104,9 @@ TEST(Plan, ExactActivationsEqualWhatTheTrackerMeasures) {
                         in[i] = std::uint16_t(i % c.vocab),
                         tg[i] = std::uint16_t((i + 1) % c.vocab);
                     ResidentParams params(layout, param_dtype(p), ctx, backend->ops());
-                    GPTModel model(c, B, T, {every}, param_dtype(p), ctx, backend->ops(), att);
+                    const std::unique_ptr<Model> made =
+                        make_model(c, B, T, {every}, param_dtype(p), ctx, backend->ops(), att);
+                    Model& model = *made;
                     model.forward(params, in.data(), tg.data(), 1.0f);
                     model.backward(params);
                     model.take_losses();
@@ -156,7 +158,9 @@ TEST(Plan, WorkspaceEqualsWhatTheModelTakesOnOpenBlas) {
             for (int i = 0; i < B * T; ++i)
                 in[i] = std::uint16_t(i % c.vocab), tg[i] = std::uint16_t((i + 1) % c.vocab);
             ResidentParams params(layout, param_dtype(p), ctx, backend->ops());
-            GPTModel model(c, B, T, {0}, param_dtype(p), ctx, backend->ops());
+            const std::unique_ptr<Model> made =
+                make_model(c, B, T, {0}, param_dtype(p), ctx, backend->ops());
+            Model& model = *made;
             model.forward(params, in.data(), tg.data(), 1.0f);
             model.backward(params);
             model.take_losses();
@@ -251,10 +255,10 @@ TEST(Plan, FitsAndLargestMicroBatch) {
 TEST(Plan, Stage3GatherScheduleMoves3PsiLessLnF) {
     // Forward gathers every unit once and the embeddings again for the tied head; backward
     // gathers the blocks only: L=2 -> 0 1 2 3 0 2 1.
-    const auto sim = simulate_gathers(step_schedule(2), {10, 20, 20, 1}, 0);
+    const auto sim = simulate_gathers(step_schedule(2, true), {10, 20, 20, 1}, 0);
     EXPECT_EQ(sim.gathers, (std::vector<int>{0, 1, 2, 3, 0, 2, 1}));
     EXPECT_EQ(sim.peak_live_bytes, 20u); // one block at a time; at the head ln_f + embeddings = 11
-    const auto pre = simulate_gathers(step_schedule(2), {10, 20, 20, 1}, 1);
+    const auto pre = simulate_gathers(step_schedule(2, true), {10, 20, 20, 1}, 1);
     EXPECT_EQ(pre.gathers, (std::vector<int>{0, 1, 2, 3, 0, 2, 1}));
     EXPECT_EQ(pre.peak_live_bytes, 40u); // a block and the next one
 }
@@ -263,7 +267,7 @@ TEST(Plan, ReduceScattersRunWhereTheScheduleSaysWithTheirScratchCounted) {
     // The model reduces ln_f's gradient after the head, each block's after its backward, the
     // embeddings' last.
     std::vector<std::pair<int, UnitUse>> reduces;
-    for (const GatherEvent& e : step_schedule(2))
+    for (const GatherEvent& e : step_schedule(2, true))
         if (e.use == UnitUse::reduce) reduces.push_back({e.unit, e.use});
     EXPECT_EQ(reduces, (std::vector<std::pair<int, UnitUse>>{{3, UnitUse::reduce},
                                                              {2, UnitUse::reduce},
@@ -273,9 +277,9 @@ TEST(Plan, ReduceScattersRunWhereTheScheduleSaysWithTheirScratchCounted) {
     // is gathered while a reduce-scatter runs: the peak is a block (20). With prefetch 1, block 1
     // is already gathered while block 2's gradient is reduced: 20 + 7.
     const std::vector<std::uint64_t> bytes{10, 20, 20, 1}, scratch{5, 7, 7, 3};
-    EXPECT_EQ(simulate_gathers(step_schedule(2), bytes, 0, scratch).peak_buffer_bytes, 20u);
-    EXPECT_EQ(simulate_gathers(step_schedule(2), bytes, 1, scratch).peak_buffer_bytes, 40u);
-    EXPECT_EQ(simulate_gathers(step_schedule(2), bytes, 1, {5, 30, 30, 3}).peak_buffer_bytes,
+    EXPECT_EQ(simulate_gathers(step_schedule(2, true), bytes, 0, scratch).peak_buffer_bytes, 20u);
+    EXPECT_EQ(simulate_gathers(step_schedule(2, true), bytes, 1, scratch).peak_buffer_bytes, 40u);
+    EXPECT_EQ(simulate_gathers(step_schedule(2, true), bytes, 1, {5, 30, 30, 3}).peak_buffer_bytes,
               50u); // while block 2's (30) runs, block 1 (20) is live
 }
 

@@ -3,8 +3,8 @@
 // one updates them; every stage ends a micro-batch with the same weights; and a unit's backward
 // does not wait for the reduce-scatter of the unit before it.
 #include "model/backend.h"
+#include "model/families.h"
 #include "model/gpt_init.h"
-#include "model/gpt_model.h"
 #include "optim/device_updater.h"
 #include "optim/zero_engine.h"
 
@@ -40,7 +40,9 @@ Outcome one_step(int stage, Precision p, const std::vector<std::vector<float>>& 
                           p != Precision::fp32);
     ZeroEngine engine(layout, {stage, p, 0, 1.0f, 65536.0f}, *comm, ctx, backend->ops(), updater,
                       init);
-    GPTModel model(kConfig, 2, 8, {}, param_dtype(p), ctx, backend->ops());
+    const std::unique_ptr<Model> made =
+        make_model(kConfig, 2, 8, {}, param_dtype(p), ctx, backend->ops());
+    Model& model = *made;
     std::vector<std::uint16_t> in(16), tg(16);
     for (int i = 0; i < 16; ++i) in[i] = std::uint16_t(i * 3 % 64), tg[i] = std::uint16_t(i % 64);
     Outcome o;

@@ -1,0 +1,15 @@
+// One case per family.
+#include "model/families.h"
+
+#include "model/gpt_model.h"
+
+namespace shardlab {
+
+std::unique_ptr<Model> make_model(const GPTConfig& config, int batch, int seq,
+                                  CheckpointPolicy checkpoint, DType dtype, DeviceContext& context,
+                                  Ops& ops, AttentionKind attention) {
+    return std::make_unique<GPTModel>(config, batch, seq, checkpoint, dtype, context, ops,
+                                      attention);
+}
+
+} // namespace shardlab
