@@ -22,7 +22,7 @@ namespace shardlab {
 namespace {
 struct EvalOptions {
     std::string weights, data, precision = "fp32", attention = "flash";
-    int batch = 8, seq = 0, vocab_multiple = GPTConfig::kDefaultVocabMultiple;
+    int batch = 8, seq = 0, vocab_multiple = ModelConfig::kDefaultVocabMultiple;
     bool json = false;
     DeviceOptions device;
 };

@@ -49,7 +49,7 @@ namespace shardlab {
 
 namespace {
 struct RunSetup {
-    GPTConfig config;
+    ModelConfig config;
     std::unique_ptr<WeightsReader> init; // --init: read piece by piece (null: GPT-2's draws)
     TrainValSplit data;
     int seq = 0, grad_accum = 1;
@@ -145,7 +145,7 @@ double added_bytes(const TrainOptions& o, double params, int ranks) {
 // Every output is checked before step 1, so no run trains for hours and then cannot write: the run
 // directory (every rank writes its checkpoint file there) and --save-weights (rank 0 writes it)
 // must be writable, with room for what they will hold.
-void check_outputs(const TrainOptions& o, const GPTConfig& config, int ranks, int rank) {
+void check_outputs(const TrainOptions& o, const ModelConfig& config, int ranks, int rank) {
     namespace fs = std::filesystem;
     std::error_code ec;
     fs::create_directories(o.out, ec);

@@ -5,9 +5,10 @@
 
 namespace shardlab {
 
-std::unique_ptr<Model> make_model(const GPTConfig& config, int batch, int seq,
+std::unique_ptr<Model> make_model(const ModelConfig& config, int batch, int seq,
                                   CheckpointPolicy checkpoint, DType dtype, DeviceContext& context,
                                   Ops& ops, AttentionKind attention) {
+    require_family_built(config.arch);
     return std::make_unique<GPTModel>(config, batch, seq, checkpoint, dtype, context, ops,
                                       attention);
 }

@@ -6,8 +6,8 @@
 #include "core/device_context.h"
 #include "model/attention_kind.h"
 #include "model/checkpoint_policy.h"
-#include "model/gpt_config.h"
 #include "model/model.h"
+#include "model/model_config.h"
 #include "model/ops.h"
 
 #include <memory>
@@ -16,7 +16,7 @@ namespace shardlab {
 
 // The model of `config`'s family for micro-batches of `batch` sequences of `seq` tokens, stored
 // in `dtype`, running its Ops on `ops`. Throws UsageError for a shape the family cannot run.
-std::unique_ptr<Model> make_model(const GPTConfig& config, int batch, int seq,
+std::unique_ptr<Model> make_model(const ModelConfig& config, int batch, int seq,
                                   CheckpointPolicy checkpoint, DType dtype, DeviceContext& context,
                                   Ops& ops, AttentionKind attention = AttentionKind::flash);
 

@@ -12,8 +12,8 @@
 #include "core/tensor.h"
 #include "model/attention_kind.h"
 #include "model/checkpoint_policy.h"
-#include "model/gpt_config.h"
 #include "model/model.h"
+#include "model/model_config.h"
 #include "model/ops.h"
 #include "model/param_layout.h"
 #include "model/unit_params.h"
@@ -25,8 +25,9 @@ namespace shardlab {
 
 class GPTModel final : public Model {
   public:
-    GPTModel(const GPTConfig& config, int batch, int seq, CheckpointPolicy checkpoint, DType dtype,
-             DeviceContext& context, Ops& ops, AttentionKind attention = AttentionKind::flash);
+    GPTModel(const ModelConfig& config, int batch, int seq, CheckpointPolicy checkpoint,
+             DType dtype, DeviceContext& context, Ops& ops,
+             AttentionKind attention = AttentionKind::flash);
 
     void forward(UnitParams& params, const std::uint16_t* inputs, const std::uint16_t* targets,
                  float grad_scale = 0.0f) override;
@@ -70,7 +71,7 @@ class GPTModel final : public Model {
     void block_backward(const void* w, void* dw, const Tensor& x, BlockActs& a, Grads& g);
     void check_tokens(const std::uint16_t* inputs, const std::uint16_t* targets) const;
 
-    GPTConfig c_;
+    ModelConfig c_;
     ParamLayout layout_;
     int B_, T_;
     CheckpointPolicy checkpoint_;

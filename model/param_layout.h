@@ -7,7 +7,7 @@
 // segments by numel), the loss masks it (docs/DECISIONS.md, "Vocabulary padding").
 #pragma once
 
-#include "model/gpt_config.h"
+#include "model/model_config.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -39,7 +39,7 @@ struct BlockOffsets {
 
 class ParamLayout {
   public:
-    explicit ParamLayout(const GPTConfig& c);
+    explicit ParamLayout(const ModelConfig& c);
 
     const std::vector<ParamUnit>& units() const { return units_; }
     std::size_t num_units() const { return units_.size(); }

@@ -14,7 +14,7 @@ void add_linear(std::vector<GemmShape>& out, const std::string& name, std::int64
 }
 } // namespace
 
-std::vector<GemmShape> model_gemm_shapes(const GPTConfig& c, std::int64_t tokens) {
+std::vector<GemmShape> model_gemm_shapes(const ModelConfig& c, std::int64_t tokens) {
     const std::int64_t d = c.hidden, vp = c.padded_vocab();
     std::vector<GemmShape> s;
     add_linear(s, "attn.qkv", tokens, d, 3 * d, c.layers);

@@ -19,7 +19,7 @@
 using namespace shardlab;
 
 namespace {
-const GPTConfig kConfig{64, 16, 2, 32, 4, 4}; // V T L d H Hkv
+const ModelConfig kConfig{64, 16, 2, 32, 4, 4}; // V T L d H Hkv
 const int kBatch = 2, kSeq = 8, kSteps = 2;
 
 std::vector<std::uint16_t> tokens() {

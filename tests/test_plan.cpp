@@ -90,7 +90,8 @@ TEST(Plan, ActivationFormulas) {
 TEST(Plan, ExactActivationsEqualWhatTheTrackerMeasures) {
     // V = 64 is padded to 128 (the default multiple), V = 96 is not (multiple 1): the logits are
     // B·T·Vp either way.
-    for (const GPTConfig c : {GPTConfig{64, 16, 3, 32, 4, 4}, GPTConfig{96, 24, 5, 48, 3, 3, 1}})
+    for (const ModelConfig c :
+         {ModelConfig{64, 16, 3, 32, 4, 4}, ModelConfig{96, 24, 5, 48, 3, 3, 1}})
         for (AttentionKind att : {AttentionKind::flash, AttentionKind::materialize})
             for (int every : {0, 1, 2, 3})
                 for (Precision p : {Precision::fp32, Precision::bf16}) {
@@ -123,7 +124,7 @@ TEST(Plan, WorkspaceByHandForGpt2OnOpenBlas) {
     // 2 = 256 B; one loss 8 B; backward's gradient scratch 9 * 64 * 768 * 2 = 884,736 B; the
     // widest product is the head's (64 x 50,304 x 768 in some order): (64 * 768 + 768 * 50,304 +
     // 64 * 50,304) * 4 = 167,608,320 B. Total 168,493,328 B (a report of this run measures it).
-    const GPTConfig gpt2{50257, 1024, 12, 768, 12, 12};
+    const ModelConfig gpt2{50257, 1024, 12, 768, 12, 12};
     EXPECT_EQ(
         gpt2_workspace_bytes(gpt2, 1, 64, 1, Precision::bf16, GemmWorkspace::widened_operands),
         std::optional<std::uint64_t>(168493328u));
@@ -148,7 +149,8 @@ TEST(Plan, WorkspaceByHandForGpt2OnOpenBlas) {
 TEST(Plan, WorkspaceEqualsWhatTheModelTakesOnOpenBlas) {
     // GPTModel alone (no engine: its 8 bytes of scalars are not there), a forward and backward
     // on OpenBLAS: the tracker's workspace peak is the prediction less those 8 bytes.
-    for (const GPTConfig c : {GPTConfig{64, 16, 3, 32, 4, 4}, GPTConfig{96, 24, 5, 48, 3, 3, 1}})
+    for (const ModelConfig c :
+         {ModelConfig{64, 16, 3, 32, 4, 4}, ModelConfig{96, 24, 5, 48, 3, 3, 1}})
         for (Precision p : {Precision::fp32, Precision::bf16, Precision::fp16}) {
             const auto backend = make_cpu_backend(1, "", "openblas");
             DeviceContext& ctx = backend->context();
@@ -180,7 +182,7 @@ TEST(Plan, FlashKeepsALogSumExpInsteadOfTheProbabilities) {
     // inputs = 13 * BT * d * 2 = 81,788,928; head = BT * d * 2 + 8 * BT + BT * Vp * 2 =
     // 418,414,592. materialize: 81,788,928 + 12 * 195,100,672 + 418,414,592 = 2,841,411,584 (2.84
     // GB); flash:       81,788,928 + 12 * 94,633,984 + 418,414,592 = 1,635,811,328 (1.64 GB).
-    const GPTConfig gpt2{50257, 1024, 12, 768, 12, 12};
+    const ModelConfig gpt2{50257, 1024, 12, 768, 12, 12};
     EXPECT_EQ(
         gpt2_activation_bytes(gpt2, 4, 1024, Precision::bf16, {0}, AttentionKind::materialize),
         2841411584u);

@@ -23,7 +23,7 @@
 using namespace shardlab;
 
 namespace {
-const GPTConfig kConfig{64, 16, 2, 32, 4, 4}; // V T L d H Hkv
+const ModelConfig kConfig{64, 16, 2, 32, 4, 4}; // V T L d H Hkv
 const int kBatch = 2, kSeq = 8, kAccum = 2, kSteps = 2;
 const AdamWConfig kAdam{1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f};
 

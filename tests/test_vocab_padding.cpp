@@ -35,8 +35,8 @@
 using namespace shardlab;
 
 namespace {
-GPTConfig config(int vocab_multiple) {
-    GPTConfig c{130, 16, 2, 32, 4, 4}; // V T L d H Hkv
+ModelConfig config(int vocab_multiple) {
+    ModelConfig c{130, 16, 2, 32, 4, 4}; // V T L d H Hkv
     c.vocab_multiple = vocab_multiple;
     return c;
 }
@@ -52,7 +52,7 @@ struct Trained {
 Trained train(int vocab_multiple, int stage, Precision p, int steps) {
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    const GPTConfig c = config(vocab_multiple);
+    const ModelConfig c = config(vocab_multiple);
     const auto backend = make_cpu_backend(1);
     const auto comm = backend->communicator(MPI_COMM_WORLD);
     DeviceContext& ctx = backend->context();
@@ -153,7 +153,7 @@ TEST(VocabPadding, OneBackwardGivesTheSameGradients) {
     std::vector<std::vector<float>> grads[2];
     double losses[2];
     for (int side = 0; side < 2; ++side) {
-        const GPTConfig c = config(side ? 1 : 128);
+        const ModelConfig c = config(side ? 1 : 128);
         const auto backend = make_cpu_backend(1);
         DeviceContext& ctx = backend->context();
         const ParamLayout layout(c);

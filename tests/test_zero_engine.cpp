@@ -21,7 +21,7 @@
 using namespace shardlab;
 
 namespace {
-const GPTConfig kConfig{64, 16, 2, 32, 4, 4}; // V T L d H Hkv
+const ModelConfig kConfig{64, 16, 2, 32, 4, 4}; // V T L d H Hkv
 
 struct Outcome {
     std::vector<std::vector<float>> before, after;
@@ -99,7 +99,7 @@ TEST(ZeroEngine, ABlocksBackwardNeverWaitsForTheReduceScatterOfTheBlockBefore) {
     MPI_Comm_size(MPI_COMM_WORLD, &n);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     if (n < 2) GTEST_SKIP() << "needs a peer to hold a reduce-scatter back";
-    const GPTConfig c{64, 16, 4, 32, 4, 4}; // units: 0 embeddings, 1..4 blocks, 5 ln_f
+    const ModelConfig c{64, 16, 4, 32, 4, 4}; // units: 0 embeddings, 1..4 blocks, 5 ln_f
     const auto backend = make_cpu_backend(1);
     const auto comm = backend->communicator(MPI_COMM_WORLD);
     DeviceContext& ctx = backend->context();

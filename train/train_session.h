@@ -12,9 +12,9 @@
 #include "model/attention_kind.h"
 #include "model/backend.h"
 #include "model/checkpoint_policy.h"
-#include "model/gpt_config.h"
 #include "model/gpt_init.h"
 #include "model/model.h"
+#include "model/model_config.h"
 #include "model/precision.h"
 #include "model/token_windows.h"
 #include "optim/adamw.h"
@@ -35,7 +35,7 @@ namespace shardlab {
 
 // What a session is built from, resolved from the flags (and checked) by its caller.
 struct SessionSpec {
-    GPTConfig config;
+    ModelConfig config;
     int micro_batch = 1, seq = 0, grad_accum = 1; // seq: tokens per sequence
     Precision precision = Precision::bf16;
     CheckpointPolicy checkpoint;
