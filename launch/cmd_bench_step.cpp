@@ -12,7 +12,7 @@
 #include "launch/pytorch_peer.h"
 #include "measure/gemm_rate.h"
 #include "model/backend.h"
-#include "model/gpt_init.h"
+#include "model/gpt2/gpt_init.h"
 #include "model/kernels/cpu/cpu_gemm.h"
 #include "model/kernels/cpu/cpu_model.h"
 #include "model/kernels/cpu/threads.h"

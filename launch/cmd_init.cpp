@@ -2,7 +2,7 @@
 #include "core/error.h"
 #include "launch/commands.h"
 #include "launch/model_options.h"
-#include "model/gpt_init.h"
+#include "model/gpt2/gpt_init.h"
 #include "model/weights_io.h"
 
 #include <fmt/format.h>

@@ -23,7 +23,7 @@
 #include "model/corpus.h"
 #include "model/families.h"
 #include "model/generate.h"
-#include "model/gpt_init.h"
+#include "model/gpt2/gpt_init.h"
 #include "model/kernels/cpu/cpu_gemm.h"
 #include "model/kernels/cpu/threads.h"
 #include "model/token_windows.h"

@@ -1,7 +1,7 @@
 // One case per family.
 #include "model/families.h"
 
-#include "model/gpt_model.h"
+#include "model/gpt2/gpt_model.h"
 
 namespace shardlab {
 

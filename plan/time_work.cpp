@@ -1,7 +1,7 @@
 // The work of one micro-batch, before any rate: the GEMMs' FLOPs (plan/gemm_shapes.h, the shapes
 // calibrate timed), attention's own FLOPs (causal: the kernels skip the masked half), and the
 // bytes the memory-bound kernels must move. docs/TIME.md section 5 derives each count from the
-// kernels model/gpt_model.cpp calls.
+// kernels model/gpt2/gpt_model.cpp calls.
 #include "core/error.h"
 #include "plan/gemm_shapes.h"
 #include "plan/time_model.h"

@@ -7,7 +7,7 @@
 // world's: summed over one shard group, not once per replica).
 #include "comm/node_layout.h"
 #include "model/backend.h"
-#include "model/gpt_init.h"
+#include "model/gpt2/gpt_init.h"
 #include "train/train_session.h"
 
 #include <gtest/gtest.h>

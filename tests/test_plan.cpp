@@ -4,7 +4,7 @@
 #include "core/error.h"
 #include "model/backend.h"
 #include "model/families.h"
-#include "model/gpt_init.h"
+#include "model/gpt2/gpt_init.h"
 #include "optim/gather_schedule.h"
 #include "optim/unit_shards.h"
 #include "plan/deepspeed_estimate.h"

@@ -7,7 +7,7 @@
 #include "launch/sha256.h"
 #include "model/backend.h"
 #include "model/families.h"
-#include "model/gpt_init.h"
+#include "model/gpt2/gpt_init.h"
 #include "optim/device_updater.h"
 #include "optim/zero_engine.h"
 #include "train/train_session.h"

@@ -22,7 +22,7 @@
 //    1.0007 at t = 1, 2, 3 for b1 = 0.9, b2 = 0.95: two runs can differ by at most twice that.
 #include "model/backend.h"
 #include "model/families.h"
-#include "model/gpt_init.h"
+#include "model/gpt2/gpt_init.h"
 #include "optim/device_updater.h"
 #include "optim/zero_engine.h"
 

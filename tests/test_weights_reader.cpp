@@ -2,7 +2,7 @@
 // the whole file, across tensor boundaries and in bf16; and it reads only that range — a NaN in
 // a tensor outside it goes unseen, one inside it is refused naming the tensor and its element.
 #include "core/error.h"
-#include "model/gpt_init.h"
+#include "model/gpt2/gpt_init.h"
 #include "model/param_layout.h"
 #include "model/safetensors.h"
 #include "model/weights_io.h"

@@ -4,7 +4,7 @@
 // does not wait for the reduce-scatter of the unit before it.
 #include "model/backend.h"
 #include "model/families.h"
-#include "model/gpt_init.h"
+#include "model/gpt2/gpt_init.h"
 #include "optim/device_updater.h"
 #include "optim/zero_engine.h"
 

@@ -12,7 +12,7 @@
 #include "model/attention_kind.h"
 #include "model/backend.h"
 #include "model/checkpoint_policy.h"
-#include "model/gpt_init.h"
+#include "model/gpt2/gpt_init.h"
 #include "model/model.h"
 #include "model/model_config.h"
 #include "model/precision.h"

@@ -1,5 +1,5 @@
 // GPT-2 as Ops: the data flow of one step, unit by unit — acquire -> compute -> release.
-#include "model/gpt_model.h"
+#include "model/gpt2/gpt_model.h"
 
 #include "core/error.h"
 #include "core/tracer.h"
