@@ -12,8 +12,7 @@
 #include "launch/pytorch_peer.h"
 #include "measure/gemm_rate.h"
 #include "model/backend.h"
-#include "model/gpt_init.h"
-#include "model/gpt_model.h"
+#include "model/gpt2/gpt_init.h"
 #include "model/kernels/cpu/cpu_gemm.h"
 #include "model/kernels/cpu/cpu_model.h"
 #include "model/kernels/cpu/threads.h"
@@ -42,12 +41,12 @@ struct StepBenchOptions {
 // 4: q/k/v, projection, MLP and the tied head), plus causal attention's QK^T and PV — 2 * T * d
 // per layer forward over the lower triangle, times 3 with backward. Embeddings, norms, GELU and
 // AdamW are not counted (as in the usual 6N accounting).
-double train_flops_per_token(const GPTConfig& c, int seq) {
+double train_flops_per_token(const ModelConfig& c, int seq) {
     const double d = c.hidden, matmul_weights = c.layers * 12.0 * d * d + double(c.vocab) * d;
     return 6.0 * matmul_weights + 6.0 * c.layers * double(seq) * d;
 }
 
-nlohmann::json bench_steps(const StepBenchOptions& o, const GPTConfig& c, int seq) {
+nlohmann::json bench_steps(const StepBenchOptions& o, const ModelConfig& c, int seq) {
     const Precision p = parse_precision(o.precision);
     const auto backend = make_backend(o.device, MPI_COMM_WORLD);
     const auto comm = backend->communicator(MPI_COMM_SELF);
@@ -130,7 +129,7 @@ CommandRunner add_bench_step_command(CLI::App& cmd) {
         "torch_bench_step.py; bf16 through torch.autocast) and print both and the ratio");
     cmd.add_option("--python", o->python, "The interpreter for --peer pytorch (one with torch)");
     return [o] {
-        const GPTConfig c = o->model.config();
+        const ModelConfig c = o->model.config();
         const int seq = o->seq ? o->seq : c.context;
         if (o->steps < 1 || o->warmup < 0)
             throw UsageError("--steps must be >= 1 and --warmup >= 0");

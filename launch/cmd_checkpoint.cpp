@@ -3,7 +3,7 @@
 // rank file at a time, so it never holds more than one file's share of the model).
 #include "core/error.h"
 #include "launch/commands.h"
-#include "model/gpt_config.h"
+#include "model/model_config.h"
 #include "model/param_layout.h"
 #include "model/safetensors_writer.h"
 #include "optim/checkpoint.h"
@@ -27,7 +27,7 @@ int inspect(const std::string& dir) {
     const std::string cdir = find_checkpoint_dir(dir);
     const nlohmann::json meta = read_checkpoint_meta(cdir);
     const nlohmann::json& c = meta["config"];
-    const GPTConfig model = checkpoint_model(meta);
+    const ModelConfig model = checkpoint_model(meta);
     const ParamLayout layout(model);
     const int N = meta["ranks"].get<int>();
     fmt::print("checkpoint {}\n  model      {}\n  training   {} ZeRO-{}, global batch {} "
@@ -62,7 +62,7 @@ int inspect(const std::string& dir) {
 int export_weights(const std::string& dir, const std::string& out) {
     const std::string cdir = find_checkpoint_dir(dir);
     const nlohmann::json meta = read_checkpoint_meta(cdir);
-    const GPTConfig model = checkpoint_model(meta);
+    const ModelConfig model = checkpoint_model(meta);
     const ParamLayout layout(model);
     // Tensors in unit order, each unit's in offset order: then they follow each other in the data
     // section as in the units' flat buffers, but for wte's padding rows, which the file has not

@@ -5,7 +5,7 @@
 #include "launch/device_options.h"
 #include "launch/flag_checks.h"
 #include "model/backend.h"
-#include "model/gpt_model.h"
+#include "model/families.h"
 #include "model/precision.h"
 #include "model/token_data.h"
 #include "model/token_windows.h"
@@ -22,7 +22,7 @@ namespace shardlab {
 namespace {
 struct EvalOptions {
     std::string weights, data, precision = "fp32", attention = "flash";
-    int batch = 8, seq = 0, vocab_multiple = GPTConfig::kDefaultVocabMultiple;
+    int batch = 8, seq = 0, vocab_multiple = ModelConfig::kDefaultVocabMultiple;
     bool json = false;
     DeviceOptions device;
 };
@@ -34,12 +34,12 @@ double mean_loss(Backend& backend, const ModelWeights& w, const TokenWindows& wi
     params.load(w.units);
     double sum = 0; // sum over windows of the window's mean loss
     std::vector<std::uint16_t> in(std::size_t(batch) * seq), tg(std::size_t(batch) * seq);
-    std::unique_ptr<GPTModel> model;
+    std::unique_ptr<Model> model;
     for (std::size_t first = 0; first < windows.count(); first += batch) {
         const int b = int(std::min<std::size_t>(batch, windows.count() - first));
         if (!model || model->batch() != b)
-            model = std::make_unique<GPTModel>(w.config, b, seq, CheckpointPolicy{}, dtype,
-                                               backend.context(), backend.ops(), attention);
+            model = make_model(w.config, b, seq, CheckpointPolicy{}, dtype, backend.context(),
+                               backend.ops(), attention);
         windows.fill(first, b, in.data(), tg.data());
         model->forward(params, in.data(), tg.data());
         sum += model->take_losses().front() * b;

@@ -2,7 +2,7 @@
 #include "core/error.h"
 #include "launch/commands.h"
 #include "launch/model_options.h"
-#include "model/gpt_init.h"
+#include "model/gpt2/gpt_init.h"
 #include "model/weights_io.h"
 
 #include <fmt/format.h>
@@ -23,7 +23,7 @@ CommandRunner add_init_command(CLI::App& cmd) {
     cmd.add_option("--dtype", o->dtype, "Stored dtype: fp32 | bf16");
     cmd.add_option("--out", o->out, "Output .safetensors file")->required();
     return [o] {
-        const GPTConfig c = o->model.config();
+        const ModelConfig c = o->model.config();
         const DType t = parse_dtype(o->dtype);
         if (t == DType::f16)
             throw UsageError("--dtype fp16 is not a storage format for weights; use fp32 or bf16");

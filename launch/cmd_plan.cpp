@@ -12,6 +12,7 @@
 #include "launch/plan_json.h"
 #include "launch/python_tool.h"
 #include "launch/train_report.h"
+#include "model/model_presets.h"
 #include "plan/memory_plan.h"
 #include "plan/time_model.h"
 
@@ -38,7 +39,7 @@ struct PlanFlags {
     std::string profile;                      // --profile FILE | a built-in: the time model's rates
     std::string gemm;                         // --gemm: whose workspace to predict ("": by --gpu)
     int layers = 0, hidden = 0, heads = 0, kv_heads = 0, ffn = 0, vocab = 0, seq = 0;
-    int vocab_multiple = GPTConfig::kDefaultVocabMultiple;
+    int vocab_multiple = ModelConfig::kDefaultVocabMultiple;
     double params = 0;
     int ranks = 0, nodes = 0, gpus_per_node = 0, ranks_per_node = 0, zero = 0, micro_batch = 1,
         grad_accum = 1, prefetch = 0, rank = 0, global_batch = 0, top = 5;
@@ -53,8 +54,9 @@ PlanModel build_model(const PlanFlags& f) {
                              "the model fields");
         return plan_model_params_only(f.params);
     }
-    const bool llama = is_llama_preset(f.preset) || (f.preset.empty() && f.arch == "llama");
-    if (f.arch != "gpt2" && f.arch != "llama") throw UsageError("--arch must be gpt2 or llama");
+    const Architecture arch = parse_architecture(f.arch);
+    const bool llama =
+        is_llama_preset(f.preset) || (f.preset.empty() && arch == Architecture::llama);
     PlanModel base = f.preset.empty()
                          ? (llama ? plan_model_preset("7b") : plan_model_preset("gpt2"))
                          : plan_model_preset(f.preset);
@@ -69,7 +71,7 @@ PlanModel build_model(const PlanFlags& f) {
         return plan_model_llama(L, d, H, Hkv, pick(f.ffn, base.ffn), V, T, name, base.tied_head);
     if (f.ffn && f.ffn != 4 * d)
         throw UsageError("GPT-2 uses ffn = 4 x hidden; for another ffn use --arch llama");
-    return plan_model_from_gpt2(GPTConfig{V, T, L, d, H, Hkv, f.vocab_multiple}, name);
+    return plan_model_from_gpt2(ModelConfig{V, T, L, d, H, Hkv, f.vocab_multiple}, name);
 }
 
 // Nodes of K consecutive ranks (--gpus-per-node or --ranks-per-node K) for the bytes by link
@@ -415,7 +417,7 @@ std::string train_model_flags(const PlanFlags& f) {
     };
     add("--layers", f.layers), add("--hidden", f.hidden), add("--heads", f.heads);
     add("--vocab", f.vocab), add("--seq", f.seq);
-    if (f.vocab_multiple != GPTConfig::kDefaultVocabMultiple)
+    if (f.vocab_multiple != ModelConfig::kDefaultVocabMultiple)
         s += fmt::format(" --vocab-multiple {}", f.vocab_multiple);
     return s;
 }
@@ -526,7 +528,7 @@ int run_plan(const PlanFlags& f) {
 
 CommandRunner add_plan_command(CLI::App& cmd) {
     auto f = std::make_shared<PlanFlags>();
-    cmd.add_option("--preset", f->preset, kPlanPresets);
+    cmd.add_option("--preset", f->preset, kModelPresets);
     cmd.add_option("--arch", f->arch, "Architecture for explicit fields: gpt2 | llama");
     cmd.add_option("--layers", f->layers, "Transformer blocks")->check(at_least(1));
     cmd.add_option("--hidden", f->hidden, "Hidden size")->check(at_least(1));

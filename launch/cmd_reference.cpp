@@ -5,7 +5,7 @@
 #include "launch/cli_util.h"
 #include "launch/commands.h"
 #include "model/backend.h"
-#include "model/gpt_model.h"
+#include "model/families.h"
 #include "model/kernels/cpu/threads.h"
 #include "model/precision.h"
 #include "model/safetensors.h"
@@ -55,8 +55,10 @@ void write_grads(const ReferenceOptions& o, const ModelWeights& w, Backend& back
     ResidentParams params(layout, dtype, backend.context(), backend.ops());
     params.load(w.units);
     const Batch b = load_batch(o, w.config.vocab);
-    GPTModel model(w.config, o.batch, o.seq, parse_checkpoint(o.checkpoint), dtype,
+    const std::unique_ptr<Model> made =
+        make_model(w.config, o.batch, o.seq, parse_checkpoint(o.checkpoint), dtype,
                    backend.context(), backend.ops(), parse_attention(o.attention));
+    Model& model = *made;
     model.forward(params, b.inputs.data(), b.targets.data());
     const float loss = float(model.take_losses().front());
     const std::vector<float> logits = model.logits();

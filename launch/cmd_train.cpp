@@ -21,7 +21,7 @@ namespace {
 // The options as the run would start with them, before the checks that need data or a model.
 nlohmann::json effective_options(const TrainOptions& o, int ranks) {
     const bool fresh = o.init.empty();
-    const GPTConfig model = o.model.config();
+    const ModelConfig model = o.model.config();
     nlohmann::json j = train_options_json(
         o, fresh ? config_to_json(model) : nlohmann::json("from --init " + o.init),
         fresh ? model.context : 0, o.grad_accum);

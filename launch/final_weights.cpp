@@ -15,8 +15,9 @@ namespace shardlab {
 namespace {
 // The file --save-weights names, opened on the lead; a failure is kept in `error`, not thrown: the
 // other ranks are already in the gathers, and the run's report must still be written.
-std::unique_ptr<SafeTensorsWriter> open_weights(const ParamLayout& layout, const GPTConfig& config,
-                                                const std::string& path, std::string& error) {
+std::unique_ptr<SafeTensorsWriter> open_weights(const ParamLayout& layout,
+                                                const ModelConfig& config, const std::string& path,
+                                                std::string& error) {
     std::vector<TensorEntry> entries; // tensors in unit order: each unit is one write
     for (const ParamUnit& u : layout.units())
         for (const ParamInfo& p : u.params) entries.push_back({p.name, DType::f32, p.shape});
@@ -33,7 +34,7 @@ std::unique_ptr<SafeTensorsWriter> open_weights(const ParamLayout& layout, const
 }
 } // namespace
 
-FinalWeights hash_and_save_weights(ZeroEngine& engine, const GPTConfig& config,
+FinalWeights hash_and_save_weights(ZeroEngine& engine, const ModelConfig& config,
                                    const std::string& save_path, bool lead, std::size_t piece) {
     const ParamLayout layout(config);
     FinalWeights result;

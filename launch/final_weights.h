@@ -4,7 +4,7 @@
 // for it, nor a unit twice.
 #pragma once
 
-#include "model/gpt_config.h"
+#include "model/model_config.h"
 #include "optim/zero_engine.h"
 
 #include <string>
@@ -19,7 +19,7 @@ struct FinalWeights {
 // Collective over the engine's ranks. `save_path` empty: hash only. A file that cannot be written
 // (a full disk) is removed and its error returned, never thrown: the run's report comes next.
 // `piece`: the elements handed over at a time (ZeroEngine::for_each_consolidated_piece).
-FinalWeights hash_and_save_weights(ZeroEngine& engine, const GPTConfig& config,
+FinalWeights hash_and_save_weights(ZeroEngine& engine, const ModelConfig& config,
                                    const std::string& save_path, bool lead,
                                    std::size_t piece = ZeroEngine::kConsolidationPiece);
 

@@ -3,14 +3,29 @@
 
 #include "launch/flag_checks.h"
 
+#include "core/error.h"
+
+#include <fmt/format.h>
+
 namespace shardlab {
 
-GPTConfig ModelOptions::config() const {
-    GPTConfig c = gpt_preset(preset);
+ModelConfig ModelOptions::config() const {
+    const std::string name =
+        !preset.empty()
+            ? preset
+            : (!arch.empty() && parse_architecture(arch) == Architecture::llama ? "tiny-llama"
+                                                                                : "tiny");
+    ModelConfig c = model_preset(name);
+    if (!arch.empty() && parse_architecture(arch) != c.arch)
+        throw UsageError(fmt::format("--preset {} is a {} model, not --arch {}; drop one of them",
+                                     name, architecture_name(c.arch), arch));
+    require_family_built(c.arch);
     if (layers) c.layers = layers;
+    if (hidden && c.arch == Architecture::gpt2) c.ffn_width = 0; // 4 x the new hidden
     if (hidden) c.hidden = hidden;
     if (heads) c.heads = c.kv_heads = heads;
     if (kv_heads) c.kv_heads = kv_heads;
+    if (ffn) c.ffn_width = ffn;
     if (vocab) c.vocab = vocab;
     if (seq) c.context = seq;
     c.vocab_multiple = vocab_multiple;
@@ -19,13 +34,15 @@ GPTConfig ModelOptions::config() const {
 }
 
 void add_model_options(CLI::App& cmd, ModelOptions& o) {
-    cmd.add_option("--preset", o.preset, "tiny | gpt2 | gpt2-medium | gpt2-large | gpt2-xl");
+    cmd.add_option("--arch", o.arch, "gpt2 | llama (default: the preset's)");
+    cmd.add_option("--preset", o.preset, std::string(kModelPresets) + " (default: tiny)");
     cmd.add_option("--layers", o.layers, "Transformer blocks (overrides the preset)")
         ->check(at_least(1));
     cmd.add_option("--hidden", o.hidden, "Hidden size d")->check(at_least(1));
     cmd.add_option("--heads", o.heads, "Attention heads")->check(at_least(1));
     cmd.add_option("--kv-heads", o.kv_heads, "Key/value heads (must equal heads for now)")
         ->check(at_least(1));
+    cmd.add_option("--ffn", o.ffn, "MLP width (GPT-2: 4 x hidden only)")->check(at_least(1));
     cmd.add_option("--vocab", o.vocab, "Vocabulary size")->check(at_least(1));
     cmd.add_option("--seq", o.seq, "Context length (rows of the position table)")
         ->check(at_least(1));

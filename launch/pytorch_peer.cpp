@@ -13,7 +13,7 @@ std::string peer_script_path() {
 }
 
 nlohmann::json run_pytorch_peer(const PeerRun& r) {
-    const GPTConfig& c = r.config;
+    const ModelConfig& c = r.config;
     auto n = [](auto v) { return fmt::format("{}", v); };
     const std::string output = run_python_tool(
         "--peer pytorch", "torch", r.python, peer_script_path(),

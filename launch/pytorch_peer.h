@@ -3,7 +3,7 @@
 // after shardlab's own measurement — never at the same time — and returns its JSON line.
 #pragma once
 
-#include "model/gpt_config.h"
+#include "model/model_config.h"
 
 #include <nlohmann/json.hpp>
 
@@ -12,7 +12,7 @@
 namespace shardlab {
 
 struct PeerRun {
-    GPTConfig config;
+    ModelConfig config;
     int batch = 0, seq = 0, threads = 0, steps = 0, warmup = 0;
     std::string precision, device, python; // python: an interpreter that can import torch
 };

@@ -8,7 +8,7 @@
 
 namespace shardlab {
 
-MachineProfile calibrate_for_run(const DeviceOptions& device, const GPTConfig& config,
+MachineProfile calibrate_for_run(const DeviceOptions& device, const ModelConfig& config,
                                  int micro_batch, Precision precision, const NodeLayout& nodes) {
     CalibrateSpec spec = calibrate_spec_for(config, micro_batch);
     spec.dtypes = {param_dtype(precision)};

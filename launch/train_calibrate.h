@@ -7,7 +7,7 @@
 
 #include "comm/node_layout.h"
 #include "launch/device_options.h"
-#include "model/gpt_config.h"
+#include "model/model_config.h"
 #include "model/precision.h"
 #include "plan/machine_profile.h"
 
@@ -17,7 +17,7 @@ namespace shardlab {
 
 // Collective over MPI_COMM_WORLD (every rank returns the same profile). `nodes`: the run's node
 // layout, so the link classes are the run's.
-MachineProfile calibrate_for_run(const DeviceOptions& device, const GPTConfig& config,
+MachineProfile calibrate_for_run(const DeviceOptions& device, const ModelConfig& config,
                                  int micro_batch, Precision precision, const NodeLayout& nodes);
 
 } // namespace shardlab

@@ -21,9 +21,9 @@
 #include "launch/train_time.h"
 #include "model/backend.h"
 #include "model/corpus.h"
+#include "model/families.h"
 #include "model/generate.h"
-#include "model/gpt_init.h"
-#include "model/gpt_model.h"
+#include "model/gpt2/gpt_init.h"
 #include "model/kernels/cpu/cpu_gemm.h"
 #include "model/kernels/cpu/threads.h"
 #include "model/token_windows.h"
@@ -49,7 +49,7 @@ namespace shardlab {
 
 namespace {
 struct RunSetup {
-    GPTConfig config;
+    ModelConfig config;
     std::unique_ptr<WeightsReader> init; // --init: read piece by piece (null: GPT-2's draws)
     TrainValSplit data;
     int seq = 0, grad_accum = 1;
@@ -145,7 +145,7 @@ double added_bytes(const TrainOptions& o, double params, int ranks) {
 // Every output is checked before step 1, so no run trains for hours and then cannot write: the run
 // directory (every rank writes its checkpoint file there) and --save-weights (rank 0 writes it)
 // must be writable, with room for what they will hold.
-void check_outputs(const TrainOptions& o, const GPTConfig& config, int ranks, int rank) {
+void check_outputs(const TrainOptions& o, const ModelConfig& config, int ranks, int rank) {
     namespace fs = std::filesystem;
     std::error_code ec;
     fs::create_directories(o.out, ec);
@@ -535,11 +535,12 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
         hash_and_save_weights(engine, s.config, diverged.empty() ? o.save_weights : "", lead);
     const std::string& hash = weights.hash;
     if (o.sample > 0 && !stopped_by && diverged.empty()) {
-        GPTModel sampler(s.config, 1, T_, CheckpointPolicy{}, param_dtype(s.precision), ctx,
-                         backend.ops(), s.attention);
+        const std::unique_ptr<Model> sampler =
+            make_model(s.config, 1, T_, CheckpointPolicy{}, param_dtype(s.precision), ctx,
+                       backend.ops(), s.attention);
         const std::vector<std::uint16_t> prompt(
             s.data.val.begin(), s.data.val.begin() + std::min<std::size_t>(64, s.data.val.size()));
-        const auto text = generate(sampler, engine, prompt, o.sample, 0.8f, o.seed,
+        const auto text = generate(*sampler, engine, prompt, o.sample, 0.8f, o.seed,
                                    [&] { engine.begin_micro_batch(false); });
         if (lead)
             fmt::print("\nsample ({} tokens after a {}-token prompt from the validation "

@@ -63,7 +63,7 @@ double host_adamw_params_per_s(std::size_t n, int reps, MPI_Comm comm) {
 }
 } // namespace
 
-CalibrateSpec calibrate_spec_for(const GPTConfig& config, int micro_batch) {
+CalibrateSpec calibrate_spec_for(const ModelConfig& config, int micro_batch) {
     CalibrateSpec spec;
     spec.config = config;
     spec.tokens = std::int64_t(micro_batch) * config.context;
@@ -92,7 +92,7 @@ MachineProfile calibrate_machine(Backend& backend, Communicator& world, const Ca
         note(std::string("GEMMs of the model's step, ") + dtype_name(t));
         p.gemm[dtype_name(t)] = gemm_rate(backend, t, spec, comm);
         note(std::string("attention, ") + dtype_name(t));
-        const GPTConfig& c = spec.config;
+        const ModelConfig& c = spec.config;
         for (AttentionKind kind : {AttentionKind::flash, AttentionKind::materialize})
             p.attention[dtype_name(t)][attention_name(kind)] =
                 measure_attention_rate(backend, t, kind, int(spec.tokens / c.context), c.context,

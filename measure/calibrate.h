@@ -14,7 +14,7 @@
 namespace shardlab {
 
 struct CalibrateSpec {
-    GPTConfig config;                    // the model whose GEMM shapes are timed
+    ModelConfig config;                  // the model whose GEMM shapes are timed
     std::int64_t tokens = 0;             // micro-batch x sequence: M of the GEMMs
     nlohmann::json model;                // recorded in the profile
     std::vector<DType> dtypes;           // GEMM and memory-bound kernels, each
@@ -27,7 +27,7 @@ struct CalibrateSpec {
 
 // The spec for a model at a micro-batch: its GEMM and attention shapes (micro-batch x context
 // rows), the model recorded, AdamW over the model's parameters (at most 4M); the rest default.
-CalibrateSpec calibrate_spec_for(const GPTConfig& config, int micro_batch);
+CalibrateSpec calibrate_spec_for(const ModelConfig& config, int micro_batch);
 
 // Collective over world (its node layout decides the link classes). Every rank returns the
 // same profile.

@@ -8,7 +8,7 @@
 
 namespace shardlab {
 
-std::vector<std::uint16_t> generate(GPTModel& model, UnitParams& params,
+std::vector<std::uint16_t> generate(Model& model, UnitParams& params,
                                     std::vector<std::uint16_t> tokens, int new_tokens,
                                     float temperature, std::uint64_t seed,
                                     const std::function<void()>& before_forward) {

@@ -4,7 +4,7 @@
 // forward needs every rank's gathers — all ranks take the same path.
 #pragma once
 
-#include "model/gpt_model.h"
+#include "model/model.h"
 
 #include <cstdint>
 #include <functional>
@@ -12,7 +12,7 @@
 
 namespace shardlab {
 
-std::vector<std::uint16_t> generate(GPTModel& model, UnitParams& params,
+std::vector<std::uint16_t> generate(Model& model, UnitParams& params,
                                     std::vector<std::uint16_t> prompt, int new_tokens,
                                     float temperature, std::uint64_t seed,
                                     const std::function<void()>& before_forward);

@@ -1,6 +1,8 @@
 // Builds the unit list in GPT-2's order; offsets follow declaration order inside each unit.
 #include "model/param_layout.h"
 
+#include "model/architecture.h"
+
 #include <algorithm>
 #include <string>
 
@@ -19,7 +21,8 @@ std::size_t add(ParamUnit& u, std::string name, std::vector<std::int64_t> shape,
 }
 } // namespace
 
-ParamLayout::ParamLayout(const GPTConfig& c) : vocab_(c.vocab), padded_vocab_(c.padded_vocab()) {
+ParamLayout::ParamLayout(const ModelConfig& c) : vocab_(c.vocab), padded_vocab_(c.padded_vocab()) {
+    require_family_built(c.arch); // GPT-2's layout; Llama's comes with its model
     const std::int64_t V = c.vocab, T = c.context, d = c.hidden, f = c.ffn();
     ParamUnit emb{"embeddings", {}, 0};
     add(emb, "transformer.wte.weight", {V, d}, std::size_t(padded_vocab_) * std::size_t(d));

@@ -7,7 +7,7 @@
 // segments by numel), the loss masks it (docs/DECISIONS.md, "Vocabulary padding").
 #pragma once
 
-#include "model/gpt_config.h"
+#include "model/model_config.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -39,7 +39,7 @@ struct BlockOffsets {
 
 class ParamLayout {
   public:
-    explicit ParamLayout(const GPTConfig& c);
+    explicit ParamLayout(const ModelConfig& c);
 
     const std::vector<ParamUnit>& units() const { return units_; }
     std::size_t num_units() const { return units_.size(); }
@@ -53,6 +53,9 @@ class ParamLayout {
     std::size_t wpe_offset() const { return wpe_offset_; }
     int vocab() const { return vocab_; }               // V: wte's rows in files
     int padded_vocab() const { return padded_vocab_; } // Vp: wte's rows in the unit
+    // The output head is the token embedding (GPT-2): the head's forward and backward acquire the
+    // embeddings unit again (optim/gather_schedule.h).
+    bool tied_head() const { return tied_head_; }
 
     // (unit index, tensor) by Hugging Face name; nullptr when there is no such tensor.
     const ParamInfo* find(const std::string& name, int* unit = nullptr) const;
@@ -62,6 +65,7 @@ class ParamLayout {
     BlockOffsets block_{};
     std::size_t wpe_offset_ = 0, total_ = 0;
     int vocab_ = 0, padded_vocab_ = 0;
+    bool tied_head_ = true;
 };
 
 } // namespace shardlab

@@ -43,7 +43,7 @@ std::string canonical(const std::string& name) {
 }
 // A Hugging Face GPT-2 checkpoint carries no shardlab config: read V, d from wte, T from wpe and
 // L from the block indices; heads are d / 64, the head size of every GPT-2 model.
-GPTConfig infer_gpt2_config(const SafeTensorsFile& f, const std::string& path) {
+ModelConfig infer_gpt2_config(const SafeTensorsFile& f, const std::string& path) {
     const SafeTensor* wte = nullptr;
     const SafeTensor* wpe = nullptr;
     int layers = 0;
@@ -72,12 +72,12 @@ GPTConfig infer_gpt2_config(const SafeTensorsFile& f, const std::string& path) {
             "'{}' has no model config and hidden size {} is not a multiple of 64, "
             "so the number of heads cannot be inferred; add a \"config\" metadata entry",
             path, d));
-    GPTConfig c{int(wte->shape[0]), int(wpe->shape[0]), layers, d, d / 64, d / 64};
+    ModelConfig c{int(wte->shape[0]), int(wpe->shape[0]), layers, d, d / 64, d / 64};
     c.validate();
     return c;
 }
 
-GPTConfig config_of(const SafeTensorsFile& f, const std::string& path) {
+ModelConfig config_of(const SafeTensorsFile& f, const std::string& path) {
     auto it = f.metadata.find("config");
     if (it == f.metadata.end()) return infer_gpt2_config(f, path);
     try {
@@ -94,7 +94,8 @@ GPTConfig config_of(const SafeTensorsFile& f, const std::string& path) {
 // tensors could: most of the model absent) is corrupt metadata, refused in floating point before
 // anything is allocated for it — a config claiming 2e9 layers stops here, not after 13 GB. A few
 // missing tensors get the detailed mismatch message below instead.
-void check_config_fits_file(const GPTConfig& c, const SafeTensorsFile& f, const std::string& path) {
+void check_config_fits_file(const ModelConfig& c, const SafeTensorsFile& f,
+                            const std::string& path) {
     const double params = c.num_params_f64();
     double bytes = 0;
     for (const SafeTensor& t : f.tensors) bytes += double(t.numel() * dtype_size(t.dtype));
@@ -122,7 +123,7 @@ void check_finite(const float* v, std::size_t n, std::uint64_t first, const std:
 // checking names and shapes; one error names every missing, unexpected or misshaped tensor.
 std::vector<std::vector<std::size_t>> match_tensors(const SafeTensorsFile& f,
                                                     const ParamLayout& layout,
-                                                    const GPTConfig& config,
+                                                    const ModelConfig& config,
                                                     const std::string& path) {
     std::vector<std::vector<std::size_t>> where;
     for (const auto& u : layout.units()) where.emplace_back(u.params.size(), SIZE_MAX);
@@ -190,8 +191,8 @@ ModelWeights weights_from_file(const SafeTensorsFile& f, const std::string& path
 namespace {
 // The file's config, checked against its tensors before anything is sized by it (the members
 // after config_ — the layout first — are built from it).
-GPTConfig fitting_config(const SafeTensorsFile& f, const std::string& path, int vocab_multiple) {
-    GPTConfig c = config_of(f, path);
+ModelConfig fitting_config(const SafeTensorsFile& f, const std::string& path, int vocab_multiple) {
+    ModelConfig c = config_of(f, path);
     check_config_fits_file(c, f, path);
     c.vocab_multiple = vocab_multiple;
     c.validate();

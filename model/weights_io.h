@@ -4,7 +4,7 @@
 #pragma once
 
 #include "core/dtype.h"
-#include "model/gpt_config.h"
+#include "model/model_config.h"
 #include "model/param_layout.h"
 #include "model/safetensors.h"
 
@@ -16,7 +16,7 @@
 namespace shardlab {
 
 struct ModelWeights {
-    GPTConfig config;
+    ModelConfig config;
     std::vector<std::vector<float>> units; // fp32 values, one vector per sharding unit
 };
 
@@ -31,12 +31,12 @@ void save_weights(const std::string& path, const ModelWeights& weights, DType st
 // tensor shapes, with GPT-2's head size of 64. The units are laid out with wte padded to a
 // multiple of `vocab_multiple` rows (config.vocab_multiple is set to it).
 ModelWeights load_weights(const std::string& path,
-                          int vocab_multiple = GPTConfig::kDefaultVocabMultiple);
+                          int vocab_multiple = ModelConfig::kDefaultVocabMultiple);
 
 // The same for a file already read, `path` naming it in messages: what load_weights does after
 // read_safetensors, and what fuzz/fuzz_safetensors.cpp runs on every file the reader accepts.
 ModelWeights weights_from_file(const SafeTensorsFile& f, const std::string& path,
-                               int vocab_multiple = GPTConfig::kDefaultVocabMultiple);
+                               int vocab_multiple = ModelConfig::kDefaultVocabMultiple);
 
 // A weights file read in pieces: the header is read and checked against the model config when
 // it opens (every tensor present and shaped right, as load_weights checks), then any element range
@@ -47,8 +47,8 @@ class WeightsReader {
     // Throws UsageError naming the problem. Units are laid out with wte padded to a multiple of
     // `vocab_multiple` rows; config().vocab_multiple is that.
     explicit WeightsReader(const std::string& path,
-                           int vocab_multiple = GPTConfig::kDefaultVocabMultiple);
-    const GPTConfig& config() const { return config_; }
+                           int vocab_multiple = ModelConfig::kDefaultVocabMultiple);
+    const ModelConfig& config() const { return config_; }
     // Elements [begin, begin + count) of `unit` (wte's padding rows read as zeros); a NaN or
     // infinity is a UsageError naming it.
     void read(int unit, std::uint64_t begin, std::uint64_t count, float* out);
@@ -56,7 +56,7 @@ class WeightsReader {
   private:
     std::string path_;
     SafeTensorsFile index_; // the tensors' places, no data
-    GPTConfig config_;
+    ModelConfig config_;
     ParamLayout layout_;
     std::vector<std::vector<std::size_t>> where_; // [unit][param]: index into index_.tensors
     std::ifstream in_;

@@ -4,7 +4,7 @@
 #include "core/error.h"
 #include "core/json_depth.h"
 #include "core/test_hook.h"
-#include "model/gpt_config.h"
+#include "model/model_config.h"
 
 #include <fmt/format.h>
 
@@ -73,7 +73,7 @@ int stored_vocab_rows(const nlohmann::json& config) {
     const nlohmann::json model = config.value("model", nlohmann::json());
     const nlohmann::json v =
         model.is_object() ? model.value("vocab", nlohmann::json(0)) : nlohmann::json(0);
-    GPTConfig c;
+    ModelConfig c;
     c.vocab = v.is_number_integer() ? v.get<int>() : 0;
     c.vocab_multiple = vocab_multiple_of(config);
     return c.padded_vocab();
@@ -92,13 +92,23 @@ void check_vocab_padding(const std::string& cdir, const nlohmann::json& saved,
         cdir, saved_rows, saved_multiple, now_rows, vocab_multiple_of(now), saved_multiple));
 }
 
+// A run's "model", with "arch" as a checkpoint written before it was recorded means: gpt2.
+nlohmann::json model_of(const nlohmann::json& config) {
+    nlohmann::json model = config.value("model", nlohmann::json());
+    if (model.is_object() && !model.contains("arch")) model["arch"] = "gpt2";
+    return model;
+}
+
 void check_compatible(const std::string& cdir, const nlohmann::json& meta,
                       const nlohmann::json& config, const std::vector<std::uint64_t>& numel) {
-    if (meta["config"].value("model", nlohmann::json()) == config.value("model", nlohmann::json()))
+    if (model_of(meta["config"]) == model_of(config))
         check_vocab_padding(cdir, meta["config"], config);
     for (const char* key : kMustMatch) {
-        const auto saved = meta["config"].value(key, nlohmann::json());
-        const auto now = config.value(key, nlohmann::json());
+        const auto saved = std::string(key) == "model"
+                               ? model_of(meta["config"])
+                               : meta["config"].value(key, nlohmann::json());
+        const auto now =
+            std::string(key) == "model" ? model_of(config) : config.value(key, nlohmann::json());
         if (saved != now && std::string(key) == "data_sha256")
             throw UsageError(fmt::format(
                 "checkpoint '{}' was trained on other data than {} (token fingerprints {} and "
@@ -261,8 +271,8 @@ nlohmann::json read_checkpoint_meta(const std::string& cdir) {
     return meta;
 }
 
-GPTConfig checkpoint_model(const nlohmann::json& meta) {
-    GPTConfig c = config_from_json(meta["config"]["model"]);
+ModelConfig checkpoint_model(const nlohmann::json& meta) {
+    ModelConfig c = config_from_json(meta["config"]["model"]);
     c.vocab_multiple = vocab_multiple_of(meta["config"]);
     c.validate();
     return c;

@@ -13,7 +13,7 @@
 #pragma once
 
 #include "comm/watched_calls.h"
-#include "model/gpt_config.h"
+#include "model/model_config.h"
 #include "optim/checkpoint_file.h"
 #include "optim/zero_engine.h"
 
@@ -62,7 +62,7 @@ nlohmann::json read_checkpoint_meta(const std::string& cdir);
 
 // The model a checkpoint holds, laid out as it was saved: its units have wte padded to the run's
 // "vocab_multiple" (1 when absent: checkpoints from before padding existed).
-GPTConfig checkpoint_model(const nlohmann::json& meta);
+ModelConfig checkpoint_model(const nlohmann::json& meta);
 
 // Reads the ranges `want` (per unit, in that unit's elements; elements past its size read as 0)
 // from the checkpoint in `cdir`, whatever rank count wrote it. Throws UsageError when it was

@@ -23,7 +23,7 @@ struct GatherEvent {
 };
 
 // Units: 0 = embeddings, 1..layers = blocks, layers + 1 = ln_f.
-std::vector<GatherEvent> step_schedule(int layers, bool tied_head = true);
+std::vector<GatherEvent> step_schedule(int layers, bool tied_head);
 
 struct GatherSimulation {
     std::vector<int> gathers;          // unit of each AllGather, in order

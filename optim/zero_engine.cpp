@@ -32,7 +32,8 @@ ZeroEngine::ZeroEngine(const ParamLayout& layout, const ZeroOptions& options, Ze
       replicate_(replicate_comm(groups, options.stage)),
       secondary_(options.stage == 3 ? groups.secondary : nullptr), ctx_(context), ops_(ops),
       updater_(updater), policy_(stage_policy(options.stage)), pdt_(param_dtype(options.precision)),
-      n_(comm_.size()), rank_(comm_.rank()), schedule_(step_schedule(int(layout.num_units()) - 2)),
+      n_(comm_.size()), rank_(comm_.rank()),
+      schedule_(step_schedule(int(layout.num_units()) - 2, layout.tied_head())),
       scaler_(options.precision == Precision::fp16 ? LossScaler(options.loss_scale)
                                                    : LossScaler::fixed()) {
     if (o_.stage < 0 || o_.stage > 3)

@@ -1,4 +1,4 @@
-// The shapes follow model/gpt_model.cpp's calls: a linear y = x W (W stored [in, out]) runs
+// The shapes follow model/gpt2/gpt_model.cpp's calls: a linear y = x W (W stored [in, out]) runs
 // x @ W forward, dy @ W^T for the input gradient and x^T @ dy for the weight gradient; the head
 // multiplies by wte^T (wte stored [Vp, d]), so its transposes are the other way round.
 #include "plan/gemm_shapes.h"
@@ -14,7 +14,7 @@ void add_linear(std::vector<GemmShape>& out, const std::string& name, std::int64
 }
 } // namespace
 
-std::vector<GemmShape> model_gemm_shapes(const GPTConfig& c, std::int64_t tokens) {
+std::vector<GemmShape> model_gemm_shapes(const ModelConfig& c, std::int64_t tokens) {
     const std::int64_t d = c.hidden, vp = c.padded_vocab();
     std::vector<GemmShape> s;
     add_linear(s, "attn.qkv", tokens, d, 3 * d, c.layers);

@@ -5,7 +5,7 @@
 // their FLOPs by it. Attention's products run inside the attention kernels, not here.
 #pragma once
 
-#include "model/gpt_config.h"
+#include "model/model_config.h"
 
 #include <cstdint>
 #include <string>
@@ -26,6 +26,6 @@ struct GemmShape {
 // Forward, input-gradient and weight-gradient products of the four linears of a block (q/k/v,
 // attention projection, MLP up and down; per_step = layers) and of the tied head (per_step 1),
 // for `tokens` = micro-batch x sequence rows, in the order the step runs them within a block.
-std::vector<GemmShape> model_gemm_shapes(const GPTConfig& c, std::int64_t tokens);
+std::vector<GemmShape> model_gemm_shapes(const ModelConfig& c, std::int64_t tokens);
 
 } // namespace shardlab

@@ -22,7 +22,7 @@ std::uint64_t param_bytes_per_element(Precision p) {
     return p == Precision::fp32 ? 4 : 2;
 }
 
-std::uint64_t gpt2_activation_bytes(const GPTConfig& c, int batch, int seq, Precision p,
+std::uint64_t gpt2_activation_bytes(const ModelConfig& c, int batch, int seq, Precision p,
                                     CheckpointPolicy ck, AttentionKind attention) {
     const std::uint64_t S = param_bytes_per_element(p), BT = std::uint64_t(batch) * seq,
                         d = c.hidden, BHT = std::uint64_t(batch) * c.heads * seq;
@@ -43,7 +43,7 @@ std::uint64_t gpt2_activation_bytes(const GPTConfig& c, int batch, int seq, Prec
     return inputs + std::max(peak, kept + head);
 }
 
-std::optional<std::uint64_t> gpt2_workspace_bytes(const GPTConfig& c, int batch, int seq,
+std::optional<std::uint64_t> gpt2_workspace_bytes(const ModelConfig& c, int batch, int seq,
                                                   int grad_accum, Precision p, GemmWorkspace gemm) {
     if (gemm == GemmWorkspace::unmodelled) return std::nullopt;
     const std::uint64_t S = param_bytes_per_element(p), BT = std::uint64_t(batch) * seq;

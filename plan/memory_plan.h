@@ -13,7 +13,7 @@
 #include "model/attention_kind.h"
 #include "model/checkpoint_policy.h"
 #include "model/gemm_workspace.h"
-#include "model/gpt_config.h"
+#include "model/model_config.h"
 #include "model/precision.h"
 #include "plan/plan_model.h"
 
@@ -126,13 +126,13 @@ std::uint64_t param_bytes_per_element(Precision p);
 // GPTModel's activation peak for one micro-batch (implementation-exact; GPT-2 architecture).
 // Attention's share of a block: B·H·T·T probabilities of S bytes (materialize) or the B·H·T fp32
 // log-sum-exps (flash).
-std::uint64_t gpt2_activation_bytes(const GPTConfig& c, int batch, int seq, Precision p,
+std::uint64_t gpt2_activation_bytes(const ModelConfig& c, int batch, int seq, Precision p,
                                     CheckpointPolicy ck, AttentionKind attention);
 // GPTModel's workspace peak in a training step, on a backend whose GEMMs take `gemm` workspace
 // (none where it is unmodelled): the engine's two scalars, the micro-batch's token ids and
 // targets, one loss per micro-batch of the step, backward's four gradient scratch tensors (9·B·T·d
 // elements) and, beside them, the largest product's widened operands. docs/MEMORY.md section 11.
-std::optional<std::uint64_t> gpt2_workspace_bytes(const GPTConfig& c, int batch, int seq,
+std::optional<std::uint64_t> gpt2_workspace_bytes(const ModelConfig& c, int batch, int seq,
                                                   int grad_accum, Precision p, GemmWorkspace gemm);
 // The generic per-model formula: per layer s·b·h·(34 + 5·a·s/h) bytes at 16 bits (x2 for fp32),
 // 2·s·b·h for a checkpointed layer, plus one full layer while it is recomputed.

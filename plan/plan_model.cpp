@@ -2,6 +2,7 @@
 #include "plan/plan_model.h"
 
 #include "core/error.h"
+#include "model/model_presets.h"
 #include "model/param_layout.h"
 
 #include <fmt/format.h>
@@ -10,8 +11,8 @@
 
 namespace shardlab {
 
-GPTConfig PlanModel::gpt2_config() const {
-    return GPTConfig{vocab, context, layers, hidden, heads, kv_heads, vocab_multiple};
+ModelConfig PlanModel::gpt2_config() const {
+    return ModelConfig{vocab, context, layers, hidden, heads, kv_heads, vocab_multiple};
 }
 
 int PlanModel::padded_vocab() const {
@@ -22,8 +23,8 @@ std::size_t PlanModel::unpadded_params() const {
     return params - std::size_t(padded_vocab() - vocab) * std::size_t(hidden);
 }
 
-PlanModel plan_model_from_gpt2(const GPTConfig& c, const std::string& name) {
-    // GPTConfig::validate speaks for training (its kernels); a plan runs none, so say what the
+PlanModel plan_model_from_gpt2(const ModelConfig& c, const std::string& name) {
+    // ModelConfig::validate speaks for training (its kernels); a plan runs none, so say what the
     // architecture is and where grouped-query attention is modelled.
     if (c.kv_heads != c.heads && c.kv_heads > 0 && c.heads > 0)
         throw UsageError(fmt::format(
@@ -76,42 +77,20 @@ PlanModel plan_model_params_only(double params) {
     return m;
 }
 
-namespace {
-// The Llama-shaped models' published configurations (each model's Hugging Face config.json:
-// num_hidden_layers, hidden_size, num_attention_heads, num_key_value_heads, intermediate_size,
-// vocab_size, max_position_embeddings, tie_word_embeddings).
-struct LlamaShape {
-    const char* name;
-    int layers, hidden, heads, kv_heads, ffn, vocab, context;
-    bool tied;
-};
-constexpr LlamaShape kLlamaShapes[] = {
-    {"7b", 32, 4096, 32, 32, 11008, 32000, 4096, false}, // Llama-2-7b
-    {"13b", 40, 5120, 40, 40, 13824, 32000, 4096, false},
-    {"70b", 80, 8192, 64, 8, 28672, 32000, 4096, false},
-    {"smollm-135m", 30, 576, 9, 3, 1536, 49152, 2048, true}, // HuggingFaceTB/SmolLM-135M
-    {"tinyllama-1.1b", 22, 2048, 32, 4, 5632, 32000, 2048, false},
-    {"llama-3.2-1b", 16, 2048, 32, 8, 8192, 128256, 131072, true},
-    {"llama-3-8b", 32, 4096, 32, 8, 14336, 128256, 8192, false},
-};
-} // namespace
-
 bool is_llama_preset(const std::string& name) {
-    for (const LlamaShape& s : kLlamaShapes)
-        if (name == s.name) return true;
-    return false;
+    const ModelConfig* c = find_model_preset(name);
+    return c && c->arch == Architecture::llama;
+}
+
+PlanModel plan_model_from(const ModelConfig& c, const std::string& name) {
+    if (c.arch == Architecture::llama)
+        return plan_model_llama(c.layers, c.hidden, c.heads, c.kv_heads, c.ffn(), c.vocab,
+                                c.context, name, c.tied_head);
+    return plan_model_from_gpt2(c, name);
 }
 
 PlanModel plan_model_preset(const std::string& name) {
-    for (const LlamaShape& s : kLlamaShapes)
-        if (name == s.name)
-            return plan_model_llama(s.layers, s.hidden, s.heads, s.kv_heads, s.ffn, s.vocab,
-                                    s.context, name, s.tied);
-    try {
-        return plan_model_from_gpt2(gpt_preset(name), name);
-    } catch (const UsageError&) {
-        throw UsageError("unknown preset '" + name + "'; use " + std::string(kPlanPresets));
-    }
+    return plan_model_from(model_preset(name), name);
 }
 
 } // namespace shardlab

@@ -3,15 +3,14 @@
 // parameter count, the sharding units, and the shapes activations and KV cache scale with.
 #pragma once
 
-#include "model/gpt_config.h"
+#include "model/architecture.h"
+#include "model/model_config.h"
 
 #include <cstddef>
 #include <string>
 #include <vector>
 
 namespace shardlab {
-
-enum class Architecture { gpt2, llama, params_only };
 
 struct PlanModel {
     std::string name;
@@ -22,23 +21,22 @@ struct PlanModel {
     int embedding_unit = 0, final_unit = 0; // indices into unit_numel (equal when params_only)
     bool tied_head = true;                  // GPT-2 ties the output head to the token embedding
     // GPT-2: wte, the head's GEMMs and the logits have the vocabulary padded to this multiple, as
-    // a run stores them (GPTConfig::vocab_multiple); params and unit_numel include the padding.
+    // a run stores them (ModelConfig::vocab_multiple); params and unit_numel include the padding.
     int vocab_multiple = 1;
 
-    GPTConfig gpt2_config() const; // only for Architecture::gpt2
-    int padded_vocab() const;      // Vp (vocab for llama and a bare count: they are not padded)
+    ModelConfig gpt2_config() const; // only for Architecture::gpt2
+    int padded_vocab() const;        // Vp (vocab for llama and a bare count: they are not padded)
     // Ψ of the model itself, padding not counted: what Hugging Face's model holds (DeepSpeed's
     // estimator is given this, plan/deepspeed_estimate.cpp).
     std::size_t unpadded_params() const;
 };
 
-// Every preset plan knows, for messages and --help.
-inline constexpr const char* kPlanPresets =
-    "tiny, gpt2, gpt2-medium, gpt2-large, gpt2-xl (GPT-2); 7b, 13b, 70b (Llama 2), smollm-135m, "
-    "tinyllama-1.1b, llama-3.2-1b, llama-3-8b (Llama-shaped)";
+// A preset of the one table (model/model_presets.h), reduced to what the plan needs.
 PlanModel plan_model_preset(const std::string& name);
 bool is_llama_preset(const std::string& name);
-PlanModel plan_model_from_gpt2(const GPTConfig& c, const std::string& name);
+// Any family's config, by its architecture.
+PlanModel plan_model_from(const ModelConfig& c, const std::string& name);
+PlanModel plan_model_from_gpt2(const ModelConfig& c, const std::string& name);
 // Llama-style: untied head, SwiGLU MLP (3 matrices of d x ffn), RMSNorm, grouped KV heads.
 // tied: the output head is the token embedding (SmolLM, Llama 3.2 1B/3B).
 PlanModel plan_model_llama(int layers, int hidden, int heads, int kv_heads, int ffn, int vocab,

@@ -7,7 +7,7 @@
 // world's: summed over one shard group, not once per replica).
 #include "comm/node_layout.h"
 #include "model/backend.h"
-#include "model/gpt_init.h"
+#include "model/gpt2/gpt_init.h"
 #include "train/train_session.h"
 
 #include <gtest/gtest.h>
@@ -19,7 +19,7 @@
 using namespace shardlab;
 
 namespace {
-const GPTConfig kConfig{64, 16, 2, 32, 4, 4}; // V T L d H Hkv
+const ModelConfig kConfig{64, 16, 2, 32, 4, 4}; // V T L d H Hkv
 const int kBatch = 2, kSeq = 8, kSteps = 2;
 
 std::vector<std::uint16_t> tokens() {

@@ -4,9 +4,11 @@
 // fp16 overflow detection.
 #include "core/error.h"
 #include "model/backend.h"
-#include "model/gpt_init.h"
-#include "model/gpt_model.h"
+#include "model/families.h"
+#include "model/gpt2/gpt_init.h"
+#include "model/gpt2/gpt_model.h"
 #include "model/kernels/cpu/gemm.h"
+#include "model/model_presets.h"
 #include "model/safetensors.h"
 #include "model/weights_io.h"
 #include "optim/loss_scaler.h"
@@ -21,8 +23,8 @@
 using namespace shardlab;
 
 namespace {
-GPTConfig small_config() {
-    return GPTConfig{64, 16, 2, 32, 4, 4};
+ModelConfig small_config() {
+    return ModelConfig{64, 16, 2, 32, 4, 4};
 } // V T L d H Hkv
 
 std::string temp_path(const std::string& name) {
@@ -45,7 +47,7 @@ Batch make_batch(int B, int T, int V) {
 
 // Loss and every gradient byte of one forward/backward.
 std::pair<double, std::vector<std::vector<char>>>
-run_step(const GPTConfig& c, CheckpointPolicy ck, DType dt, int B, int T_,
+run_step(const ModelConfig& c, CheckpointPolicy ck, DType dt, int B, int T_,
          std::size_t* activation_peak = nullptr, AttentionKind att = AttentionKind::flash) {
     const auto backend = make_cpu_backend(2);
     DeviceContext& ctx = backend->context();
@@ -71,7 +73,7 @@ run_step(const GPTConfig& c, CheckpointPolicy ck, DType dt, int B, int T_,
 } // namespace
 
 TEST(ParamLayout, Gpt2HasHuggingFaceNamesShapesAndParameterCount) {
-    const GPTConfig c = gpt_preset("gpt2");
+    const ModelConfig c = model_preset("gpt2");
     const ParamLayout layout(c);
     // GPT-2 small, as Hugging Face counts it: 124,439,808. Stored with wte padded from 50257 to
     // 50304 rows (a multiple of 128): 47 * 768 = 36,096 zeros more.
@@ -85,7 +87,7 @@ TEST(ParamLayout, Gpt2HasHuggingFaceNamesShapesAndParameterCount) {
     EXPECT_EQ(wte->shape, (std::vector<std::int64_t>{50257, 768})); // files hold the true V
     EXPECT_EQ(wte->numel, std::size_t(50257) * 768);
     EXPECT_EQ(wte->stored, std::size_t(50304) * 768);
-    GPTConfig unpadded = c;
+    ModelConfig unpadded = c;
     unpadded.vocab_multiple = 1;
     EXPECT_EQ(ParamLayout(unpadded).total_numel(), 124439808u);
     EXPECT_EQ(unpadded.describe(), "L=12 d=768 H=12 T=1024 V=50257 (124.44M params)");
@@ -103,8 +105,8 @@ TEST(ParamLayout, Gpt2HasHuggingFaceNamesShapesAndParameterCount) {
     EXPECT_EQ(layout.find("lm_head.weight"), nullptr); // tied to wte
 }
 
-TEST(GPTConfig, BadShapesAreClearErrors) {
-    GPTConfig c = small_config();
+TEST(ModelConfig, BadShapesAreClearErrors) {
+    ModelConfig c = small_config();
     c.heads = 5;
     c.kv_heads = 5;
     try {
@@ -118,13 +120,13 @@ TEST(GPTConfig, BadShapesAreClearErrors) {
     c = small_config();
     c.vocab = 70000;
     EXPECT_THROW(c.validate(), UsageError);
-    EXPECT_THROW(gpt_preset("gpt5"), UsageError);
+    EXPECT_THROW(model_preset("gpt5"), UsageError);
     EXPECT_THROW(parse_checkpoint("every:0"), UsageError);
     EXPECT_EQ(parse_checkpoint("every:3").every, 3);
 }
 
 TEST(GPTInit, SeededDeterministicAndGpt2Statistics) {
-    const GPTConfig c{256, 64, 4, 128, 4, 4};
+    const ModelConfig c{256, 64, 4, 128, 4, 4};
     const ParamLayout layout(c);
     const auto a = gpt2_init(layout, 42, c.layers), b = gpt2_init(layout, 42, c.layers);
     const auto other = gpt2_init(layout, 43, c.layers);
@@ -149,7 +151,7 @@ TEST(GPTInit, SeededDeterministicAndGpt2Statistics) {
 }
 
 TEST(WeightsIO, RoundTripsAndNamesEveryMismatch) {
-    const GPTConfig c = small_config();
+    const ModelConfig c = small_config();
     ModelWeights w{c, gpt2_init(ParamLayout(c), 1, c.layers)};
     const std::string path = temp_path("weights.safetensors");
     save_weights(path, w, DType::f32);
@@ -185,7 +187,7 @@ TEST(WeightsIO, RoundTripsAndNamesEveryMismatch) {
 // Error (an MPI abort) instead of a UsageError naming the file, and its fields went through
 // get<int>(), which casts 1e20 with undefined behaviour and wraps 2^32 + 3 to 3.
 TEST(WeightsIO, BadConfigMetadataIsAUsageErrorNamingTheFile) {
-    const GPTConfig c = small_config();
+    const ModelConfig c = small_config();
     const std::string path = temp_path("bad_config.safetensors");
     save_weights(path, ModelWeights{c, gpt2_init(ParamLayout(c), 1, c.layers)}, DType::f32);
     SafeTensorsFile f = read_safetensors(path);
@@ -221,7 +223,7 @@ TEST(WeightsIO, BadConfigMetadataIsAUsageErrorNamingTheFile) {
 }
 
 TEST(GPTModel, BadInputIsAClearError) {
-    const GPTConfig c = small_config();
+    const ModelConfig c = small_config();
     const auto backend = make_cpu_backend(1);
     DeviceContext& ctx = backend->context();
     EXPECT_THROW(GPTModel(c, 2, c.context + 1, {}, DType::f32, ctx, backend->ops()),
@@ -242,7 +244,7 @@ TEST(GPTModel, BadInputIsAClearError) {
 }
 
 TEST(GPTModel, CheckpointingIsBitwiseIdenticalInEveryPrecision) {
-    const GPTConfig c{64, 16, 3, 32, 4, 4};
+    const ModelConfig c{64, 16, 3, 32, 4, 4};
     for (AttentionKind att : {AttentionKind::flash, AttentionKind::materialize})
         for (int every : {1, 2})
             for (DType dt : {DType::f32, DType::bf16, DType::f16}) {
@@ -262,7 +264,7 @@ TEST(GPTModel, ActivationBytesAreExactlyTheTensorsKept) {
     // statistics of BT floats. Plus the L+1 residual-stream inputs (BTd each) and the head:
     // ln_f output BTd, its 2 statistics, logits BT·Vp: V = 64 padded to the default multiple,
     // Vp = 128.
-    const GPTConfig c{64, 16, 3, 32, 4, 4};
+    const ModelConfig c{64, 16, 3, 32, 4, 4};
     const std::size_t B = 2, T = 16, BT = B * T, d = 32, H = 4, L = 3, V = 128;
     for (AttentionKind att : {AttentionKind::flash, AttentionKind::materialize})
         for (std::size_t S : {std::size_t(4), std::size_t(2)}) {
@@ -286,7 +288,7 @@ TEST(GPTModel, ActivationBytesAreExactlyTheTensorsKept) {
 TEST(GPTModel, ActivationMemoryIsReusedStepAfterStep) {
     // Every step requests the same tensors in the same order: after the first, the caching
     // allocator hands back the memory it kept — no new raw allocation, reserved bytes flat.
-    const GPTConfig c{64, 16, 3, 32, 4, 4};
+    const ModelConfig c{64, 16, 3, 32, 4, 4};
     const auto backend = make_cpu_backend(2);
     DeviceContext& ctx = backend->context();
     const ParamLayout layout(c);
@@ -336,7 +338,7 @@ TEST(LossScaler, AFixedScaleSkipsAndCountsButNeverChanges) {
 }
 
 TEST(GPTModel, Fp16GradientsOverflowAtAHugeLossScale) {
-    const GPTConfig c = small_config();
+    const ModelConfig c = small_config();
     const auto backend = make_cpu_backend(1);
     DeviceContext& ctx = backend->context();
     const ParamLayout layout(c);
@@ -387,7 +389,7 @@ TEST(Gemm, NativeBf16PathAgreesWithTheWidenedPath) {
 TEST(WeightsIO, ReadsAHuggingFaceStyleCheckpointWithoutConfig) {
     // As Hugging Face saves GPT2Model: no "transformer." prefix, causal-mask buffers, a tied
     // lm_head copy, and no shardlab metadata. d = 128 gives 2 heads of 64.
-    const GPTConfig c{64, 16, 2, 128, 2, 2};
+    const ModelConfig c{64, 16, 2, 128, 2, 2};
     const ModelWeights w{c, gpt2_init(ParamLayout(c), 9, c.layers)};
     const std::string path = temp_path("hf.safetensors");
     save_weights(path, w, DType::f32);
@@ -409,7 +411,7 @@ TEST(WeightsIO, FilesHoldTheTrueVocabularyWhateverThePadding) {
     // V = 70, d = 16: stored padded to 128 rows (multiple 128) or 70 (multiple 1). The file's wte
     // is [70, 16] either way; loading fills the padding rows with zeros, and a WeightsReader range
     // across the padding reads zeros there and the file's values around it.
-    GPTConfig c{70, 8, 1, 16, 2, 2};
+    ModelConfig c{70, 8, 1, 16, 2, 2};
     const ModelWeights padded{c, gpt2_init(ParamLayout(c), 5, c.layers)};
     const std::string path = temp_path("padded.safetensors");
     save_weights(path, padded, DType::f32);
@@ -433,4 +435,110 @@ TEST(WeightsIO, FilesHoldTheTrueVocabularyWhateverThePadding) {
     for (std::size_t i = 0; i < 178; ++i)
         ASSERT_EQ(part[i], padded.units[0][128 * 16 - 50 + i]) << i;
     std::filesystem::remove(path);
+}
+
+// --- the model seam: the config's architecture, the preset table, the registry -----------------
+
+namespace {
+// The UsageError's message of f(), or "" when it threw none.
+template <typename F>
+std::string usage_error(F&& f) {
+    try {
+        f();
+    } catch (const UsageError& e) {
+        return e.what();
+    }
+    return "";
+}
+} // namespace
+
+TEST(ModelConfig, AConfigWithoutArchIsGpt2AndLlamaRoundTrips) {
+    // A weights file or checkpoint written before "arch" was recorded: GPT-2, as it was.
+    const nlohmann::json old = {{"vocab", 64},  {"context", 16}, {"layers", 2},
+                                {"hidden", 32}, {"heads", 4},    {"kv_heads", 4}};
+    const ModelConfig g = config_from_json(old);
+    EXPECT_EQ(g.arch, Architecture::gpt2);
+    EXPECT_EQ(g.ffn(), 128);
+    EXPECT_TRUE(g.tied_head);
+    nlohmann::json written = old;
+    written["arch"] = "gpt2";
+    EXPECT_EQ(config_to_json(g), written);
+
+    const ModelConfig l = model_preset("tiny-llama");
+    const nlohmann::json j = config_to_json(l);
+    EXPECT_EQ(j.at("arch"), "llama");
+    EXPECT_EQ(j.at("ffn"), 688);
+    EXPECT_EQ(j.at("tied"), false);
+    EXPECT_EQ(j.at("rope_theta"), 1e4);
+    EXPECT_EQ(j.at("rms_eps"), 1e-5);
+    const ModelConfig back = config_from_json(j);
+    EXPECT_EQ(config_to_json(back), j);
+    EXPECT_EQ(back.kv_heads, 2);
+    EXPECT_FALSE(back.tied_head);
+
+    nlohmann::json no_ffn = j;
+    no_ffn.erase("ffn");
+    EXPECT_NE(usage_error([&] { config_from_json(no_ffn); }).find("incomplete"), std::string::npos);
+    nlohmann::json bert = old;
+    bert["arch"] = "bert";
+    EXPECT_NE(usage_error([&] { config_from_json(bert); }).find("not gpt2 or llama"),
+              std::string::npos);
+}
+
+TEST(ModelConfig, AWeightsFileWithoutArchLoadsAsGpt2) {
+    const ModelConfig c = small_config();
+    const ModelWeights w{c, gpt2_init(ParamLayout(c), 3, c.layers)};
+    const std::string path = temp_path("no_arch.safetensors");
+    save_weights(path, w, DType::f32);
+    SafeTensorsFile f = read_safetensors(path);
+    nlohmann::json config = nlohmann::json::parse(f.metadata.at("config"));
+    ASSERT_EQ(config.at("arch"), "gpt2"); // written now ...
+    config.erase("arch");                 // ... and not before issue 25
+    f.metadata["config"] = config.dump();
+    write_safetensors(path, f);
+    const ModelWeights got = load_weights(path);
+    EXPECT_EQ(got.config.arch, Architecture::gpt2);
+    EXPECT_EQ(got.units, w.units);
+    std::filesystem::remove(path);
+}
+
+TEST(ModelConfig, LlamaCountsAndTheChecksThatNameTheArchitecture) {
+    // tiny-llama by Hugging Face's LlamaForCausalLM: embed_tokens 256 x 256; per block q, o
+    // 256 x 256, k, v 256 x 128 (2 KV heads of 64), gate, up, down 256 x 688, two norms of 256;
+    // the final norm; an untied lm_head 256 x 256. 65536 + 4 x 722432 + 256 + 65536 = 3033344.
+    EXPECT_EQ(model_preset("tiny-llama").num_params(), 3033344u);
+    // The published counts (Hugging Face), through ModelConfig's own count.
+    EXPECT_EQ(model_preset("smollm-135m").num_params(), 134515008u);
+    EXPECT_EQ(model_preset("llama-3-8b").num_params(), 8030261248u);
+    EXPECT_EQ(model_preset("gpt2").num_params(), 124439808u);
+
+    ModelConfig c = small_config();
+    c.ffn_width = 100;
+    EXPECT_NE(usage_error([&] { c.validate(); }).find("--arch llama --ffn 100"), std::string::npos);
+    c = small_config();
+    c.tied_head = false;
+    EXPECT_NE(usage_error([&] { c.validate(); }).find("llama architecture"), std::string::npos);
+    ModelConfig l = model_preset("tiny-llama");
+    l.validate(); // GQA, an untied head and ffn 688 are a llama's
+    l.rope_theta = 0;
+    EXPECT_NE(usage_error([&] { l.validate(); }).find("rope_theta"), std::string::npos);
+    EXPECT_NE(usage_error([] { model_preset("gpt5"); }).find("tiny-llama"), std::string::npos);
+}
+
+TEST(ModelFamilies, TheRegistryMakesGpt2AndSaysLlamaIsNotBuiltYet) {
+    const auto backend = make_cpu_backend(1);
+    DeviceContext& ctx = backend->context();
+    const ModelConfig c = small_config();
+    const std::unique_ptr<Model> m = make_model(c, 2, 8, {}, DType::f32, ctx, backend->ops());
+    EXPECT_EQ(m->batch(), 2);
+    EXPECT_EQ(m->seq(), 8);
+    EXPECT_TRUE(m->tied_head());
+    EXPECT_EQ(m->layout().total_numel(), ParamLayout(c).total_numel());
+
+    const std::string not_yet =
+        "the Llama model is not built yet (issue 25); plan --arch llama works";
+    const ModelConfig l = model_preset("tiny-llama");
+    EXPECT_EQ(usage_error([&] { make_model(l, 2, 8, {}, DType::f32, ctx, backend->ops()); }),
+              not_yet);
+    EXPECT_EQ(usage_error([&] { ParamLayout{l}; }), not_yet);
 }

@@ -3,8 +3,8 @@
 // And the implementation-exact activation model against what the MemoryTracker measures.
 #include "core/error.h"
 #include "model/backend.h"
-#include "model/gpt_init.h"
-#include "model/gpt_model.h"
+#include "model/families.h"
+#include "model/gpt2/gpt_init.h"
 #include "optim/gather_schedule.h"
 #include "optim/unit_shards.h"
 #include "plan/deepspeed_estimate.h"
@@ -90,7 +90,8 @@ TEST(Plan, ActivationFormulas) {
 TEST(Plan, ExactActivationsEqualWhatTheTrackerMeasures) {
     // V = 64 is padded to 128 (the default multiple), V = 96 is not (multiple 1): the logits are
     // B·T·Vp either way.
-    for (const GPTConfig c : {GPTConfig{64, 16, 3, 32, 4, 4}, GPTConfig{96, 24, 5, 48, 3, 3, 1}})
+    for (const ModelConfig c :
+         {ModelConfig{64, 16, 3, 32, 4, 4}, ModelConfig{96, 24, 5, 48, 3, 3, 1}})
         for (AttentionKind att : {AttentionKind::flash, AttentionKind::materialize})
             for (int every : {0, 1, 2, 3})
                 for (Precision p : {Precision::fp32, Precision::bf16}) {
@@ -104,7 +105,9 @@ TEST(Plan, ExactActivationsEqualWhatTheTrackerMeasures) {
                         in[i] = std::uint16_t(i % c.vocab),
                         tg[i] = std::uint16_t((i + 1) % c.vocab);
                     ResidentParams params(layout, param_dtype(p), ctx, backend->ops());
-                    GPTModel model(c, B, T, {every}, param_dtype(p), ctx, backend->ops(), att);
+                    const std::unique_ptr<Model> made =
+                        make_model(c, B, T, {every}, param_dtype(p), ctx, backend->ops(), att);
+                    Model& model = *made;
                     model.forward(params, in.data(), tg.data(), 1.0f);
                     model.backward(params);
                     model.take_losses();
@@ -121,7 +124,7 @@ TEST(Plan, WorkspaceByHandForGpt2OnOpenBlas) {
     // 2 = 256 B; one loss 8 B; backward's gradient scratch 9 * 64 * 768 * 2 = 884,736 B; the
     // widest product is the head's (64 x 50,304 x 768 in some order): (64 * 768 + 768 * 50,304 +
     // 64 * 50,304) * 4 = 167,608,320 B. Total 168,493,328 B (a report of this run measures it).
-    const GPTConfig gpt2{50257, 1024, 12, 768, 12, 12};
+    const ModelConfig gpt2{50257, 1024, 12, 768, 12, 12};
     EXPECT_EQ(
         gpt2_workspace_bytes(gpt2, 1, 64, 1, Precision::bf16, GemmWorkspace::widened_operands),
         std::optional<std::uint64_t>(168493328u));
@@ -146,7 +149,8 @@ TEST(Plan, WorkspaceByHandForGpt2OnOpenBlas) {
 TEST(Plan, WorkspaceEqualsWhatTheModelTakesOnOpenBlas) {
     // GPTModel alone (no engine: its 8 bytes of scalars are not there), a forward and backward
     // on OpenBLAS: the tracker's workspace peak is the prediction less those 8 bytes.
-    for (const GPTConfig c : {GPTConfig{64, 16, 3, 32, 4, 4}, GPTConfig{96, 24, 5, 48, 3, 3, 1}})
+    for (const ModelConfig c :
+         {ModelConfig{64, 16, 3, 32, 4, 4}, ModelConfig{96, 24, 5, 48, 3, 3, 1}})
         for (Precision p : {Precision::fp32, Precision::bf16, Precision::fp16}) {
             const auto backend = make_cpu_backend(1, "", "openblas");
             DeviceContext& ctx = backend->context();
@@ -156,7 +160,9 @@ TEST(Plan, WorkspaceEqualsWhatTheModelTakesOnOpenBlas) {
             for (int i = 0; i < B * T; ++i)
                 in[i] = std::uint16_t(i % c.vocab), tg[i] = std::uint16_t((i + 1) % c.vocab);
             ResidentParams params(layout, param_dtype(p), ctx, backend->ops());
-            GPTModel model(c, B, T, {0}, param_dtype(p), ctx, backend->ops());
+            const std::unique_ptr<Model> made =
+                make_model(c, B, T, {0}, param_dtype(p), ctx, backend->ops());
+            Model& model = *made;
             model.forward(params, in.data(), tg.data(), 1.0f);
             model.backward(params);
             model.take_losses();
@@ -176,7 +182,7 @@ TEST(Plan, FlashKeepsALogSumExpInsteadOfTheProbabilities) {
     // inputs = 13 * BT * d * 2 = 81,788,928; head = BT * d * 2 + 8 * BT + BT * Vp * 2 =
     // 418,414,592. materialize: 81,788,928 + 12 * 195,100,672 + 418,414,592 = 2,841,411,584 (2.84
     // GB); flash:       81,788,928 + 12 * 94,633,984 + 418,414,592 = 1,635,811,328 (1.64 GB).
-    const GPTConfig gpt2{50257, 1024, 12, 768, 12, 12};
+    const ModelConfig gpt2{50257, 1024, 12, 768, 12, 12};
     EXPECT_EQ(
         gpt2_activation_bytes(gpt2, 4, 1024, Precision::bf16, {0}, AttentionKind::materialize),
         2841411584u);
@@ -251,10 +257,10 @@ TEST(Plan, FitsAndLargestMicroBatch) {
 TEST(Plan, Stage3GatherScheduleMoves3PsiLessLnF) {
     // Forward gathers every unit once and the embeddings again for the tied head; backward
     // gathers the blocks only: L=2 -> 0 1 2 3 0 2 1.
-    const auto sim = simulate_gathers(step_schedule(2), {10, 20, 20, 1}, 0);
+    const auto sim = simulate_gathers(step_schedule(2, true), {10, 20, 20, 1}, 0);
     EXPECT_EQ(sim.gathers, (std::vector<int>{0, 1, 2, 3, 0, 2, 1}));
     EXPECT_EQ(sim.peak_live_bytes, 20u); // one block at a time; at the head ln_f + embeddings = 11
-    const auto pre = simulate_gathers(step_schedule(2), {10, 20, 20, 1}, 1);
+    const auto pre = simulate_gathers(step_schedule(2, true), {10, 20, 20, 1}, 1);
     EXPECT_EQ(pre.gathers, (std::vector<int>{0, 1, 2, 3, 0, 2, 1}));
     EXPECT_EQ(pre.peak_live_bytes, 40u); // a block and the next one
 }
@@ -263,7 +269,7 @@ TEST(Plan, ReduceScattersRunWhereTheScheduleSaysWithTheirScratchCounted) {
     // The model reduces ln_f's gradient after the head, each block's after its backward, the
     // embeddings' last.
     std::vector<std::pair<int, UnitUse>> reduces;
-    for (const GatherEvent& e : step_schedule(2))
+    for (const GatherEvent& e : step_schedule(2, true))
         if (e.use == UnitUse::reduce) reduces.push_back({e.unit, e.use});
     EXPECT_EQ(reduces, (std::vector<std::pair<int, UnitUse>>{{3, UnitUse::reduce},
                                                              {2, UnitUse::reduce},
@@ -273,9 +279,9 @@ TEST(Plan, ReduceScattersRunWhereTheScheduleSaysWithTheirScratchCounted) {
     // is gathered while a reduce-scatter runs: the peak is a block (20). With prefetch 1, block 1
     // is already gathered while block 2's gradient is reduced: 20 + 7.
     const std::vector<std::uint64_t> bytes{10, 20, 20, 1}, scratch{5, 7, 7, 3};
-    EXPECT_EQ(simulate_gathers(step_schedule(2), bytes, 0, scratch).peak_buffer_bytes, 20u);
-    EXPECT_EQ(simulate_gathers(step_schedule(2), bytes, 1, scratch).peak_buffer_bytes, 40u);
-    EXPECT_EQ(simulate_gathers(step_schedule(2), bytes, 1, {5, 30, 30, 3}).peak_buffer_bytes,
+    EXPECT_EQ(simulate_gathers(step_schedule(2, true), bytes, 0, scratch).peak_buffer_bytes, 20u);
+    EXPECT_EQ(simulate_gathers(step_schedule(2, true), bytes, 1, scratch).peak_buffer_bytes, 40u);
+    EXPECT_EQ(simulate_gathers(step_schedule(2, true), bytes, 1, {5, 30, 30, 3}).peak_buffer_bytes,
               50u); // while block 2's (30) runs, block 1 (20) is live
 }
 

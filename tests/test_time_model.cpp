@@ -18,7 +18,7 @@ constexpr double kTol = 1e-12;
 #define EXPECT_REL(a, b) EXPECT_NEAR((a), (b), kTol* std::abs(b))
 
 PlanModel tiny_model() {
-    return plan_model_from_gpt2(GPTConfig{64, 8, 2, 16, 2, 2, 64}, "by hand");
+    return plan_model_from_gpt2(ModelConfig{64, 8, 2, 16, 2, 2, 64}, "by hand");
 }
 
 MachineProfile round_profile() {

@@ -3,6 +3,7 @@
 // profiles, and the profile file's round trip and its refusals of bad input.
 #include "comm/comm_model.h"
 #include "core/error.h"
+#include "model/model_presets.h"
 #include "plan/alpha_beta_fit.h"
 #include "plan/builtin_profiles.h"
 #include "plan/gemm_shapes.h"
@@ -84,7 +85,7 @@ TEST(RingSteps, ReduceScatterAndAllGatherNMinusOneAllReduceTwice) {
 TEST(GemmShapes, StepFlopsAreSixPerMatmulWeightPerToken) {
     // By hand: a block's linears hold 3d^2 + d^2 + 4d^2 + 4d^2 = 12 d^2 weights, the head Vp d;
     // each weight costs 2 FLOPs per token forward and 4 backward (input and weight gradients).
-    GPTConfig c = gpt_preset("tiny"); // 4 layers, d 256, V 256
+    ModelConfig c = model_preset("tiny"); // 4 layers, d 256, V 256
     const std::int64_t tokens = 2 * 64;
     double flop = 0;
     for (const GemmShape& g : model_gemm_shapes(c, tokens)) flop += g.per_step * g.flop();

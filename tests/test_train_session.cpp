@@ -6,8 +6,8 @@
 #include "launch/final_weights.h"
 #include "launch/sha256.h"
 #include "model/backend.h"
-#include "model/gpt_init.h"
-#include "model/gpt_model.h"
+#include "model/families.h"
+#include "model/gpt2/gpt_init.h"
 #include "optim/device_updater.h"
 #include "optim/zero_engine.h"
 #include "train/train_session.h"
@@ -23,7 +23,7 @@
 using namespace shardlab;
 
 namespace {
-const GPTConfig kConfig{64, 16, 2, 32, 4, 4}; // V T L d H Hkv
+const ModelConfig kConfig{64, 16, 2, 32, 4, 4}; // V T L d H Hkv
 const int kBatch = 2, kSeq = 8, kAccum = 2, kSteps = 2;
 const AdamWConfig kAdam{1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f};
 
@@ -65,7 +65,9 @@ TEST_P(TrainSessionTest, StepIsTheEnginesStepOverTheRunsWindows) {
     DeviceUpdater updater(ctx, backend2->ops(), kAdam, false);
     ZeroEngine engine(layout, {stage, Precision::fp32, 0, 1.0f, 65536.0f}, *comm2, ctx,
                       backend2->ops(), updater, init);
-    GPTModel model(kConfig, kBatch, kSeq, {}, DType::f32, ctx, backend2->ops());
+    const std::unique_ptr<Model> made =
+        make_model(kConfig, kBatch, kSeq, {}, DType::f32, ctx, backend2->ops());
+    Model& model = *made;
     const int N = comm2->size(), rank = comm2->rank();
     std::vector<std::uint16_t> in(kBatch * kSeq), tg(in.size());
     for (int s = 0; s < kSteps; ++s) {

@@ -21,8 +21,8 @@
 //    <= (1 - b1) / sqrt(1 - b2) sqrt(sum_k<t (b1^2/b2)^k) sqrt(1 - b2^t) / (1 - b1^t) = 1, 1.0003,
 //    1.0007 at t = 1, 2, 3 for b1 = 0.9, b2 = 0.95: two runs can differ by at most twice that.
 #include "model/backend.h"
-#include "model/gpt_init.h"
-#include "model/gpt_model.h"
+#include "model/families.h"
+#include "model/gpt2/gpt_init.h"
 #include "optim/device_updater.h"
 #include "optim/zero_engine.h"
 
@@ -35,8 +35,8 @@
 using namespace shardlab;
 
 namespace {
-GPTConfig config(int vocab_multiple) {
-    GPTConfig c{130, 16, 2, 32, 4, 4}; // V T L d H Hkv
+ModelConfig config(int vocab_multiple) {
+    ModelConfig c{130, 16, 2, 32, 4, 4}; // V T L d H Hkv
     c.vocab_multiple = vocab_multiple;
     return c;
 }
@@ -52,7 +52,7 @@ struct Trained {
 Trained train(int vocab_multiple, int stage, Precision p, int steps) {
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    const GPTConfig c = config(vocab_multiple);
+    const ModelConfig c = config(vocab_multiple);
     const auto backend = make_cpu_backend(1);
     const auto comm = backend->communicator(MPI_COMM_WORLD);
     DeviceContext& ctx = backend->context();
@@ -63,7 +63,9 @@ Trained train(int vocab_multiple, int stage, Precision p, int steps) {
     ZeroEngine engine(layout, {stage, p, 0, 1.0f, 65536.0f}, *comm, ctx, backend->ops(), updater,
                       init);
     const int B = 2, T = 8;
-    GPTModel model(c, B, T, {}, param_dtype(p), ctx, backend->ops());
+    const std::unique_ptr<Model> made =
+        make_model(c, B, T, {}, param_dtype(p), ctx, backend->ops());
+    Model& model = *made;
     std::vector<std::uint16_t> in(B * T), tg(B * T);
     Trained t;
     for (int step = 0; step < steps; ++step) {
@@ -151,14 +153,16 @@ TEST(VocabPadding, OneBackwardGivesTheSameGradients) {
     std::vector<std::vector<float>> grads[2];
     double losses[2];
     for (int side = 0; side < 2; ++side) {
-        const GPTConfig c = config(side ? 1 : 128);
+        const ModelConfig c = config(side ? 1 : 128);
         const auto backend = make_cpu_backend(1);
         DeviceContext& ctx = backend->context();
         const ParamLayout layout(c);
         ResidentParams params(layout, DType::f32, ctx, backend->ops());
         params.load(gpt2_init(layout, 7, c.layers));
         params.zero_grads();
-        GPTModel model(c, 2, 8, {}, DType::f32, ctx, backend->ops());
+        const std::unique_ptr<Model> made =
+            make_model(c, 2, 8, {}, DType::f32, ctx, backend->ops());
+        Model& model = *made;
         std::vector<std::uint16_t> in(16), tg(16);
         for (int i = 0; i < 16; ++i)
             in[i] = std::uint16_t(i * 37 % 130), tg[i] = std::uint16_t((i * 11 + 3) % 130);

@@ -2,7 +2,7 @@
 // the whole file, across tensor boundaries and in bf16; and it reads only that range — a NaN in
 // a tensor outside it goes unseen, one inside it is refused naming the tensor and its element.
 #include "core/error.h"
-#include "model/gpt_init.h"
+#include "model/gpt2/gpt_init.h"
 #include "model/param_layout.h"
 #include "model/safetensors.h"
 #include "model/weights_io.h"
@@ -21,8 +21,8 @@ using namespace shardlab;
 
 namespace {
 
-GPTConfig small_config() {
-    GPTConfig c;
+ModelConfig small_config() {
+    ModelConfig c;
     c.vocab = 64, c.context = 8, c.layers = 2, c.hidden = 16, c.heads = 2, c.kv_heads = 2;
     return c;
 }
@@ -36,7 +36,7 @@ std::string temp_file(const std::string& name) {
 } // namespace
 
 TEST(WeightsReader, EveryRangeReadsWhatLoadingTheWholeFileReads) {
-    const GPTConfig c = small_config();
+    const ModelConfig c = small_config();
     for (DType t : {DType::f32, DType::bf16}) {
         const std::string path = temp_file(std::string("ranges_") + dtype_name(t));
         save_weights(path, ModelWeights{c, gpt2_init(ParamLayout(c), 3, c.layers)}, t);
@@ -62,7 +62,7 @@ TEST(WeightsReader, EveryRangeReadsWhatLoadingTheWholeFileReads) {
 }
 
 TEST(WeightsReader, ReadsOnlyTheRangeAskedFor) {
-    const GPTConfig c = small_config();
+    const ModelConfig c = small_config();
     const std::string path = temp_file("nan");
     SafeTensorsFile f;
     {

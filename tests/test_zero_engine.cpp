@@ -3,8 +3,8 @@
 // one updates them; every stage ends a micro-batch with the same weights; and a unit's backward
 // does not wait for the reduce-scatter of the unit before it.
 #include "model/backend.h"
-#include "model/gpt_init.h"
-#include "model/gpt_model.h"
+#include "model/families.h"
+#include "model/gpt2/gpt_init.h"
 #include "optim/device_updater.h"
 #include "optim/zero_engine.h"
 
@@ -21,7 +21,7 @@
 using namespace shardlab;
 
 namespace {
-const GPTConfig kConfig{64, 16, 2, 32, 4, 4}; // V T L d H Hkv
+const ModelConfig kConfig{64, 16, 2, 32, 4, 4}; // V T L d H Hkv
 
 struct Outcome {
     std::vector<std::vector<float>> before, after;
@@ -40,7 +40,9 @@ Outcome one_step(int stage, Precision p, const std::vector<std::vector<float>>& 
                           p != Precision::fp32);
     ZeroEngine engine(layout, {stage, p, 0, 1.0f, 65536.0f}, *comm, ctx, backend->ops(), updater,
                       init);
-    GPTModel model(kConfig, 2, 8, {}, param_dtype(p), ctx, backend->ops());
+    const std::unique_ptr<Model> made =
+        make_model(kConfig, 2, 8, {}, param_dtype(p), ctx, backend->ops());
+    Model& model = *made;
     std::vector<std::uint16_t> in(16), tg(16);
     for (int i = 0; i < 16; ++i) in[i] = std::uint16_t(i * 3 % 64), tg[i] = std::uint16_t(i % 64);
     Outcome o;
@@ -97,7 +99,7 @@ TEST(ZeroEngine, ABlocksBackwardNeverWaitsForTheReduceScatterOfTheBlockBefore) {
     MPI_Comm_size(MPI_COMM_WORLD, &n);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     if (n < 2) GTEST_SKIP() << "needs a peer to hold a reduce-scatter back";
-    const GPTConfig c{64, 16, 4, 32, 4, 4}; // units: 0 embeddings, 1..4 blocks, 5 ln_f
+    const ModelConfig c{64, 16, 4, 32, 4, 4}; // units: 0 embeddings, 1..4 blocks, 5 ln_f
     const auto backend = make_cpu_backend(1);
     const auto comm = backend->communicator(MPI_COMM_WORLD);
     DeviceContext& ctx = backend->context();

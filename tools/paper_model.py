@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """One GPT-2 training step on paper: every op the engine runs for one step on one GPU (ZeRO-0, no
-accumulation: the lease's `bench step` and `--trace` runs), with the shapes model/gpt_model.cpp gives
+accumulation: the lease's `bench step` and `--trace` runs), with the shapes model/gpt2/gpt_model.cpp gives
 it, each op's FLOPs and bytes (tools/roofline.py), its roofline and expected time on a named GPU, and
 the step's expected time, tokens/s and MFU — so the first GPU run is checked kernel by kernel against
 an expectation (docs/GPU.md "the paper model"; tools/trace_ops.py --paper puts the same per-op

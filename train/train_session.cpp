@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "core/timer.h"
 #include "core/tracer.h"
+#include "model/families.h"
 #include "offload/host_updater.h"
 #include "optim/checkpoint.h"
 #include "optim/device_updater.h"
@@ -91,8 +92,8 @@ TrainSession::TrainSession(const SessionSpec& spec, Backend& backend, Communicat
         build();
     init = nullptr; // an --init file's reader, say
     const int model_batch = spec_.reproducible ? 1 : spec_.micro_batch; // one sequence a pass
-    model_ = std::make_unique<GPTModel>(spec_.config, model_batch, spec_.seq, spec_.checkpoint,
-                                        param_dtype(spec_.precision), ctx, ops, spec_.attention);
+    model_ = make_model(spec_.config, model_batch, spec_.seq, spec_.checkpoint,
+                        param_dtype(spec_.precision), ctx, ops, spec_.attention);
     for (const ParamUnit& u : layout_.units()) numel_.push_back(u.numel);
     in_.resize(std::size_t(spec_.micro_batch) * spec_.seq);
     tg_.resize(in_.size());

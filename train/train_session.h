@@ -12,9 +12,9 @@
 #include "model/attention_kind.h"
 #include "model/backend.h"
 #include "model/checkpoint_policy.h"
-#include "model/gpt_config.h"
-#include "model/gpt_init.h"
-#include "model/gpt_model.h"
+#include "model/gpt2/gpt_init.h"
+#include "model/model.h"
+#include "model/model_config.h"
 #include "model/precision.h"
 #include "model/token_windows.h"
 #include "optim/adamw.h"
@@ -35,7 +35,7 @@ namespace shardlab {
 
 // What a session is built from, resolved from the flags (and checked) by its caller.
 struct SessionSpec {
-    GPTConfig config;
+    ModelConfig config;
     int micro_batch = 1, seq = 0, grad_accum = 1; // seq: tokens per sequence
     Precision precision = Precision::bf16;
     CheckpointPolicy checkpoint;
@@ -110,7 +110,7 @@ class TrainSession {
 
     const SessionSpec& spec() const { return spec_; }
     ZeroEngine& engine() { return *engine_; }
-    GPTModel& model() { return *model_; }
+    Model& model() { return *model_; }
     Updater& updater() { return *updater_; }
     const std::vector<std::uint64_t>& unit_numel() const { return numel_; }
 
@@ -129,7 +129,7 @@ class TrainSession {
     ParamLayout layout_;
     std::unique_ptr<Updater> updater_;
     std::unique_ptr<ZeroEngine> engine_;
-    std::unique_ptr<GPTModel> model_;
+    std::unique_ptr<Model> model_;
     std::vector<std::uint64_t> numel_; // every unit's size
     std::vector<std::uint16_t> in_, tg_;
 };

@@ -1,5 +1,5 @@
 // Counter-based normal draws (splitmix64 + Box-Muller): no generator state to thread through.
-#include "model/gpt_init.h"
+#include "model/gpt2/gpt_init.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,18 +1,19 @@
-// GPTModel: GPT-2 forward and backward for one micro-batch of B sequences of T tokens, in one
-// storage dtype (fp32, bf16 or fp16), as a sequence of Ops enqueued on the compute stream. It walks
-// the sharding units in order — acquire, compute, release — so the same code runs resident or
-// under ZeRO, on any backend. Activations are requested from the tracker — the residual stream's
-// L+1 tensors when forward starts, each block's and the head's as they come — and released as soon
-// as backward has consumed them (the caching allocator hands the same memory back step after
-// step); a checkpointed block keeps only its input and recomputes the rest in backward, with
-// bitwise-identical results.
+// GPTModel: the GPT-2 family's Model (model/model.h). Forward and backward for one micro-batch of
+// B sequences of T tokens, in one storage dtype (fp32, bf16 or fp16), as a sequence of Ops
+// enqueued on the compute stream. It walks the sharding units in order — acquire, compute,
+// release — so the same code runs resident or under ZeRO, on any backend. Activations are
+// requested from the tracker — the residual stream's L+1 tensors when forward starts, each
+// block's and the head's as they come — and released as soon as backward has consumed them (the
+// caching allocator hands the same memory back step after step); a checkpointed block keeps only
+// its input and recomputes the rest in backward, with bitwise-identical results.
 #pragma once
 
 #include "core/device_context.h"
 #include "core/tensor.h"
 #include "model/attention_kind.h"
 #include "model/checkpoint_policy.h"
-#include "model/gpt_config.h"
+#include "model/model.h"
+#include "model/model_config.h"
 #include "model/ops.h"
 #include "model/param_layout.h"
 #include "model/unit_params.h"
@@ -22,29 +23,23 @@
 
 namespace shardlab {
 
-class GPTModel {
+class GPTModel final : public Model {
   public:
-    GPTModel(const GPTConfig& config, int batch, int seq, CheckpointPolicy checkpoint, DType dtype,
-             DeviceContext& context, Ops& ops, AttentionKind attention = AttentionKind::flash);
+    GPTModel(const ModelConfig& config, int batch, int seq, CheckpointPolicy checkpoint,
+             DType dtype, DeviceContext& context, Ops& ops,
+             AttentionKind attention = AttentionKind::flash);
 
-    // One forward pass over inputs / targets [B, T] (host memory; ids below the vocabulary size).
-    // Training (grad_scale != 0): keeps what backward needs and turns the logits into their
-    // gradient, d(loss * grad_scale) — grad_scale carries loss scaling and 1/grad_accum.
-    // Evaluation (grad_scale == 0): releases every unit and keeps only the logits.
     void forward(UnitParams& params, const std::uint16_t* inputs, const std::uint16_t* targets,
-                 float grad_scale = 0.0f);
-    // Backward of the last training forward, accumulating into params.grads().
-    void backward(UnitParams& params);
-    // The mean losses of the forwards since the last call, in order; waits for them.
-    std::vector<double> take_losses();
-    // The logits [B, T, V] of the last evaluation forward, as fp32; waits for them.
-    std::vector<float> logits();
+                 float grad_scale = 0.0f) override;
+    void backward(UnitParams& params) override;
+    std::vector<double> take_losses() override;
+    std::vector<float> logits() override;
 
-    const ParamLayout& layout() const { return layout_; }
-    int batch() const { return B_; }
-    int seq() const { return T_; }
-    DType dtype() const { return dt_; }
-    AttentionKind attention() const { return attention_; }
+    const ParamLayout& layout() const override { return layout_; }
+    int batch() const override { return B_; }
+    int seq() const override { return T_; }
+    DType dtype() const override { return dt_; }
+    AttentionKind attention() const override { return attention_; }
 
   private:
     // What one block keeps for its backward (dtype tensors, and LayerNorm statistics in fp32).
@@ -76,7 +71,7 @@ class GPTModel {
     void block_backward(const void* w, void* dw, const Tensor& x, BlockActs& a, Grads& g);
     void check_tokens(const std::uint16_t* inputs, const std::uint16_t* targets) const;
 
-    GPTConfig c_;
+    ModelConfig c_;
     ParamLayout layout_;
     int B_, T_;
     CheckpointPolicy checkpoint_;

@@ -1,5 +1,5 @@
 // GPT-2 as Ops: the data flow of one step, unit by unit — acquire -> compute -> release.
-#include "model/gpt_model.h"
+#include "model/gpt2/gpt_model.h"
 
 #include "core/error.h"
 #include "core/tracer.h"
@@ -10,7 +10,7 @@
 
 namespace shardlab {
 
-GPTModel::GPTModel(const GPTConfig& config, int batch, int seq, CheckpointPolicy checkpoint,
+GPTModel::GPTModel(const ModelConfig& config, int batch, int seq, CheckpointPolicy checkpoint,
                    DType dtype, DeviceContext& context, Ops& ops, AttentionKind attention)
     : c_(config), layout_(config), B_(batch), T_(seq), checkpoint_(checkpoint), dt_(dtype),
       attention_(attention), ctx_(context), ops_(ops) {

@@ -1,0 +1,23 @@
+// The model families' registry: the one place an architecture picks its model. Callers (the
+// session, the commands) hold a Model (model/model.h) made here and never name a family's class;
+// adding a family is its folder, its kernels, and one case in families.cpp.
+#pragma once
+
+#include "core/device_context.h"
+#include "model/attention_kind.h"
+#include "model/checkpoint_policy.h"
+#include "model/model.h"
+#include "model/model_config.h"
+#include "model/ops.h"
+
+#include <memory>
+
+namespace shardlab {
+
+// The model of `config`'s family for micro-batches of `batch` sequences of `seq` tokens, stored
+// in `dtype`, running its Ops on `ops`. Throws UsageError for a shape the family cannot run.
+std::unique_ptr<Model> make_model(const ModelConfig& config, int batch, int seq,
+                                  CheckpointPolicy checkpoint, DType dtype, DeviceContext& context,
+                                  Ops& ops, AttentionKind attention = AttentionKind::flash);
+
+} // namespace shardlab
