@@ -22,7 +22,7 @@ std::vector<const ParamUnit*> timed_units(const ParamLayout& layout, std::int64_
 }
 } // namespace
 
-double measure_offload_rate(Backend& backend, DType param_dtype, const GPTConfig& config,
+double measure_offload_rate(Backend& backend, DType param_dtype, const ModelConfig& config,
                             std::int64_t max_params, int reps, MPI_Comm comm) {
     DeviceContext& ctx = backend.context();
     const ParamLayout layout(config);

@@ -6,7 +6,7 @@
 #pragma once
 
 #include "model/backend.h"
-#include "model/gpt_config.h"
+#include "model/model_config.h"
 
 #include <mpi.h>
 
@@ -17,7 +17,7 @@ namespace shardlab {
 // Parameters per second of HostUpdater::update over the model's units in layout order (a unit
 // larger than `max_params` skipped, at least one kept) with `param_dtype` parameters; the median
 // of `reps` steps after one untimed, the slowest rank's.
-double measure_offload_rate(Backend& backend, DType param_dtype, const GPTConfig& config,
+double measure_offload_rate(Backend& backend, DType param_dtype, const ModelConfig& config,
                             std::int64_t max_params, int reps, MPI_Comm comm);
 
 } // namespace shardlab
