@@ -12,7 +12,7 @@
 #include "launch/pytorch_peer.h"
 #include "measure/gemm_rate.h"
 #include "model/backend.h"
-#include "model/gpt2/gpt_init.h"
+#include "model/families.h"
 #include "model/kernels/cpu/cpu_gemm.h"
 #include "model/kernels/cpu/cpu_model.h"
 #include "model/kernels/cpu/threads.h"
@@ -60,7 +60,7 @@ nlohmann::json bench_steps(const StepBenchOptions& o, const ModelConfig& c, int 
     // The initial values live until the session is built, and it lets go of them once the
     // engine holds its copy.
     TrainSession session(spec, *backend, *comm, backend->ops(),
-                         initial_values_from(gpt2_init(ParamLayout(c), 1, c.layers)), nullptr);
+                         initial_values_from(init_model(c, ParamLayout(c), 1)), nullptr);
     std::vector<std::uint16_t> in(std::size_t(o.batch) * seq), tg(in.size());
     for (std::size_t i = 0; i < in.size(); ++i) {
         in[i] = std::uint16_t((i * 2654435761u) % unsigned(c.vocab));

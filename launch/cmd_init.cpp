@@ -1,8 +1,9 @@
-// `shardlab init`: freshly initialised GPT-2 weights (seeded, GPT-2 init) to a safetensors file.
+// `shardlab init`: freshly initialised weights of any family (seeded, its own init) to a
+// safetensors file.
 #include "core/error.h"
 #include "launch/commands.h"
 #include "launch/model_options.h"
-#include "model/gpt2/gpt_init.h"
+#include "model/families.h"
 #include "model/weights_io.h"
 
 #include <fmt/format.h>
@@ -27,7 +28,8 @@ CommandRunner add_init_command(CLI::App& cmd) {
         const DType t = parse_dtype(o->dtype);
         if (t == DType::f16)
             throw UsageError("--dtype fp16 is not a storage format for weights; use fp32 or bf16");
-        ModelWeights w{c, gpt2_init(ParamLayout(c), o->seed, c.layers)};
+        const ParamLayout layout(c);
+        ModelWeights w{c, init_model(c, layout, o->seed)};
         save_weights(o->out, w, t);
         fmt::print("wrote {}: {} seed {}, {}\n", o->out, c.describe(), o->seed, dtype_name(t));
         return 0;

@@ -68,7 +68,8 @@ PlanModel build_model(const PlanFlags& f) {
     const std::string name =
         f.preset.empty() ? std::string(llama ? "llama" : "gpt2") + " (fields)" : f.preset;
     if (llama)
-        return plan_model_llama(L, d, H, Hkv, pick(f.ffn, base.ffn), V, T, name, base.tied_head);
+        return plan_model_llama(L, d, H, Hkv, pick(f.ffn, base.ffn), V, T, name, base.tied_head,
+                                f.vocab_multiple);
     if (f.ffn && f.ffn != 4 * d)
         throw UsageError("GPT-2 uses ffn = 4 x hidden; for another ffn use --arch llama");
     return plan_model_from_gpt2(ModelConfig{V, T, L, d, H, Hkv, f.vocab_multiple}, name);

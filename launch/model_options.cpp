@@ -26,6 +26,7 @@ ModelConfig ModelOptions::config() const {
     if (heads) c.heads = c.kv_heads = heads;
     if (kv_heads) c.kv_heads = kv_heads;
     if (ffn) c.ffn_width = ffn;
+    if (tied_head) c.tied_head = true;
     if (vocab) c.vocab = vocab;
     if (seq) c.context = seq;
     c.vocab_multiple = vocab_multiple;
@@ -40,9 +41,12 @@ void add_model_options(CLI::App& cmd, ModelOptions& o) {
         ->check(at_least(1));
     cmd.add_option("--hidden", o.hidden, "Hidden size d")->check(at_least(1));
     cmd.add_option("--heads", o.heads, "Attention heads")->check(at_least(1));
-    cmd.add_option("--kv-heads", o.kv_heads, "Key/value heads (must equal heads for now)")
+    cmd.add_option("--kv-heads", o.kv_heads,
+                   "Key/value heads, dividing --heads (grouped-query attention; GPT-2: = heads)")
         ->check(at_least(1));
     cmd.add_option("--ffn", o.ffn, "MLP width (GPT-2: 4 x hidden only)")->check(at_least(1));
+    cmd.add_flag("--tied-head", o.tied_head,
+                 "Llama: the output head is the token embedding (no lm_head; GPT-2 always is)");
     cmd.add_option("--vocab", o.vocab, "Vocabulary size")->check(at_least(1));
     cmd.add_option("--seq", o.seq, "Context length (rows of the position table)")
         ->check(at_least(1));

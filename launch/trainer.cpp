@@ -23,7 +23,6 @@
 #include "model/corpus.h"
 #include "model/families.h"
 #include "model/generate.h"
-#include "model/gpt2/gpt_init.h"
 #include "model/kernels/cpu/cpu_gemm.h"
 #include "model/kernels/cpu/threads.h"
 #include "model/token_windows.h"
@@ -238,7 +237,9 @@ RunSetup prepare(const TrainOptions& o, int ranks, int rank) {
         s.init = std::make_unique<WeightsReader>(o.init, o.model.vocab_multiple);
         s.config = s.init->config();
     } else {
-        s.config = o.model.config(); // the engine draws each rank's part (gpt2_initial_values)
+        s.config =
+            o.model
+                .config(); // the engine draws each rank's part (initial_values, model/families.h)
     }
     s.seq = s.config.context;
     if (o.data.empty()) {
@@ -372,7 +373,7 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
     // Each rank makes or reads only what it holds; a bad value in a rank's part of an --init
     // file stops every rank alike. The session drops the reader once the engine holds its part.
     const ParamLayout layout(s.config);
-    InitialValues init = gpt2_initial_values(layout, o.seed, s.config.layers);
+    InitialValues init = initial_values(s.config, layout, o.seed);
     if (s.init)
         init = [reader = std::shared_ptr<WeightsReader>(std::move(s.init))](
                    int u, std::uint64_t b, std::uint64_t c, float* out) {

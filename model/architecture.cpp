@@ -12,8 +12,6 @@ Architecture parse_architecture(const std::string& name) {
 }
 
 void require_family_built(Architecture a) {
-    if (a == Architecture::llama)
-        throw UsageError("the Llama model is not built yet (issue 25); plan --arch llama works");
     if (a == Architecture::params_only)
         throw UsageError("a bare parameter count (plan --params) is no model to build");
 }

@@ -9,6 +9,7 @@
 #include "model/model.h"
 #include "model/model_config.h"
 #include "model/ops.h"
+#include "model/param_init.h"
 
 #include <memory>
 
@@ -19,5 +20,13 @@ namespace shardlab {
 std::unique_ptr<Model> make_model(const ModelConfig& config, int batch, int seq,
                                   CheckpointPolicy checkpoint, DType dtype, DeviceContext& context,
                                   Ops& ops, AttentionKind attention = AttentionKind::flash);
+
+// The family's seeded initialisation of `layout` (the config's own): each element depends only on
+// (seed, tensor, element), so any rank can draw only its shard. `layout` is kept by reference.
+InitialValues initial_values(const ModelConfig& config, const ParamLayout& layout,
+                             std::uint64_t seed);
+// The whole model drawn so, as fp32, unit after unit.
+std::vector<std::vector<float>> init_model(const ModelConfig& config, const ParamLayout& layout,
+                                           std::uint64_t seed);
 
 } // namespace shardlab

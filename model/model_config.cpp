@@ -22,7 +22,8 @@ N count_params(const ModelConfig& c, int rows) {
     if (c.arch == Architecture::llama) {
         const N kv = d / N(c.heads) * N(c.kv_heads), f = N(c.ffn());
         const N block = 2 * d * d + 2 * d * kv + 3 * d * f + 2 * d;
-        return V * d + L * block + d + (c.tied_head ? N(0) : N(c.vocab) * d);
+        return V * d + L * block + d +
+               (c.tied_head ? N(0) : V * d); // lm_head padded as embed_tokens
     }
     const N block =
         2 * d + (d * 3 * d + 3 * d) + (d * d + d) + 2 * d + (d * 4 * d + 4 * d) + (4 * d * d + d);
@@ -77,6 +78,10 @@ void ModelConfig::validate() const {
             throw UsageError(fmt::format("llama needs rope_theta > 0 and 0 < norm_eps < 1, got "
                                          "{} and {}",
                                          rope_theta, norm_eps));
+        if (head_dim() % 2 != 0)
+            throw UsageError(fmt::format("RoPE rotates pairs of a head's dimensions: hidden / "
+                                         "heads = {} must be even; pick other --heads",
+                                         head_dim()));
         return;
     }
     if (ffn() != 4 * hidden)

@@ -1,17 +1,17 @@
-// Builds the unit list in GPT-2's order; offsets follow declaration order inside each unit.
+// Builds the unit list in GPT-2's order (a Llama's: model/llama/llama_layout.cpp); offsets
+// follow declaration order inside each unit.
 #include "model/param_layout.h"
 
 #include "model/architecture.h"
+#include "model/llama/llama_layout.h"
 
 #include <algorithm>
 #include <string>
 
 namespace shardlab {
 
-namespace {
-// `stored`: the elements the tensor takes in the unit, when more than its shape's (padding after).
-std::size_t add(ParamUnit& u, std::string name, std::vector<std::int64_t> shape,
-                std::size_t stored = 0) {
+std::size_t add_param(ParamUnit& u, std::string name, std::vector<std::int64_t> shape,
+                      std::size_t stored) {
     std::size_t n = 1;
     for (auto d : shape) n *= std::size_t(d);
     const bool decay = shape.size() == 2;
@@ -19,10 +19,17 @@ std::size_t add(ParamUnit& u, std::string name, std::vector<std::int64_t> shape,
     u.numel += u.params.back().stored;
     return u.params.back().offset;
 }
-} // namespace
 
-ParamLayout::ParamLayout(const ModelConfig& c) : vocab_(c.vocab), padded_vocab_(c.padded_vocab()) {
-    require_family_built(c.arch); // GPT-2's layout; Llama's comes with its model
+ParamLayout::ParamLayout(const ModelConfig& c)
+    : vocab_(c.vocab), padded_vocab_(c.padded_vocab()), tied_head_(c.tied_head) {
+    require_family_built(c.arch);
+    if (c.arch == Architecture::llama) {
+        units_ = llama_units(c);
+        for (const auto& u : units_) total_ += u.numel;
+        return;
+    }
+    auto add = [](ParamUnit& u, std::string name, std::vector<std::int64_t> shape,
+                  std::size_t stored = 0) { return add_param(u, std::move(name), shape, stored); };
     const std::int64_t V = c.vocab, T = c.context, d = c.hidden, f = c.ffn();
     ParamUnit emb{"embeddings", {}, 0};
     add(emb, "transformer.wte.weight", {V, d}, std::size_t(padded_vocab_) * std::size_t(d));

@@ -1,6 +1,7 @@
-// ParamLayout: where every GPT-2 parameter lives. Parameters are grouped into sharding units —
-// the embeddings, each transformer block, the final LayerNorm — each one flat buffer; a tensor
-// is a named view (Hugging Face GPT-2 name and shape, Conv1D layout [in, out]) at an offset.
+// ParamLayout: where every parameter lives. Parameters are grouped into sharding units — the
+// embeddings, each transformer block, the final unit (GPT-2's ln_f; a Llama's norm and untied
+// lm_head) — each one flat buffer; a tensor is a named view (Hugging Face name and shape; GPT-2's
+// Conv1D [in, out], a Llama's nn.Linear [out, in]: model/llama/llama_layout.h) at an offset.
 // wte is the one tensor that may take more room than its shape: it is stored with padded_vocab()
 // rows, and the rows past V — `stored - numel` elements after it — are zero padding that belongs
 // to no tensor: files never see it, the optimizer never updates it (optim/updater.cpp cuts
@@ -31,7 +32,12 @@ struct ParamUnit {
     std::size_t numel = 0;
 };
 
-// The offsets of one transformer block's tensors inside its unit (same for every block).
+// Appends a tensor to the unit at its end; returns its offset. `stored`: the elements it takes in
+// the unit when more than its shape's (the padded vocabulary's rows after it).
+std::size_t add_param(ParamUnit& u, std::string name, std::vector<std::int64_t> shape,
+                      std::size_t stored = 0);
+
+// The offsets of one GPT-2 block's tensors inside its unit (same for every block).
 struct BlockOffsets {
     std::size_t ln1_w, ln1_b, attn_w, attn_b, proj_w, proj_b, ln2_w, ln2_b, fc_w, fc_b, mproj_w,
         mproj_b;
@@ -48,7 +54,7 @@ class ParamLayout {
     static constexpr int kEmbeddings = 0;
     int block_unit(int layer) const { return 1 + layer; }
     int final_unit() const { return int(units_.size()) - 1; }
-    const BlockOffsets& block() const { return block_; }
+    const BlockOffsets& block() const { return block_; } // GPT-2's
     std::size_t wte_offset() const { return 0; }
     std::size_t wpe_offset() const { return wpe_offset_; }
     int vocab() const { return vocab_; }               // V: wte's rows in files

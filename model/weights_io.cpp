@@ -32,13 +32,19 @@ void save_weights(const std::string& path, const ModelWeights& w, DType store_as
 }
 
 namespace {
-bool ignored(const std::string& name) {
+// Tensors a file may hold that are no parameter here: a tied head's copy of the embedding,
+// GPT-2's causal-mask buffers, a Llama's saved rotary frequencies (recomputed from rope_theta).
+bool ignored(const std::string& name, const ModelConfig& c) {
     auto ends = [&](const std::string& s) {
         return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0;
     };
+    if (c.arch == Architecture::llama)
+        return (c.tied_head && name == "lm_head.weight") || ends(".rotary_emb.inv_freq");
     return name == "lm_head.weight" || ends(".attn.bias") || ends(".attn.masked_bias");
 }
-std::string canonical(const std::string& name) {
+// GPT-2 files name their tensors with or without "transformer."; a Llama's are as Hugging Face's.
+std::string canonical(const std::string& name, Architecture arch = Architecture::gpt2) {
+    if (arch == Architecture::llama) return name;
     return name.rfind("transformer.", 0) == 0 ? name : "transformer." + name;
 }
 // A Hugging Face GPT-2 checkpoint carries no shardlab config: read V, d from wte, T from wpe and
@@ -130,9 +136,9 @@ std::vector<std::vector<std::size_t>> match_tensors(const SafeTensorsFile& f,
     std::vector<std::string> extra, misshaped;
     for (std::size_t i = 0; i < f.tensors.size(); ++i) {
         const SafeTensor& t = f.tensors[i];
-        if (ignored(t.name)) continue;
+        if (ignored(t.name, config)) continue;
         int unit = 0;
-        const ParamInfo* p = layout.find(canonical(t.name), &unit);
+        const ParamInfo* p = layout.find(canonical(t.name, config.arch), &unit);
         if (!p) {
             extra.push_back(t.name);
             continue;

@@ -1,6 +1,7 @@
-// GPT-2 weights to and from safetensors, in Hugging Face's names and shapes, with the model
-// config in the file's metadata ("config": JSON). Loading checks the file against the config's
-// layout and names every missing, unexpected or mis-shaped tensor in one error.
+// A model's weights (any family: GPT-2, Llama) to and from safetensors, in Hugging Face's names
+// and shapes, with the model config in the file's metadata ("config": JSON). Loading checks the
+// file against the config's layout and names every missing, unexpected or mis-shaped tensor in one
+// error.
 #pragma once
 
 #include "core/dtype.h"
@@ -25,10 +26,11 @@ struct ModelWeights {
 // Stores every tensor as fp32 or bf16 (rounded to nearest even).
 void save_weights(const std::string& path, const ModelWeights& weights, DType store_as);
 
-// Reads weights; names with or without the "transformer." prefix are accepted, and the tied
-// "lm_head.weight" and the causal-mask buffers "*.attn.bias" / "*.attn.masked_bias" are ignored.
-// Without a "config" metadata entry (a Hugging Face checkpoint) the config is inferred from the
-// tensor shapes, with GPT-2's head size of 64. The units are laid out with wte padded to a
+// Reads weights; GPT-2 names with or without the "transformer." prefix are accepted, and the tied
+// "lm_head.weight" and the causal-mask buffers "*.attn.bias" / "*.attn.masked_bias" are ignored
+// (a Llama's: a tied head's "lm_head.weight" and "*.rotary_emb.inv_freq"). Without a "config"
+// metadata entry (a Hugging Face GPT-2 checkpoint) the config is inferred from the tensor shapes,
+// with GPT-2's head size of 64. The units are laid out with wte padded to a
 // multiple of `vocab_multiple` rows (config.vocab_multiple is set to it).
 ModelWeights load_weights(const std::string& path,
                           int vocab_multiple = ModelConfig::kDefaultVocabMultiple);

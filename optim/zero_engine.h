@@ -28,8 +28,8 @@
 
 #include "comm/communicator.h"
 #include "core/device_context.h"
-#include "model/gpt2/gpt_init.h"
 #include "model/ops.h"
+#include "model/param_init.h"
 #include "model/param_layout.h"
 #include "model/precision.h"
 #include "model/unit_params.h"

@@ -12,9 +12,32 @@ void add_linear(std::vector<GemmShape>& out, const std::string& name, std::int64
     out.push_back({name + ".input_grad", tokens, in, outf, false, true, per_step});
     out.push_back({name + ".weight_grad", in, outf, tokens, true, false, per_step});
 }
+
+// A Llama's linears are nn.Linear's y = x W^T (W stored [out, in], model/llama/llama_model.cpp):
+// x @ W^T forward, dy @ W for the input gradient, dy^T @ x for the weight gradient.
+void add_linear_t(std::vector<GemmShape>& out, const std::string& name, std::int64_t tokens,
+                  std::int64_t in, std::int64_t outf, int per_step) {
+    out.push_back({name + ".forward", tokens, outf, in, false, true, per_step});
+    out.push_back({name + ".input_grad", tokens, in, outf, false, false, per_step});
+    out.push_back({name + ".weight_grad", outf, in, tokens, true, false, per_step});
+}
+
+std::vector<GemmShape> llama_gemm_shapes(const ModelConfig& c, std::int64_t tokens) {
+    const std::int64_t d = c.hidden, f = c.ffn(),
+                       q = std::int64_t(c.heads + 2 * c.kv_heads) * c.head_dim();
+    std::vector<GemmShape> s;
+    add_linear_t(s, "attn.qkv", tokens, d, q, c.layers);
+    add_linear_t(s, "attn.o", tokens, d, d, c.layers);
+    add_linear_t(s, "mlp.gate", tokens, d, f, c.layers);
+    add_linear_t(s, "mlp.up", tokens, d, f, c.layers);
+    add_linear_t(s, "mlp.down", tokens, f, d, c.layers);
+    add_linear_t(s, "head", tokens, d, c.padded_vocab(), 1);
+    return s;
+}
 } // namespace
 
 std::vector<GemmShape> model_gemm_shapes(const ModelConfig& c, std::int64_t tokens) {
+    if (c.arch == Architecture::llama) return llama_gemm_shapes(c, tokens);
     const std::int64_t d = c.hidden, vp = c.padded_vocab();
     std::vector<GemmShape> s;
     add_linear(s, "attn.qkv", tokens, d, 3 * d, c.layers);

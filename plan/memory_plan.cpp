@@ -5,6 +5,7 @@
 #include "comm/comm_model.h"
 #include "comm/process_groups.h"
 #include "core/error.h"
+#include "model/llama/llama_memory.h"
 #include "offload/host_updater.h"
 #include "optim/gather_schedule.h"
 #include "optim/stage_policy.h"
@@ -43,8 +44,9 @@ std::uint64_t gpt2_activation_bytes(const ModelConfig& c, int batch, int seq, Pr
     return inputs + std::max(peak, kept + head);
 }
 
-std::optional<std::uint64_t> gpt2_workspace_bytes(const ModelConfig& c, int batch, int seq,
-                                                  int grad_accum, Precision p, GemmWorkspace gemm) {
+std::optional<std::uint64_t> model_workspace_bytes(const ModelConfig& c, int batch, int seq,
+                                                   int grad_accum, Precision p,
+                                                   GemmWorkspace gemm) {
     if (gemm == GemmWorkspace::unmodelled) return std::nullopt;
     const std::uint64_t S = param_bytes_per_element(p), BT = std::uint64_t(batch) * seq;
     // The largest product's workspace: backward runs them all (a linear's input gradient has its
@@ -56,7 +58,9 @@ std::optional<std::uint64_t> gpt2_workspace_bytes(const ModelConfig& c, int batc
     const std::uint64_t scalars = 2 * sizeof(float);             // ZeroEngine: loss scale, norm
     const std::uint64_t tokens = 2 * BT * sizeof(std::uint16_t); // inputs and targets
     const std::uint64_t losses = std::uint64_t(grad_accum) * sizeof(double);
-    const std::uint64_t grad_scratch = 9 * BT * std::uint64_t(c.hidden) * S; // dx, dsmall, 3d, 4d
+    const std::uint64_t grad_scratch =
+        c.arch == Architecture::llama ? llama_gradient_scratch_bytes(c, batch, seq, S)
+                                      : 9 * BT * std::uint64_t(c.hidden) * S; // dx, dsmall, 3d, 4d
     return scalars + tokens + losses + grad_scratch + widest;
 }
 
@@ -421,16 +425,18 @@ Plan plan_once(const PlanModel& model, const PlanOptions& o, int rank) {
             mem.activations_generic =
                 generic_activation_bytes(model.layers, model.hidden, model.heads, o.micro_batch,
                                          seq, o.precision, o.checkpoint);
-            mem.activations_exact = model.arch == Architecture::gpt2;
-            mem.activations = mem.activations_exact
-                                  ? gpt2_activation_bytes(model.gpt2_config(), o.micro_batch, seq,
-                                                          o.precision, o.checkpoint, o.attention)
-                                  : mem.activations_generic;
+            mem.activations_exact = true; // each family's own count of what its model keeps
+            mem.activations =
+                model.arch == Architecture::llama
+                    ? llama_activation_bytes(model.model_config(), o.micro_batch, seq,
+                                             param_bytes_per_element(o.precision), o.checkpoint)
+                    : gpt2_activation_bytes(model.model_config(), o.micro_batch, seq, o.precision,
+                                            o.checkpoint, o.attention);
         }
-        // GPTModel's own workspace; --reproducible's per-sequence sums are not modelled.
-        if (model.arch == Architecture::gpt2 && !o.reproducible)
-            mem.workspace = gpt2_workspace_bytes(model.gpt2_config(), o.micro_batch, seq,
-                                                 o.grad_accum, o.precision, o.gemm_workspace);
+        // The model's own workspace; --reproducible's per-sequence sums are not modelled.
+        if (model.arch != Architecture::params_only && !o.reproducible)
+            mem.workspace = model_workspace_bytes(model.model_config(), o.micro_batch, seq,
+                                                  o.grad_accum, o.precision, o.gemm_workspace);
     }
     mem.device_total = device_total(mem);
     mem.host_total =

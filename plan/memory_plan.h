@@ -77,7 +77,7 @@ struct MemoryPlan {
     std::uint64_t activations_generic = 0; // s·b·h·(34 + 5as/h) per layer (16-bit)
     bool activations_exact = false;        // activations is the implementation-exact count
     std::uint64_t device_total = 0, host_total = 0;
-    // The device arena's workspace peak (gpt2_workspace_bytes), where the GEMM library's is
+    // The device arena's workspace peak (model_workspace_bytes), where the GEMM library's is
     // modelled; not in device_total (docs/MEMORY.md section 11 says why).
     std::optional<std::uint64_t> workspace;
 };
@@ -128,12 +128,13 @@ std::uint64_t param_bytes_per_element(Precision p);
 // log-sum-exps (flash).
 std::uint64_t gpt2_activation_bytes(const ModelConfig& c, int batch, int seq, Precision p,
                                     CheckpointPolicy ck, AttentionKind attention);
-// GPTModel's workspace peak in a training step, on a backend whose GEMMs take `gemm` workspace
+// The model's workspace peak in a training step, on a backend whose GEMMs take `gemm` workspace
 // (none where it is unmodelled): the engine's two scalars, the micro-batch's token ids and
-// targets, one loss per micro-batch of the step, backward's four gradient scratch tensors (9·B·T·d
-// elements) and, beside them, the largest product's widened operands. docs/MEMORY.md section 11.
-std::optional<std::uint64_t> gpt2_workspace_bytes(const ModelConfig& c, int batch, int seq,
-                                                  int grad_accum, Precision p, GemmWorkspace gemm);
+// targets, one loss per micro-batch of the step, backward's gradient scratch tensors (GPT-2: four,
+// 9·B·T·d elements; a Llama: model/llama/llama_memory.h) and, beside them, the largest product's
+// widened operands. docs/MEMORY.md section 11.
+std::optional<std::uint64_t> model_workspace_bytes(const ModelConfig& c, int batch, int seq,
+                                                   int grad_accum, Precision p, GemmWorkspace gemm);
 // The generic per-model formula: per layer s·b·h·(34 + 5·a·s/h) bytes at 16 bits (x2 for fp32),
 // 2·s·b·h for a checkpointed layer, plus one full layer while it is recomputed.
 std::uint64_t generic_activation_bytes(int layers, int hidden, int heads, int batch, int seq,

@@ -11,17 +11,27 @@
 
 namespace shardlab {
 
-ModelConfig PlanModel::gpt2_config() const {
-    return ModelConfig{vocab, context, layers, hidden, heads, kv_heads, vocab_multiple};
-}
-
 int PlanModel::padded_vocab() const {
-    return arch == Architecture::gpt2 ? gpt2_config().padded_vocab() : vocab;
+    return arch == Architecture::params_only ? vocab : config.padded_vocab();
 }
 
 std::size_t PlanModel::unpadded_params() const {
-    return params - std::size_t(padded_vocab() - vocab) * std::size_t(hidden);
+    const std::size_t padded_tables = arch == Architecture::llama && !tied_head ? 2 : 1;
+    return params - padded_tables * std::size_t(padded_vocab() - vocab) * std::size_t(hidden);
 }
+
+namespace {
+// Units, parameter count and the final unit from the layout a run builds (padding included).
+void fill_units(PlanModel& m, const ModelConfig& c) {
+    const ParamLayout layout(c);
+    for (const auto& u : layout.units()) m.unit_numel.push_back(u.numel);
+    m.params = layout.total_numel();
+    m.final_unit = layout.final_unit();
+    m.tied_head = layout.tied_head();
+    m.vocab_multiple = c.vocab_multiple;
+    m.config = c;
+}
+} // namespace
 
 PlanModel plan_model_from_gpt2(const ModelConfig& c, const std::string& name) {
     // ModelConfig::validate speaks for training (its kernels); a plan runs none, so say what the
@@ -35,16 +45,12 @@ PlanModel plan_model_from_gpt2(const ModelConfig& c, const std::string& name) {
     c.validate();
     PlanModel m{name,    Architecture::gpt2, c.layers, c.hidden, c.heads, c.kv_heads, c.ffn(),
                 c.vocab, c.context,          0,        {},       0,       0};
-    m.vocab_multiple = c.vocab_multiple;
-    const ParamLayout layout(c);
-    for (const auto& u : layout.units()) m.unit_numel.push_back(u.numel);
-    m.params = layout.total_numel();
-    m.final_unit = layout.final_unit();
+    fill_units(m, c);
     return m;
 }
 
 PlanModel plan_model_llama(int L, int d, int H, int Hkv, int ffn, int V, int T,
-                           const std::string& name, bool tied) {
+                           const std::string& name, bool tied, int vocab_multiple) {
     if (L <= 0 || d <= 0 || H <= 0 || Hkv <= 0 || ffn <= 0 || V <= 0 || T <= 0)
         throw UsageError("every model field must be positive");
     if (d % H != 0) throw UsageError(fmt::format("hidden {} is not divisible by heads {}", d, H));
@@ -52,16 +58,9 @@ PlanModel plan_model_llama(int L, int d, int H, int Hkv, int ffn, int V, int T,
         throw UsageError(
             fmt::format("kv-heads {} does not divide heads {}; use a divisor of {}", Hkv, H, H));
     PlanModel m{name, Architecture::llama, L, d, H, Hkv, ffn, V, T, 0, {}, 0, 0};
-    const std::size_t D = d, kv = std::size_t(d) / H * Hkv;
-    const std::size_t block =
-        2 * D * D + 2 * D * kv + 3 * D * std::size_t(ffn) + 2 * D; // q,o,k,v,mlp,norms
-    m.unit_numel.push_back(std::size_t(V) * D);                    // token embedding
-    for (int i = 0; i < L; ++i) m.unit_numel.push_back(block);
-    // The final norm, and the output head unless it is the token embedding (tied).
-    m.unit_numel.push_back(D + (tied ? 0 : std::size_t(V) * D));
-    m.final_unit = L + 1;
-    m.tied_head = tied;
-    for (auto n : m.unit_numel) m.params += n;
+    ModelConfig c{V, T, L, d, H, Hkv, vocab_multiple, Architecture::llama, ffn, tied};
+    // Not validated as a run's: a plan may ask about vocabularies past uint16 (Llama 3's 128256).
+    fill_units(m, c); // model/llama/llama_layout.cpp: embed_tokens, layers, norm (+ lm_head)
     return m;
 }
 
@@ -85,7 +84,7 @@ bool is_llama_preset(const std::string& name) {
 PlanModel plan_model_from(const ModelConfig& c, const std::string& name) {
     if (c.arch == Architecture::llama)
         return plan_model_llama(c.layers, c.hidden, c.heads, c.kv_heads, c.ffn(), c.vocab,
-                                c.context, name, c.tied_head);
+                                c.context, name, c.tied_head, c.vocab_multiple);
     return plan_model_from_gpt2(c, name);
 }
 

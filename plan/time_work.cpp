@@ -36,7 +36,7 @@ StepWork micro_batch_work(const PlanModel& m, const PlanOptions& o) {
     if (m.arch != Architecture::gpt2)
         throw UsageError("the time model has GPT-2's kernels only (docs/TIME.md section 5); give "
                          "a GPT-2 preset or fields, not a bare --params or a llama model");
-    const ModelConfig c = m.gpt2_config();
+    const ModelConfig c = m.model_config();
     const double B = o.micro_batch, T = o.seq ? o.seq : m.context, N = B * T, d = c.hidden,
                  Vp = c.padded_vocab();
     const double es = double(param_bytes_per_element(o.precision));

@@ -525,7 +525,7 @@ TEST(ModelConfig, LlamaCountsAndTheChecksThatNameTheArchitecture) {
     EXPECT_NE(usage_error([] { model_preset("gpt5"); }).find("tiny-llama"), std::string::npos);
 }
 
-TEST(ModelFamilies, TheRegistryMakesGpt2AndSaysLlamaIsNotBuiltYet) {
+TEST(ModelFamilies, TheRegistryMakesEachFamilysModelOverItsOwnLayout) {
     const auto backend = make_cpu_backend(1);
     DeviceContext& ctx = backend->context();
     const ModelConfig c = small_config();
@@ -535,10 +535,26 @@ TEST(ModelFamilies, TheRegistryMakesGpt2AndSaysLlamaIsNotBuiltYet) {
     EXPECT_TRUE(m->tied_head());
     EXPECT_EQ(m->layout().total_numel(), ParamLayout(c).total_numel());
 
-    const std::string not_yet =
-        "the Llama model is not built yet (issue 25); plan --arch llama works";
+    // tiny-llama (untied): embed_tokens; per layer two norms, q, k, v, o, gate, up, down; the
+    // final unit model.norm + lm_head — Hugging Face's shapes, counted here by hand.
     const ModelConfig l = model_preset("tiny-llama");
-    EXPECT_EQ(usage_error([&] { make_model(l, 2, 8, {}, DType::f32, ctx, backend->ops()); }),
-              not_yet);
-    EXPECT_EQ(usage_error([&] { ParamLayout{l}; }), not_yet);
+    const std::unique_ptr<Model> lm = make_model(l, 2, 8, {}, DType::f32, ctx, backend->ops());
+    EXPECT_FALSE(lm->tied_head());
+    const std::size_t d = 256, kv = 2 * 64, f = 688, V = 256;
+    const std::size_t layer = 2 * d + d * d + 2 * kv * d + d * d + 3 * d * f;
+    ASSERT_EQ(lm->layout().num_units(), 6u);
+    EXPECT_EQ(lm->layout().units()[1].numel, layer);
+    EXPECT_EQ(lm->layout().units()[5].numel, d + V * d);
+    EXPECT_EQ(lm->layout().total_numel(), V * d + 4 * layer + d + V * d);
+    EXPECT_EQ(lm->layout().total_numel(), l.num_params());
+    const ParamInfo* k = lm->layout().find("model.layers.3.self_attn.k_proj.weight");
+    ASSERT_NE(k, nullptr);
+    EXPECT_EQ(k->shape, (std::vector<std::int64_t>{std::int64_t(kv), std::int64_t(d)}));
+    EXPECT_EQ(k->offset, d + d * d); // after input_layernorm and q_proj: q, k, v back to back
+    ModelConfig materialize = l;
+    EXPECT_NE(usage_error([&] {
+                  make_model(materialize, 2, 8, {}, DType::f32, ctx, backend->ops(),
+                             AttentionKind::materialize);
+              }).find("flash attention only"),
+              std::string::npos);
 }

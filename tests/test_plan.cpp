@@ -126,13 +126,13 @@ TEST(Plan, WorkspaceByHandForGpt2OnOpenBlas) {
     // 64 * 50,304) * 4 = 167,608,320 B. Total 168,493,328 B (a report of this run measures it).
     const ModelConfig gpt2{50257, 1024, 12, 768, 12, 12};
     EXPECT_EQ(
-        gpt2_workspace_bytes(gpt2, 1, 64, 1, Precision::bf16, GemmWorkspace::widened_operands),
+        model_workspace_bytes(gpt2, 1, 64, 1, Precision::bf16, GemmWorkspace::widened_operands),
         std::optional<std::uint64_t>(168493328u));
     // fp32 on OpenBLAS widens nothing: 8 + 256 + 8 + 9 * 64 * 768 * 4 = 1,769,744; four
     // micro-batches a step hold four losses (24 B more).
-    EXPECT_EQ(gpt2_workspace_bytes(gpt2, 1, 64, 4, Precision::fp32, GemmWorkspace::none),
+    EXPECT_EQ(model_workspace_bytes(gpt2, 1, 64, 4, Precision::fp32, GemmWorkspace::none),
               std::optional<std::uint64_t>(1769744u + 24u));
-    EXPECT_EQ(gpt2_workspace_bytes(gpt2, 1, 64, 1, Precision::bf16, GemmWorkspace::unmodelled),
+    EXPECT_EQ(model_workspace_bytes(gpt2, 1, 64, 1, Precision::bf16, GemmWorkspace::unmodelled),
               std::nullopt);
     // The plan predicts it only where told the GEMM library's (a run's backend tells it).
     PlanOptions o;
@@ -167,7 +167,7 @@ TEST(Plan, WorkspaceEqualsWhatTheModelTakesOnOpenBlas) {
             model.backward(params);
             model.take_losses();
             const auto predicted =
-                gpt2_workspace_bytes(c, B, T, 1, p, backend->gemm_workspace(param_dtype(p)));
+                model_workspace_bytes(c, B, T, 1, p, backend->gemm_workspace(param_dtype(p)));
             ASSERT_TRUE(predicted.has_value());
             EXPECT_EQ(ctx.tracker().peak(Category::workspace), *predicted - 8)
                 << int(p) << " hidden " << c.hidden;

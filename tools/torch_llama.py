@@ -18,11 +18,16 @@ depend on the positions' difference only), and a tied head being the embedding.
 Needs only torch (run with /usr/bin/python3).
 """
 
+import json
 import math
+import os
 import sys
 
 import torch
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch_gpt2 as tg  # noqa: E402  (the safetensors reader only)
 
 
 def param_shapes(cfg):
@@ -70,6 +75,27 @@ class Llama:
     def __init__(self, cfg, params):
         self.cfg = dict(cfg)
         self.p = params
+        self.params = params  # torch_reference.py's name for the {hf name: tensor} dict
+
+    @classmethod
+    def from_safetensors(cls, path, dtype=torch.float64):
+        """A shardlab Llama weights file: the config in its metadata (written by `shardlab init
+        --arch llama`, torch_llama's key names), every tensor under its Hugging Face name; the
+        tensors become float64 leaves that take gradients."""
+        tensors, meta = tg.read_safetensors(path)
+        cfg = json.loads(meta["config"])
+        shapes = param_shapes(cfg)
+        if set(shapes) != set(tensors):
+            raise ValueError(f"{path}: missing {sorted(set(shapes) - set(tensors))}, "
+                             f"unexpected {sorted(set(tensors) - set(shapes))}")
+        for name, shape in shapes.items():
+            if list(tensors[name].shape) != shape:
+                raise ValueError(f"{path}: {name} is {list(tensors[name].shape)}, not {shape}")
+        return cls(cfg, {n: t.detach().to(dtype).clone().requires_grad_(True)
+                         for n, t in tensors.items()})
+
+    def __call__(self, idx, targets=None):
+        return self.forward(idx, targets)
 
     @classmethod
     def random(cls, cfg, seed=0, dtype=torch.float64):

@@ -22,6 +22,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch_gpt2 as tg  # noqa: E402
+import torch_llama as tl  # noqa: E402
 
 GRAD_TOL = {"fp32": 1e-5, "bf16": 1e-2}
 # Per-step loss, relative. fp32 replays the same arithmetic up to rounding order: measured
@@ -31,8 +32,21 @@ GRAD_TOL = {"fp32": 1e-5, "bf16": 1e-2}
 TRAIN_TOL = {"fp32": 1e-6, "bf16": 2e-2, "fp16": 5e-3}
 
 
+def load_model(path):
+    """The file's family (its config's "arch"; none is GPT-2) as a float64 reference."""
+    _, meta = tg.read_safetensors(path)
+    if json.loads(meta.get("config", "{}")).get("arch", "gpt2") == "llama":
+        return tl.Llama.from_safetensors(path, dtype=torch.float64)
+    return tg.GPT2.from_safetensors(path, dtype=torch.float64)
+
+
+def is_decayed(name, p):
+    """shardlab decays the 2-D weights only (GPT-2's names say so; a Llama's shapes do)."""
+    return tg.is_decayed(name) if name.startswith("transformer.") else p.dim() == 2
+
+
 def load_model_and_batch(args):
-    model = tg.GPT2.from_safetensors(args.weights, dtype=torch.float64)
+    model = load_model(args.weights)
     need = tg.tokens_needed(args.batch, args.seq, args.start)
     tokens = tg.load_tokens(args.data, limit=need)
     x, y = tg.get_batch(tokens, args.batch, args.seq, args.start)
@@ -49,7 +63,10 @@ def rel_error(ours, ref):
 
 
 def normalize_ours_name(name):
-    # Accept grad names with or without the "transformer." prefix.
+    # Accept GPT-2 grad names with or without the "transformer." prefix (a Llama's are "model."
+    # and "lm_head.").
+    if name.startswith(("grad/model.", "grad/lm_head.")):
+        return name
     if name.startswith("grad/") and not name.startswith("grad/transformer."):
         return "grad/transformer." + name[len("grad/"):]
     return name
@@ -119,8 +136,8 @@ def _scalar(t):
 # ---------------------------------------------------------------- train
 
 def make_optimizer(model, args):
-    decay = [p for n, p in model.params.items() if tg.is_decayed(n)]
-    no_decay = [p for n, p in model.params.items() if not tg.is_decayed(n)]
+    decay = [p for n, p in model.params.items() if is_decayed(n, p)]
+    no_decay = [p for n, p in model.params.items() if not is_decayed(n, p)]
     groups = [{"params": decay, "weight_decay": args.weight_decay},
               {"params": no_decay, "weight_decay": 0.0}]
     return torch.optim.AdamW(groups, lr=args.lr, betas=(args.beta1, args.beta2), eps=args.eps)
@@ -185,7 +202,7 @@ def cmd_train(args):
         rows = [json.loads(line) for line in f if line.strip()]
     ours = [r["loss"] for r in rows]
     skipped = {i for i, r in enumerate(rows) if r.get("skipped")}
-    model = tg.GPT2.from_safetensors(args.weights, dtype=torch.float64)
+    model = load_model(args.weights)
     ref, clipped = reference_losses(model, args, skipped)
     print(f"reference: {len(ref)} steps, loss {ref[0]:.6f} -> {ref[-1]:.6f}; "
           f"{clipped} clipped, {len(skipped)} skipped by shardlab")

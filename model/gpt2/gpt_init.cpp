@@ -1,59 +1,27 @@
-// Counter-based normal draws (splitmix64 + Box-Muller): no generator state to thread through.
+// GPT-2's draws as a rule per tensor over model/param_init.h's counter-based streams.
 #include "model/gpt2/gpt_init.h"
 
-#include <algorithm>
 #include <cmath>
-#include <string>
 
 namespace shardlab {
 
 namespace {
-std::uint64_t mix(std::uint64_t x) {
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
-// Standard normal number i of stream (seed, tensor).
-float normal(std::uint64_t seed, std::uint64_t tensor, std::uint64_t i) {
-    const std::uint64_t h1 = mix(seed ^ mix(tensor * 0x100000001b3ull + (i << 1)));
-    const std::uint64_t h2 = mix(h1 ^ 0xda942042e4dd58b5ull);
-    const double u1 = (double(h1 >> 11) + 1.0) * 0x1p-53; // (0, 1]
-    const double u2 = double(h2 >> 11) * 0x1p-53;
-    return float(std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2));
-}
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-    return s.size() >= suffix.size() &&
-           s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+InitRuleFor gpt2_rule(int layers) {
+    return [layers](const ParamInfo& p) -> InitRule {
+        if (ends_with(p.name, ".bias")) return {InitRule::zero, 0};
+        if (ends_with(p.name, "ln_1.weight") || ends_with(p.name, "ln_2.weight") ||
+            ends_with(p.name, "ln_f.weight"))
+            return {InitRule::one, 0};
+        if (ends_with(p.name, "c_proj.weight"))
+            return {InitRule::normal, 0.02 / std::sqrt(2.0 * layers)};
+        return {InitRule::normal, 0.02};
+    };
 }
 } // namespace
 
 void gpt2_init_range(const ParamLayout& layout, int unit, std::uint64_t seed, int layers,
                      std::uint64_t begin, std::uint64_t count, float* out) {
-    // A global tensor index keeps streams distinct across units.
-    std::uint64_t tensor = 0;
-    for (int u = 0; u < unit; ++u) tensor += layout.units()[u].params.size();
-    for (const ParamInfo& p : layout.units()[unit].params) {
-        // The unit elements [first, last) of this tensor that fall in the range.
-        const std::uint64_t first = std::max<std::uint64_t>(begin, p.offset);
-        const std::uint64_t last = std::min<std::uint64_t>(begin + count, p.offset + p.numel);
-        const bool zero = ends_with(p.name, ".bias");
-        const bool one = ends_with(p.name, "ln_1.weight") || ends_with(p.name, "ln_2.weight") ||
-                         ends_with(p.name, "ln_f.weight");
-        const double std =
-            ends_with(p.name, "c_proj.weight") ? 0.02 / std::sqrt(2.0 * layers) : 0.02;
-        for (std::uint64_t e = first; e < last; ++e) // element e - p.offset of the tensor
-            out[e - begin] = zero  ? 0.0f
-                             : one ? 1.0f
-                                   : float(std * normal(seed, tensor, e - p.offset));
-        // wte's padding rows (past V): zero, and the draws above do not depend on the padding.
-        const std::uint64_t pad_first = std::max<std::uint64_t>(begin, p.offset + p.numel);
-        const std::uint64_t pad_last = std::min<std::uint64_t>(begin + count, p.offset + p.stored);
-        for (std::uint64_t e = pad_first; e < pad_last; ++e) out[e - begin] = 0.0f;
-        ++tensor;
-    }
+    init_range(layout, unit, seed, begin, count, out, gpt2_rule(layers));
 }
 
 void gpt2_init_unit(const ParamLayout& layout, int unit, std::uint64_t seed, float* out,
@@ -67,20 +35,9 @@ InitialValues gpt2_initial_values(const ParamLayout& layout, std::uint64_t seed,
     };
 }
 
-InitialValues initial_values_from(const std::vector<std::vector<float>>& units) {
-    return [&units](int unit, std::uint64_t begin, std::uint64_t count, float* out) {
-        std::copy_n(units[std::size_t(unit)].begin() + std::ptrdiff_t(begin), count, out);
-    };
-}
-
 std::vector<std::vector<float>> gpt2_init(const ParamLayout& layout, std::uint64_t seed,
                                           int layers) {
-    std::vector<std::vector<float>> units;
-    for (std::size_t u = 0; u < layout.num_units(); ++u) {
-        units.emplace_back(layout.units()[u].numel);
-        gpt2_init_unit(layout, int(u), seed, units.back().data(), layers);
-    }
-    return units;
+    return init_all(layout, gpt2_initial_values(layout, seed, layers));
 }
 
 } // namespace shardlab

@@ -1,9 +1,11 @@
 // GPT-2 initialisation, seeded and identical on every rank and thread count: weights normal(0,
 // 0.02), the two residual output projections normal(0, 0.02/sqrt(2L)), biases 0, LayerNorm
-// weight 1 and bias 0. Each element's value depends only on (seed, tensor index, element index),
-// so a model padded to any vocabulary multiple gets the same true weights; its padding is zero.
+// weight 1 and bias 0. Each element's value depends only on (seed, tensor index, element index)
+// (model/param_init.h), so a model padded to any vocabulary multiple gets the same true weights;
+// its padding is zero.
 #pragma once
 
+#include "model/param_init.h"
 #include "model/param_layout.h"
 
 #include <cstdint>
@@ -20,13 +22,7 @@ void gpt2_init_unit(const ParamLayout& layout, int unit, std::uint64_t seed, flo
 void gpt2_init_range(const ParamLayout& layout, int unit, std::uint64_t seed, int layers,
                      std::uint64_t begin, std::uint64_t count, float* out);
 
-// Where a run's first parameters come from, asked one element range of one unit at a time (so
-// nobody needs the whole model at once): fills `out` with elements [begin, begin + count).
-using InitialValues =
-    std::function<void(int unit, std::uint64_t begin, std::uint64_t count, float* out)>;
 InitialValues gpt2_initial_values(const ParamLayout& layout, std::uint64_t seed, int layers);
-// From values already in memory, one vector per unit (tests, --init files); kept by reference.
-InitialValues initial_values_from(const std::vector<std::vector<float>>& units);
 
 // The whole model as fp32, unit after unit.
 std::vector<std::vector<float>> gpt2_init(const ParamLayout& layout, std::uint64_t seed,

@@ -13,7 +13,7 @@ namespace shardlab {
 GPTModel::GPTModel(const ModelConfig& config, int batch, int seq, CheckpointPolicy checkpoint,
                    DType dtype, DeviceContext& context, Ops& ops, AttentionKind attention)
     : c_(config), layout_(config), B_(batch), T_(seq), checkpoint_(checkpoint), dt_(dtype),
-      attention_(attention), ctx_(context), ops_(ops) {
+      attention_(attention), ctx_(context), ops_(ops), io_(context, batch, seq, config.vocab) {
     c_.validate();
     if (batch <= 0) throw UsageError(fmt::format("micro-batch must be positive, got {}", batch));
     if (seq <= 0 || seq > c_.context)
@@ -160,30 +160,14 @@ void GPTModel::block_backward(const void* w, void* dw, const Tensor& x, BlockAct
 
 // --- forward and backward ---------------------------------------------------------------------
 
-void GPTModel::check_tokens(const std::uint16_t* inputs, const std::uint16_t* targets) const {
-    const int V = c_.vocab;
-    for (int i = 0; i < B_ * T_; ++i)
-        if (inputs[i] >= V || targets[i] >= V)
-            throw Error(fmt::format(
-                "token id {} at position {} is not below the vocabulary size {}; "
-                "use a model with --vocab > {} or data of this vocabulary",
-                std::max(inputs[i], targets[i]), i, V, std::max(inputs[i], targets[i])));
-}
-
 void GPTModel::forward(UnitParams& params, const std::uint16_t* inputs,
                        const std::uint16_t* targets, float grad_scale) {
     // wte, the head's GEMMs and the logits are Vp wide (the padded vocabulary); the loss reads V.
     const int L = c_.layers, d = c_.hidden, V = c_.vocab, Vp = c_.padded_vocab(), BT = B_ * T_;
     const bool training = grad_scale != 0.0f;
     Stream& s = ctx_.compute();
-    check_tokens(inputs, targets);
-    MemoryTracker& tracker = ctx_.tracker();
-    const std::size_t token_bytes = std::size_t(BT) * sizeof(std::uint16_t);
-    inputs_ = tracker.allocate(token_bytes, Category::workspace, s);
-    targets_ = tracker.allocate(token_bytes, Category::workspace, s);
-    s.upload(inputs_.data(), inputs, token_bytes);
-    s.upload(targets_.data(), targets, token_bytes);
-    losses_.push_back(tracker.allocate(sizeof(double), Category::workspace, s));
+    io_.upload_tokens(inputs, targets);
+    double* loss = io_.next_loss();
     logits_.release(); // a previous forward's logits (kept for logits()) must not add to this peak
     x_.clear();
     acts_.clear();
@@ -194,7 +178,7 @@ void GPTModel::forward(UnitParams& params, const std::uint16_t* inputs,
     const void* emb = params.acquire(ParamLayout::kEmbeddings);
     {
         const TraceScope span(ctx_.tracer(), s, "embedding forward", "model");
-        ops_.embedding_forward(s, tensor(x_[0], {B_, T_, d}), inputs_.as<std::uint16_t>(),
+        ops_.embedding_forward(s, tensor(x_[0], {B_, T_, d}), io_.inputs(),
                                weight(emb, layout_.wte_offset(), {Vp, d}),
                                weight(emb, layout_.wpe_offset(), {c_.context, d}));
     }
@@ -223,8 +207,7 @@ void GPTModel::forward(UnitParams& params, const std::uint16_t* inputs,
     ops_.layernorm_forward(s, lnf, stats(lnf_mean_), stats(lnf_rstd_), x(L), weight(fin, 0, {d}),
                            weight(fin, d, {d}));
     ops_.gemm(s, lnf, false, weight(emb, layout_.wte_offset(), {Vp, d}), true, logits, 1.0f, 0.0f);
-    ops_.cross_entropy(s, logits, V, targets_.as<std::uint16_t>(),
-                       training ? grad_scale / float(BT) : 0.0f, losses_.back().as<double>());
+    ops_.cross_entropy(s, logits, V, io_.targets(), training ? grad_scale / float(BT) : 0.0f, loss);
     if (training) return;
     params.release(layout_.final_unit());
     params.release(ParamLayout::kEmbeddings);
@@ -233,8 +216,7 @@ void GPTModel::forward(UnitParams& params, const std::uint16_t* inputs,
     lnf_.release();
     lnf_mean_.release();
     lnf_rstd_.release();
-    inputs_.release();
-    targets_.release(); // logits_ stay for logits()
+    io_.release_tokens(); // logits_ stay for logits()
 }
 
 void GPTModel::backward(UnitParams& params) {
@@ -295,31 +277,16 @@ void GPTModel::backward(UnitParams& params) {
     const TraceScope embedding_span(ctx_.tracer(), s, "embedding backward", "model");
     ops_.embedding_backward(s, weight(demb, layout_.wte_offset(), {Vp, d}),
                             weight(demb, layout_.wpe_offset(), {c_.context, d}),
-                            tensor(g.dx, {B_, T_, d}), inputs_.as<std::uint16_t>());
+                            tensor(g.dx, {B_, T_, d}), io_.inputs());
     params.grads_done(ParamLayout::kEmbeddings);
     x_.clear();
     acts_.clear();
-    inputs_.release();
-    targets_.release();
-}
-
-std::vector<double> GPTModel::take_losses() {
-    std::vector<double> out(losses_.size());
-    for (std::size_t i = 0; i < out.size(); ++i)
-        ctx_.compute().memcpy(&out[i], losses_[i].data(), sizeof(double));
-    ctx_.compute().synchronize();
-    losses_.clear();
-    return out;
+    io_.release_tokens();
 }
 
 std::vector<float> GPTModel::logits() {
     check(logits_.data() != nullptr, "internal: no logits kept (run an evaluation forward)");
-    const std::size_t V = std::size_t(c_.vocab), Vp = std::size_t(c_.padded_vocab());
-    std::vector<float> all = to_host_f32(ctx_.compute(), tensor(logits_, {B_, T_, int(Vp)}));
-    for (std::size_t r = 0; r < std::size_t(B_) * T_ && Vp != V; ++r) // drop the padded columns
-        std::copy_n(all.begin() + std::ptrdiff_t(r * Vp), V, all.begin() + std::ptrdiff_t(r * V));
-    all.resize(std::size_t(B_) * T_ * V);
-    return all;
+    return io_.unpadded_logits(tensor(logits_, {B_ * T_, c_.padded_vocab()}));
 }
 
 } // namespace shardlab

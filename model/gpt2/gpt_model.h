@@ -16,6 +16,7 @@
 #include "model/model_config.h"
 #include "model/ops.h"
 #include "model/param_layout.h"
+#include "model/step_io.h"
 #include "model/unit_params.h"
 
 #include <cstdint>
@@ -32,7 +33,7 @@ class GPTModel final : public Model {
     void forward(UnitParams& params, const std::uint16_t* inputs, const std::uint16_t* targets,
                  float grad_scale = 0.0f) override;
     void backward(UnitParams& params) override;
-    std::vector<double> take_losses() override;
+    std::vector<double> take_losses() override { return io_.take_losses(); }
     std::vector<float> logits() override;
 
     const ParamLayout& layout() const override { return layout_; }
@@ -69,7 +70,6 @@ class GPTModel final : public Model {
     BlockActs block_activations();
     void block_forward(const void* w, const Tensor& x, const Tensor& out, BlockActs& a);
     void block_backward(const void* w, void* dw, const Tensor& x, BlockActs& a, Grads& g);
-    void check_tokens(const std::uint16_t* inputs, const std::uint16_t* targets) const;
 
     ModelConfig c_;
     ParamLayout layout_;
@@ -79,13 +79,12 @@ class GPTModel final : public Model {
     AttentionKind attention_;
     DeviceContext& ctx_;
     Ops& ops_;
+    StepIO io_; // token ids on the device, the losses, the unpadded logits
 
     // Live between forward and backward.
-    Allocation inputs_, targets_; // token ids on the device (workspace)
     std::vector<Allocation> x_;   // x_[l]: input of block l; x_[L]: input of ln_f
     std::vector<BlockActs> acts_; // per block; empty while checkpointed
     Allocation lnf_, lnf_mean_, lnf_rstd_, logits_;
-    std::vector<Allocation> losses_; // one double per forward since take_losses()
     // The embeddings (tied head) and final units stay acquired from the head's forward through
     // its backward, so ZeRO-3 gathers them once for both.
     const void* head_emb_ = nullptr;

@@ -1,0 +1,40 @@
+// Hugging Face checkpoints as they are published: a folder with config.json and either one
+// model.safetensors or shards model-0000i-of-0000n.safetensors listed by
+// model.safetensors.index.json ({"metadata": {"total_size": bytes}, "weight_map": {tensor:
+// shard}}). This file resolves what `--weights` names into the files to read, maps config.json to a
+// ModelConfig and back, and writes the index beside shards.
+#pragma once
+
+#include "model/model_config.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace shardlab {
+
+struct CheckpointFiles {
+    std::vector<std::string> shards;               // the .safetensors files, in index order
+    std::map<std::string, std::string> weight_map; // tensor -> shard path (empty: one file)
+    std::optional<std::string> config_json;        // config.json beside them, when present
+};
+
+// `path`: a .safetensors file, an index .json, or a folder holding model.safetensors or
+// model.safetensors.index.json. Throws UsageError naming what is missing and what was looked for.
+CheckpointFiles resolve_checkpoint(const std::string& path);
+
+// A Hugging Face config.json (model_type "llama" or "gpt2") as a ModelConfig; `where` names the
+// file in errors. Refuses what the family does not compute (rope_scaling, biases, another
+// activation, a head_dim other than hidden / heads), naming the field.
+ModelConfig config_from_hf(const nlohmann::json& j, const std::string& where);
+nlohmann::json config_to_hf(const ModelConfig& c);
+
+// The index a sharded save writes: every tensor's shard (file names relative to the folder).
+nlohmann::json checkpoint_index(const std::map<std::string, std::string>& weight_map,
+                                std::uint64_t total_bytes);
+
+} // namespace shardlab

@@ -1,0 +1,10 @@
+#include "model/llama/llama_init.h"
+
+namespace shardlab {
+
+InitRule llama_init_rule(const ParamInfo& p) {
+    if (ends_with(p.name, "norm.weight")) return {InitRule::one, 0}; // *_layernorm, model.norm
+    return {InitRule::normal, 0.02};
+}
+
+} // namespace shardlab
