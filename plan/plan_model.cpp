@@ -43,8 +43,14 @@ PlanModel plan_model_from_gpt2(const ModelConfig& c, const std::string& name) {
             "--layers {} --hidden {} --heads {} --kv-heads {} --ffn {} --vocab {} --seq {}",
             c.heads, c.layers, c.hidden, c.heads, c.kv_heads, c.ffn(), c.vocab, c.context));
     c.validate();
-    PlanModel m{name,    Architecture::gpt2, c.layers, c.hidden, c.heads, c.kv_heads, c.ffn(),
-                c.vocab, c.context,          0,        {},       0,       0};
+    PlanModel m{name,      Architecture::gpt2,
+                c.layers,  c.hidden,
+                c.heads,   c.kv_heads,
+                c.ffn(),   c.vocab,
+                c.context, 0,
+                {},        0,
+                0,         true,
+                1,         c};
     fill_units(m, c);
     return m;
 }
@@ -57,7 +63,7 @@ PlanModel plan_model_llama(int L, int d, int H, int Hkv, int ffn, int V, int T,
     if (H % Hkv != 0)
         throw UsageError(
             fmt::format("kv-heads {} does not divide heads {}; use a divisor of {}", Hkv, H, H));
-    PlanModel m{name, Architecture::llama, L, d, H, Hkv, ffn, V, T, 0, {}, 0, 0};
+    PlanModel m{name, Architecture::llama, L, d, H, Hkv, ffn, V, T, 0, {}, 0, 0, tied, 1, {}};
     ModelConfig c{V, T, L, d, H, Hkv, vocab_multiple, Architecture::llama, ffn, tied};
     // Not validated as a run's: a plan may ask about vocabularies past uint16 (Llama 3's 128256).
     fill_units(m, c); // model/llama/llama_layout.cpp: embed_tokens, layers, norm (+ lm_head)

@@ -307,7 +307,8 @@ Plan TrainSession::plan() const {
     po.nodes = comm_.node_layout();
     po.reproducible = spec_.reproducible;
     po.gemm_workspace = backend_.gemm_workspace(param_dtype(spec_.precision));
-    return make_plan(plan_model_from_gpt2(spec_.config, "gpt2"), po, rank_);
+    return make_plan(plan_model_from(spec_.config, architecture_name(spec_.config.arch)), po,
+                     rank_);
 }
 
 } // namespace shardlab

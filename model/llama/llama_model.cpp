@@ -200,8 +200,11 @@ void LlamaModel::backward(UnitParams& params) {
     ops_.fill(s, dx, 0.0f);
 
     // The head and the final norm (their units are still acquired from the forward).
+    // The embeddings' gradient is asked for where it is first written — the head's backward when
+    // tied, the embedding's backward at the end otherwise — so under ZeRO-2/3 its full buffer is
+    // not held through every layer's backward (the plan's schedule: optim/gather_schedule.h).
     void* dfin = params.grads(layout_.final_unit());
-    void* demb = params.grads(ParamLayout::kEmbeddings);
+    void* demb = c_.tied_head ? params.grads(ParamLayout::kEmbeddings) : nullptr;
     const Tensor dlogits = tensor(logits_, {BT, Vp}), nf_t = tensor(nf_, {BT, d});
     const Tensor dhead =
         c_.tied_head ? weight(demb, 0, {Vp, d}) : weight(dfin, llama_head_offset(c_), {Vp, d});
@@ -238,6 +241,7 @@ void LlamaModel::backward(UnitParams& params) {
         params.grads_done(unit);
     }
     const TraceScope embedding_span(ctx_.tracer(), s, "embedding backward", "model");
+    if (!demb) demb = params.grads(ParamLayout::kEmbeddings);
     ops_.embedding_backward(s, weight(demb, 0, {Vp, d}), Tensor{}, tensor(g.dx, {B_, T_, d}),
                             io_.inputs());
     params.grads_done(ParamLayout::kEmbeddings);
