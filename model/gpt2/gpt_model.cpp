@@ -12,37 +12,16 @@ namespace shardlab {
 
 GPTModel::GPTModel(const ModelConfig& config, int batch, int seq, CheckpointPolicy checkpoint,
                    DType dtype, DeviceContext& context, Ops& ops, AttentionKind attention)
-    : c_(config), layout_(config), B_(batch), T_(seq), checkpoint_(checkpoint), dt_(dtype),
-      attention_(attention), ctx_(context), ops_(ops), io_(context, batch, seq, config.vocab) {
+    : ModelBase(config, batch, seq, dtype, context), c_(config), layout_(config),
+      checkpoint_(checkpoint), attention_(attention), ops_(ops),
+      io_(context, batch, seq, config.vocab) {
     c_.validate();
-    if (batch <= 0) throw UsageError(fmt::format("micro-batch must be positive, got {}", batch));
-    if (seq <= 0 || seq > c_.context)
-        throw UsageError(
-            fmt::format("sequence length {} is outside 1..{} (the position table); use "
-                        "--seq <= {} or a model with a longer context",
-                        seq, c_.context, c_.context));
 }
 
 // --- tensors ----------------------------------------------------------------------------------
 
-Allocation GPTModel::activation(std::size_t n, DType t) {
-    return ctx_.tracker().allocate(n * dtype_size(t), Category::activations, ctx_.compute());
-}
-
-Tensor GPTModel::tensor(const Allocation& a, Shape shape) const {
-    return {a.data(), dt_, shape, a.device()};
-}
-
-Tensor GPTModel::stats(const Allocation& a) const {
-    return {a.data(), DType::f32, {std::int64_t(B_) * T_}, a.device()};
-}
-
 Tensor GPTModel::lse(const Allocation& a) const {
     return {a.data(), DType::f32, {B_, c_.heads, T_}, a.device()};
-}
-
-Tensor GPTModel::weight(const void* unit, std::size_t offset, Shape shape) const {
-    return Tensor{const_cast<void*>(unit), dt_, {}, ctx_.device()}.view(offset, shape);
 }
 
 GPTModel::BlockActs GPTModel::block_activations() {
@@ -103,8 +82,8 @@ void GPTModel::block_forward(const void* w, const Tensor& x, const Tensor& out, 
                  atty = tensor(a.atty, {BT, d}), res2 = tensor(a.res2, {BT, d}),
                  ln2 = tensor(a.ln2, {BT, d}), fch = tensor(a.fch, {BT, 4 * d}),
                  fch_gelu = tensor(a.fch_gelu, {BT, 4 * d});
-    ops_.layernorm_forward(s, ln1, stats(a.ln1_mean), stats(a.ln1_rstd), x, weight(w, o.ln1_w, {d}),
-                           weight(w, o.ln1_b, {d}));
+    ops_.layernorm_forward(s, ln1, row_stats(a.ln1_mean), row_stats(a.ln1_rstd), x,
+                           weight(w, o.ln1_w, {d}), weight(w, o.ln1_b, {d}));
     linear(qkv.view(0, {BT, 3 * d}), ln1, w, o.attn_w, o.attn_b, d, 3 * d);
     if (attention_ == AttentionKind::flash)
         ops_.flash_attention_forward(s, atty.view(0, {B_, T_, d}), lse(a.att), qkv, c_.heads,
@@ -113,7 +92,7 @@ void GPTModel::block_forward(const void* w, const Tensor& x, const Tensor& out, 
         ops_.attention_forward(s, atty.view(0, {B_, T_, d}), tensor(a.att, {B_, c_.heads, T_, T_}),
                                qkv, c_.heads);
     linear(res2, atty, w, o.proj_w, o.proj_b, d, d);
-    ops_.residual_layernorm_forward(s, res2, x, ln2, stats(a.ln2_mean), stats(a.ln2_rstd),
+    ops_.residual_layernorm_forward(s, res2, x, ln2, row_stats(a.ln2_mean), row_stats(a.ln2_rstd),
                                     weight(w, o.ln2_w, {d}), weight(w, o.ln2_b, {d}));
     ops_.linear_gelu_forward(s, ln2, weight(w, o.fc_w, {d, 4 * d}), weight(w, o.fc_b, {4 * d}), fch,
                              fch_gelu);
@@ -141,8 +120,8 @@ void GPTModel::block_backward(const void* w, void* dw, const Tensor& x, BlockAct
     ops_.gemm(s, dbig, false, weight(w, o.fc_w, {d, 4 * d}), true, dsmall, 1.0f, 0.0f);
     ops_.gemm(s, ln2, true, dbig, false, weight(dw, o.fc_w, {d, 4 * d}), 1.0f, 1.0f);
     ops_.layernorm_backward(s, dx, weight(dw, o.ln2_w, {d}), weight(dw, o.ln2_b, {d}), dsmall, res2,
-                            weight(w, o.ln2_w, {d}), stats(a.ln2_mean),
-                            stats(a.ln2_rstd)); // dx: d(res2)
+                            weight(w, o.ln2_w, {d}), row_stats(a.ln2_mean),
+                            row_stats(a.ln2_rstd)); // dx: d(res2)
     linear_backward(dsmall, dw, dx, atty, w, o.proj_w, o.proj_b, d, d);
     // Flash recomputes the probabilities from qkv and lse; out is the stored attention output.
     if (attention_ == AttentionKind::flash)
@@ -154,8 +133,8 @@ void GPTModel::block_backward(const void* w, void* dw, const Tensor& x, BlockAct
                                 tensor(a.att, {B_, c_.heads, T_, T_}), c_.heads);
     linear_backward(dsmall, dw, dqkv, ln1, w, o.attn_w, o.attn_b, d, 3 * d);
     ops_.layernorm_backward(s, dx, weight(dw, o.ln1_w, {d}), weight(dw, o.ln1_b, {d}), dsmall, x,
-                            weight(w, o.ln1_w, {d}), stats(a.ln1_mean),
-                            stats(a.ln1_rstd)); // dx: d(x)
+                            weight(w, o.ln1_w, {d}), row_stats(a.ln1_mean),
+                            row_stats(a.ln1_rstd)); // dx: d(x)
 }
 
 // --- forward and backward ---------------------------------------------------------------------
@@ -204,8 +183,8 @@ void GPTModel::forward(UnitParams& params, const std::uint16_t* inputs,
     lnf_rstd_ = activation(BT, DType::f32);
     logits_ = activation(std::size_t(BT) * Vp, dt_);
     const Tensor lnf = tensor(lnf_, {BT, d}), logits = tensor(logits_, {BT, Vp});
-    ops_.layernorm_forward(s, lnf, stats(lnf_mean_), stats(lnf_rstd_), x(L), weight(fin, 0, {d}),
-                           weight(fin, d, {d}));
+    ops_.layernorm_forward(s, lnf, row_stats(lnf_mean_), row_stats(lnf_rstd_), x(L),
+                           weight(fin, 0, {d}), weight(fin, d, {d}));
     ops_.gemm(s, lnf, false, weight(emb, layout_.wte_offset(), {Vp, d}), true, logits, 1.0f, 0.0f);
     ops_.cross_entropy(s, logits, V, io_.targets(), training ? grad_scale / float(BT) : 0.0f, loss);
     if (training) return;
@@ -245,8 +224,8 @@ void GPTModel::backward(UnitParams& params) {
     ops_.gemm(s, dlogits, true, lnf, false, weight(demb, layout_.wte_offset(), {Vp, d}), 1.0f,
               1.0f);
     ops_.layernorm_backward(s, dx, weight(dfin, 0, {d}), weight(dfin, d, {d}), dsmall,
-                            tensor(x_[L], {BT, d}), weight(fin, 0, {d}), stats(lnf_mean_),
-                            stats(lnf_rstd_));
+                            tensor(x_[L], {BT, d}), weight(fin, 0, {d}), row_stats(lnf_mean_),
+                            row_stats(lnf_rstd_));
     head_span.reset();
     logits_.release();
     lnf_.release();

@@ -12,7 +12,7 @@
 #include "core/tensor.h"
 #include "model/attention_kind.h"
 #include "model/checkpoint_policy.h"
-#include "model/model.h"
+#include "model/model_base.h"
 #include "model/model_config.h"
 #include "model/ops.h"
 #include "model/param_layout.h"
@@ -24,7 +24,7 @@
 
 namespace shardlab {
 
-class GPTModel final : public Model {
+class GPTModel final : public ModelBase {
   public:
     GPTModel(const ModelConfig& config, int batch, int seq, CheckpointPolicy checkpoint,
              DType dtype, DeviceContext& context, Ops& ops,
@@ -37,9 +37,6 @@ class GPTModel final : public Model {
     std::vector<float> logits() override;
 
     const ParamLayout& layout() const override { return layout_; }
-    int batch() const override { return B_; }
-    int seq() const override { return T_; }
-    DType dtype() const override { return dt_; }
     AttentionKind attention() const override { return attention_; }
 
   private:
@@ -55,11 +52,7 @@ class GPTModel final : public Model {
     struct Grads {
         Allocation dx, dsmall, dqkv, dbig;
     };
-    Allocation activation(std::size_t n, DType t);
-    Tensor tensor(const Allocation& a, Shape shape) const; // in the model's dtype
-    Tensor stats(const Allocation& a) const;               // fp32 [BT]
-    Tensor lse(const Allocation& a) const;                 // fp32 [B, H, T]
-    Tensor weight(const void* unit, std::size_t offset, Shape shape) const;
+    Tensor lse(const Allocation& a) const; // fp32 [B, H, T]
     void linear(const Tensor& out, const Tensor& in, const void* unit, std::size_t w_off,
                 std::size_t b_off, int in_features, int out_features);
     void linear_backward(const Tensor& din, void* dunit, const Tensor& dout, const Tensor& in,
@@ -73,11 +66,8 @@ class GPTModel final : public Model {
 
     ModelConfig c_;
     ParamLayout layout_;
-    int B_, T_;
     CheckpointPolicy checkpoint_;
-    DType dt_;
     AttentionKind attention_;
-    DeviceContext& ctx_;
     Ops& ops_;
     StepIO io_; // token ids on the device, the losses, the unpadded logits
 

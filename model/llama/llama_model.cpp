@@ -12,37 +12,16 @@ namespace shardlab {
 
 LlamaModel::LlamaModel(const ModelConfig& config, int batch, int seq, CheckpointPolicy checkpoint,
                        DType dtype, DeviceContext& context, Ops& ops, AttentionKind attention)
-    : c_(config), layout_(config), off_(llama_block_offsets(config)), B_(batch), T_(seq),
-      checkpoint_(checkpoint), dt_(dtype), ctx_(context), ops_(ops),
+    : ModelBase(config, batch, seq, dtype, context), c_(config), layout_(config),
+      off_(llama_block_offsets(config)), checkpoint_(checkpoint), ops_(ops),
       io_(context, batch, seq, config.vocab) {
     c_.validate();
     if (attention != AttentionKind::flash)
         throw UsageError("Llama runs flash attention only (grouped-query attention has no "
                          "materializing kernel); drop --attention materialize");
-    if (batch <= 0) throw UsageError(fmt::format("micro-batch must be positive, got {}", batch));
-    if (seq <= 0 || seq > c_.context)
-        throw UsageError(fmt::format("sequence length {} is outside 1..{} (the model's context); "
-                                     "use --seq <= {}",
-                                     seq, c_.context, c_.context));
 }
 
 // --- tensors ----------------------------------------------------------------------------------
-
-Allocation LlamaModel::activation(std::size_t n, DType t) {
-    return ctx_.tracker().allocate(n * dtype_size(t), Category::activations, ctx_.compute());
-}
-
-Tensor LlamaModel::tensor(const Allocation& a, Shape shape) const {
-    return {a.data(), dt_, shape, a.device()};
-}
-
-Tensor LlamaModel::rstd(const Allocation& a) const {
-    return {a.data(), DType::f32, {std::int64_t(B_) * T_}, a.device()};
-}
-
-Tensor LlamaModel::weight(const void* unit, std::size_t offset, Shape shape) const {
-    return Tensor{const_cast<void*>(unit), dt_, {}, ctx_.device()}.view(offset, shape);
-}
 
 Tensor LlamaModel::head_weight(const void* emb, const void* fin) const {
     const int Vp = c_.padded_vocab(), d = c_.hidden;
@@ -76,14 +55,16 @@ void LlamaModel::layer_forward(const void* w, const Tensor& x, const Tensor& out
                  atty = tensor(a.atty, {BT, d}), h = tensor(a.h, {BT, d}),
                  n2 = tensor(a.n2, {BT, d}), gate = tensor(a.gate, {BT, f}),
                  up = tensor(a.up, {BT, f}), act = tensor(a.act, {BT, f});
-    ops_.rmsnorm_forward(s, n1, rstd(a.r1), x, weight(w, off_.in_norm, {d}), float(c_.norm_eps));
+    ops_.rmsnorm_forward(s, n1, row_stats(a.r1), x, weight(w, off_.in_norm, {d}),
+                         float(c_.norm_eps));
     ops_.gemm(s, n1, false, weight(w, off_.qkv, {q, d}), true, qkv, 1.0f, 0.0f);
     ops_.rope_forward(s, qkv, T_, c_.heads + c_.kv_heads, hd, float(c_.rope_theta)); // q and k
     ops_.flash_attention_forward(s, atty.view(0, {B_, T_, d}), tensor(a.lse, {B_, c_.heads, T_}),
                                  qkv.view(0, {B_, T_, q}), c_.heads, c_.kv_heads);
     ops_.gemm(s, atty, false, weight(w, off_.o, {d, d}), true, h, 1.0f, 0.0f);
     ops_.accumulate(s, h, x); // residual
-    ops_.rmsnorm_forward(s, n2, rstd(a.r2), h, weight(w, off_.post_norm, {d}), float(c_.norm_eps));
+    ops_.rmsnorm_forward(s, n2, row_stats(a.r2), h, weight(w, off_.post_norm, {d}),
+                         float(c_.norm_eps));
     ops_.gemm(s, n2, false, weight(w, off_.gate, {f, d}), true, gate, 1.0f, 0.0f);
     ops_.gemm(s, n2, false, weight(w, off_.up, {f, d}), true, up, 1.0f, 0.0f);
     ops_.swiglu_forward(s, act, gate, up);
@@ -113,7 +94,7 @@ void LlamaModel::layer_backward(const void* w, void* dw, const Tensor& x, LayerA
     ops_.gemm(s, dgate, true, n2, false, weight(dw, off_.gate, {f, d}), 1.0f, 1.0f);
     ops_.gemm(s, dup, true, n2, false, weight(dw, off_.up, {f, d}), 1.0f, 1.0f);
     ops_.rmsnorm_backward(s, dx, weight(dw, off_.post_norm, {d}), dsmall, h,
-                          weight(w, off_.post_norm, {d}), rstd(a.r2)); // dx: d(h)
+                          weight(w, off_.post_norm, {d}), row_stats(a.r2)); // dx: d(h)
     // Attention: o_proj, flash backward (probabilities recomputed from qkv and lse), RoPE's
     // inverse rotation on dq and dk, the qkv projection, the input norm.
     ops_.gemm(s, dx, false, weight(w, off_.o, {d, d}), false, dsmall, 1.0f, 0.0f);
@@ -125,7 +106,7 @@ void LlamaModel::layer_backward(const void* w, void* dw, const Tensor& x, LayerA
     ops_.gemm(s, dqkv, false, weight(w, off_.qkv, {q, d}), false, dsmall, 1.0f, 0.0f);
     ops_.gemm(s, dqkv, true, n1, false, weight(dw, off_.qkv, {q, d}), 1.0f, 1.0f);
     ops_.rmsnorm_backward(s, dx, weight(dw, off_.in_norm, {d}), dsmall, x,
-                          weight(w, off_.in_norm, {d}), rstd(a.r1)); // dx: d(x)
+                          weight(w, off_.in_norm, {d}), row_stats(a.r1)); // dx: d(x)
 }
 
 // --- forward and backward ---------------------------------------------------------------------
@@ -171,7 +152,7 @@ void LlamaModel::forward(UnitParams& params, const std::uint16_t* inputs,
     rf_ = activation(std::size_t(BT), DType::f32);
     logits_ = activation(std::size_t(BT) * Vp, dt_);
     const Tensor nf = tensor(nf_, {BT, d}), logits = tensor(logits_, {BT, Vp});
-    ops_.rmsnorm_forward(s, nf, rstd(rf_), x(L), weight(fin, 0, {d}), float(c_.norm_eps));
+    ops_.rmsnorm_forward(s, nf, row_stats(rf_), x(L), weight(fin, 0, {d}), float(c_.norm_eps));
     ops_.gemm(s, nf, false, head_weight(emb, fin), true, logits, 1.0f, 0.0f);
     ops_.cross_entropy(s, logits, V, io_.targets(), training ? grad_scale / float(BT) : 0.0f, loss);
     if (training) return;
@@ -212,7 +193,7 @@ void LlamaModel::backward(UnitParams& params) {
     ops_.gemm(s, dlogits, false, head_weight(head_emb_, head_fin_), false, dsmall, 1.0f, 0.0f);
     ops_.gemm(s, dlogits, true, nf_t, false, dhead, 1.0f, 1.0f);
     ops_.rmsnorm_backward(s, dx, weight(dfin, 0, {d}), dsmall, tensor(x_[std::size_t(L)], {BT, d}),
-                          weight(head_fin_, 0, {d}), rstd(rf_));
+                          weight(head_fin_, 0, {d}), row_stats(rf_));
     head_span.reset();
     logits_.release();
     nf_.release();

@@ -7,15 +7,17 @@
 // head tied to embed_tokens or its own lm_head. Checkpointed layers keep only their input.
 #pragma once
 
+#include "model/checkpoint_policy.h"
 #include "model/llama/llama_layout.h"
-#include "model/model.h"
+#include "model/model_base.h"
+#include "model/ops.h"
 #include "model/step_io.h"
 
 #include <vector>
 
 namespace shardlab {
 
-class LlamaModel : public Model {
+class LlamaModel final : public ModelBase {
   public:
     LlamaModel(const ModelConfig& config, int batch, int seq, CheckpointPolicy checkpoint,
                DType dtype, DeviceContext& context, Ops& ops, AttentionKind attention);
@@ -27,9 +29,6 @@ class LlamaModel : public Model {
     std::vector<float> logits() override;
 
     const ParamLayout& layout() const override { return layout_; }
-    int batch() const override { return B_; }
-    int seq() const override { return T_; }
-    DType dtype() const override { return dt_; }
     AttentionKind attention() const override { return AttentionKind::flash; }
 
   private:
@@ -44,10 +43,6 @@ class LlamaModel : public Model {
     struct Grads {
         Allocation dx, dsmall, dqkv, dact, dgate, dup;
     };
-    Allocation activation(std::size_t n, DType t);
-    Tensor tensor(const Allocation& a, Shape shape) const; // in the model's dtype
-    Tensor rstd(const Allocation& a) const;                // fp32 [BT]
-    Tensor weight(const void* unit, std::size_t offset, Shape shape) const;
     int qkv_width() const { return (c_.heads + 2 * c_.kv_heads) * c_.head_dim(); }
     LayerActs layer_activations();
     void layer_forward(const void* w, const Tensor& x, const Tensor& out, LayerActs& a);
@@ -58,10 +53,7 @@ class LlamaModel : public Model {
     ModelConfig c_;
     ParamLayout layout_;
     LlamaBlockOffsets off_;
-    int B_, T_;
     CheckpointPolicy checkpoint_;
-    DType dt_;
-    DeviceContext& ctx_;
     Ops& ops_;
     StepIO io_;
 
