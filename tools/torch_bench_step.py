@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """PyTorch eager peer for `shardlab bench step`: the same GPT-2 shape, batch, threads and AdamW
 (foreach), written the way a PyTorch user would (nanoGPT-style nn.Linear / nn.LayerNorm, tanh
-GELU, tied head); bf16 through torch.autocast. Prints one JSON object like shardlab's.
+GELU, tied head) — or with --arch llama the same Llama as Hugging Face's modules compute it (RMSNorm,
+RoPE, repeat_kv, SwiGLU, no biases); bf16 through torch.autocast. Prints one JSON object like shardlab's.
 On a GPU (--device cuda) attention is F.scaled_dot_product_attention (as nanoGPT writes it there:
 PyTorch picks its flash kernel), and --compile adds torch.compile.
 
@@ -43,6 +44,86 @@ class Block(nn.Module):
         return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
 
 
+class RMSNorm(nn.Module):
+    """Hugging Face's LlamaRMSNorm (torch 1.13 has no nn.RMSNorm)."""
+
+    def __init__(self, d, eps):
+        super().__init__()
+        self.weight, self.eps = nn.Parameter(torch.ones(d)), eps
+
+    def forward(self, x):
+        h = x.float()
+        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * h.to(x.dtype)
+
+
+def rotate_half(x):
+    a, b = x.chunk(2, dim=-1)
+    return torch.cat((-b, a), dim=-1)
+
+
+class LlamaBlock(nn.Module):
+    """A decoder layer as Hugging Face's LlamaDecoderLayer computes it: RMSNorm, q/k/v without
+    bias, rotary positions (rotate-half), repeat_kv for grouped-query attention, o_proj, RMSNorm,
+    down(silu(gate) * up)."""
+
+    def __init__(self, d, heads, kv_heads, ffn, eps):
+        super().__init__()
+        self.heads, self.kv_heads, self.hd = heads, kv_heads, d // heads
+        self.input_layernorm, self.post_attention_layernorm = RMSNorm(d, eps), RMSNorm(d, eps)
+        self.q_proj = nn.Linear(d, d, bias=False)
+        self.k_proj = nn.Linear(d, kv_heads * self.hd, bias=False)
+        self.v_proj = nn.Linear(d, kv_heads * self.hd, bias=False)
+        self.o_proj = nn.Linear(d, d, bias=False)
+        self.gate_proj = nn.Linear(d, ffn, bias=False)
+        self.up_proj = nn.Linear(d, ffn, bias=False)
+        self.down_proj = nn.Linear(ffn, d, bias=False)
+
+    def attn(self, x, cos, sin):
+        B, T, d = x.shape
+        q = self.q_proj(x).view(B, T, self.heads, self.hd).transpose(1, 2)
+        k = self.k_proj(x).view(B, T, self.kv_heads, self.hd).transpose(1, 2)
+        v = self.v_proj(x).view(B, T, self.kv_heads, self.hd).transpose(1, 2)
+        q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+        k = k.repeat_interleave(self.heads // self.kv_heads, dim=1)
+        v = v.repeat_interleave(self.heads // self.kv_heads, dim=1)
+        if x.is_cuda:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            att = (q @ k.transpose(-2, -1)) / math.sqrt(self.hd)
+            mask = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)
+            y = att.masked_fill(mask, float("-inf")).softmax(dim=-1) @ v
+        return self.o_proj(y.transpose(1, 2).reshape(B, T, d))
+
+    def forward(self, x, cos, sin):
+        x = x + self.attn(self.input_layernorm(x), cos, sin)
+        h = self.post_attention_layernorm(x)
+        return x + self.down_proj(F.silu(self.gate_proj(h)) * self.up_proj(h))
+
+
+class Llama(nn.Module):
+    def __init__(self, vocab, layers, d, heads, kv_heads, ffn, theta, eps, tied):
+        super().__init__()
+        self.embed_tokens = nn.Embedding(vocab, d)
+        self.layers = nn.ModuleList(LlamaBlock(d, heads, kv_heads, ffn, eps) for _ in range(layers))
+        self.norm = RMSNorm(d, eps)
+        self.lm_head = None if tied else nn.Linear(d, vocab, bias=False)
+        self.hd, self.theta = d // heads, theta
+
+    def forward(self, idx, targets):
+        T = idx.shape[1]
+        inv = 1.0 / (self.theta ** (torch.arange(0, self.hd, 2, device=idx.device).float() / self.hd))
+        freqs = torch.outer(torch.arange(T, device=idx.device).float(), inv)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        x = self.embed_tokens(idx)
+        cos, sin = emb.cos().to(x.dtype), emb.sin().to(x.dtype)
+        for layer in self.layers:
+            x = layer(x, cos, sin)
+        x = self.norm(x)
+        logits = self.lm_head(x) if self.lm_head is not None else x @ self.embed_tokens.weight.t()
+        return F.cross_entropy(logits.float().view(-1, logits.shape[-1]), targets.view(-1))
+
+
 class GPT(nn.Module):
     def __init__(self, vocab, seq, layers, d, heads):
         super().__init__()
@@ -67,10 +148,20 @@ def main():
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     ap.add_argument("--compile", action="store_true", help="torch.compile the model")
+    ap.add_argument("--arch", choices=["gpt2", "llama"], default="gpt2")
+    ap.add_argument("--kv-heads", type=int, default=0, help="llama: key/value heads")
+    ap.add_argument("--ffn", type=int, default=0, help="llama: the MLP's width")
+    ap.add_argument("--rope-theta", type=float, default=10000.0)
+    ap.add_argument("--rms-eps", type=float, default=1e-5)
+    ap.add_argument("--tied", action="store_true", help="llama: the head is the embedding")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
-    model = GPT(a.vocab, a.seq, a.layers, a.hidden, a.heads).to(a.device)
+    if a.arch == "llama":
+        model = Llama(a.vocab, a.layers, a.hidden, a.heads, a.kv_heads or a.heads, a.ffn,
+                      a.rope_theta, a.rms_eps, a.tied).to(a.device)
+    else:
+        model = GPT(a.vocab, a.seq, a.layers, a.hidden, a.heads).to(a.device)
     step_model = torch.compile(model) if a.compile else model
     decay = [p for n, p in model.named_parameters() if p.dim() == 2]
     rest = [p for n, p in model.named_parameters() if p.dim() != 2]
