@@ -38,11 +38,16 @@ struct StepBenchOptions {
 };
 
 // Model FLOPs of one training step per token: 6 per weight of every matmul (forward 2, backward
-// 4: q/k/v, projection, MLP and the tied head), plus causal attention's QK^T and PV — 2 * T * d
-// per layer forward over the lower triangle, times 3 with backward. Embeddings, norms, GELU and
-// AdamW are not counted (as in the usual 6N accounting).
+// 4: q/k/v, projection, MLP and the head — GPT-2's 12 d^2 a layer; a Llama's q and o d^2 each, k
+// and v d * kv each, gate, up and down d * ffn each), plus causal attention's QK^T and PV — 2 * T *
+// d per layer forward over the lower triangle, times 3 with backward. Embeddings, norms,
+// GELU/SwiGLU and AdamW are not counted (as in the usual 6N accounting).
 double train_flops_per_token(const ModelConfig& c, int seq) {
-    const double d = c.hidden, matmul_weights = c.layers * 12.0 * d * d + double(c.vocab) * d;
+    const double d = c.hidden, kv = double(c.head_dim()) * c.kv_heads;
+    const double per_layer = c.arch == Architecture::llama
+                                 ? 2.0 * d * d + 2.0 * d * kv + 3.0 * d * c.ffn()
+                                 : 12.0 * d * d;
+    const double matmul_weights = c.layers * per_layer + double(c.vocab) * d;
     return 6.0 * matmul_weights + 6.0 * c.layers * double(seq) * d;
 }
 

@@ -24,10 +24,10 @@ nlohmann::json run_pytorch_peer(const PeerRun& r) {
         "--precision", r.precision, "--threads", n(r.threads), "--steps", n(r.steps),
         "--warmup",    n(r.warmup), "--device",  r.device};
     if (c.arch == Architecture::llama) { // the same Llama, as Hugging Face's modules compute it
-        for (const std::string& a :
-             {"--arch", "llama", "--kv-heads", n(c.kv_heads), "--ffn", n(c.ffn()), "--rope-theta",
-              n(c.rope_theta), "--rms-eps", n(c.norm_eps)})
-            args.push_back(a);
+        const std::vector<std::string> llama = {
+            "--arch",   "llama",        "--kv-heads",    n(c.kv_heads), "--ffn",
+            n(c.ffn()), "--rope-theta", n(c.rope_theta), "--rms-eps",   n(c.norm_eps)};
+        args.insert(args.end(), llama.begin(), llama.end());
         if (c.tied_head) args.push_back("--tied");
     }
     const std::string output =
