@@ -13,8 +13,8 @@ enum class Architecture { gpt2, llama, params_only };
 // name: it is never parsed).
 Architecture parse_architecture(const std::string& name);
 const char* architecture_name(Architecture a); // "gpt2", "llama", "params"
-// Throws UsageError when the family has no model (and layout) to build yet: Llama, until issue
-// 25's model lands — `plan --arch llama` works, train, eval and init say so.
+// Throws UsageError when the architecture has no model (and layout) to build: a bare parameter
+// count (plan --params) is none.
 void require_family_built(Architecture a);
 
 } // namespace shardlab

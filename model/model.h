@@ -1,8 +1,9 @@
 // Model: what the rest of shardlab sees of a model family — the narrow surface the session, the
-// sampler and the commands call. A family (GPT-2 today, model/gpt2/gpt_model.h; Llama next, issue
-// 25) implements it; model/families.h makes one from a config, so nothing outside the registry and
-// the family names a concrete model. The engine sees only the units (layout()) and whether the
-// head is tied (the gather schedule's one family-specific input, optim/gather_schedule.h).
+// sampler and the commands call. A family (GPT-2, model/gpt2/gpt_model.h; Llama,
+// model/llama/llama_model.h) implements it, through model/model_base.h; model/families.h makes one
+// from a config, so nothing outside the registry and the family names a concrete model. The engine
+// sees only the units (layout()) and whether the head is tied (the gather schedule's one
+// family-specific input, optim/gather_schedule.h).
 #pragma once
 
 #include "core/dtype.h"
