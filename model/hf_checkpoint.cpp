@@ -1,23 +1,28 @@
 #include "model/hf_checkpoint.h"
 
 #include "core/error.h"
+#include "core/json_depth.h"
 
 #include <fmt/format.h>
 
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <sstream>
 
 namespace shardlab {
 
 namespace fs = std::filesystem;
 
 namespace {
+// Through the nesting limit every file shardlab reads goes through (core/json_depth.h).
 nlohmann::json read_json(const fs::path& p) {
-    std::ifstream in(p);
+    std::ifstream in(p, std::ios::binary);
     if (!in) throw UsageError(fmt::format("cannot open '{}'", p.string()));
+    std::ostringstream text;
+    text << in.rdbuf();
     try {
-        return nlohmann::json::parse(in);
+        return parse_json_bounded(text.str(), "'" + p.string() + "'");
     } catch (const nlohmann::json::exception& e) {
         throw UsageError(fmt::format("'{}' is not valid JSON ({})", p.string(), e.what()));
     }
@@ -119,6 +124,14 @@ ModelConfig config_from_hf(const nlohmann::json& j, const std::string& where) {
                   where, "head_dim differs from hidden_size / num_attention_heads");
     c.validate();
     return c;
+}
+
+ModelConfig config_from_hf_file(const std::string& path) {
+    try {
+        return config_from_hf(read_json(path), "'" + path + "'");
+    } catch (const nlohmann::json::exception& e) { // a field of the wrong type
+        throw UsageError(fmt::format("'{}': {}", path, e.what()));
+    }
 }
 
 nlohmann::json config_to_hf(const ModelConfig& c) {

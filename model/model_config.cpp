@@ -68,8 +68,11 @@ void ModelConfig::validate() const {
                                      hidden, heads, hidden % 64 == 0 ? hidden / 64 : 1));
     if (heads % kv_heads != 0)
         throw UsageError(fmt::format("heads {} is not a multiple of kv-heads {}", heads, kv_heads));
-    if (vocab > 65536)
-        throw UsageError(fmt::format("vocab {} exceeds 65536 (tokens are uint16)", vocab));
+    // Token ids are stored as uint16, but a larger vocabulary (Llama 3's 128,256) still trains on
+    // data whose ids fit; only sampling could make an id past 65535 (refused in train's checks).
+    if (vocab > kMaxVocab)
+        throw UsageError(fmt::format("vocab {} exceeds {}; no model shardlab knows is that large",
+                                     vocab, kMaxVocab));
     if (ffn_width < 0) throw UsageError(fmt::format("ffn must be positive, got {}", ffn_width));
     if (arch == Architecture::params_only)
         throw UsageError("a bare parameter count is no model; give an architecture's shape");

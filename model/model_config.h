@@ -34,6 +34,8 @@ struct ModelConfig {
     double norm_eps = 1e-5;  // llama: RMSNorm's epsilon (Hugging Face rms_norm_eps)
 
     static constexpr int kDefaultVocabMultiple = 128;
+    // A bound on V that keeps every V-sized count far inside an int (Llama 3's is 128,256).
+    static constexpr int kMaxVocab = 1 << 22;
 
     int head_dim() const { return hidden / heads; }
     int ffn() const { return ffn_width ? ffn_width : 4 * hidden; }
