@@ -8,6 +8,7 @@
 #   a config.json that describes the model, and no file of an earlier save beside them;
 # - train --init from a folder starts where the file starts (same losses, bit for bit);
 # - an index that disagrees with its shards, and a missing shard, are refused by name;
+# - Llama 3.1/3.2's rope_scaling read from config.json: gradients against the float64 reference;
 # - Llama 3's vocabulary (128,256 > 65,536): its gradients against the float64 reference
 #   (tools/torch_reference.py), a run from its folder, and --sample refused (ids are uint16).
 # Usage: hf_checkpoint_check.sh SHARDLAB_BINARY
@@ -40,6 +41,17 @@ done
 "$shardlab" reference grads --weights py16 "${batch[@]}" --out g.safetensors >/dev/null
 cmp g_bf16.safetensors g.safetensors
 echo "ok: bf16 shards: the gradients of shardlab's own bf16 rounding, bit for bit"
+
+echo "== Llama 3.1/3.2's rope_scaling from config.json, against the float64 reference"
+# head_dim 16, theta 1e4: wavelengths 6.3 .. 19869; over a context of 256 with high 8 the first
+# two frequencies are kept, the next two blended, the other four divided by the factor 8.
+"${hf[@]}" export w.safetensors scaled --shard-bytes 100000 --rope-scaling 8,1,8,256 --single scaled.safetensors
+"$shardlab" reference grads --weights scaled "${batch[@]}" --out gs.safetensors >/dev/null
+"$shardlab" reference grads --weights scaled.safetensors "${batch[@]}" --out gs1.safetensors >/dev/null
+cmp gs.safetensors gs1.safetensors
+if cmp -s gs.safetensors g_file.safetensors; then echo "FAIL: rope_scaling changed nothing"; exit 1; fi
+/usr/bin/python3 "$here/../tools/torch_reference.py" grads --weights scaled.safetensors "${batch[@]}" --ours gs.safetensors --precision fp32 | tail -1
+echo "ok: config.json's rope_scaling = the metadata's, and both match transformers' llama3 rule"
 
 echo "== folders shardlab writes"
 run=(--init w.safetensors --data data.txt --micro-batch 2 --steps 3 --val-every 0 --quiet)

@@ -3,11 +3,14 @@ from_pretrained do, independently of shardlab's C++ (model/weights_writer.cpp, w
 that the two agreeing is evidence (tests/hf_checkpoint_check.sh).
 
     hf_folder.py export W.safetensors OUT/ [--shard-bytes N] [--dtype fp32|bf16]
+                 [--rope-scaling FACTOR,LOW,HIGH,CONTEXT --single S.safetensors]
         A shardlab weights file (config in its metadata) as save_pretrained lays out a
         LlamaForCausalLM or GPT2LMHeadModel: config.json in Hugging Face's keys, the tensors in
         the state_dict's order split greedily into shards of at most N bytes
         (model-0000i-of-0000n.safetensors + model.safetensors.index.json, or one
-        model.safetensors), metadata {"format": "pt"} only — no shardlab config.
+        model.safetensors), metadata {"format": "pt"} only — no shardlab config. With
+        --rope-scaling the config gets Llama 3's rope_scaling, and --single writes the same
+        tensors as one file with that config in its metadata (the float64 reference's input).
     hf_folder.py compare OUT/ W.safetensors
         Reads a folder (the index, every shard it names, config.json) and checks it holds exactly
         W's tensors, bit for bit, in the shards the index names, with total_size the tensors'
@@ -36,7 +39,9 @@ def hf_config(cfg):
                 "num_attention_heads": cfg["heads"], "num_key_value_heads": cfg["kv_heads"],
                 "intermediate_size": cfg["ffn"], "rope_theta": cfg["rope_theta"],
                 "rms_norm_eps": cfg["rms_eps"], "tie_word_embeddings": cfg["tied"],
-                "hidden_act": "silu", "torch_dtype": "float32"}
+                "hidden_act": "silu", "torch_dtype": "float32",
+                "rope_scaling": dict(cfg["rope_scaling"], rope_type="llama3")
+                if cfg.get("rope_scaling") else None}
     return {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"],
             "vocab_size": cfg["vocab"], "n_positions": cfg["context"], "n_layer": cfg["layers"],
             "n_embd": cfg["hidden"], "n_head": cfg["heads"], "torch_dtype": "float32"}
@@ -53,9 +58,16 @@ def state_dict_order(names):
     return sorted(names, key=key)
 
 
-def export(src, out, shard_bytes, dtype):
+def export(src, out, shard_bytes, dtype, rope_scaling=None, single=None):
     tensors, meta = tg.read_safetensors(src)
     cfg = json.loads(meta["config"])
+    if rope_scaling:  # Llama 3.1 / 3.2's, in config.json and in `single`'s metadata config
+        factor, low, high, context = rope_scaling.split(",")
+        cfg["rope_scaling"] = {"factor": float(factor), "low_freq_factor": float(low),
+                               "high_freq_factor": float(high),
+                               "original_max_position_embeddings": int(context)}
+    if single:
+        tg.write_safetensors(single, tensors, {"format": "pt", "config": json.dumps(cfg)})
     to = torch.bfloat16 if dtype == "bf16" else torch.float32
     shards, current, size = [], {}, 0
     for name in state_dict_order(tensors):
@@ -146,12 +158,14 @@ def main():
     e.add_argument("out")
     e.add_argument("--shard-bytes", type=int, default=5_000_000_000)
     e.add_argument("--dtype", choices=["fp32", "bf16"], default="fp32")
+    e.add_argument("--rope-scaling", help="FACTOR,LOW,HIGH,CONTEXT: a llama3 rope_scaling")
+    e.add_argument("--single", help="also write the tensors with this config as one file")
     c = sub.add_parser("compare")
     c.add_argument("folder")
     c.add_argument("single")
     a = ap.parse_args()
     if a.cmd == "export":
-        export(a.src, a.out, a.shard_bytes, a.dtype)
+        export(a.src, a.out, a.shard_bytes, a.dtype, a.rope_scaling, a.single)
     else:
         compare(a.folder, a.single)
 
