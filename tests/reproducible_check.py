@@ -5,8 +5,9 @@ and hybrid layout — the final weights' hash, every step's loss, gradient norm 
 equal, bit for bit, to the 1-rank run's — and a checkpoint saved at N resumes at M bitwise
 (4 -> 3, 2 -> 6). The same for a Llama (GQA 4:2, untied head, bf16): 1, 2 and 3 ranks, and
 3 -> 2. Mode `cuda`: the same on the CUDA backend under the emulator (1, 2 and 4 ranks, bf16, each
-rank its own emulated GPU; a Llama at 1 and 2; label cuda, so CI runs it under ASan too). Every run's
-memory and bytes equal the plan's (int64 reductions, the int64 sums, micro-batch-1 activations).
+rank its own emulated GPU; a Llama at 1 and 2; label cuda, so CI runs it under ASan too). Every
+run's memory and bytes equal the plan's (int64 reductions, the int64 sums, micro-batch-1
+activations).
 Without --reproducible, N = 1 and N = 2 differ (the check would mean nothing otherwise).
 Usage: reproducible_check.py cpu|cuda SHARDLAB MPIRUN [MPIRUN ARGS...]"""
 import json
@@ -27,7 +28,7 @@ LLAMA = TINY_LLAMA_MODEL if MODE == "cpu" else [
     "--arch", "llama", "--layers", "1", "--hidden", "32", "--heads", "2", "--kv-heads", "1",
     "--ffn", "48", "--seq", "16", "--vocab", "256"]
 COMMON = ["--steps", "3" if MODE == "cpu" else "2", "--lr", "3e-3", "--warmup", "1",
-                  "--val-every", "1", "--val-batches", "1", "--quiet"]
+          "--val-every", "1", "--val-batches", "1", "--quiet"]
 failures = []
 
 

@@ -16,7 +16,7 @@ class ZeroRuns:
         self.failures = []
 
     def run(self, args, out):
-        """`shardlab train MODEL ARGS` on K ranks into `out`; its report.json (exits if it failed)."""
+        """`shardlab train MODEL ARGS` on K ranks into `out`: its report.json (exits on failure)."""
         cmd = self.mpirun + ["-np", str(self.k), self.shardlab, "train", *self.model, "--quiet",
                              "--out", out, *args]
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
