@@ -162,9 +162,12 @@ StepResult ZeroEngine::exact_step(float lr) {
         for (std::size_t u = 0; u < units_.size(); ++u)
             ops_.fixed_to_float(ctx_.compute(), owned(int(u)).grads, exact_owned(int(u)),
                                 exponent_[u], double(G));
+        // The squares' exponent counts the unit's own elements, not its padded length: the
+        // padding adds zeros, and padded_ follows N (a 2^14-element unit is 16386 long at N = 3,
+        // one more bit, which moved the norm's last bits with the rank count).
         std::vector<int> f(amax.size());
         for (std::size_t u = 0; u < amax.size(); ++u)
-            f[u] = exact::squares_exponent(amax[u], exponent_[u], padded_[u]);
+            f[u] = exact::squares_exponent(amax[u], exponent_[u], layout_.units()[u].numel);
         sq = exact_squared_norm(f);
         for (std::size_t u = 0; u < amax.size(); ++u) // the next step's, from this one's maxima
             if (amax[u] > 0) exponent_[u] = exact::exponent_for(amax[u], G);

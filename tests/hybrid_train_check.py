@@ -15,7 +15,8 @@
      resumed hybrid, continue with the loss the uninterrupted run had (bitwise);
   5. a layout that does not divide is refused on every rank with the rule named;
   6. ZeRO++ hpZ (--secondary-shard node, N = 4): bitwise ZeRO-3's bits flat and hybrid, the
-     backward's re-gathers counted under "allgather@node", refusals.
+     backward's re-gathers counted under "allgather@node", refusals;
+  7. a Llama (GQA 4:2, untied head; N = 4): 1 and 2 on its units, hybrid vs flat as in 3.
 Usage: hybrid_train_check.py N SHARDLAB MPIRUN [MPIRUN ARGS...]"""
 import json
 import os
@@ -23,13 +24,13 @@ import subprocess
 import sys
 import tempfile
 
-from report_expect import TINY_MODEL, TINY_SHAPE, measured_equals_predicted
+from report_expect import (TINY_LLAMA_MODEL, TINY_LLAMA_SHAPE, TINY_MODEL, TINY_SHAPE, gpt2_units,
+                           llama_units, measured_equals_predicted)
 
 N = int(sys.argv[1])
 SHARDLAB = sys.argv[2]
 MPIRUN = sys.argv[3:]
-MODEL = TINY_MODEL
-L, D, T, V = TINY_SHAPE
+GPT2_UNITS, LLAMA_UNITS = gpt2_units(*TINY_SHAPE), llama_units(*TINY_LLAMA_SHAPE)
 STEPS = 3
 BASE = ["--micro-batch", "1", "--steps", str(STEPS), "--lr", "3e-3", "--warmup", "1"]
 # (name, flags, S, ranks per node): the first of each N runs every stage; the others fewer: one
@@ -44,8 +45,8 @@ LAYOUTS = {
 failures = []
 
 
-def run(args, out, expect_ok=True):
-    cmd = MPIRUN + ["-np", str(N), SHARDLAB, "train", *MODEL, "--quiet", "--out", out, *args]
+def run(args, out, expect_ok=True, model=TINY_MODEL):
+    cmd = MPIRUN + ["-np", str(N), SHARDLAB, "train", *model, "--quiet", "--out", out, *args]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     if expect_ok and p.returncode != 0:
         sys.exit(f"FAILED: {' '.join(cmd)}\n{p.stdout}\n{p.stderr}")
@@ -74,8 +75,7 @@ def ring_frac(count, n):
     return count * (n - 1) // n
 
 
-def check_report(name, rep, zero, S, rpn):
-    units = [V * D + T * D] + [12 * D * D + 13 * D] * L + [2 * D]
+def check_report(name, rep, zero, S, rpn, units=GPT2_UNITS, elem_bytes=2):
     for r in rep["ranks"]:
         rank = r["rank"]
         measured_equals_predicted(check, name, r)
@@ -83,7 +83,7 @@ def check_report(name, rep, zero, S, rpn):
         if S == N:  # flat (hpZ): the ops keep their world names
             continue
         # The gradients' reduce-scatters inside the group: the ring over S on units padded to S.
-        rs = STEPS * sum(ring_frac(padded(u, S), S) for u in units) * 2
+        rs = STEPS * sum(ring_frac(padded(u, S), S) for u in units) * elem_bytes
         check(ops.get("reduce_scatter@shard", {}).get("bytes_sent") == rs,
               f"{name} rank {rank}: reduce_scatter@shard {ops.get('reduce_scatter@shard')} != {rs}")
         check("reduce_scatter" not in ops, f"{name}: a reduce-scatter over the world")
@@ -170,6 +170,31 @@ with tempfile.TemporaryDirectory() as tmp:
             check(p.returncode != 0 and why in p.stderr, f"{bad}: exit {p.returncode}, {p.stderr[-300:]}")
         report(n0, "hpZ flat and 2x2: ZeRO-3's bits, the re-gathers inside the node, bytes and memory "
               "as predicted; refused without ZeRO-3 or with a node across groups")
+
+    # 7: a Llama (GQA 4:2, untied head; N = 4 only, CI time) on the first layout, fp32: ZeRO-1
+    # and ZeRO-3 + offload bitwise equal, bytes and memory as predicted and its reduce-scatters
+    # the ring's over S on the Llama's own units; against flat ZeRO-3 as part 3 argues: step 1's
+    # loss bitwise, later steps within 1e-5 relative.
+    n0 = len(failures)
+    if N == 4:
+        lname, lflags, S, rpn = LAYOUTS[0]
+        sigs = []
+        for zero, offload in ((1, False), (3, True)):
+            name = f"llama-{lname}-zero{zero}{'-offload' if offload else ''}"
+            rep = run(BASE + ["--precision", "fp32", "--zero", str(zero)] + lflags +
+                      (["--offload"] if offload else []),
+                      os.path.join(tmp, name), model=TINY_LLAMA_MODEL)
+            check_report(name, rep, zero, S, rpn, LLAMA_UNITS, elem_bytes=4)
+            sigs.append(([s["loss"] for s in rep["steps"]], rep["final_params_sha256"]))
+        check(sigs[0] == sigs[1], f"llama {lname}: ZeRO-1 {sigs[0]} and ZeRO-3 + offload {sigs[1]} differ")
+        hyb = sigs[0][0]
+        flat = [s["loss"] for s in run(fp32, os.path.join(tmp, "llama-flat-fp32"),
+                                       model=TINY_LLAMA_MODEL)["steps"]]
+        worst = max(abs(a - b) / abs(b) for a, b in zip(hyb, flat))
+        check(hyb[0] == flat[0], f"llama hybrid vs flat: step 1 losses {hyb[0]} {flat[0]} differ")
+        check(worst < 1e-5, f"llama hybrid vs flat ZeRO-3 (fp32): relative loss difference {worst:.2e} >= 1e-5")
+        report(n0, f"llama {lname} (fp32): zero 1, 3+offload bitwise equal ({hyb}), bytes and memory "
+              f"as predicted on every rank; vs flat ZeRO-3 {worst:.2e} relative (< 1e-5)")
 
     # 5: a layout that does not divide is refused, on every rank, before training.
     n0 = len(failures)

@@ -11,64 +11,41 @@ per K, K = 1..4, uneven shards included: the units' sizes are not multiples of 3
      gathered for forward and backward and reduce-scattered once, but the final unit (which holds
      lm_head) is gathered once for the head's forward and backward, and the embeddings only for
      forward (their backward reads no parameter; GPT-2's tied head gathers them again) — plus the
-     scalar all-reduces.
+     scalar all-reduces;
+  4. (K = 3) stopped after step 3 (ZeRO-3 + offload) and resumed from its checkpoint: the resumed
+     steps' losses and the final weights bitwise the uninterrupted run's; a GPT-2 run of the same
+     width resuming that checkpoint is refused (the checkpoint records "arch": "llama").
+Run, check, padding, the ring's bytes and the resume are tests/zero_runs.py's, shared with
+tests/zero_train_check.py.
 Usage: llama_zero_check.py K SHARDLAB MPIRUN [MPIRUN ARGS...]"""
-import json
 import os
 import subprocess
 import sys
 import tempfile
 
-from report_expect import measured_equals_predicted
+from report_expect import TINY_LLAMA_MODEL, TINY_LLAMA_SHAPE, llama_units, measured_equals_predicted
+from zero_runs import ZeroRuns
 
 K = int(sys.argv[1])
-SHARDLAB = sys.argv[2]
-MPIRUN = sys.argv[3:]
-L, D, H, HKV, F, T, V = 2, 64, 4, 2, 96, 32, 256
-MODEL = ["--arch", "llama", "--preset", "tiny-llama", "--layers", str(L), "--hidden", str(D),
-         "--heads", str(H), "--kv-heads", str(HKV), "--ffn", str(F), "--seq", str(T),
-         "--vocab", str(V)]
-failures = []
+SHARDLAB, MPIRUN = sys.argv[2], sys.argv[3:]
+L, D, H, HKV, F, T, V = TINY_LLAMA_SHAPE
+runs = ZeroRuns(K, SHARDLAB, MPIRUN, TINY_LLAMA_MODEL)
+run, check = runs.run, runs.check
+# (V = 256: embed_tokens needs no padding.)
+UNITS = [runs.padded(u) for u in llama_units(*TINY_LLAMA_SHAPE)]
 
 
-def run(args, out):
-    cmd = MPIRUN + ["-np", str(K), SHARDLAB, "train", *MODEL, "--quiet", "--out", out, *args]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    if p.returncode != 0:
-        sys.exit(f"FAILED: {' '.join(cmd)}\n{p.stdout}\n{p.stderr}")
-    return json.load(open(os.path.join(out, "report.json")))
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what)
-
-
-def padded(n):
-    return (n + K - 1) // K * K
-
-
-def expected_bytes_sent(zero, rank, steps, scalars=2):
-    kv = D // H * HKV
-    # embed_tokens [V, D] (V = 256: no padding); per layer two norms, q, k, v, o, gate, up, down;
-    # the final unit: model.norm and lm_head.
-    layer = 2 * D + D * D + 2 * kv * D + D * D + 3 * D * F
-    units = [padded(V * D)] + [padded(layer)] * L + [padded(D + V * D)]
-    frac = lambda n: n * (K - 1) // K
-    if zero <= 2:
-        per_step = sum(2 * frac(p) * 2 for p in units)
-    else:
-        per_step = (3 * sum(frac(p) for p in units) - frac(units[-1]) - frac(units[0])) * 2
-    c = lambda r: 4 if r % K == 0 else 0
-    per_scalar = (4 - c(rank)) + (4 - c(rank + 1)) if K > 1 else 0
-    return steps * (per_step + scalars * per_scalar)
+def expected_bytes_sent(zero, rank, steps):
+    # At stage 3 the final unit is gathered once (head forward to head backward) and the
+    # embeddings only for forward.
+    return runs.expected_bytes_sent(UNITS, [UNITS[-1], UNITS[0]], zero, rank, steps)
 
 
 with tempfile.TemporaryDirectory() as tmp:
     steps = 4
-    base = ["--micro-batch", "2", "--steps", str(steps), "--precision", "bf16", "--lr", "3e-3",
-            "--warmup", "2", "--val-every", "0"]
+    train_args = ["--micro-batch", "2", "--precision", "bf16", "--lr", "3e-3", "--warmup", "2",
+                  "--val-every", "0"]
+    base = train_args + ["--steps", str(steps)]
     reference = None
     configs = [(z, off, ck) for z in range(4) for off in (False, True)
                for ck in (("none", "all") if z in (0, 3) else ("every:2",))]
@@ -94,6 +71,23 @@ with tempfile.TemporaryDirectory() as tmp:
         print(f"ok: {name}: loss {losses[0]:.4f} -> {losses[-1]:.4f}")
     check(reference[1][0][-1] < reference[1][0][0], f"the Llama does not learn: {reference[1][0]}")
 
-if failures:
-    sys.exit(f"{len(failures)} failures")
+    # 4. Stopped after 3 steps and resumed from its checkpoint: the uninterrupted run's bits.
+    # At K = 3 only (CI time; the shards are uneven there, and resuming is the same code at
+    # every K: tests/zero_train_check.py runs it at 1-4 for GPT-2).
+    if K == 3:
+        halves = os.path.join(tmp, "halves")
+        tail = runs.resume_bitwise(train_args + ["--zero", "3", "--offload"],
+                                   os.path.join(tmp, "straight"), halves)
+        print(f"ok: stopped after 3 steps and resumed: losses {tail} and final weights bitwise equal")
+        # ... and the checkpoint is a Llama's: a GPT-2 run of the same width is refused, naming it.
+        gpt2 = ["--arch", "gpt2", "--preset", "tiny", "--layers", str(L), "--hidden", str(D),
+                "--heads", str(H), "--seq", str(T), "--vocab", str(V)]
+        cmd = MPIRUN + ["-np", str(K), SHARDLAB, "train", *gpt2, *train_args, "--steps", "6",
+                        "--quiet", "--resume", halves, "--out", os.path.join(tmp, "as-gpt2")]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        check(p.returncode == 2 and '"arch":"llama"' in p.stderr,
+              f"a GPT-2 run resuming the Llama's checkpoint: exit {p.returncode}, {p.stderr[-400:]}")
+
+if runs.failures:
+    sys.exit(f"{len(runs.failures)} failures")
 print(f"llama ZeRO at N={K}: ok")

@@ -3,9 +3,11 @@
 count, stage, offload, activation checkpointing, split of the batch (micro-batch x grad-accum x N)
 and hybrid layout — the final weights' hash, every step's loss, gradient norm and validation loss
 equal, bit for bit, to the 1-rank run's — and a checkpoint saved at N resumes at M bitwise
-(4 -> 3, 2 -> 6). Mode `cuda`: the same on the CUDA backend under the emulator (1, 2 and 4 ranks,
-bf16, each rank its own emulated GPU; label cuda, so CI runs it under ASan too). Every run's
-memory and bytes equal the plan's (int64 reductions, the int64 sums, micro-batch-1 activations).
+(4 -> 3, 2 -> 6). The same for a Llama (GQA 4:2, untied head, bf16): 1, 2 and 3 ranks, and
+3 -> 2. Mode `cuda`: the same on the CUDA backend under the emulator (1, 2 and 4 ranks, bf16, each
+rank its own emulated GPU; a Llama at 1 and 2; label cuda, so CI runs it under ASan too). Every
+run's memory and bytes equal the plan's (int64 reductions, the int64 sums, micro-batch-1
+activations).
 Without --reproducible, N = 1 and N = 2 differ (the check would mean nothing otherwise).
 Usage: reproducible_check.py cpu|cuda SHARDLAB MPIRUN [MPIRUN ARGS...]"""
 import json
@@ -15,14 +17,18 @@ import subprocess
 import sys
 import tempfile
 
-from report_expect import TINY_MODEL, measured_equals_predicted
+from report_expect import TINY_LLAMA_MODEL, TINY_MODEL, measured_equals_predicted
 
 MODE, SHARDLAB, MPIRUN = sys.argv[1], sys.argv[2], sys.argv[3:]
 # The emulator runs kernels a thread at a time: a smaller model there (1 block, d = 32), 2 steps.
 MODEL = TINY_MODEL if MODE == "cpu" else ["--layers", "1", "--hidden", "32", "--heads", "2",
                                            "--seq", "16", "--vocab", "256"]
-COMMON = MODEL + ["--steps", "3" if MODE == "cpu" else "2", "--lr", "3e-3", "--warmup", "1",
-                  "--val-every", "1", "--val-batches", "1", "--quiet"]
+# Its Llama (GQA, untied head): the same contract through RMSNorm, RoPE and SwiGLU.
+LLAMA = TINY_LLAMA_MODEL if MODE == "cpu" else [
+    "--arch", "llama", "--layers", "1", "--hidden", "32", "--heads", "2", "--kv-heads", "1",
+    "--ffn", "48", "--seq", "16", "--vocab", "256"]
+COMMON = ["--steps", "3" if MODE == "cpu" else "2", "--lr", "3e-3", "--warmup", "1",
+          "--val-every", "1", "--val-batches", "1", "--quiet"]
 failures = []
 
 
@@ -37,8 +43,8 @@ def check_quietly(cond, what):
     check(cond, what, quiet=True)
 
 
-def train(n, out, flags, env=None, reproducible=True):
-    cmd = MPIRUN + ["-np", str(n), SHARDLAB, "train", *COMMON, "--out", out, *flags]
+def train(n, out, flags, env=None, reproducible=True, model=MODEL):
+    cmd = MPIRUN + ["-np", str(n), SHARDLAB, "train", *model, *COMMON, "--out", out, *flags]
     if reproducible:
         cmd.append("--reproducible")
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
@@ -79,6 +85,25 @@ CPU_RUNS = {
 }
 
 
+# The Llama (bf16), the first run the reference: 1, 2 and 3 ranks across stages, offload,
+# checkpointing and splits; resumed 3 -> 2 below.
+LLAMA_RUNS = [("n1", 1, ["--micro-batch", "12"]),
+              ("n2-zero3-offload-mb2x3", 2, ["--zero", "3", "--offload", "--micro-batch", "2",
+                                             "--grad-accum", "3"]),
+              ("n3-zero1-ckall", 3, ["--zero", "1", "--checkpoint", "all", "--micro-batch", "4"])]
+
+
+def resumed_at_another_n(p, name, ref, first, then, stop, model=MODEL):
+    """Train `first` = (N, flags) to step `stop` (its checkpoint), resume at `then` = (M, flags):
+    the final hash and the resumed steps bitwise the uninterrupted `ref`'s."""
+    out = p("resume-" + name.replace(" ", "").replace(">", ""))
+    train(first[0], out, ["--precision", "bf16", "--stop-after", str(stop), *first[1]], model=model)
+    h, steps = train(then[0], out, ["--precision", "bf16", "--resume", out, *then[1]], model=model)
+    check(h == ref[0] and steps == ref[1][stop:],
+          f"resume {name} after step {stop}: final hash and the resumed steps' losses bitwise "
+          f"equal to the uninterrupted run ({h[:12]})")
+
+
 def cpu_checks(p):
     refs = {}
     for precision, runs in CPU_RUNS.items():
@@ -91,19 +116,21 @@ def cpu_checks(p):
                 same(f"{precision} {name}", got, refs[precision])
 
     # Resume at another rank count: 4 -> 3 and 2 -> 6, against the uninterrupted bf16 run.
-    ref = refs["bf16"]
-    for name, (n0, f0), (n1, f1), stop in (
-            ("4 -> 3", (4, ["--zero", "3", "--micro-batch", "3"]),
-             (3, ["--zero", "2", "--micro-batch", "2", "--grad-accum", "2"]), "2"),
-            ("2 -> 6", (2, ["--zero", "1", "--micro-batch", "6"]),
-             (6, ["--zero", "3", "--micro-batch", "2"]), "1")):
-        out = p("resume-" + name.replace(" ", ""))
-        train(n0, out, ["--precision", "bf16", "--stop-after", stop, *f0])
-        h, steps = train(n1, out, ["--precision", "bf16", "--resume", out, *f1])
-        k = int(stop)
-        check(h == ref[0] and steps == ref[1][k:],
-              f"resume {name} after step {k}: final hash and the resumed steps' losses bitwise "
-              f"equal to the uninterrupted run ({h[:12]})")
+    resumed_at_another_n(p, "4 -> 3", refs["bf16"], (4, ["--zero", "3", "--micro-batch", "3"]),
+                         (3, ["--zero", "2", "--micro-batch", "2", "--grad-accum", "2"]), 2)
+    resumed_at_another_n(p, "2 -> 6", refs["bf16"], (2, ["--zero", "1", "--micro-batch", "6"]),
+                         (6, ["--zero", "3", "--micro-batch", "2"]), 1)
+
+    # The Llama: the same bits at 1, 2 and 3 ranks, and across a resume 3 -> 2.
+    for i, (name, n, flags) in enumerate(LLAMA_RUNS):
+        got = train(n, p(f"llama-{name}"), ["--precision", "bf16", *flags], model=LLAMA)
+        if i == 0:
+            llama_ref = got
+            print(f"ok: llama bf16 reference (1 rank): hash {got[0][:12]}")
+        else:
+            same(f"llama bf16 {name}", got, llama_ref)
+    resumed_at_another_n(p, "llama 3 -> 2", llama_ref, (3, ["--zero", "2", "--micro-batch", "4"]),
+                         (2, ["--zero", "3", "--offload", "--micro-batch", "6"]), 1, model=LLAMA)
 
     # The default is not rank-count independent: the same 1- and 2-rank runs differ.
     a = train(1, p("default-n1"), ["--precision", "fp32", "--micro-batch", "12"],
@@ -138,6 +165,14 @@ def cuda_checks(p):
                           env={"SHARDLAB_EMU_GPUS": str(n)}))
     check(cuda[1] == cuda[0] and cuda[2] == cuda[0],
           f"--device cuda (emulator): 1, 2 and 4 ranks bitwise equal ({cuda[0][0][:12]})")
+    # The Llama's kernels (RMSNorm, RoPE, SwiGLU, GQA flash attention) on 1 and 2 ranks.
+    llama = [train(n, p(f"cuda-llama-n{n}"), ["--device", "cuda", "--precision", "bf16", *flags],
+                   env={"SHARDLAB_EMU_GPUS": str(n)}, model=LLAMA)
+             for n, flags in ((1, ["--micro-batch", "12"]),
+                              (2, ["--zero", "3", "--offload", "--micro-batch", "2",
+                                   "--grad-accum", "3"]))]
+    check(llama[1] == llama[0],
+          f"--device cuda (emulator): a Llama at 1 and 2 ranks bitwise equal ({llama[0][0][:12]})")
 
 
 with tempfile.TemporaryDirectory() as tmp:

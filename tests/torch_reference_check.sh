@@ -6,7 +6,8 @@
 # bf16 3e-2) — and fp16 loss scaling skipping overflowed steps (3e-2); eval consistent with the
 # same batch. With --kernels only the gradients and checkpointing sections run (the GEMM-library
 # variant, torch_reference_onednn, needs no second pass over the trainer's bookkeeping).
-# Usage: torch_reference_check.sh SHARDLAB_BINARY [--kernels]
+# The gradient, checkpointing and replay steps are tests/torch_check_lib.sh's (shared with
+# torch_llama_check.sh). Usage: torch_reference_check.sh SHARDLAB_BINARY [--kernels]
 set -euo pipefail
 shardlab=$1
 kernels_only=${2:-}
@@ -15,26 +16,17 @@ ref=(/usr/bin/python3 "$here/../tools/torch_reference.py")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
+source "$here/torch_check_lib.sh"
 
 cat /usr/share/common-licenses/GPL-3 > data.txt
 "$shardlab" init --preset tiny --layers 2 --hidden 128 --seq 64 --seed 5 --out w.safetensors
 batch=(--data data.txt --batch 4 --seq 64)
 
 echo "== gradients, fp32 and bf16, against float64 PyTorch"
-"$shardlab" reference grads --weights w.safetensors "${batch[@]}" --out g32.safetensors
-"${ref[@]}" grads --weights w.safetensors "${batch[@]}" --ours g32.safetensors --precision fp32
-"$shardlab" reference grads --weights w.safetensors "${batch[@]}" --precision bf16 --out g16.safetensors
-"${ref[@]}" grads --weights w.safetensors "${batch[@]}" --ours g16.safetensors --precision bf16
+torch_grads w.safetensors
 
 echo "== activation checkpointing changes no bit"
-for p in fp32 bf16; do
-  base=$([ $p = fp32 ] && echo g32 || echo g16)
-  for ck in all every:2; do
-    "$shardlab" reference grads --weights w.safetensors "${batch[@]}" --precision $p --checkpoint $ck --out ck.safetensors >/dev/null
-    cmp "$base.safetensors" ck.safetensors
-    echo "ok: $p --checkpoint $ck bitwise identical"
-  done
-done
+checkpointing_bitwise w.safetensors
 
 if [ "$kernels_only" = --kernels ]; then
   echo "torch reference (gradients and checkpointing): ok"
@@ -42,17 +34,8 @@ if [ "$kernels_only" = --kernels ]; then
 fi
 
 echo "== shardlab train against PyTorch, step by step: accumulation, clipping, warmup + cosine, decay groups"
-# One rank; stage 0 (stages are bitwise equal to each other: tests/zero_train_check.py).
-run=(--init w.safetensors --data data.txt --micro-batch 4 --grad-accum 2 --steps 30 --lr 1e-3
-     --warmup 5 --schedule cosine --min-lr-ratio 0.1 --grad-clip 1.0 --beta1 0.9 --beta2 0.95
-     --eps 1e-8 --weight-decay 0.1)
-ref_run=(--weights w.safetensors --data data.txt --micro-batch 4 --grad-accum 2 --steps 30 --lr 1e-3
-     --warmup 5 --schedule cosine --min-lr-ratio 0.1 --grad-clip 1.0 --beta1 0.9 --beta2 0.95
-     --eps 1e-8 --weight-decay 0.1)
-for p in fp32 bf16; do
-  "$shardlab" train "${run[@]}" --precision $p --val-every 0 --quiet --out "t_$p" >/dev/null
-  "${ref[@]}" train "${ref_run[@]}" --ours "t_$p/steps.jsonl" --precision $p
-done
+replay_args w.safetensors 4 30 5
+train_replay
 
 echo "== fp16: an absurd loss scale overflows; shardlab skips those steps (PyTorch skips them too) and the scale halves until training proceeds"
 "$shardlab" train "${run[@]}" --precision fp16 --loss-scale 1e9 --steps 40 --val-every 0 --quiet --out t_fp16 >/dev/null

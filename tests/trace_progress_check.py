@@ -7,7 +7,10 @@
    group ("world") and a sequence number rising by one per call; memory counters
    for every category; exactly the --trace-steps steps after the first are traced; and the
    prefetched AllGathers run while the compute stream computes (comm spans overlap op spans); a
-   directory given as the trace file is refused up front.
+   directory given as the trace file is refused up front. The same run of a Llama (GQA 4:2,
+   untied head) gives a trace of the same structure whose ops are the Llama's, each as many
+   times as its layers call it (RMSNorm, RoPE, SwiGLU, flash attention naming its KV heads) and
+   none of GPT-2's, under "layer l forward/backward" spans.
 2. Progress, not on a terminal: log lines exactly at the first step, every --log-every K steps,
    every validation and the last step — and the default K gives about 20 lines per run; no
    terminal control characters.
@@ -27,6 +30,7 @@ tiny = ["--layers", "2", "--hidden", "64", "--heads", "2", "--seq", "32", "--mic
 # loaded 2-core machine.
 larger = ["--layers", "2", "--hidden", "256", "--heads", "4", "--seq", "128", "--micro-batch", "4",
           "--threads", "1"]
+larger_llama = ["--arch", "llama", "--kv-heads", "2", "--ffn", "512", *larger]
 work = tempfile.mkdtemp()
 
 
@@ -41,17 +45,14 @@ def logged_steps(out):
     return [int(line.split()[1].split("/")[0]) for line in out.splitlines() if line.startswith("step ")]
 
 
-try:
-    # 1. The trace.
-    trace_path = os.path.join(work, "trace.json")
-    out = train(2, "--zero", "3", "--prefetch", "1", "--offload", "--steps", "5", "--log-every", "2",
-                "--ranks-per-node", "1", "--trace", trace_path, "--trace-steps", "3", "--out", os.path.join(work, "a"), model=larger)
-    assert "trace of steps 2-4: " in out, out
+def check_trace(trace_path, label):
+    """Part 1's structure of a trace of steps 2-4 of ZeRO-3 + --prefetch 1 + --offload on 2 ranks
+    declared 2 nodes. Returns its spans."""
     events = json.load(open(trace_path))["traceEvents"]
     tracks = {(e["pid"], e["args"]["name"]) for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
     for rank in (0, 1):
         for t in ("compute", "comm", "copy", "host"):
-            assert (rank, t) in tracks, f"rank {rank} has no {t} track: {sorted(tracks)}"
+            assert (rank, t) in tracks, f"{label}: rank {rank} has no {t} track: {sorted(tracks)}"
     spans = [e for e in events if e["ph"] == "X"]
     by_track = {}
     for e in spans:
@@ -66,33 +67,86 @@ try:
                 stack.pop()
             if stack:
                 outer = stack[-1]
-                assert e["ts"] + e["dur"] <= outer["ts"] + outer["dur"] + 1e-3, f"{key}: {e['name']} overlaps {outer['name']}"
+                assert e["ts"] + e["dur"] <= outer["ts"] + outer["dur"] + 1e-3, f"{label} {key}: {e['name']} overlaps {outer['name']}"
             stack.append(e)
     for rank in (0, 1):
         steps = sorted(e["name"] for e in spans if e["pid"] == rank and e["cat"] == "step" and e["name"].startswith("step "))
-        assert steps == ["step 2", "step 3", "step 4"], steps
+        assert steps == ["step 2", "step 3", "step 4"], (label, steps)
         coll = sorted((e for e in spans if e["pid"] == rank and e["cat"] == "collective"), key=lambda e: e["args"]["seq"])
         seqs = [e["args"]["seq"] for e in coll]
-        assert seqs == list(range(seqs[0], seqs[0] + len(seqs))), seqs
+        assert seqs == list(range(seqs[0], seqs[0] + len(seqs))), (label, seqs)
         gathers = [e for e in coll if e["args"]["op"] == "allgather"]
-        assert gathers and all(e["args"]["bytes"] > 0 and e["args"]["bytes_sent"] > 0 for e in gathers)
+        assert gathers and all(e["args"]["bytes"] > 0 and e["args"]["bytes_sent"] > 0 for e in gathers), label
         # Each span names its group and splits its bytes by link class: 2 nodes of 1 rank, so
         # all of them crossed nodes.
         assert all(e["args"]["group"] == "world" and e["args"]["intra_node_bytes"] == 0 and
-                   e["args"]["inter_node_bytes"] == e["args"]["bytes_sent"] for e in coll), coll[0]
+                   e["args"]["inter_node_bytes"] == e["args"]["bytes_sent"] for e in coll), (label, coll[0])
         ops = [e for e in spans if e["pid"] == rank and e["cat"] == "op"]
         overlap = sum(max(0.0, min(g["ts"] + g["dur"], o["ts"] + o["dur"]) - max(g["ts"], o["ts"]))
                       for g in gathers for o in ops)
-        assert overlap > 0, f"rank {rank}: no AllGather ran while an op computed"
+        assert overlap > 0, f"{label} rank {rank}: no AllGather ran while an op computed"
         counters = [e for e in events if e["ph"] == "C" and e["pid"] == rank]
         names = {e["name"] for e in counters}
-        assert names == {"device memory (MB)", "host memory (MB)"}, names
+        assert names == {"device memory (MB)", "host memory (MB)"}, (label, names)
         assert all(set(e["args"]) == {"params", "grads", "master", "optimizer", "activations",
-                                      "comm_buffers", "workspace"} for e in counters)
+                                      "comm_buffers", "workspace"} for e in counters), label
         host = [e for e in spans if e["pid"] == rank and e["name"] == "AdamW tile"]
         copies = [e for e in spans if e["pid"] == rank and e["cat"] == "copy"]
-        assert host and copies, "offload: no host updates or copies traced"
-    print(f"ok 1: trace: {len(spans)} spans on {len(by_track)} tracks nest; AllGathers overlap compute")
+        assert host and copies, f"{label}: offload: no host updates or copies traced"
+    print(f"ok 1: {label} trace: {len(spans)} spans on {len(by_track)} tracks nest; AllGathers overlap compute")
+    return spans
+
+
+def check_llama_ops(spans, layers, hidden, heads, kv_heads, ffn, batch, seq, micro_batches):
+    """The Llama's own ops, by name, as many as its layers run in 3 traced steps of
+    `micro_batches` forward + backward each (no checkpointing): RMSNorm twice a layer and once
+    before the head, RoPE on q and k together, SwiGLU, flash attention with the grouped heads
+    named; with their shapes (the fused q | k | v row is (heads + 2 kv_heads) head dims wide, not
+    3 hidden); none of GPT-2's (layer norm, GELU, biases); the model's spans name Llama layers."""
+    rows, qkv = batch * seq, hidden // heads * (heads + 2 * kv_heads)
+    shapes = {"rmsnorm_forward": ("in", [rows, hidden]), "rope_forward": ("x", [rows, qkv]),
+              "swiglu_forward": ("gate", [rows, ffn]),
+              "flash_attention_forward": ("qkv", [batch, seq, qkv])}
+    n = 3 * micro_batches
+    want = {"rmsnorm_forward": (2 * layers + 1) * n, "rmsnorm_backward": (2 * layers + 1) * n,
+            "rope_forward": layers * n, "rope_backward": layers * n,
+            "swiglu_forward": layers * n, "swiglu_backward": layers * n,
+            "flash_attention_forward": layers * n, "flash_attention_backward": layers * n,
+            "embedding_forward": n, "embedding_backward": n}
+    gpt2_only = {"layernorm_forward", "residual_layernorm_forward", "layernorm_backward",
+                 "gelu_forward", "gelu_backward", "linear_gelu_forward", "linear_gelu_backward",
+                 "bias_grad", "attention_forward", "attention_backward"}
+    for rank in (0, 1):
+        ops = [e for e in spans if e["pid"] == rank and e["cat"] == "op"]
+        count = {name: sum(1 for e in ops if e["name"] == name) for name in want}
+        assert count == want, f"llama rank {rank}: ops {count}, want {want}"
+        assert not gpt2_only & {e["name"] for e in ops}, sorted(gpt2_only & {e["name"] for e in ops})
+        attention = [e for e in ops if e["name"].startswith("flash_attention")]
+        assert all(e["args"]["heads"] == heads and e["args"]["kv_heads"] == kv_heads for e in attention), attention[0]
+        for name, (arg, shape) in shapes.items():  # e.g. "[512, 512] bf16"
+            got = {e["args"][arg] for e in ops if e["name"] == name}
+            assert got == {f"{shape} bf16"}, (name, got, shape)
+        model = {e["name"] for e in spans if e["pid"] == rank and e["cat"] == "model"}
+        layer_spans = {f"layer {i} {d}" for i in range(layers) for d in ("forward", "backward")}
+        assert layer_spans <= model and not any(m.startswith("block ") for m in model), sorted(model)
+    print(f"ok 1: llama trace: per rank {', '.join(f'{k} {v}' for k, v in want.items())}; "
+          f"attention {heads} heads over {kv_heads} KV heads, q | k | v {qkv} wide")
+
+
+try:
+    # 1. The trace, of a GPT-2 and of a Llama (GQA 4:2, untied head).
+    trace_path = os.path.join(work, "trace.json")
+    traced = ["--zero", "3", "--prefetch", "1", "--offload", "--steps", "5", "--ranks-per-node", "1",
+              "--trace-steps", "3"]
+    out = train(2, *traced, "--log-every", "2", "--trace", trace_path, "--out",
+                os.path.join(work, "a"), model=larger)
+    assert "trace of steps 2-4: " in out, out
+    check_trace(trace_path, "gpt2")
+    llama_path = os.path.join(work, "llama.json")
+    train(2, *traced, "--val-every", "0", "--trace", llama_path, "--out", os.path.join(work, "l"),
+          model=larger_llama)
+    check_llama_ops(check_trace(llama_path, "llama"), layers=2, hidden=256, heads=4, kv_heads=2,
+                    ffn=512, batch=4, seq=128, micro_batches=1)
     # A directory is not a trace file: refused before step 1, not after the run.
     p = subprocess.run([shardlab, "train", *tiny, "--steps", "1", "--trace", work, "--out",
                         os.path.join(work, "d")], capture_output=True, text=True, timeout=60)

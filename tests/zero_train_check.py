@@ -19,57 +19,32 @@
   6. the report's time split (compute + exposed communication = the step) and per-phase peaks
      (init, forward, backward, step: the largest of them is the run's device peak, and the
      caching allocators reserved at least that).
+Run, check, padding, the ring's bytes and the resume are tests/zero_runs.py's, shared with
+tests/llama_zero_check.py.
 Usage: zero_train_check.py K SHARDLAB MPIRUN [MPIRUN ARGS...]"""
-import json
 import os
-import subprocess
 import sys
 import tempfile
 
-from report_expect import TINY_MODEL, TINY_SHAPE, measured_equals_predicted
+from report_expect import TINY_MODEL, TINY_SHAPE, gpt2_units, measured_equals_predicted
+from zero_runs import ZeroRuns
 
 K = int(sys.argv[1])
-SHARDLAB = sys.argv[2]
-MPIRUN = sys.argv[3:]
-MODEL = TINY_MODEL
-L, D, T, V = TINY_SHAPE
-failures = []
+runs = ZeroRuns(K, sys.argv[2], sys.argv[3:], TINY_MODEL)
+run, check = runs.run, runs.check
+UNITS = [runs.padded(u) for u in gpt2_units(*TINY_SHAPE)]
 
 
-def run(args, out):
-    cmd = MPIRUN + ["-np", str(K), SHARDLAB, "train", *MODEL, "--quiet", "--out", out, *args]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    if p.returncode != 0:
-        sys.exit(f"FAILED: {' '.join(cmd)}\n{p.stdout}\n{p.stderr}")
-    return json.load(open(os.path.join(out, "report.json")))
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what)
-
-
-def padded(n):
-    return (n + K - 1) // K * K
-
-
-def expected_bytes_sent(zero, rank, steps, scalars=2):
-    units = [padded(V * D + T * D)] + [padded(12 * D * D + 13 * D)] * L + [padded(2 * D)]
-    frac = lambda n: n * (K - 1) // K  # elements of one unit a ring rank sends in one RS or AG
-    if zero <= 2:
-        per_step = sum(2 * frac(p) * 2 for p in units)
-    else:
-        per_step = (3 * sum(frac(p) for p in units) - frac(units[-1])) * 2
-    # one-float all-reduces: rank 0 holds the element: RS sends 4 - c(r), AG sends 4 - c(r+1)
-    c = lambda r: 4 if r % K == 0 else 0
-    per_scalar = (4 - c(rank)) + (4 - c(rank + 1)) if K > 1 else 0
-    return steps * (per_step + scalars * per_scalar)
+def expected_bytes_sent(zero, rank, steps):
+    # At stage 3 the final layer norm is gathered once a step (it stays gathered from the head's
+    # forward through its backward).
+    return runs.expected_bytes_sent(UNITS, UNITS[-1:], zero, rank, steps)
 
 
 with tempfile.TemporaryDirectory() as tmp:
     steps = 5
-    base = ["--micro-batch", "2", "--steps", str(steps), "--precision", "bf16", "--lr", "3e-3", "--warmup", "2"]
+    train_args = ["--micro-batch", "2", "--precision", "bf16", "--lr", "3e-3", "--warmup", "2"]
+    base = train_args + ["--steps", str(steps)]
     reference = None
     configs = [(z, off, ck, 0) for z in range(4) for off in (False, True) for ck in ("none", "all")]
     configs += [(3, False, "none", 1), (3, True, "every:2", 2)]  # ZeRO-3 gathering ahead
@@ -129,21 +104,14 @@ with tempfile.TemporaryDirectory() as tmp:
 
     # Gradient accumulation: the stages round in different places; fp32 keeps that small.
     acc = ["--micro-batch", "1", "--grad-accum", "2", "--steps", "4", "--precision", "fp32", "--lr", "3e-3"]
-    runs = {z: [s["loss"] for s in run(acc + ["--zero", str(z)], os.path.join(tmp, f"acc{z}"))["steps"]] for z in range(4)}
+    acc_losses = {z: [s["loss"] for s in run(acc + ["--zero", str(z)], os.path.join(tmp, f"acc{z}"))["steps"]] for z in range(4)}
     for z in range(1, 4):
-        worst = max(abs(a - b) / abs(b) for a, b in zip(runs[z], runs[0]))
+        worst = max(abs(a - b) / abs(b) for a, b in zip(acc_losses[z], acc_losses[0]))
         check(worst < 1e-5, f"grad-accum 2, zero {z} vs 0: relative loss difference {worst:.2e} >= 1e-5")
-    print(f"ok: grad-accum 2, stages within 1e-5 of each other: {runs[0]}")
+    print(f"ok: grad-accum 2, stages within 1e-5 of each other: {acc_losses[0]}")
 
     # Resume: 6 steps straight, or stopped after 3 and resumed — the same bits.
-    six = base[:2] + ["--steps", "6"] + base[4:] + ["--zero", "3", "--offload"]
-    straight = run(six, os.path.join(tmp, "straight"))
-    halves = os.path.join(tmp, "halves")
-    run(six + ["--save-every", "3", "--stop-after", "3"], halves)
-    resumed = run(six + ["--resume", halves], halves)
-    tail = [s["loss"] for s in straight["steps"]][3:]
-    check([s["step"] for s in resumed["steps"]] == [4, 5, 6], f"resumed steps {[s['step'] for s in resumed['steps']]}")
-    check([s["loss"] for s in resumed["steps"]] == tail, f"resumed losses {resumed['steps']} vs {tail}")
-    check(resumed["final_params_sha256"] == straight["final_params_sha256"], "resumed final weights differ")
+    tail = runs.resume_bitwise(train_args + ["--zero", "3", "--offload"],
+                               os.path.join(tmp, "straight"), os.path.join(tmp, "halves"))
     print(f"ok: stopped after 3 steps and resumed: losses {tail} and final weights bitwise equal")
-sys.exit(1 if failures else 0)
+sys.exit(1 if runs.failures else 0)
