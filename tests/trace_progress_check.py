@@ -10,7 +10,7 @@
    directory given as the trace file is refused up front. The same run of a Llama (GQA 4:2,
    untied head) gives a trace of the same structure whose ops are the Llama's, each as many
    times as its layers call it (RMSNorm, RoPE, SwiGLU, flash attention naming its KV heads) and
-   none of GPT-2's, under "layer l forward/backward" spans.
+   none of GPT-2's, under the same "block l forward/backward" spans as GPT-2's.
 2. Progress, not on a terminal: log lines exactly at the first step, every --log-every K steps,
    every validation and the last step — and the default K gives about 20 lines per run; no
    terminal control characters.
@@ -127,8 +127,8 @@ def check_llama_ops(spans, layers, hidden, heads, kv_heads, ffn, batch, seq, mic
             got = {e["args"][arg] for e in ops if e["name"] == name}
             assert got == {f"{shape} bf16"}, (name, got, shape)
         model = {e["name"] for e in spans if e["pid"] == rank and e["cat"] == "model"}
-        layer_spans = {f"layer {i} {d}" for i in range(layers) for d in ("forward", "backward")}
-        assert layer_spans <= model and not any(m.startswith("block ") for m in model), sorted(model)
+        block_spans = {f"block {i} {d}" for i in range(layers) for d in ("forward", "backward")}
+        assert block_spans <= model and not any(m.startswith("layer ") for m in model), sorted(model)
     print(f"ok 1: llama trace: per rank {', '.join(f'{k} {v}' for k, v in want.items())}; "
           f"attention {heads} heads over {kv_heads} KV heads, q | k | v {qkv} wide")
 

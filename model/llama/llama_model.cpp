@@ -144,7 +144,7 @@ void LlamaModel::forward(UnitParams& params, const std::uint16_t* inputs,
         const void* w = params.acquire(layout_.block_unit(l));
         acts_[std::size_t(l)] = layer_activations();
         {
-            const TraceScope span(ctx_.tracer(), s, fmt::format("layer {} forward", l), "model");
+            const TraceScope span(ctx_.tracer(), s, fmt::format("block {} forward", l), "model");
             layer_forward(w, x(l), x(l + 1), acts_[std::size_t(l)]);
         }
         if (checkpoint_.checkpointed(l)) acts_[std::size_t(l)] = LayerActs{}; // input kept only
@@ -215,10 +215,10 @@ void LlamaModel::backward(UnitParams& params) {
         const void* w = params.acquire(unit);
         const Tensor x = tensor(x_[std::size_t(l)], {BT, d});
         LayerActs& a = acts_[std::size_t(l)];
-        const TraceScope span(ctx_.tracer(), s, fmt::format("layer {} backward", l), "model");
+        const TraceScope span(ctx_.tracer(), s, fmt::format("block {} backward", l), "model");
         if (checkpoint_.checkpointed(l)) { // recompute; the output goes to scratch
             a = layer_activations();
-            const TraceScope recompute(ctx_.tracer(), s, fmt::format("layer {} recompute", l),
+            const TraceScope recompute(ctx_.tracer(), s, fmt::format("block {} recompute", l),
                                        "model");
             layer_forward(w, x, dsmall, a);
         }
