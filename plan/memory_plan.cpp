@@ -5,6 +5,7 @@
 #include "comm/comm_model.h"
 #include "comm/process_groups.h"
 #include "core/error.h"
+#include "model/activation_peak.h"
 #include "model/llama/llama_memory.h"
 #include "offload/host_updater.h"
 #include "optim/gather_schedule.h"
@@ -28,20 +29,12 @@ std::uint64_t gpt2_activation_bytes(const ModelConfig& c, int batch, int seq, Pr
     const std::uint64_t S = param_bytes_per_element(p), BT = std::uint64_t(batch) * seq,
                         d = c.hidden, BHT = std::uint64_t(batch) * c.heads * seq;
     const std::uint64_t att = attention == AttentionKind::flash ? 4 * BHT : S * BHT * seq;
-    const std::uint64_t block = S * 15 * BT * d + att + 4 * BT * 4;
-    const std::uint64_t inputs = (c.layers + 1) * BT * d * S;
+    ActivationBytes b;
+    b.layer = S * 15 * BT * d + att + 4 * BT * 4;
+    b.inputs = (c.layers + 1) * BT * d * S;
     // ln_f's output and stats, and the logits: B*T x Vp, the padded vocabulary (GPTModel::forward).
-    const std::uint64_t head = BT * d * S + 2 * BT * 4 + BT * std::uint64_t(c.padded_vocab()) * S;
-    // Forward: kept blocks accumulate; a checkpointed block exists only while it runs (and again
-    // while it is recomputed in backward, with no more kept blocks live than in forward).
-    std::uint64_t kept = 0, peak = 0;
-    for (int l = 0; l < c.layers; ++l) {
-        if (ck.checkpointed(l))
-            peak = std::max(peak, kept + block);
-        else
-            kept += block;
-    }
-    return inputs + std::max(peak, kept + head);
+    b.head = BT * d * S + 2 * BT * 4 + BT * std::uint64_t(c.padded_vocab()) * S;
+    return activation_peak(b, c.layers, ck);
 }
 
 std::optional<std::uint64_t> model_workspace_bytes(const ModelConfig& c, int batch, int seq,
