@@ -33,11 +33,11 @@ AttentionFlop attention_flop(double B, double T, double d, AttentionKind kind) {
 // gradient backward, 2 N Vp es. Embeddings: the wte and wpe rows read and x written, 3 N d es;
 // backward the same rows accumulated, 3 N d es.
 StepWork micro_batch_work(const PlanModel& m, const PlanOptions& o) {
-    if (m.arch != Architecture::gpt2)
+    if (m.arch() != Architecture::gpt2)
         throw UsageError("the time model has GPT-2's kernels only (docs/TIME.md section 5); give "
                          "a GPT-2 preset or fields, not a bare --params or a llama model");
-    const ModelConfig c = m.model_config();
-    const double B = o.micro_batch, T = o.seq ? o.seq : m.context, N = B * T, d = c.hidden,
+    const ModelConfig c = m.config;
+    const double B = o.micro_batch, T = o.seq ? o.seq : c.context, N = B * T, d = c.hidden,
                  Vp = c.padded_vocab();
     const double es = double(param_bytes_per_element(o.precision));
     StepWork w;
