@@ -413,11 +413,13 @@ void add_time(const std::vector<Plan>& plans, const MachineProfile& profile, con
 // The model as `train` takes it: the preset and the fields given beside it.
 std::string train_model_flags(const PlanFlags& f) {
     std::string s = f.preset.empty() ? "" : " --preset " + f.preset;
+    if (f.preset.empty() && f.arch != "gpt2") s += " --arch " + f.arch;
     auto add = [&](const char* flag, int v) {
         if (v) s += fmt::format(" {} {}", flag, v);
     };
     add("--layers", f.layers), add("--hidden", f.hidden), add("--heads", f.heads);
-    add("--vocab", f.vocab), add("--seq", f.seq);
+    add("--kv-heads", f.kv_heads), add("--ffn", f.ffn), add("--vocab", f.vocab),
+        add("--seq", f.seq);
     if (f.vocab_multiple != ModelConfig::kDefaultVocabMultiple)
         s += fmt::format(" --vocab-multiple {}", f.vocab_multiple);
     return s;
@@ -440,8 +442,7 @@ int run_fit(const PlanFlags& f, const PlanModel& model, const PlanOptions& o) {
     const FitResult r = fit_search(model, o, load_profile(f.profile), q, f.rank);
     FitCommandLine cmd{
         train_model_flags(f),
-        f.ranks_per_node && !f.nodes ? fmt::format(" --ranks-per-node {}", f.ranks_per_node) : "",
-        model.arch() == Architecture::gpt2};
+        f.ranks_per_node && !f.nodes ? fmt::format(" --ranks-per-node {}", f.ranks_per_node) : ""};
     nlohmann::json out;
     const int status = print_fit(r, q, model, o, cmd, out);
     if (!f.json_path.empty()) write_json_file(f.json_path, {{"fit", out}});
