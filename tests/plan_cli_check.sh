@@ -211,11 +211,9 @@ print("ok: plan --time JSON, its sums, the plan's bytes, the inter-node pace")
 PY
 "$expect" 2 "--time needs rates: give --profile FILE" "$shardlab" plan --preset gpt2 --time
 "$expect" 2 "the time model needs the model's shape" "$shardlab" plan --params 7e9 --profile h100-sxm
-# A Llama has its own kernel counts (section 5.2): a preset and the fields both get a prediction.
+# A Llama has its own kernel counts (section 5.2): a preset gets a prediction; --fit over a Llama's
+# fields ranks by it and prints a train command naming the family and its own widths.
 "$shardlab" plan --preset 7b -n 8 --profile h100-sxm | grep -q "critical path: "
-"$shardlab" plan --arch llama --layers 2 --hidden 64 --heads 4 --kv-heads 2 --ffn 160 --vocab 256 \
-  --seq 64 --profile h100-sxm | grep -q "critical path: "
-# --fit for a Llama's fields: the train command names the family and its own widths.
 "$shardlab" plan --arch llama --layers 2 --hidden 64 --heads 4 --kv-heads 2 --ffn 160 --vocab 256 \
   --seq 64 -n 2 --gpu 30e6 --global-batch 8 --profile h100-sxm --fit --top 1 |
   grep -q "shardlab train --arch llama --layers 2 --hidden 64 --heads 4 --kv-heads 2 --ffn 160 "
