@@ -14,10 +14,9 @@ bool has_suffix(const std::string& s, const std::string& tail) {
     return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 
-// A bare --params count has no config (PlanModel::config is left default): its arch says so.
-KernelBytes family_kernel_bytes(Architecture arch, const ModelConfig& c, const PlanOptions& o,
-                                double N, double es) {
-    switch (arch) {
+// A bare --params count's config has arch params_only and no shape (plan/plan_model.h).
+KernelBytes family_kernel_bytes(const ModelConfig& c, const PlanOptions& o, double N, double es) {
+    switch (c.arch) {
     case Architecture::gpt2:
         return gpt2_kernel_bytes(c, N, es);
     case Architecture::llama:
@@ -47,7 +46,7 @@ StepWork micro_batch_work(const PlanModel& m, const PlanOptions& o) {
     const ModelConfig c = m.config;
     const double B = o.micro_batch, T = o.seq ? o.seq : m.config.context, N = B * T;
     const KernelBytes bytes =
-        family_kernel_bytes(m.arch(), c, o, N, double(param_bytes_per_element(o.precision)));
+        family_kernel_bytes(c, o, N, double(param_bytes_per_element(o.precision)));
     StepWork w;
     w.layers = c.layers;
     for (const GemmShape& s : model_gemm_shapes(c, std::int64_t(N))) {
