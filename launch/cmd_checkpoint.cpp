@@ -1,11 +1,11 @@
 // `shardlab checkpoint inspect DIR` (what a checkpoint holds, every file verified) and
-// `shardlab checkpoint export DIR --out W.safetensors` (the fp32 master weights, consolidated one
-// rank file at a time, so it never holds more than one file's share of the model).
+// `shardlab checkpoint export DIR --out W.safetensors|FOLDER/` (the fp32 master weights,
+// consolidated one rank file at a time, so it never holds more than one file's share of the model).
 #include "core/error.h"
 #include "launch/commands.h"
 #include "model/model_config.h"
 #include "model/param_layout.h"
-#include "model/safetensors_writer.h"
+#include "model/weights_writer.h"
 #include "optim/checkpoint.h"
 
 #include <fmt/format.h>
@@ -59,29 +59,12 @@ int inspect(const std::string& dir) {
     return 0;
 }
 
-int export_weights(const std::string& dir, const std::string& out) {
+int export_weights(const std::string& dir, const std::string& out, std::uint64_t shard_bytes) {
     const std::string cdir = find_checkpoint_dir(dir);
     const nlohmann::json meta = read_checkpoint_meta(cdir);
     const ModelConfig model = checkpoint_model(meta);
     const ParamLayout layout(model);
-    // Tensors in unit order, each unit's in offset order: then they follow each other in the data
-    // section as in the units' flat buffers, but for wte's padding rows, which the file has not
-    // (it holds the true vocabulary). tensor_base[u][k]: where unit u's tensor k starts there.
-    std::vector<TensorEntry> entries;
-    std::vector<std::vector<std::uint64_t>> tensor_base;
-    std::uint64_t base = 0;
-    for (const ParamUnit& u : layout.units()) {
-        tensor_base.emplace_back();
-        std::uint64_t next = 0;
-        for (const ParamInfo& p : u.params) {
-            check(p.offset == next, "internal: unit " + u.name + "'s tensors do not tile it");
-            entries.push_back({p.name, DType::f32, p.shape});
-            tensor_base.back().push_back(base);
-            next += p.stored;
-            base += p.numel;
-        }
-    }
-    SafeTensorsWriter w(out, {{"format", "pt"}, {"config", config_to_json(model).dump()}}, entries);
+    WeightsWriter w(out, model, DType::f32, shard_bytes);
     const int N = meta["ranks"].get<int>();
     for (int q = 0; q < N; ++q) {
         const CheckpointFile f = read_checkpoint_file(file_of(cdir, q));
@@ -97,8 +80,8 @@ int export_weights(const std::string& dir, const std::string& out) {
                                         std::min<std::uint64_t>(s.range.begin + s.range.count,
                                                                 params[k].offset + params[k].numel);
                 if (lo < hi)
-                    w.write(4 * (tensor_base[u][k] + lo - params[k].offset),
-                            s.master.data() + (lo - s.range.begin), 4 * (hi - lo));
+                    w.write(int(u), k, lo - params[k].offset,
+                            s.master.data() + (lo - s.range.begin), hi - lo);
             }
         }
     }
@@ -112,6 +95,7 @@ int export_weights(const std::string& dir, const std::string& out) {
 CommandRunner add_checkpoint_command(CLI::App& cmd) {
     struct Options {
         std::string dir, out;
+        std::uint64_t shard_size = kDefaultShardBytes;
     };
     auto o = std::make_shared<Options>();
     cmd.require_subcommand(1);
@@ -119,8 +103,17 @@ CommandRunner add_checkpoint_command(CLI::App& cmd) {
     ins->add_option("DIR", o->dir, "A run's --out directory (or its checkpoint/)")->required();
     CLI::App* exp = cmd.add_subcommand("export", "Consolidated fp32 weights as .safetensors");
     exp->add_option("DIR", o->dir, "A run's --out directory (or its checkpoint/)")->required();
-    exp->add_option("--out", o->out, "Output .safetensors file")->required();
-    return [o, exp] { return exp->parsed() ? export_weights(o->dir, o->out) : inspect(o->dir); };
+    exp->add_option("--out", o->out,
+                    "Output .safetensors file, or a folder (ending in '/', or an existing "
+                    "directory) in Hugging Face's layout")
+        ->required();
+    exp->add_option("--shard-size", o->shard_size,
+                    "Largest shard of an --out folder, e.g. 5GB (the default), 500MB")
+        ->transform(CLI::AsSizeValue(true))
+        ->check(CLI::Range(std::uint64_t(1), std::uint64_t(1) << 50));
+    return [o, exp] {
+        return exp->parsed() ? export_weights(o->dir, o->out, o->shard_size) : inspect(o->dir);
+    };
 }
 
 } // namespace shardlab

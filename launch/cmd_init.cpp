@@ -1,5 +1,5 @@
 // `shardlab init`: freshly initialised weights of any family (seeded, its own init) to a
-// safetensors file.
+// safetensors file or a Hugging Face folder.
 #include "core/error.h"
 #include "launch/commands.h"
 #include "launch/model_options.h"
@@ -17,12 +17,20 @@ CommandRunner add_init_command(CLI::App& cmd) {
         ModelOptions model;
         std::uint64_t seed = 1337;
         std::string out, dtype = "fp32";
+        std::uint64_t shard_size = kDefaultShardBytes;
     };
     auto o = std::make_shared<Options>();
     add_model_options(cmd, o->model);
     cmd.add_option("--seed", o->seed, "Initialisation seed");
     cmd.add_option("--dtype", o->dtype, "Stored dtype: fp32 | bf16");
-    cmd.add_option("--out", o->out, "Output .safetensors file")->required();
+    cmd.add_option("--out", o->out,
+                   "Output .safetensors file, or a folder (ending in '/', or an existing "
+                   "directory) in Hugging Face's layout")
+        ->required();
+    cmd.add_option("--shard-size", o->shard_size,
+                   "Largest shard of an --out folder, e.g. 5GB (the default), 500MB")
+        ->transform(CLI::AsSizeValue(true))
+        ->check(CLI::Range(std::uint64_t(1), std::uint64_t(1) << 50));
     return [o] {
         const ModelConfig c = o->model.config();
         const DType t = parse_dtype(o->dtype);
@@ -30,7 +38,7 @@ CommandRunner add_init_command(CLI::App& cmd) {
             throw UsageError("--dtype fp16 is not a storage format for weights; use fp32 or bf16");
         const ParamLayout layout(c);
         ModelWeights w{c, init_model(c, layout, o->seed)};
-        save_weights(o->out, w, t);
+        save_weights(o->out, w, t, o->shard_size);
         fmt::print("wrote {}: {} seed {}, {}\n", o->out, c.describe(), o->seed, dtype_name(t));
         return 0;
     };

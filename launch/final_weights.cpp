@@ -3,9 +3,7 @@
 
 #include "launch/sha256.h"
 #include "model/param_layout.h"
-#include "model/safetensors_writer.h"
-
-#include <nlohmann/json.hpp>
+#include "model/weights_writer.h"
 
 #include <algorithm>
 #include <memory>
@@ -13,20 +11,12 @@
 namespace shardlab {
 
 namespace {
-// The file --save-weights names, opened on the lead; a failure is kept in `error`, not thrown: the
-// other ranks are already in the gathers, and the run's report must still be written.
-std::unique_ptr<SafeTensorsWriter> open_weights(const ParamLayout& layout,
-                                                const ModelConfig& config, const std::string& path,
-                                                std::string& error) {
-    std::vector<TensorEntry> entries; // tensors in unit order: each unit is one write
-    for (const ParamUnit& u : layout.units())
-        for (const ParamInfo& p : u.params) entries.push_back({p.name, DType::f32, p.shape});
+// The file or folder --save-weights names, opened on the lead; a failure is kept in `error`, not
+// thrown: the other ranks are already in the gathers, and the run's report must still be written.
+std::unique_ptr<WeightsWriter> open_weights(const ModelConfig& config, const std::string& path,
+                                            std::uint64_t shard_bytes, std::string& error) {
     try {
-        return std::make_unique<SafeTensorsWriter>(
-            path,
-            std::map<std::string, std::string>{{"format", "pt"},
-                                               {"config", config_to_json(config).dump()}},
-            entries);
+        return std::make_unique<WeightsWriter>(path, config, DType::f32, shard_bytes);
     } catch (const Error& e) {
         error = e.what();
         return nullptr;
@@ -35,14 +25,14 @@ std::unique_ptr<SafeTensorsWriter> open_weights(const ParamLayout& layout,
 } // namespace
 
 FinalWeights hash_and_save_weights(ZeroEngine& engine, const ModelConfig& config,
-                                   const std::string& save_path, bool lead, std::size_t piece) {
+                                   const std::string& save_path, bool lead,
+                                   std::uint64_t shard_bytes, std::size_t piece) {
     const ParamLayout layout(config);
     FinalWeights result;
-    std::unique_ptr<SafeTensorsWriter> out;
+    std::unique_ptr<WeightsWriter> out;
     if (lead && !save_path.empty())
-        out = open_weights(layout, config, save_path, result.save_error);
+        out = open_weights(config, save_path, shard_bytes, result.save_error);
     Sha256 hash;
-    std::uint64_t written = 0;
     for (std::size_t u = 0; u < layout.num_units(); ++u) {
         // Piece by piece (the unit gathered once, on the device side), the part of each tensor
         // the piece holds: tensors' true elements only — wte's padding rows are neither hashed
@@ -51,19 +41,19 @@ FinalWeights hash_and_save_weights(ZeroEngine& engine, const ModelConfig& config
         engine.for_each_consolidated_piece(
             int(u),
             [&](std::uint64_t lo, const float* values, std::size_t n) {
-                for (const ParamInfo& p : params) {
+                for (std::size_t k = 0; k < params.size(); ++k) {
+                    const ParamInfo& p = params[k];
                     const std::uint64_t a = std::max<std::uint64_t>(lo, p.offset);
                     const std::uint64_t b = std::min<std::uint64_t>(lo + n, p.offset + p.numel);
                     if (a >= b) continue;
                     const float* first = values + (a - lo);
                     hash.update(first, (b - a) * sizeof(float));
                     try {
-                        if (out) out->write(written, first, (b - a) * sizeof(float));
+                        if (out) out->write(int(u), k, a - p.offset, first, b - a);
                     } catch (const Error& e) { // e.g. a full disk: drop the file, keep hashing
                         result.save_error = e.what();
-                        out.reset(); // removes the partial file
+                        out.reset(); // removes the partial files
                     }
-                    written += (b - a) * sizeof(float);
                 }
             },
             piece);

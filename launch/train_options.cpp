@@ -18,8 +18,10 @@ void add_train_options(CLI::App& cmd, TrainOptions& o) {
                  "Print the options the run would use (after --config / --deepspeed-config) as "
                  "JSON, and exit without training");
     add_model_options(cmd, o.model);
-    cmd.add_option("--init", o.init,
-                   "Start from these weights (.safetensors) instead of a fresh init");
+    cmd.add_option(
+        "--init", o.init,
+        "Start from these weights instead of a fresh init: a .safetensors file, a Hugging "
+        "Face folder (config.json + model.safetensors or shards) or its index .json");
     cmd.add_option("--precision", o.precision, "fp32 | bf16 | fp16");
     cmd.add_option("--zero", o.zero, "ZeRO stage 0-3");
     cmd.add_flag("--offload", o.offload,
@@ -71,7 +73,14 @@ void add_train_options(CLI::App& cmd, TrainOptions& o) {
     cmd.add_option("--val-batches", o.val_batches, "Micro-batches per rank per validation");
     cmd.add_option("--out", o.out, "Run directory: report.json, steps.jsonl, checkpoint/");
     cmd.add_option("--save-weights", o.save_weights,
-                   "Write the trained fp32 weights (.safetensors)");
+                   "Write the trained fp32 weights: a .safetensors file, or a folder (a path "
+                   "ending in '/', or an existing directory) in Hugging Face's layout: "
+                   "config.json and model.safetensors, or shards with their index");
+    cmd.add_option("--save-shard-size", o.save_shard_size,
+                   "Largest shard of a --save-weights folder, e.g. 5GB (the default, "
+                   "save_pretrained's), 500MB, 64KiB")
+        ->transform(CLI::AsSizeValue(true))
+        ->check(CLI::Range(std::uint64_t(1), std::uint64_t(1) << 50));
     cmd.add_option("--sample", o.sample, "Generate this many tokens at the end");
     cmd.add_option("--save-every", o.save_every,
                    "Checkpoint the full training state every K steps");

@@ -6,6 +6,7 @@
 
 #include "launch/device_options.h"
 #include "launch/model_options.h"
+#include "model/weights_writer.h"
 #include "optim/lr_schedule.h"
 
 #include <CLI/CLI.hpp>
@@ -37,6 +38,7 @@ struct TrainOptions {
     std::string data; // empty: the default corpus
     int val_every = 0, val_batches = 4;
     std::string out = "out", save_weights, resume;
+    std::uint64_t save_shard_size = kDefaultShardBytes; // a --save-weights folder's shard limit
     int sample = 0, save_every = 0;
     DeviceOptions device;
     int stop_after = 0;    // stop after this step (0: run all --steps), as a time-limited job would

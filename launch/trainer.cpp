@@ -119,7 +119,8 @@ bool can_create(const std::filesystem::path& path) {
 
 // Whether `path` (or, for a file not yet there, its directory) is on the file system of `dir`.
 bool same_filesystem(const std::string& dir, const std::string& path) {
-    const std::filesystem::path p(path);
+    std::filesystem::path p(path);
+    if (!p.has_filename()) p = p.parent_path(); // "w/", a folder: judged by where it goes
     const std::string where = p.has_parent_path() ? p.parent_path().string() : ".";
     struct stat a {
     }, b{};
@@ -167,15 +168,16 @@ void check_outputs(const TrainOptions& o, const ModelConfig& config, int ranks, 
                          ": cannot create a file there; create the directory or choose a "
                          "writable path");
     if (rank != 0 || o.save_weights.empty()) return;
+    // A folder (Hugging Face's layout) is created now, so its space can be asked for.
     const fs::path w(o.save_weights);
-    if (fs::is_directory(w, ec))
-        throw UsageError("--save-weights " + o.save_weights +
-                         " is a directory; give a file name, e.g. " +
-                         (w / "weights.safetensors").string());
-    const fs::path dir = w.has_parent_path() ? w.parent_path() : fs::path(".");
-    if (!can_create(w.string() + ".write-test"))
+    const bool folder = is_weights_folder(o.save_weights);
+    if (folder) fs::create_directories(w, ec);
+    const fs::path dir = folder ? w : w.has_parent_path() ? w.parent_path() : fs::path(".");
+    if ((folder && ec) ||
+        !can_create(folder ? (w / ".write-test").string() : w.string() + ".write-test"))
         throw UsageError("--save-weights " + o.save_weights + ": cannot create a file in " +
-                         dir.string() + "; create the directory or choose a writable path");
+                         dir.string() + (ec ? " (" + ec.message() + ")" : "") +
+                         "; create the directory or choose a writable path");
     const fs::space_info wspace = fs::space(dir, ec);
     if (!ec && double(wspace.available) < 4 * params + (1 << 20))
         throw UsageError(fmt::format("--save-weights {}: {:.1f} MB free there, the weights need "
@@ -242,6 +244,11 @@ RunSetup prepare(const TrainOptions& o, int ranks, int rank) {
                 .config(); // the engine draws each rank's part (initial_values, model/families.h)
     }
     s.seq = s.config.context;
+    if (o.sample > 0 && s.config.vocab > 65536)
+        throw UsageError(fmt::format("--sample: the model's vocabulary is {}, and a sampled token "
+                                     "id past 65535 cannot be stored (tokens are uint16); drop "
+                                     "--sample",
+                                     s.config.vocab));
     if (o.data.empty()) {
         s.data = default_corpus(0.1);
     } else {
@@ -532,8 +539,8 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
         }
     }
     // A diverged run's weights are not worth a file (its checkpoint says which state to use).
-    const FinalWeights weights =
-        hash_and_save_weights(engine, s.config, diverged.empty() ? o.save_weights : "", lead);
+    const FinalWeights weights = hash_and_save_weights(
+        engine, s.config, diverged.empty() ? o.save_weights : "", lead, o.save_shard_size);
     const std::string& hash = weights.hash;
     if (o.sample > 0 && !stopped_by && diverged.empty()) {
         const std::unique_ptr<Model> sampler =

@@ -1,23 +1,28 @@
 #include "model/hf_checkpoint.h"
 
 #include "core/error.h"
+#include "core/json_depth.h"
 
 #include <fmt/format.h>
 
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <sstream>
 
 namespace shardlab {
 
 namespace fs = std::filesystem;
 
 namespace {
+// Through the nesting limit every file shardlab reads goes through (core/json_depth.h).
 nlohmann::json read_json(const fs::path& p) {
-    std::ifstream in(p);
+    std::ifstream in(p, std::ios::binary);
     if (!in) throw UsageError(fmt::format("cannot open '{}'", p.string()));
+    std::ostringstream text;
+    text << in.rdbuf();
     try {
-        return nlohmann::json::parse(in);
+        return parse_json_bounded(text.str(), "'" + p.string() + "'");
     } catch (const nlohmann::json::exception& e) {
         throw UsageError(fmt::format("'{}' is not valid JSON ({})", p.string(), e.what()));
     }
@@ -61,6 +66,30 @@ int hf_int(const nlohmann::json& j, const char* key, const std::string& where) {
 
 void refuse_unless(bool ok, const std::string& where, const std::string& what) {
     if (!ok) throw UsageError(fmt::format("{}: {}", where, what));
+}
+
+double hf_number(const nlohmann::json& j, const char* key, const std::string& where) {
+    if (!j.contains(key) || !j[key].is_number())
+        throw UsageError(fmt::format("{}: \"{}\" is missing or not a number", where, key));
+    return j[key].get<double>();
+}
+
+// Llama 3.1 / 3.2's {"rope_type": "llama3", factor, low_freq_factor, high_freq_factor,
+// original_max_position_embeddings}; any other kind (linear, dynamic, yarn, ...) is refused.
+void read_rope_scaling(const nlohmann::json& j, ModelConfig& c, const std::string& where) {
+    const nlohmann::json& r = j["rope_scaling"];
+    refuse_unless(r.is_object(), where, "\"rope_scaling\" is not an object");
+    const std::string type =
+        r.contains("rope_type") ? r.value("rope_type", "") : r.value("type", "");
+    refuse_unless(type == "llama3", where,
+                  fmt::format("rope_scaling of type '{}': shardlab computes Llama 3's (\"llama3\") "
+                              "only",
+                              type));
+    const std::string at = where + " rope_scaling";
+    c.rope_factor = hf_number(r, "factor", at);
+    c.rope_low_freq = hf_number(r, "low_freq_factor", at);
+    c.rope_high_freq = hf_number(r, "high_freq_factor", at);
+    c.rope_original_context = hf_int(r, "original_max_position_embeddings", at);
 }
 } // namespace
 
@@ -107,9 +136,7 @@ ModelConfig config_from_hf(const nlohmann::json& j, const std::string& where) {
     c.tied_head = j.value("tie_word_embeddings", false);
     c.rope_theta = j.value("rope_theta", 10000.0);
     c.norm_eps = j.value("rms_norm_eps", 1e-6);
-    refuse_unless(!j.contains("rope_scaling") || j["rope_scaling"].is_null(), where,
-                  "\"rope_scaling\" is set; shardlab computes plain RoPE only (Llama 3.1/3.2's "
-                  "scaled frequencies are not implemented): use a model without it");
+    if (j.contains("rope_scaling") && !j["rope_scaling"].is_null()) read_rope_scaling(j, c, where);
     refuse_unless(!j.value("attention_bias", false) && !j.value("mlp_bias", false), where,
                   "attention_bias / mlp_bias are set; shardlab's Llama has no biases");
     refuse_unless(j.value("hidden_act", "silu") == "silu", where,
@@ -119,6 +146,14 @@ ModelConfig config_from_hf(const nlohmann::json& j, const std::string& where) {
                   where, "head_dim differs from hidden_size / num_attention_heads");
     c.validate();
     return c;
+}
+
+ModelConfig config_from_hf_file(const std::string& path) {
+    try {
+        return config_from_hf(read_json(path), "'" + path + "'");
+    } catch (const nlohmann::json::exception& e) { // a field of the wrong type
+        throw UsageError(fmt::format("'{}': {}", path, e.what()));
+    }
 }
 
 nlohmann::json config_to_hf(const ModelConfig& c) {
@@ -149,7 +184,14 @@ nlohmann::json config_to_hf(const ModelConfig& c) {
             {"hidden_act", "silu"},
             {"attention_bias", false},
             {"mlp_bias", false},
-            {"rope_scaling", nullptr}};
+            {"rope_scaling",
+             c.rope_factor > 0
+                 ? nlohmann::json{{"rope_type", "llama3"},
+                                  {"factor", c.rope_factor},
+                                  {"low_freq_factor", c.rope_low_freq},
+                                  {"high_freq_factor", c.rope_high_freq},
+                                  {"original_max_position_embeddings", c.rope_original_context}}
+                 : nlohmann::json(nullptr)}};
 }
 
 nlohmann::json checkpoint_index(const std::map<std::string, std::string>& weight_map,

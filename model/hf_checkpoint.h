@@ -2,7 +2,7 @@
 // model.safetensors or shards model-0000i-of-0000n.safetensors listed by
 // model.safetensors.index.json ({"metadata": {"total_size": bytes}, "weight_map": {tensor:
 // shard}}). This file resolves what `--weights` names into the files to read, maps config.json to a
-// ModelConfig and back, and writes the index beside shards.
+// ModelConfig and back, and builds the index (model/weights_writer.h writes it beside shards).
 #pragma once
 
 #include "model/model_config.h"
@@ -31,6 +31,8 @@ CheckpointFiles resolve_checkpoint(const std::string& path);
 // file in errors. Refuses what the family does not compute (rope_scaling, biases, another
 // activation, a head_dim other than hidden / heads), naming the field.
 ModelConfig config_from_hf(const nlohmann::json& j, const std::string& where);
+// The same read from a config.json file (JSON nested at most kMaxJsonDepth deep).
+ModelConfig config_from_hf_file(const std::string& path);
 nlohmann::json config_to_hf(const ModelConfig& c);
 
 // The index a sharded save writes: every tensor's shard (file names relative to the folder).

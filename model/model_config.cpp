@@ -68,12 +68,21 @@ void ModelConfig::validate() const {
                                      hidden, heads, hidden % 64 == 0 ? hidden / 64 : 1));
     if (heads % kv_heads != 0)
         throw UsageError(fmt::format("heads {} is not a multiple of kv-heads {}", heads, kv_heads));
-    if (vocab > 65536)
-        throw UsageError(fmt::format("vocab {} exceeds 65536 (tokens are uint16)", vocab));
+    // Token ids are stored as uint16, but a larger vocabulary (Llama 3's 128,256) still trains on
+    // data whose ids fit; only sampling could make an id past 65535 (refused in train's checks).
+    if (vocab > kMaxVocab)
+        throw UsageError(fmt::format("vocab {} exceeds {}; no model shardlab knows is that large",
+                                     vocab, kMaxVocab));
     if (ffn_width < 0) throw UsageError(fmt::format("ffn must be positive, got {}", ffn_width));
     if (arch == Architecture::params_only)
         throw UsageError("a bare parameter count is no model; give an architecture's shape");
     if (arch == Architecture::llama) {
+        if (rope_factor != 0 && !(rope_factor >= 1 && rope_low_freq > 0 &&
+                                  rope_high_freq > rope_low_freq && rope_original_context > 0))
+            throw UsageError(fmt::format(
+                "llama rope_scaling needs factor >= 1, 0 < low_freq_factor < high_freq_factor and "
+                "original_max_position_embeddings > 0, got {}, {}, {}, {}",
+                rope_factor, rope_low_freq, rope_high_freq, rope_original_context));
         if (!(rope_theta > 0) || !(norm_eps > 0 && norm_eps < 1))
             throw UsageError(fmt::format("llama needs rope_theta > 0 and 0 < norm_eps < 1, got "
                                          "{} and {}",
@@ -101,7 +110,8 @@ std::string ModelConfig::describe() const {
     const std::string shape =
         arch == Architecture::llama
             ? fmt::format("llama L={} d={} H={} Hkv={} ffn={} T={} V={} {}", layers, hidden, heads,
-                          kv_heads, ffn(), context, vocab, tied_head ? "tied" : "untied")
+                          kv_heads, ffn(), context, vocab, tied_head ? "tied" : "untied") +
+                  (rope_factor > 0 ? fmt::format(" rope x{:g}", rope_factor) : "")
             : fmt::format("L={} d={} H={} T={} V={}", layers, hidden, heads, context, vocab);
     if (padded_vocab() == vocab)
         return fmt::format("{} ({:.2f}M params)", shape, double(num_params()) / 1e6);
@@ -123,6 +133,11 @@ nlohmann::json config_to_json(const ModelConfig& c) {
         j["rope_theta"] = c.rope_theta;
         j["rms_eps"] = c.norm_eps;
         j["tied"] = c.tied_head;
+        if (c.rope_factor > 0)
+            j["rope_scaling"] = {{"factor", c.rope_factor},
+                                 {"low_freq_factor", c.rope_low_freq},
+                                 {"high_freq_factor", c.rope_high_freq},
+                                 {"original_max_position_embeddings", c.rope_original_context}};
     }
     return j;
 }
@@ -177,6 +192,13 @@ ModelConfig config_from_json(const nlohmann::json& j) {
             const nlohmann::json& tied = j.at("tied");
             if (!tied.is_boolean()) throw UsageError("model config \"tied\" is not true or false");
             c.tied_head = tied.get<bool>();
+            if (j.contains("rope_scaling")) {
+                const nlohmann::json& r = j.at("rope_scaling");
+                c.rope_factor = config_number(r, "factor");
+                c.rope_low_freq = config_number(r, "low_freq_factor");
+                c.rope_high_freq = config_number(r, "high_freq_factor");
+                c.rope_original_context = config_int(r, "original_max_position_embeddings");
+            }
         }
     } catch (const nlohmann::json::exception& e) {
         throw UsageError(

@@ -32,8 +32,14 @@ struct ModelConfig {
     bool tied_head = true;   // the output head is the token embedding (GPT-2 always)
     double rope_theta = 1e4; // llama: the rotary base (Hugging Face rope_theta)
     double norm_eps = 1e-5;  // llama: RMSNorm's epsilon (Hugging Face rms_norm_eps)
+    // llama: Llama 3.1 / 3.2's rope_scaling (rope_type "llama3"; model/kernels/rope_frequency.h):
+    // factor 0 is none.
+    double rope_factor = 0, rope_low_freq = 1, rope_high_freq = 4;
+    int rope_original_context = 8192;
 
     static constexpr int kDefaultVocabMultiple = 128;
+    // A bound on V that keeps every V-sized count far inside an int (Llama 3's is 128,256).
+    static constexpr int kMaxVocab = 1 << 22;
 
     int head_dim() const { return hidden / heads; }
     int ffn() const { return ffn_width ? ffn_width : 4 * hidden; }

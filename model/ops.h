@@ -10,6 +10,7 @@
 #include "core/stream.h"
 #include "core/tensor.h"
 #include "model/kernels/adamw_step.h"
+#include "model/kernels/rope_frequency.h"
 
 #include <cstdint>
 #include <string>
@@ -115,9 +116,9 @@ class Ops {
     // side by side in a fused qkv row — row r at position r mod seq. Backward rotates the
     // gradient back (the inverse rotation), also in place.
     virtual void rope_forward(Stream& s, const Tensor& x, int seq, int heads, int head_dim,
-                              float theta) = 0;
+                              const Rope& rope) = 0;
     virtual void rope_backward(Stream& s, const Tensor& dx, int seq, int heads, int head_dim,
-                               float theta) = 0;
+                               const Rope& rope) = 0;
     // What every backend's rope_forward and rope_backward require of their arguments.
     static void check_rope_shape(const Tensor& x, int seq, int heads, int head_dim) {
         check(seq > 0 && heads >= 0 && head_dim > 0 && head_dim % 2 == 0 &&

@@ -203,23 +203,23 @@ void CpuOps::rmsnorm_backward(Stream& s, const Tensor& din, const Tensor& dweigh
 }
 
 void CpuOps::rope_forward(Stream& s, const Tensor& x, int seq, int heads, int head_dim,
-                          float theta) {
+                          const Rope& rope) {
     check_rope_shape(x, seq, heads, head_dim);
     for_dtype(x.dtype, [&](auto tag) {
         using T = decltype(tag);
-        s.enqueue([p = x.as<T>(), n = rows(x), w = last_dim(x), seq, heads, head_dim, theta] {
-            cpu::rope_forward(p, n, seq, heads, head_dim, w, theta);
+        s.enqueue([p = x.as<T>(), n = rows(x), w = last_dim(x), seq, heads, head_dim, rope] {
+            cpu::rope_forward(p, n, seq, heads, head_dim, w, rope);
         });
     });
 }
 
 void CpuOps::rope_backward(Stream& s, const Tensor& dx, int seq, int heads, int head_dim,
-                           float theta) {
+                           const Rope& rope) {
     check_rope_shape(dx, seq, heads, head_dim);
     for_dtype(dx.dtype, [&](auto tag) {
         using T = decltype(tag);
-        s.enqueue([p = dx.as<T>(), n = rows(dx), w = last_dim(dx), seq, heads, head_dim, theta] {
-            cpu::rope_backward(p, n, seq, heads, head_dim, w, theta);
+        s.enqueue([p = dx.as<T>(), n = rows(dx), w = last_dim(dx), seq, heads, head_dim, rope] {
+            cpu::rope_backward(p, n, seq, heads, head_dim, w, rope);
         });
     });
 }

@@ -187,17 +187,17 @@ class CudaOps : public Ops {
     }
 
     void rope_forward(Stream& s, const Tensor& x, int seq, int heads, int head_dim,
-                      float theta) override {
+                      const Rope& rope) override {
         check_rope_shape(x, seq, heads, head_dim);
-        cuda::rope_forward(stream_of(s), x.data, rows(x), seq, heads, head_dim, last_dim(x), theta,
+        cuda::rope_forward(stream_of(s), x.data, rows(x), seq, heads, head_dim, last_dim(x), rope,
                            x.dtype);
     }
 
     void rope_backward(Stream& s, const Tensor& dx, int seq, int heads, int head_dim,
-                       float theta) override {
+                       const Rope& rope) override {
         check_rope_shape(dx, seq, heads, head_dim);
         cuda::rope_backward(stream_of(s), dx.data, rows(dx), seq, heads, head_dim, last_dim(dx),
-                            theta, dx.dtype);
+                            rope, dx.dtype);
     }
 
     void swiglu_forward(Stream& s, const Tensor& out, const Tensor& gate,

@@ -24,11 +24,6 @@ float normal(std::uint64_t seed, std::uint64_t tensor, std::uint64_t i) {
 }
 } // namespace
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-    return s.size() >= suffix.size() &&
-           s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 void init_range(const ParamLayout& layout, int unit, std::uint64_t seed, std::uint64_t begin,
                 std::uint64_t count, float* out, const InitRuleFor& rule) {
     // A global tensor index keeps streams distinct across units.

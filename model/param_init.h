@@ -23,8 +23,6 @@ using InitRuleFor = std::function<InitRule(const ParamInfo&)>;
 void init_range(const ParamLayout& layout, int unit, std::uint64_t seed, std::uint64_t begin,
                 std::uint64_t count, float* out, const InitRuleFor& rule);
 
-bool ends_with(const std::string& s, const std::string& suffix);
-
 // Where a run's first parameters come from, asked one element range of one unit at a time (so
 // nobody needs the whole model at once): fills `out` with elements [begin, begin + count).
 using InitialValues =

@@ -121,15 +121,15 @@ void TracedOps::rmsnorm_backward(Stream& s, const Tensor& din, const Tensor& dwe
 }
 
 void TracedOps::rope_forward(Stream& s, const Tensor& x, int seq, int heads, int head_dim,
-                             float theta) {
+                             const Rope& rope) {
     const TraceScope span(&t_, s, "rope_forward", "op", {{"x", shape(x)}});
-    in_.rope_forward(s, x, seq, heads, head_dim, theta);
+    in_.rope_forward(s, x, seq, heads, head_dim, rope);
 }
 
 void TracedOps::rope_backward(Stream& s, const Tensor& dx, int seq, int heads, int head_dim,
-                              float theta) {
+                              const Rope& rope) {
     const TraceScope span(&t_, s, "rope_backward", "op", {{"dx", shape(dx)}});
-    in_.rope_backward(s, dx, seq, heads, head_dim, theta);
+    in_.rope_backward(s, dx, seq, heads, head_dim, rope);
 }
 
 void TracedOps::swiglu_forward(Stream& s, const Tensor& out, const Tensor& gate, const Tensor& up) {

@@ -45,9 +45,9 @@ class TracedOps : public Ops {
     void rmsnorm_backward(Stream& s, const Tensor& din, const Tensor& dweight, const Tensor& dout,
                           const Tensor& in, const Tensor& weight, const Tensor& rstd) override;
     void rope_forward(Stream& s, const Tensor& x, int seq, int heads, int head_dim,
-                      float theta) override;
+                      const Rope& rope) override;
     void rope_backward(Stream& s, const Tensor& dx, int seq, int heads, int head_dim,
-                       float theta) override;
+                       const Rope& rope) override;
     void swiglu_forward(Stream& s, const Tensor& out, const Tensor& gate,
                         const Tensor& up) override;
     void swiglu_backward(Stream& s, const Tensor& dgate, const Tensor& dup, const Tensor& dout,

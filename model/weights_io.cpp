@@ -1,9 +1,11 @@
-// Weights <-> safetensors, checked tensor by tensor against ParamLayout.
+// Weights <-> safetensors (one file or a Hugging Face folder of shards), checked tensor by tensor
+// against ParamLayout.
 #include "model/weights_io.h"
 
 #include "core/error.h"
 #include "core/json_depth.h"
 #include "model/safetensors.h"
+#include "model/weights_writer.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -12,35 +14,31 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <set>
+#include <map>
+#include <optional>
 
 namespace shardlab {
 
-void save_weights(const std::string& path, const ModelWeights& w, DType store_as) {
+void save_weights(const std::string& path, const ModelWeights& w, DType store_as,
+                  std::uint64_t shard_bytes) {
+    WeightsWriter out(path, w.config, store_as, shard_bytes);
     const ParamLayout layout(w.config);
-    SafeTensorsFile f;
-    f.metadata["format"] = "pt";
-    f.metadata["config"] = config_to_json(w.config).dump();
     for (std::size_t u = 0; u < layout.num_units(); ++u)
-        for (const ParamInfo& p : layout.units()[u].params) {
-            SafeTensor t{p.name, store_as, p.shape, {}};
-            t.data.resize(p.numel * dtype_size(store_as));
-            convert(w.units[u].data() + p.offset, DType::f32, t.data.data(), store_as, p.numel);
-            f.tensors.push_back(std::move(t));
+        for (std::size_t k = 0; k < layout.units()[u].params.size(); ++k) {
+            const ParamInfo& p = layout.units()[u].params[k];
+            out.write(int(u), k, 0, w.units[u].data() + p.offset, p.numel);
         }
-    write_safetensors(path, f);
+    out.finish();
 }
 
 namespace {
 // Tensors a file may hold that are no parameter here: a tied head's copy of the embedding,
 // GPT-2's causal-mask buffers, a Llama's saved rotary frequencies (recomputed from rope_theta).
 bool ignored(const std::string& name, const ModelConfig& c) {
-    auto ends = [&](const std::string& s) {
-        return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0;
-    };
     if (c.arch == Architecture::llama)
-        return (c.tied_head && name == "lm_head.weight") || ends(".rotary_emb.inv_freq");
-    return name == "lm_head.weight" || ends(".attn.bias") || ends(".attn.masked_bias");
+        return (c.tied_head && name == "lm_head.weight") || name.ends_with(".rotary_emb.inv_freq");
+    return name == "lm_head.weight" || name.ends_with(".attn.bias") ||
+           name.ends_with(".attn.masked_bias");
 }
 // GPT-2 files name their tensors with or without "transformer."; a Llama's are as Hugging Face's.
 std::string canonical(const std::string& name, Architecture arch = Architecture::gpt2) {
@@ -83,9 +81,13 @@ ModelConfig infer_gpt2_config(const SafeTensorsFile& f, const std::string& path)
     return c;
 }
 
-ModelConfig config_of(const SafeTensorsFile& f, const std::string& path) {
+// shardlab's own config in the metadata first (it keeps what config.json has no field for), then a
+// Hugging Face config.json beside the weights, then — GPT-2 only — the tensors' shapes.
+ModelConfig config_of(const SafeTensorsFile& f, const std::string& path,
+                      const std::optional<std::string>& config_json = std::nullopt) {
     auto it = f.metadata.find("config");
-    if (it == f.metadata.end()) return infer_gpt2_config(f, path);
+    if (it == f.metadata.end())
+        return config_json ? config_from_hf_file(*config_json) : infer_gpt2_config(f, path);
     try {
         return config_from_json(
             parse_json_bounded(it->second, "'" + path + "': the metadata \"config\""));
@@ -170,7 +172,14 @@ std::vector<std::vector<std::size_t>> match_tensors(const SafeTensorsFile& f,
 } // namespace
 
 ModelWeights load_weights(const std::string& path, int vocab_multiple) {
-    return weights_from_file(read_safetensors(path), path, vocab_multiple);
+    WeightsReader reader(path, vocab_multiple);
+    const ParamLayout layout(reader.config());
+    ModelWeights w{reader.config(), {}};
+    for (std::size_t u = 0; u < layout.num_units(); ++u) {
+        w.units.emplace_back(layout.units()[u].numel);
+        reader.read(int(u), 0, w.units.back().size(), w.units.back().data());
+    }
+    return w;
 }
 
 ModelWeights weights_from_file(const SafeTensorsFile& f, const std::string& path,
@@ -195,10 +204,50 @@ ModelWeights weights_from_file(const SafeTensorsFile& f, const std::string& path
 }
 
 namespace {
-// The file's config, checked against its tensors before anything is sized by it (the members
-// after config_ — the layout first — are built from it).
-ModelConfig fitting_config(const SafeTensorsFile& f, const std::string& path, int vocab_multiple) {
-    ModelConfig c = config_of(f, path);
+// Every shard's header as one list of tensors (no data), with each tensor's shard; the index's
+// weight_map must agree with what the shards hold, tensor by tensor: a disagreement means shards
+// from different saves.
+SafeTensorsFile read_headers(const CheckpointFiles& files, const std::string& path,
+                             std::vector<std::size_t>& shard_of) {
+    SafeTensorsFile merged;
+    std::map<std::string, std::size_t> seen;
+    const std::string fix = "; the index and its shards come from different saves — copy the "
+                            "checkpoint again";
+    for (std::size_t s = 0; s < files.shards.size(); ++s) {
+        SafeTensorsFile f = read_safetensors_index(files.shards[s]);
+        if (s == 0) merged.metadata = f.metadata; // every shard carries the same metadata
+        for (SafeTensor& t : f.tensors) {
+            const auto [at, fresh] = seen.emplace(t.name, s);
+            if (!fresh)
+                throw UsageError(fmt::format("'{}': tensor '{}' is in both '{}' and '{}'{}", path,
+                                             t.name, files.shards[at->second], files.shards[s],
+                                             fix));
+            const auto listed = files.weight_map.find(t.name);
+            if (!files.weight_map.empty() &&
+                (listed == files.weight_map.end() || listed->second != files.shards[s]))
+                throw UsageError(fmt::format(
+                    "'{}': shard '{}' holds tensor '{}', which the index {}{}", path,
+                    files.shards[s], t.name,
+                    listed == files.weight_map.end() ? "does not list"
+                                                     : "places in '" + listed->second + "'",
+                    fix));
+            shard_of.push_back(s);
+            merged.tensors.push_back(std::move(t));
+        }
+    }
+    for (const auto& [name, shard] : files.weight_map)
+        if (!seen.count(name))
+            throw UsageError(fmt::format("'{}': the index places tensor '{}' in '{}', which does "
+                                         "not hold it{}",
+                                         path, name, shard, fix));
+    return merged;
+}
+
+// The checkpoint's config, checked against its tensors before anything is sized by it (the
+// members after config_ — the layout first — are built from it).
+ModelConfig fitting_config(const SafeTensorsFile& f, const std::string& path,
+                           const std::optional<std::string>& config_json, int vocab_multiple) {
+    ModelConfig c = config_of(f, path, config_json);
     check_config_fits_file(c, f, path);
     c.vocab_multiple = vocab_multiple;
     c.validate();
@@ -207,10 +256,10 @@ ModelConfig fitting_config(const SafeTensorsFile& f, const std::string& path, in
 } // namespace
 
 WeightsReader::WeightsReader(const std::string& path, int vocab_multiple)
-    : path_(path), index_(read_safetensors_index(path)),
-      config_(fitting_config(index_, path, vocab_multiple)), layout_(config_) {
+    : path_(path), files_(resolve_checkpoint(path)), index_(read_headers(files_, path, shard_of_)),
+      config_(fitting_config(index_, path, files_.config_json, vocab_multiple)), layout_(config_) {
     where_ = match_tensors(index_, layout_, config_, path);
-    in_.open(path, std::ios::binary);
+    for (const std::string& shard : files_.shards) in_.emplace_back(shard, std::ios::binary);
 }
 
 void WeightsReader::read(int unit, std::uint64_t begin, std::uint64_t count, float* out) {
@@ -226,16 +275,19 @@ void WeightsReader::read(int unit, std::uint64_t begin, std::uint64_t count, flo
         const std::uint64_t first = std::max<std::uint64_t>(begin, p.offset);
         const std::uint64_t last = std::min<std::uint64_t>(begin + count, p.offset + p.numel);
         if (first >= last) continue;
-        const SafeTensor& t = index_.tensors[where_[std::size_t(unit)][k]];
+        const std::size_t i = where_[std::size_t(unit)][k];
+        const SafeTensor& t = index_.tensors[i];
+        const std::string& file = files_.shards[shard_of_[i]];
+        std::ifstream& in = in_[shard_of_[i]];
         const std::size_t ds = dtype_size(t.dtype);
         bytes.resize((last - first) * ds);
-        in_.seekg(std::streamoff(t.file_offset + (first - p.offset) * ds));
-        in_.read(reinterpret_cast<char*>(bytes.data()), std::streamsize(bytes.size()));
-        if (!in_)
-            throw UsageError("'" + path_ + "': could not read tensor '" + t.name +
+        in.seekg(std::streamoff(t.file_offset + (first - p.offset) * ds));
+        in.read(reinterpret_cast<char*>(bytes.data()), std::streamsize(bytes.size()));
+        if (!in)
+            throw UsageError("'" + file + "': could not read tensor '" + t.name +
                              "'; check that the file is not being modified");
         convert(bytes.data(), t.dtype, out + (first - begin), DType::f32, last - first);
-        check_finite(out + (first - begin), last - first, first - p.offset, t.name, path_);
+        check_finite(out + (first - begin), last - first, first - p.offset, t.name, file);
     }
 }
 

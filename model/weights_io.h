@@ -1,13 +1,16 @@
 // A model's weights (any family: GPT-2, Llama) to and from safetensors, in Hugging Face's names
-// and shapes, with the model config in the file's metadata ("config": JSON). Loading checks the
-// file against the config's layout and names every missing, unexpected or mis-shaped tensor in one
-// error.
+// and shapes, with the model config in the file's metadata ("config": JSON). A path is a
+// .safetensors file, or a Hugging Face folder (config.json with model.safetensors or shards and
+// their index; model/hf_checkpoint.h), or the index itself. Loading checks the tensors against the
+// config's layout and names every missing, unexpected or mis-shaped tensor in one error.
 #pragma once
 
 #include "core/dtype.h"
+#include "model/hf_checkpoint.h"
 #include "model/model_config.h"
 #include "model/param_layout.h"
 #include "model/safetensors.h"
+#include "model/weights_writer.h"
 
 #include <cstdint>
 #include <fstream>
@@ -23,15 +26,19 @@ struct ModelWeights {
 
 // Files hold the true vocabulary (wte [V, d]) whatever config.vocab_multiple is: saving writes the
 // first V rows of the padded wte, loading fills the padding rows with zeros.
-// Stores every tensor as fp32 or bf16 (rounded to nearest even).
-void save_weights(const std::string& path, const ModelWeights& weights, DType store_as);
+// Stores every tensor as fp32 or bf16 (rounded to nearest even). A folder path (ending in '/' or
+// an existing directory) gets Hugging Face's layout, in shards of at most `shard_bytes`
+// (model/weights_writer.h).
+void save_weights(const std::string& path, const ModelWeights& weights, DType store_as,
+                  std::uint64_t shard_bytes = kDefaultShardBytes);
 
 // Reads weights; GPT-2 names with or without the "transformer." prefix are accepted, and the tied
 // "lm_head.weight" and the causal-mask buffers "*.attn.bias" / "*.attn.masked_bias" are ignored
 // (a Llama's: a tied head's "lm_head.weight" and "*.rotary_emb.inv_freq"). Without a "config"
-// metadata entry (a Hugging Face GPT-2 checkpoint) the config is inferred from the tensor shapes,
-// with GPT-2's head size of 64. The units are laid out with wte padded to a
-// multiple of `vocab_multiple` rows (config.vocab_multiple is set to it).
+// metadata entry the config is read from a config.json beside the weights (Hugging Face's
+// checkpoints), else — a bare GPT-2 file — inferred from the tensor shapes with GPT-2's head size
+// of 64. The units are laid out with wte padded to a multiple of `vocab_multiple` rows
+// (config.vocab_multiple is set to it).
 ModelWeights load_weights(const std::string& path,
                           int vocab_multiple = ModelConfig::kDefaultVocabMultiple);
 
@@ -40,10 +47,10 @@ ModelWeights load_weights(const std::string& path,
 ModelWeights weights_from_file(const SafeTensorsFile& f, const std::string& path,
                                int vocab_multiple = ModelConfig::kDefaultVocabMultiple);
 
-// A weights file read in pieces: the header is read and checked against the model config when
-// it opens (every tensor present and shaped right, as load_weights checks), then any element range
-// of any unit is read on demand, converted to fp32 and checked finite. `train --init` reads only
-// what a rank holds, so no rank reads the whole model.
+// Weights read in pieces: every shard's header is read and checked against the model config when
+// it opens (every tensor present once and shaped right, in the shard the index names), then any
+// element range of any unit is read on demand from its shard, converted to fp32 and checked finite.
+// `train --init` reads only what a rank holds, so no rank reads the whole model.
 class WeightsReader {
   public:
     // Throws UsageError naming the problem. Units are laid out with wte padded to a multiple of
@@ -57,11 +64,13 @@ class WeightsReader {
 
   private:
     std::string path_;
-    SafeTensorsFile index_; // the tensors' places, no data
+    CheckpointFiles files_;
+    std::vector<std::size_t> shard_of_; // [tensor of index_]: its shard in files_.shards
+    SafeTensorsFile index_;             // every shard's tensors and their places, no data
     ModelConfig config_;
     ParamLayout layout_;
     std::vector<std::vector<std::size_t>> where_; // [unit][param]: index into index_.tensors
-    std::ifstream in_;
+    std::vector<std::ifstream> in_;               // one per shard
 };
 
 } // namespace shardlab

@@ -11,6 +11,8 @@
 #   bench      GPT-2 124M bf16 `bench step`, micro-batch 16 x 1024, vocabulary 50257 and 50304
 #   trace      three `--trace` steps of the same model, turned into a per-op time table
 #   eager      the PyTorch eager peer (tools/torch_bench_step.py) on the same GPU and shapes
+#   llama      the Llama (issue 25; its kernels' tests are in test_cuda_ops): three bf16 `train`
+#              steps and a `bench step` of SmolLM-135M's shape, micro-batch 16 x 1024
 #   memcheck   compute-sanitizer memcheck on test_cuda_ops
 #   racecheck  compute-sanitizer racecheck on test_cuda_ops
 #   compile    the torch.compile peer, with what time is left
@@ -50,6 +52,10 @@ timed_steps() { if [ "$DRY" = 1 ]; then echo --steps 2 --warmup 1; else echo --s
 batch() { if [ "$DRY" = 1 ]; then echo 2; else echo 16; fi; }
 seqlen() { if [ "$DRY" = 1 ]; then echo 16; else echo 1024; fi; }
 vocabs() { if [ "$DRY" = 1 ]; then echo 257 320; else echo 50257 50304; fi; }
+llama() { # the Llama the llama step trains and times: SmolLM-135M's shape, or a tiny one
+  if [ "$DRY" = 1 ]; then echo --arch llama --layers 1 --hidden 32 --heads 2 --kv-heads 1 --ffn 48 --seq 16
+  else echo --preset smollm-135m --seq 1024; fi
+}
 torch_cuda() { env -u LD_LIBRARY_PATH python3 -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 3)' 2>/dev/null; }
 
 step_env() {
@@ -177,19 +183,31 @@ peer() { # eager|compile: tools/torch_bench_step.py with the machine's own libra
   return $rc
 }
 step_eager() { peer eager; }
+
+step_llama() {
+  local rc=0 each=$(($(limit_of llama) / 2 - 5)) line=""
+  timeout --foreground -k 5 $each $(mpirun_cmd) -np 1 shardlab train --device cuda $(llama) --precision bf16 \
+    --micro-batch "$(batch)" --steps 3 --warmup 1 --val-every 0 --out "$LOGS/llama_run" --quiet > "$LOGS/llama_train.txt" 2>&1 || rc=$?
+  line+="train: $(python3 -c 'import json, sys; s = json.load(open(sys.argv[1]))["steps"]; print("loss %.3f -> %.3f" % (s[0]["loss"], s[-1]["loss"]))' "$LOGS/llama_run/report.json" 2>/dev/null || echo failed)"
+  timeout --foreground -k 5 $each shardlab bench step --device cuda $(llama) --precision bf16 --batch "$(batch)" \
+    --seq-len "$(seqlen)" $(timed_steps) --json > "$LOGS/bench_llama.json" || rc=$?
+  cat "$LOGS/bench_llama.json"
+  result "$line; bench: $(speed "$LOGS/bench_llama.json")"
+  return $rc
+}
 step_compile() { peer compile; }
 
 # ---------------------------------------------------------------------------------------------
 # The runner
 # ---------------------------------------------------------------------------------------------
-ALL_STEPS="env ops train bench trace eager memcheck racecheck compile"
+ALL_STEPS="env ops train bench trace eager llama memcheck racecheck compile"
 limit_of() { # a step's time limit in seconds: LEASE_LIMITS overrides, the dry run is shorter
   local o
   for o in ${LEASE_LIMITS:-}; do [ "${o%%=*}" = "$1" ] && { echo "${o#*=}"; return; }; done
   if [ "$DRY" = 1 ]; then
-    case $1 in env) echo 30 ;; ops | train) echo 60 ;; *) echo 30 ;; esac
+    case $1 in env) echo 30 ;; ops | train) echo 60 ;; llama) echo 45 ;; *) echo 30 ;; esac
   else
-    case $1 in env) echo 40 ;; ops) echo 90 ;; train) echo 180 ;; bench | trace) echo 100 ;; eager) echo 120 ;;
+    case $1 in env) echo 40 ;; ops) echo 90 ;; train) echo 180 ;; bench | trace) echo 100 ;; eager | llama) echo 120 ;;
       memcheck | racecheck) echo 100 ;; compile) echo 240 ;; *) echo 60 ;; esac
   fi
 }

@@ -122,8 +122,10 @@ with tempfile.TemporaryDirectory() as tmp:
         ("eval --batch 100000000 on 12 KB", [SHARDLAB, "eval", "--weights", weights, "--data", small_text, "--batch", "100000000"],
          "--batch 100000000 is more than the"),
         ("missing weights file", eval_ + ["--weights", os.path.join(tmp, "none.safetensors")], "none.safetensors"),
-        ("--save-weights a directory", [SHARDLAB, "train", *SMALL, "--out", os.path.join(tmp, "new1"), "--save-weights", config_dir],
-         "is a directory; give a file name"),
+        # A directory is a Hugging Face folder now; one that cannot be created is refused up front.
+        ("--save-weights a folder under a file", [SHARDLAB, "train", *SMALL, "--out", os.path.join(tmp, "new1"),
+                                                  "--save-weights", os.path.join(bad_toml, "hf") + "/"],
+         "cannot create a file in"),
         ("--save-weights in a missing directory", [SHARDLAB, "train", *SMALL, "--out", os.path.join(tmp, "new2"),
                                                    "--save-weights", os.path.join(tmp, "no", "such", "w.safetensors")],
          "cannot create a file in"),

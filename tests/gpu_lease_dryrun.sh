@@ -82,7 +82,7 @@ for f in files:
 print("$OUT:", ", ".join(f"{f} ({os.path.getsize(os.path.join(out, f)):,} B)" for f in sorted(files)))
 r = json.load(open(os.path.join(out, "results.json")))
 st = {s["step"]: (s["status"], s["result"]) for s in r["steps"]}
-want = {"env": "ok", "ops": "ok", "train": "ok", "bench": "ok", "trace": "ok", "eager": "TIMEOUT",
+want = {"env": "ok", "ops": "ok", "train": "ok", "bench": "ok", "trace": "ok", "eager": "TIMEOUT", "llama": "ok",
         "memcheck": "FAIL (3)", "racecheck": "SKIP", "compile": "SKIP"}
 for step, status in want.items():
     assert st[step][0] == status, f"{step}: {st[step]}, expected {status}"
@@ -94,6 +94,8 @@ assert "killed after 3 s" in st["eager"][1], st["eager"]
 assert st["ops"][1].endswith("passed") and not st["ops"][1].startswith("0 "), st["ops"]
 assert "0 failed" in st["train"][1], st["train"]
 assert r["bench_257"]["tokens_per_s"] > 0 and r["bench_320"]["tokens_per_s"] > 0, r
+assert re.search(r"^train: loss [0-9.]+ -> [0-9.]+; bench: [0-9.]+ ms", st["llama"][1]), st["llama"]
+assert r["bench_llama"]["tokens_per_s"] > 0, r
 names = tarfile.open(os.path.join(out, "lease-logs.tar.gz")).getnames()
 for f in ("logs/env.log", "logs/ops.log", "logs/train.log", "logs/trace.json", "logs/trace_ops.md", "logs/steps.tsv"):
     assert f in names, f"{f} not in the logs tarball: {names}"

@@ -151,7 +151,8 @@ TEST(CudaLlamaOps, RmsNormWeightGradOverManyChunksIsWithinTheReassociationBound)
 // the roundings of the two products and the sum on each side, 6 u (|a| + |b|): 8 u (|a| + |b|),
 // and a 16-bit one rounding more.
 // Head dims 2, 6, 10 (pairs no vector width divides), 1 and 3 rotated heads, seq 7, 5, 1 and a
-// long one (1000: large angles), theta 10000 (Llama 2) and 500000 (Llama 3).
+// long one (1000: large angles), theta 10000 (Llama 2) and 500000 (Llama 3), and Llama 3's
+// scaling (over a context of 64, so the seq-1000 case turns every band of the rule).
 TEST(CudaLlamaOps, RopeIsTheCpusBitForBit) {
     MAKE_TWIN(t);
     struct Case {
@@ -163,12 +164,13 @@ TEST(CudaLlamaOps, RopeIsTheCpusBitForBit) {
                           {2, 9, 3, 10, 5 * 10 + 1},
                           {1, 1000, 1, 6, 6}};
     for (const Case& k : cases)
-        for (const float theta : {10000.0f, 500000.0f})
+        for (const Rope& theta : {Rope{10000.0f}, Rope{500000.0f},
+                                  Rope{500000.0f, 32.0f, 1.0f, 4.0f, 64}}) // Llama 3's scaling
             for (DType dt : kAll) {
                 SCOPED_TRACE(testing::Message()
                              << dtype_name(dt) << " batch " << k.batch << " seq " << k.seq
                              << " heads " << k.heads << " head_dim " << k.head_dim << " width "
-                             << k.width << " theta " << theta);
+                             << k.width << " theta " << theta.theta << " factor " << theta.factor);
                 const int rows = k.batch * k.seq;
                 const std::size_t n = std::size_t(rows) * k.width;
                 const auto x0 = random_values(n, 31, 3.0f), g0 = random_values(n, 32);
@@ -261,15 +263,15 @@ TEST(CudaLlamaOps, RopeRefusesShapesItCannotRotate) {
     for (int side = 0; side < 2; ++side) {
         Side& x = side ? t.gpu : t.cpu;
         const Tensor tx = x.make(std::vector<float>(2 * 12, 1.0f), DType::f32, {2, 12});
-        EXPECT_THROW(x.ops->rope_forward(x.s(), tx, 2, 2, 5, 10000.0f), Error);
-        EXPECT_THROW(x.ops->rope_backward(x.s(), tx, 2, 3, 6, 10000.0f), Error);
+        EXPECT_THROW(x.ops->rope_forward(x.s(), tx, 2, 2, 5, Rope{10000.0f}), Error);
+        EXPECT_THROW(x.ops->rope_backward(x.s(), tx, 2, 3, 6, Rope{10000.0f}), Error);
         try {
-            x.ops->rope_forward(x.s(), tx, 2, 3, 6, 10000.0f);
+            x.ops->rope_forward(x.s(), tx, 2, 3, 6, Rope{10000.0f});
             ADD_FAILURE() << "3 heads of 6 in rows of 12 accepted";
         } catch (const Error& e) {
             EXPECT_NE(std::string(e.what()).find("3 heads of 6"), std::string::npos) << e.what();
         }
-        x.ops->rope_forward(x.s(), tx, 2, 2, 6, 10000.0f); // exactly the row: accepted
-        EXPECT_EQ(x.read(tx)[0], 1.0f);                    // position 0: not rotated
+        x.ops->rope_forward(x.s(), tx, 2, 2, 6, Rope{10000.0f}); // exactly the row: accepted
+        EXPECT_EQ(x.read(tx)[0], 1.0f);                          // position 0: not rotated
     }
 }

@@ -3,6 +3,7 @@
 // give), refusals naming the field, and `--weights` resolved from a file, an index or a folder.
 #include "core/error.h"
 #include "model/hf_checkpoint.h"
+#include "model/model_presets.h"
 
 #include <gtest/gtest.h>
 
@@ -62,10 +63,34 @@ TEST(HfConfig, PublishedLlamaConfigsGiveTheirParameterCounts) {
     EXPECT_EQ(again.num_params(), t.num_params());
 }
 
+// meta-llama/Llama-3.2-1B config.json: Llama 3's scaled RoPE, a tied head, V = 128,256.
+TEST(HfConfig, Llama32ReadsItsRopeScalingAndCountsItsParameters) {
+    const nlohmann::json j = nlohmann::json::parse(R"({
+      "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_act": "silu",
+      "hidden_size": 2048, "intermediate_size": 8192, "num_attention_heads": 32,
+      "num_hidden_layers": 16, "num_key_value_heads": 8, "max_position_embeddings": 131072,
+      "rms_norm_eps": 1e-05, "rope_theta": 500000.0, "tie_word_embeddings": true,
+      "vocab_size": 128256, "head_dim": 64, "attention_bias": false, "mlp_bias": false,
+      "rope_scaling": {"factor": 32.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                       "original_max_position_embeddings": 8192, "rope_type": "llama3"}})");
+    const ModelConfig c = config_from_hf(j, "llama-3.2-1b");
+    EXPECT_EQ(c.num_params(),
+              1'235'814'400u); // the model card's 1.24B, counted by hand in test_plan
+    EXPECT_EQ(c.rope_factor, 32.0);
+    EXPECT_EQ(c.rope_low_freq, 1.0);
+    EXPECT_EQ(c.rope_high_freq, 4.0);
+    EXPECT_EQ(c.rope_original_context, 8192);
+    EXPECT_EQ(config_to_json(c), config_to_json(model_preset("llama-3.2-1b")));
+    EXPECT_EQ(config_from_hf(config_to_hf(c), "round trip").rope_factor, 32.0);
+}
+
 TEST(HfConfig, RefusesWhatTheFamilyDoesNotComputeNamingTheField) {
     nlohmann::json scaled = smollm_135m();
     scaled["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 32.0}};
-    EXPECT_NE(refusal(scaled).find("\"rope_scaling\" is set"), std::string::npos);
+    EXPECT_NE(refusal(scaled).find("rope_scaling: \"low_freq_factor\" is missing"),
+              std::string::npos);
+    scaled["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}};
+    EXPECT_NE(refusal(scaled).find("rope_scaling of type 'yarn'"), std::string::npos);
     nlohmann::json bias = smollm_135m();
     bias["attention_bias"] = true;
     EXPECT_NE(refusal(bias).find("attention_bias"), std::string::npos);

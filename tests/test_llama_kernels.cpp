@@ -132,15 +132,39 @@ TEST(LlamaKernels, RmsNormInFp32AndBf16AgainstDouble) {
     EXPECT_LT(rmsnorm_precision_error<bf16_t>(), 2e-2);
 }
 
+// inv_freq as transformers computes it: theta^(-2j/D), then for Llama 3's rope_scaling
+// (_compute_llama3_parameters) the low frequencies divided by the factor and the medium ones
+// blended — written in its torch.where form, not as rope_frequency.h's branches.
+std::vector<double> reference_inv_freq(const Rope& r, int D) {
+    std::vector<double> f;
+    for (int j = 0; j < D / 2; ++j) {
+        const double inv = 1.0 / std::pow(double(r.theta), 2.0 * j / D);
+        if (r.factor == 0) {
+            f.push_back(inv);
+            continue;
+        }
+        const double old = r.original_context, wavelen = 2 * M_PI / inv;
+        const double scaled = wavelen > old / r.low_freq_factor ? inv / r.factor : inv;
+        const double smooth =
+            (old / wavelen - r.low_freq_factor) / (r.high_freq_factor - r.low_freq_factor);
+        const double smoothed = (1 - smooth) * scaled / r.factor + smooth * scaled;
+        const bool medium =
+            !(wavelen < old / r.high_freq_factor) && !(wavelen > old / r.low_freq_factor);
+        f.push_back(medium ? smoothed : scaled);
+    }
+    return f;
+}
+
 // apply_rotary_pos_emb with rotate_half, written as Hugging Face writes it: q * cos +
-// rotate_half(q) * sin, cos and sin of cat(freqs, freqs), freqs = p * theta^(-2j/D).
-Vec rope_reference(const Vec& x, int rows, int T, int heads, int D, int stride, double theta) {
+// rotate_half(q) * sin, cos and sin of cat(freqs, freqs), freqs = p * inv_freq.
+Vec rope_reference(const Vec& x, int rows, int T, int heads, int D, int stride, const Rope& rope) {
+    const std::vector<double> inv_freq = reference_inv_freq(rope, D);
     Vec y = x;
     for (int r = 0; r < rows; ++r)
         for (int h = 0; h < heads; ++h)
             for (int i = 0; i < D; ++i) {
                 const int j = i % (D / 2);
-                const double angle = (r % T) * std::pow(theta, -2.0 * j / D);
+                const double angle = (r % T) * inv_freq[std::size_t(j)];
                 const double* v = x.data() + r * stride + h * D;
                 const double rotated = i < D / 2 ? -v[i + D / 2] : v[i - D / 2];
                 y[r * stride + h * D + i] = v[i] * std::cos(angle) + rotated * std::sin(angle);
@@ -149,15 +173,36 @@ Vec rope_reference(const Vec& x, int rows, int T, int heads, int D, int stride, 
 }
 
 // Two sequences of T = 5, 3 heads of 8 in rows of 40 (the rest of the row, 16 elements, is
-// another tensor and must not be touched), theta 10000 (Llama 2) and 500000 (Llama 3).
+// another tensor and must not be touched), theta 10000 (Llama 2) and 500000 (Llama 3), and Llama
+// 3's scaling over a context of 256 with high 8: of the four frequencies (wavelengths 6.3, 63,
+// 628, 6283) the first is kept, the second blended, the last two divided by 8.
 constexpr int kRows = 10, kT = 5, kHeads = 3, kD = 8, kStride = 40;
+const Rope kRopes[] = {{10000.0f}, {500000.0f}, {10000.0f, 8.0f, 1.0f, 8.0f, 256}};
+
+// Llama 3.2's own parameters (theta 500000, factor 32, low 1, high 4, context 8192) at D = 64,
+// by hand: pair 0 (wavelength 2 pi) is kept, pair 31 (wavelength 2.1e6 > 8192) divided by 32,
+// pair 16 (f = 500000^-1/2, wavelength 4443 between 2048 and 8192) blended with
+// s = (8192 / 4443 - 1) / 3.
+TEST(LlamaKernels, Llama3RopeScalingByHand) {
+    const Rope r{500000.0f, 32.0f, 1.0f, 4.0f, 8192};
+    EXPECT_EQ(rope_frequency(r, 0, 64), 1.0);
+    EXPECT_DOUBLE_EQ(rope_frequency(r, 31, 64), std::pow(500000.0, -62.0 / 64) / 32);
+    const double f = 1 / std::sqrt(500000.0), s = (8192 * f / (2 * M_PI) - 1) / 3;
+    EXPECT_GT(s, 0.28);
+    EXPECT_LT(s, 0.29);
+    EXPECT_NEAR(rope_frequency(r, 16, 64), (1 - s) * f / 32 + s * f, 1e-15);
+    for (int j = 0; j < 32; ++j) // and every pair as transformers' where-form computes it
+        EXPECT_NEAR(rope_frequency(r, j, 64), reference_inv_freq(r, 64)[std::size_t(j)],
+                    1e-15 * rope_frequency(r, j, 64))
+            << j;
+}
 
 TEST(LlamaKernels, RopeIsHuggingFacesRotateHalfAndBackwardItsInverse) {
-    for (const double theta : {10000.0, 500000.0}) {
+    for (const Rope& rope : kRopes) {
         const Vec x = random_vec(kRows * kStride, 6);
         Vec y = x;
-        rope_forward<double>(y.data(), kRows, kT, kHeads, kD, kStride, float(theta));
-        const Vec ref = rope_reference(x, kRows, kT, kHeads, kD, kStride, theta);
+        rope_forward<double>(y.data(), kRows, kT, kHeads, kD, kStride, rope);
+        const Vec ref = rope_reference(x, kRows, kT, kHeads, kD, kStride, rope);
         for (std::size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], ref[i], 1e-14) << i;
         for (int r = 0; r < kRows; ++r) // outside the heads: untouched, bit for bit
             for (int i = kHeads * kD; i < kStride; ++i)
@@ -167,9 +212,9 @@ TEST(LlamaKernels, RopeIsHuggingFacesRotateHalfAndBackwardItsInverse) {
         // Backward: the gradient of sum(dout * rope(x)) by finite differences.
         const Vec dout = random_vec(x.size(), 7);
         Vec dx = dout;
-        rope_backward<double>(dx.data(), kRows, kT, kHeads, kD, kStride, float(theta));
+        rope_backward<double>(dx.data(), kRows, kT, kHeads, kD, kStride, rope);
         auto loss = [&](const Vec& xx) {
-            return dot(dout, rope_reference(xx, kRows, kT, kHeads, kD, kStride, theta));
+            return dot(dout, rope_reference(xx, kRows, kT, kHeads, kD, kStride, rope));
         };
         expect_close(dx, numeric_grad(loss, x), "rope dx");
     }
@@ -179,11 +224,11 @@ TEST(LlamaKernels, RopeInFp32AndBf16AgainstDouble) {
     Vec x = random_vec(kRows * kStride, 8);
     Vec xf = x, xb = x;
     std::vector<float> f = stored<float>(xf);
-    rope_forward<float>(f.data(), kRows, kT, kHeads, kD, kStride, 10000.0f);
-    EXPECT_LT(rel_error(f, rope_reference(xf, kRows, kT, kHeads, kD, kStride, 10000.0)), 1e-6);
+    rope_forward<float>(f.data(), kRows, kT, kHeads, kD, kStride, kRopes[0]);
+    EXPECT_LT(rel_error(f, rope_reference(xf, kRows, kT, kHeads, kD, kStride, kRopes[0])), 1e-6);
     std::vector<bf16_t> b = stored<bf16_t>(xb);
-    rope_forward<bf16_t>(b.data(), kRows, kT, kHeads, kD, kStride, 10000.0f);
-    EXPECT_LT(rel_error(b, rope_reference(xb, kRows, kT, kHeads, kD, kStride, 10000.0)), 2e-2);
+    rope_forward<bf16_t>(b.data(), kRows, kT, kHeads, kD, kStride, kRopes[0]);
+    EXPECT_LT(rel_error(b, rope_reference(xb, kRows, kT, kHeads, kD, kStride, kRopes[0])), 2e-2);
 }
 
 Vec swiglu_reference(const Vec& g, const Vec& u) {

@@ -118,7 +118,9 @@ TEST(ModelConfig, BadShapesAreClearErrors) {
             << e.what();
     }
     c = small_config();
-    c.vocab = 70000;
+    c.vocab = 128256; // Llama 3's: past uint16 token ids, still a model (only sampling refuses)
+    EXPECT_NO_THROW(c.validate());
+    c.vocab = ModelConfig::kMaxVocab + 1;
     EXPECT_THROW(c.validate(), UsageError);
     EXPECT_THROW(model_preset("gpt5"), UsageError);
     EXPECT_THROW(parse_checkpoint("every:0"), UsageError);

@@ -90,7 +90,7 @@ TEST(Plan, ActivationFormulas) {
 TEST(Plan, ExactActivationsEqualWhatTheTrackerMeasures) {
     // V = 64 is padded to 128 (the default multiple), V = 96 is not (multiple 1): the logits are
     // B·T·Vp either way.
-    for (const ModelConfig c :
+    for (const ModelConfig& c :
          {ModelConfig{64, 16, 3, 32, 4, 4}, ModelConfig{96, 24, 5, 48, 3, 3, 1}})
         for (AttentionKind att : {AttentionKind::flash, AttentionKind::materialize})
             for (int every : {0, 1, 2, 3})
@@ -149,7 +149,7 @@ TEST(Plan, WorkspaceByHandForGpt2OnOpenBlas) {
 TEST(Plan, WorkspaceEqualsWhatTheModelTakesOnOpenBlas) {
     // GPTModel alone (no engine: its 8 bytes of scalars are not there), a forward and backward
     // on OpenBLAS: the tracker's workspace peak is the prediction less those 8 bytes.
-    for (const ModelConfig c :
+    for (const ModelConfig& c :
          {ModelConfig{64, 16, 3, 32, 4, 4}, ModelConfig{96, 24, 5, 48, 3, 3, 1}})
         for (Precision p : {Precision::fp32, Precision::bf16, Precision::fp16}) {
             const auto backend = make_cpu_backend(1, "", "openblas");

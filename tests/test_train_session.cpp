@@ -156,9 +156,10 @@ TEST_P(TrainSessionTest, FinalWeightsAreTheSameInPiecesOfAnySize) {
                                   std::vector<std::vector<float>>{whole[u]}))
                 << "unit " << u;
         }
-        EXPECT_EQ(
-            hash_and_save_weights(session.engine(), kConfig, "", comm->rank() == 0, piece).hash,
-            expected);
+        EXPECT_EQ(hash_and_save_weights(session.engine(), kConfig, "", comm->rank() == 0,
+                                        kDefaultShardBytes, piece)
+                      .hash,
+                  expected);
     }
 }
 

@@ -7,7 +7,8 @@ untied lm_head), not from the C++ sources, so that agreement between the two is 
 
     Llama(cfg, params).forward(idx, targets) -> (logits, loss)
 
-cfg: vocab, layers, hidden, heads, kv_heads, ffn, rope_theta, rms_eps, tied. Any float dtype;
+cfg: vocab, layers, hidden, heads, kv_heads, ffn, rope_theta, rms_eps, tied, and optionally
+rope_scaling (Llama 3.1/3.2's "llama3" frequencies, transformers' names). Any float dtype;
 float64 is the reference. Safetensors in and out come from tools/torch_gpt2.py's reader/writer.
 
 `python3 tools/torch_llama.py selftest` checks the reference against itself where an independent
@@ -64,8 +65,24 @@ def rotate_half(x):
     return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
 
 
-def rope_cos_sin(T, hd, theta, dtype):
+def llama3_scaled(inv_freq, scaling):
+    """transformers' _compute_llama3_parameters: low frequencies divided by `factor`, high ones
+    kept, a smooth blend between (wavelengths measured against the original context)."""
+    factor, low, high = scaling["factor"], scaling["low_freq_factor"], scaling["high_freq_factor"]
+    old_context = scaling["original_max_position_embeddings"]
+    low_freq_wavelen, high_freq_wavelen = old_context / low, old_context / high
+    wavelen = 2 * math.pi / inv_freq
+    scaled = torch.where(wavelen > low_freq_wavelen, inv_freq / factor, inv_freq)
+    smooth = (old_context / wavelen - low) / (high - low)
+    smoothed = (1 - smooth) * scaled / factor + smooth * scaled
+    medium = ~(wavelen < high_freq_wavelen) * ~(wavelen > low_freq_wavelen)
+    return torch.where(medium, smoothed, scaled)
+
+
+def rope_cos_sin(T, hd, theta, dtype, scaling=None):
     inv_freq = 1.0 / (theta ** (torch.arange(0, hd, 2, dtype=torch.float64) / hd))
+    if scaling:
+        inv_freq = llama3_scaled(inv_freq, scaling)
     freqs = torch.outer(torch.arange(T, dtype=torch.float64), inv_freq)
     emb = torch.cat((freqs, freqs), dim=-1)
     return emb.cos().to(dtype), emb.sin().to(dtype)
@@ -139,7 +156,8 @@ class Llama:
         c = self.cfg
         B, T = idx.shape
         x = self.p["model.embed_tokens.weight"][idx]
-        cos, sin = rope_cos_sin(T, c["hidden"] // c["heads"], c["rope_theta"], x.dtype)
+        cos, sin = rope_cos_sin(T, c["hidden"] // c["heads"], c["rope_theta"], x.dtype,
+                                c.get("rope_scaling"))
         for i in range(c["layers"]):
             pre = f"model.layers.{i}."
             x = x + self._attn(rms_norm(x, self.p[pre + "input_layernorm.weight"], c["rms_eps"]),

@@ -8,11 +8,11 @@ namespace shardlab {
 namespace {
 InitRuleFor gpt2_rule(int layers) {
     return [layers](const ParamInfo& p) -> InitRule {
-        if (ends_with(p.name, ".bias")) return {InitRule::zero, 0};
-        if (ends_with(p.name, "ln_1.weight") || ends_with(p.name, "ln_2.weight") ||
-            ends_with(p.name, "ln_f.weight"))
+        if (p.name.ends_with(".bias")) return {InitRule::zero, 0};
+        if (p.name.ends_with("ln_1.weight") || p.name.ends_with("ln_2.weight") ||
+            p.name.ends_with("ln_f.weight"))
             return {InitRule::one, 0};
-        if (ends_with(p.name, "c_proj.weight"))
+        if (p.name.ends_with("c_proj.weight"))
             return {InitRule::normal, 0.02 / std::sqrt(2.0 * layers)};
         return {InitRule::normal, 0.02};
     };

@@ -3,7 +3,7 @@
 namespace shardlab {
 
 InitRule llama_init_rule(const ParamInfo& p) {
-    if (ends_with(p.name, "norm.weight")) return {InitRule::one, 0}; // *_layernorm, model.norm
+    if (p.name.ends_with("norm.weight")) return {InitRule::one, 0}; // *_layernorm, model.norm
     return {InitRule::normal, 0.02};
 }
 

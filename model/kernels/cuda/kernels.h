@@ -7,6 +7,7 @@
 
 #include "core/dtype.h"
 #include "model/kernels/adamw_step.h"
+#include "model/kernels/rope_frequency.h"
 
 #include <cuda_runtime.h>
 
@@ -52,9 +53,9 @@ void rmsnorm_backward(cudaStream_t s, void* din, void* dweight, const void* dout
 // rope.cu — rotate-half RoPE in place over the first `heads` heads (head_dim each) of each of
 // `rows` rows `stride` elements apart, row r at position r mod seq; backward the inverse rotation.
 void rope_forward(cudaStream_t s, void* x, int rows, int seq, int heads, int head_dim, int stride,
-                  float theta, DType t);
+                  const Rope& rope, DType t);
 void rope_backward(cudaStream_t s, void* dx, int rows, int seq, int heads, int head_dim, int stride,
-                   float theta, DType t);
+                   const Rope& rope, DType t);
 // swiglu.cu — out = silu(gate) * up; backward overwrites dgate and dup.
 void swiglu_forward(cudaStream_t s, void* out, const void* gate, const void* up, std::size_t n,
                     DType t);
