@@ -61,15 +61,15 @@ PlanModel build_model(const PlanFlags& f) {
                          ? (llama ? plan_model_preset("7b") : plan_model_preset("gpt2"))
                          : plan_model_preset(f.preset);
     auto pick = [](int flag, int preset) { return flag ? flag : preset; };
-    const int L = pick(f.layers, base.layers), d = pick(f.hidden, base.hidden),
-              H = pick(f.heads, base.heads);
-    const int V = pick(f.vocab, base.vocab), T = pick(f.seq, base.context);
-    const int Hkv = pick(f.kv_heads, f.heads ? H : base.kv_heads);
+    const int L = pick(f.layers, base.config.layers), d = pick(f.hidden, base.config.hidden),
+              H = pick(f.heads, base.config.heads);
+    const int V = pick(f.vocab, base.config.vocab), T = pick(f.seq, base.config.context);
+    const int Hkv = pick(f.kv_heads, f.heads ? H : base.config.kv_heads);
     const std::string name =
         f.preset.empty() ? std::string(llama ? "llama" : "gpt2") + " (fields)" : f.preset;
     if (llama)
-        return plan_model_llama(L, d, H, Hkv, pick(f.ffn, base.ffn), V, T, name, base.tied_head,
-                                f.vocab_multiple);
+        return plan_model_llama(L, d, H, Hkv, pick(f.ffn, base.config.ffn()), V, T, name,
+                                base.config.tied_head, f.vocab_multiple);
     if (f.ffn && f.ffn != 4 * d)
         throw UsageError("GPT-2 uses ffn = 4 x hidden; for another ffn use --arch llama");
     return plan_model_from_gpt2(ModelConfig{V, T, L, d, H, Hkv, f.vocab_multiple}, name);
@@ -180,7 +180,7 @@ std::string fit_verdict(const Plan& p) {
     const MemoryPlan& m = p.memory;
     if (m.params + m.grads + m.master + m.optimizer > p.options.gpu_bytes)
         return "DOES NOT FIT: the model states alone exceed it";
-    if (p.model.arch == Architecture::params_only)
+    if (p.model.arch() == Architecture::params_only)
         return "the model states fit (a bare parameter count: activations and buffers not counted)";
     if (p.max_micro_batch == 0) return "DOES NOT FIT, not even at micro-batch 1";
     return fmt::format("{} at micro-batch {}; largest micro-batch that fits: {}",
@@ -189,9 +189,9 @@ std::string fit_verdict(const Plan& p) {
 
 // " stored (124439808 in the model, V padded to 50304)" when the vocabulary is padded.
 std::string padding_note(const PlanModel& m) {
-    if (m.padded_vocab() == m.vocab) return "";
+    if (m.config.padded_vocab() == m.config.vocab) return "";
     return fmt::format(" stored ({} in the model, V padded to {})", m.unpadded_params(),
-                       m.padded_vocab());
+                       m.config.padded_vocab());
 }
 
 // "flat", "hsdp:S" (shards in groups of S, replicated across them) or "hpz:K" (a secondary shard
@@ -214,7 +214,7 @@ std::uint64_t inter_node_bytes(const CommPlan& c) {
 void print_plan(const Plan& p) {
     const MemoryPlan& m = p.memory;
     const PlanOptions& o = p.options;
-    if (p.model.arch == Architecture::params_only)
+    if (p.model.arch() == Architecture::params_only)
         fmt::print("{}: {} parameters (model states only); {} rank(s), ZeRO-{}{}\n\n", p.model.name,
                    p.model.params, o.ranks, o.zero, o.offload ? " + offload" : "");
     else
@@ -227,8 +227,8 @@ void print_plan(const Plan& p) {
                    o.precision == Precision::fp32
                        ? "fp32"
                        : (o.precision == Precision::bf16 ? "bf16" : "fp16"),
-                   o.micro_batch, o.seq ? o.seq : p.model.context, checkpoint_name(o.checkpoint),
-                   attention_name(o.attention));
+                   o.micro_batch, o.seq ? o.seq : p.model.config.context,
+                   checkpoint_name(o.checkpoint), attention_name(o.attention));
     if (sharding_name(o) != "flat")
         fmt::print("sharding {}: ZeRO over groups of {} ranks{}\n\n", sharding_name(o),
                    o.zero >= 1 && o.shard_group > 0 ? o.shard_group : o.ranks,
@@ -249,7 +249,7 @@ void print_plan(const Plan& p) {
     row("gathered + comm buffers", m.buffers);
     if (m.workspace)
         row("workspace (not in total)", *m.workspace);
-    else if (p.model.arch == Architecture::gpt2)
+    else if (p.model.arch() == Architecture::gpt2)
         fmt::print("  {:<24} {:>16}  (the GEMM library sizes its own: --gemm openblas to count "
                    "the CPU path's)\n",
                    "workspace", "-");
@@ -413,11 +413,13 @@ void add_time(const std::vector<Plan>& plans, const MachineProfile& profile, con
 // The model as `train` takes it: the preset and the fields given beside it.
 std::string train_model_flags(const PlanFlags& f) {
     std::string s = f.preset.empty() ? "" : " --preset " + f.preset;
+    if (f.preset.empty() && f.arch != "gpt2") s += " --arch " + f.arch;
     auto add = [&](const char* flag, int v) {
         if (v) s += fmt::format(" {} {}", flag, v);
     };
     add("--layers", f.layers), add("--hidden", f.hidden), add("--heads", f.heads);
-    add("--vocab", f.vocab), add("--seq", f.seq);
+    add("--kv-heads", f.kv_heads), add("--ffn", f.ffn), add("--vocab", f.vocab),
+        add("--seq", f.seq);
     if (f.vocab_multiple != ModelConfig::kDefaultVocabMultiple)
         s += fmt::format(" --vocab-multiple {}", f.vocab_multiple);
     return s;
@@ -440,8 +442,7 @@ int run_fit(const PlanFlags& f, const PlanModel& model, const PlanOptions& o) {
     const FitResult r = fit_search(model, o, load_profile(f.profile), q, f.rank);
     FitCommandLine cmd{
         train_model_flags(f),
-        f.ranks_per_node && !f.nodes ? fmt::format(" --ranks-per-node {}", f.ranks_per_node) : "",
-        model.arch == Architecture::gpt2};
+        f.ranks_per_node && !f.nodes ? fmt::format(" --ranks-per-node {}", f.ranks_per_node) : ""};
     nlohmann::json out;
     const int status = print_fit(r, q, model, o, cmd, out);
     if (!f.json_path.empty()) write_json_file(f.json_path, {{"fit", out}});

@@ -98,7 +98,7 @@ void print_left_out(const DeepSpeedComparison& c) {
     const PlanOptions& o = s[0].plan.options;
     const PlanModel& model = s[0].plan.model;
     fmt::print("\nNot in DeepSpeed's figures (shardlab's plan, bytes per rank):\n");
-    if (model.arch == Architecture::params_only) {
+    if (model.arch() == Architecture::params_only) {
         fmt::print(
             "  nothing: a bare parameter count has no shape, so shardlab counts model states "
             "only, and DeepSpeed's\n  largest layer is taken as 0 (no 4 B x largest layer "
@@ -115,7 +115,7 @@ void print_left_out(const DeepSpeedComparison& c) {
     line("full unit gradients until their reduce-scatter",
          [](const ShardlabSide& x) { return x.gradient_transient; });
     line(fmt::format("activations (micro-batch {} x {})", o.micro_batch,
-                     o.seq ? o.seq : model.context),
+                     o.seq ? o.seq : model.config.context),
          [](const ShardlabSide& x) { return x.plan.memory.activations; });
     line(fmt::format("gathered units (ZeRO-3, prefetch {}) + comm scratch",
                      s[2].plan.options.prefetch), // the ZeRO-2 plans have none

@@ -42,8 +42,7 @@ void print_candidate(int i, const FitCandidate& c, const FitRequest& q, const Fi
     fmt::print("    sends {:.3f} GB a step: intra-node {:.3f} GB, inter-node {:.3f} GB\n",
                gigabytes(c.plan.comm.bytes_per_step), gigabytes(l.intra_node),
                gigabytes(l.inter_node));
-    fmt::print("    {}{}\n", train_command(c.plan.options, cmd),
-               cmd.trainable ? "" : "   (train runs GPT-2 only for now)");
+    fmt::print("    {}\n", train_command(c.plan.options, cmd));
     for (const FitCandidate& t : c.ties)
         fmt::print("    tied (within {:.0f}%): {}, {:.1f} ms, device {:.3f} GB\n", 100 * kFitTie,
                    describe_options(t.plan.options), t.time.step_s * 1e3,

@@ -16,7 +16,6 @@ namespace shardlab {
 // found (one machine playing several nodes).
 struct FitCommandLine {
     std::string model_flags, layout_flags;
-    bool trainable = true; // train runs this architecture (GPT-2)
 };
 
 // Prints the answer; returns `plan`'s exit status (0, or 1 when nothing fits) and fills `out`.

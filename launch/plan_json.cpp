@@ -14,7 +14,7 @@ nlohmann::json fits_json(const Plan& p) {
     return p.options.gpu_bytes ? nlohmann::json(p.fits) : nlohmann::json(nullptr);
 }
 nlohmann::json max_micro_batch_json(const Plan& p) {
-    const bool known = p.options.gpu_bytes && p.model.arch != Architecture::params_only;
+    const bool known = p.options.gpu_bytes && p.model.arch() != Architecture::params_only;
     return known ? nlohmann::json(p.max_micro_batch) : nlohmann::json(nullptr);
 }
 
@@ -30,15 +30,15 @@ nlohmann::json plan_json(const Plan& p) {
     return {{"model",
              {{"name", p.model.name},
               {"params", p.model.params},
-              {"layers", p.model.layers},
-              {"hidden", p.model.hidden},
-              {"heads", p.model.heads},
-              {"kv_heads", p.model.kv_heads},
-              {"ffn", p.model.ffn},
-              {"vocab", p.model.vocab},
-              {"padded_vocab", p.model.padded_vocab()},
+              {"layers", p.model.config.layers},
+              {"hidden", p.model.config.hidden},
+              {"heads", p.model.config.heads},
+              {"kv_heads", p.model.config.kv_heads},
+              {"ffn", p.model.config.ffn()},
+              {"vocab", p.model.config.vocab},
+              {"padded_vocab", p.model.config.padded_vocab()},
               {"params_unpadded", p.model.unpadded_params()},
-              {"seq", p.options.seq ? p.options.seq : p.model.context}}},
+              {"seq", p.options.seq ? p.options.seq : p.model.config.context}}},
             {"zero", p.options.zero},
             {"offload", p.options.offload},
             {"reproducible", p.options.reproducible},

@@ -10,7 +10,8 @@
 namespace shardlab {
 
 AttentionRate measure_attention_rate(Backend& backend, DType t, AttentionKind kind, int batch,
-                                     int seq, int hidden, int heads, int reps, MPI_Comm comm) {
+                                     int seq, int hidden, int heads, int kv_heads, int reps,
+                                     MPI_Comm comm) {
     Ops& ops = backend.ops();
     Stream& s = backend.context().compute();
     MemoryTracker& tracker = backend.context().tracker();
@@ -21,22 +22,24 @@ AttentionRate measure_attention_rate(Backend& backend, DType t, AttentionKind ki
         ops.fill(s, x, value);
         return x;
     };
-    const std::int64_t B = batch, T = seq, C = hidden, H = heads;
-    const Tensor qkv = make(t, {B, T, 3 * C}, 0.01f), dqkv = make(t, {B, T, 3 * C}, 0.0f);
-    const Tensor out = make(t, {B, T, C}, 0.0f), dout = make(t, {B, T, C}, 0.01f);
     const bool flash = kind == AttentionKind::flash;
+    // The materialising kernels are multi-head only: they are timed at kv_heads = heads.
+    const int Hkv = flash ? kv_heads : heads;
+    const std::int64_t B = batch, T = seq, C = hidden, H = heads, W = C + 2 * C / H * Hkv;
+    const Tensor qkv = make(t, {B, T, W}, 0.01f), dqkv = make(t, {B, T, W}, 0.0f);
+    const Tensor out = make(t, {B, T, C}, 0.0f), dout = make(t, {B, T, C}, 0.01f);
     // Flash keeps the fp32 log-sum-exp per row; materialising keeps the probabilities.
     const Tensor kept = flash ? make(DType::f32, {B, H, T}, 0.0f) : make(t, {B, H, T, T}, 0.0f);
     auto time = [&](auto&& enqueue) { return stream_seconds(s, reps, comm, enqueue); };
     const double fwd_s = time([&] {
         if (flash)
-            ops.flash_attention_forward(s, out, kept, qkv, heads, heads);
+            ops.flash_attention_forward(s, out, kept, qkv, heads, Hkv);
         else
             ops.attention_forward(s, out, kept, qkv, heads);
     });
     const double bwd_s = time([&] {
         if (flash)
-            ops.flash_attention_backward(s, dqkv, dout, qkv, out, kept, heads, heads);
+            ops.flash_attention_backward(s, dqkv, dout, qkv, out, kept, heads, Hkv);
         else
             ops.attention_backward(s, dqkv, dout, qkv, kept, heads);
     });

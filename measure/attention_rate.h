@@ -13,9 +13,11 @@
 
 namespace shardlab {
 
-// qkv [batch, seq, 3 hidden] in dtype t; the median of `reps` calls each, the slowest rank's
-// (collective over comm).
+// qkv [batch, seq, (heads + 2 kv_heads) head_dim] in dtype t, as the model's call (a Llama's
+// grouped-query flash attention; the materialising kernels at kv_heads = heads); the median of
+// `reps` calls each, the slowest rank's (collective over comm).
 AttentionRate measure_attention_rate(Backend& backend, DType t, AttentionKind kind, int batch,
-                                     int seq, int hidden, int heads, int reps, MPI_Comm comm);
+                                     int seq, int hidden, int heads, int kv_heads, int reps,
+                                     MPI_Comm comm);
 
 } // namespace shardlab

@@ -96,7 +96,7 @@ MachineProfile calibrate_machine(Backend& backend, Communicator& world, const Ca
         for (AttentionKind kind : {AttentionKind::flash, AttentionKind::materialize})
             p.attention[dtype_name(t)][attention_name(kind)] =
                 measure_attention_rate(backend, t, kind, int(spec.tokens / c.context), c.context,
-                                       c.hidden, c.heads, spec.reps, comm);
+                                       c.hidden, c.heads, c.kv_heads, spec.reps, comm);
         note(std::string("memory-bound kernels, ") + dtype_name(t));
         for (const KernelSample& k : measure_memory_kernels(
                  backend, t, spec.tokens, spec.config.hidden, spec.adamw_params, spec.reps, comm)) {

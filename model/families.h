@@ -1,6 +1,7 @@
 // The model families' registry: the one place an architecture picks its model. Callers (the
 // session, the commands) hold a Model (model/model.h) made here and never name a family's class;
-// adding a family is its folder, its kernels, and one case in families.cpp.
+// adding a family is its folder, its kernels, one case in families.cpp and one in
+// family_units.cpp (its parameter layout, kept apart so that reading weights links no model).
 #pragma once
 
 #include "core/device_context.h"

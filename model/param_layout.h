@@ -37,12 +37,8 @@ struct ParamUnit {
 std::size_t add_param(ParamUnit& u, std::string name, std::vector<std::int64_t> shape,
                       std::size_t stored = 0);
 
-// The offsets of one GPT-2 block's tensors inside its unit (same for every block).
-struct BlockOffsets {
-    std::size_t ln1_w, ln1_b, attn_w, attn_b, proj_w, proj_b, ln2_w, ln2_b, fc_w, fc_b, mproj_w,
-        mproj_b;
-};
-
+// The units are the family's own (model/family_units.h: model/gpt2/gpt_layout.h,
+// model/llama/llama_layout.h); so are the offsets inside a block (each family's *_block_offsets).
 class ParamLayout {
   public:
     explicit ParamLayout(const ModelConfig& c);
@@ -54,9 +50,7 @@ class ParamLayout {
     static constexpr int kEmbeddings = 0;
     int block_unit(int layer) const { return 1 + layer; }
     int final_unit() const { return int(units_.size()) - 1; }
-    const BlockOffsets& block() const { return block_; } // GPT-2's
-    std::size_t wte_offset() const { return 0; }
-    std::size_t wpe_offset() const { return wpe_offset_; }
+    std::size_t wte_offset() const { return 0; }       // the token embedding leads the first unit
     int vocab() const { return vocab_; }               // V: wte's rows in files
     int padded_vocab() const { return padded_vocab_; } // Vp: wte's rows in the unit
     // The output head is the token embedding (GPT-2): the head's forward and backward acquire the
@@ -68,8 +62,7 @@ class ParamLayout {
 
   private:
     std::vector<ParamUnit> units_;
-    BlockOffsets block_{};
-    std::size_t wpe_offset_ = 0, total_ = 0;
+    std::size_t total_ = 0;
     int vocab_ = 0, padded_vocab_ = 0;
     bool tied_head_ = true;
 };

@@ -30,7 +30,7 @@ std::vector<Sharding> shardings(const PlanOptions& base, int zero) {
 
 std::vector<CheckpointPolicy> checkpoints(const PlanModel& m) {
     std::vector<CheckpointPolicy> c{{0}, {1}};
-    if (m.layers >= 4) c.push_back({2}); // every other block: half of none's activations
+    if (m.config.layers >= 4) c.push_back({2}); // every other block: half of none's activations
     return c;
 }
 

@@ -1,6 +1,7 @@
-// The shapes follow model/gpt2/gpt_model.cpp's calls: a linear y = x W (W stored [in, out]) runs
-// x @ W forward, dy @ W^T for the input gradient and x^T @ dy for the weight gradient; the head
-// multiplies by wte^T (wte stored [Vp, d]), so its transposes are the other way round.
+// The shapes follow model/gpt2/gpt_model.cpp's calls (a Llama's: llama_gemm_shapes below): a linear
+// y = x W (W stored [in, out]) runs x @ W forward, dy @ W^T for the input gradient and x^T @ dy for
+// the weight gradient; the head multiplies by wte^T (wte stored [Vp, d]), so its transposes are the
+// other way round.
 #include "plan/gemm_shapes.h"
 
 namespace shardlab {

@@ -1,8 +1,8 @@
-// The GEMMs one training step of the GPT-2 model runs, as shapes: every linear layer's forward
-// product and its two backward products (the input gradient and the weight gradient), with how
-// many times a step runs each. `shardlab calibrate` times exactly these (so its rate is the rate
-// of this model's products, not of a square benchmark), and the time model (docs/TIME.md) divides
-// their FLOPs by it. Attention's products run inside the attention kernels, not here.
+// The GEMMs one training step of the model (GPT-2 or a Llama) runs, as shapes: every linear layer's
+// forward product and its two backward products (the input gradient and the weight gradient), with
+// how many times a step runs each. `shardlab calibrate` times exactly these (so its rate is the
+// rate of this model's products, not of a square benchmark), and the time model (docs/TIME.md)
+// divides their FLOPs by it. Attention's products run inside the attention kernels, not here.
 #pragma once
 
 #include "model/model_config.h"
@@ -23,8 +23,9 @@ struct GemmShape {
     double flop() const { return 2.0 * double(m) * double(n) * double(k); }
 };
 
-// Forward, input-gradient and weight-gradient products of the four linears of a block (q/k/v,
-// attention projection, MLP up and down; per_step = layers) and of the tied head (per_step 1),
+// Forward, input-gradient and weight-gradient products of a block's linears (GPT-2: q/k/v,
+// attention projection, MLP up and down; a Llama: fused q/k/v, o_proj, gate, up, down; per_step =
+// layers) and of the head, tied or not (per_step 1),
 // for `tokens` = micro-batch x sequence rows, in the order the step runs them within a block.
 std::vector<GemmShape> model_gemm_shapes(const ModelConfig& c, std::int64_t tokens);
 

@@ -5,6 +5,7 @@
 #include "comm/comm_model.h"
 #include "comm/process_groups.h"
 #include "core/error.h"
+#include "model/activation_peak.h"
 #include "model/llama/llama_memory.h"
 #include "offload/host_updater.h"
 #include "optim/gather_schedule.h"
@@ -28,20 +29,12 @@ std::uint64_t gpt2_activation_bytes(const ModelConfig& c, int batch, int seq, Pr
     const std::uint64_t S = param_bytes_per_element(p), BT = std::uint64_t(batch) * seq,
                         d = c.hidden, BHT = std::uint64_t(batch) * c.heads * seq;
     const std::uint64_t att = attention == AttentionKind::flash ? 4 * BHT : S * BHT * seq;
-    const std::uint64_t block = S * 15 * BT * d + att + 4 * BT * 4;
-    const std::uint64_t inputs = (c.layers + 1) * BT * d * S;
+    ActivationBytes b;
+    b.layer = S * 15 * BT * d + att + 4 * BT * 4;
+    b.inputs = (c.layers + 1) * BT * d * S;
     // ln_f's output and stats, and the logits: B*T x Vp, the padded vocabulary (GPTModel::forward).
-    const std::uint64_t head = BT * d * S + 2 * BT * 4 + BT * std::uint64_t(c.padded_vocab()) * S;
-    // Forward: kept blocks accumulate; a checkpointed block exists only while it runs (and again
-    // while it is recomputed in backward, with no more kept blocks live than in forward).
-    std::uint64_t kept = 0, peak = 0;
-    for (int l = 0; l < c.layers; ++l) {
-        if (ck.checkpointed(l))
-            peak = std::max(peak, kept + block);
-        else
-            kept += block;
-    }
-    return inputs + std::max(peak, kept + head);
+    b.head = BT * d * S + 2 * BT * 4 + BT * std::uint64_t(c.padded_vocab()) * S;
+    return activation_peak(b, c.layers, ck);
 }
 
 std::optional<std::uint64_t> model_workspace_bytes(const ModelConfig& c, int batch, int seq,
@@ -147,9 +140,10 @@ void check_options(const PlanModel& m, const PlanOptions& o) {
     if (o.inference && (o.zero != 0 || o.offload))
         throw UsageError(
             "--inference models one full replica of the weights per rank; drop --zero / --offload");
-    if (m.arch != Architecture::params_only && (o.seq < 0 || o.seq > m.context))
-        throw UsageError(fmt::format("--seq {} exceeds the model's context {}", o.seq, m.context));
-    if (m.arch == Architecture::params_only && o.inference)
+    if (m.arch() != Architecture::params_only && (o.seq < 0 || o.seq > m.config.context))
+        throw UsageError(
+            fmt::format("--seq {} exceeds the model's context {}", o.seq, m.config.context));
+    if (m.arch() == Architecture::params_only && o.inference)
         throw UsageError("--inference needs the model's shape (layers, hidden, heads) for the KV "
                          "cache; give a preset or fields");
 }
@@ -204,13 +198,13 @@ void model_states(const PlanModel& m, const PlanOptions& o, MemoryPlan& mem) {
         // through the whole backward; the others live two at a time (optim/unit_shards.h), in
         // backward's order: the final unit, the blocks from the last, untied embeddings last.
         std::uint64_t transient = 0;
-        if (m.arch != Architecture::params_only) {
+        if (m.arch() != Architecture::params_only) {
             auto P = [&](std::size_t u) { return padded_numel(m.unit_numel[u], N); };
             std::vector<std::uint64_t> order{P(std::size_t(m.final_unit))};
             for (std::size_t u = m.unit_numel.size(); u-- > 0;)
                 if (int(u) != m.embedding_unit && int(u) != m.final_unit) order.push_back(P(u));
-            if (!m.tied_head) order.push_back(P(std::size_t(m.embedding_unit)));
-            transient = full_gradient_peak(order, m.tied_head ? P(m.embedding_unit) : 0);
+            if (!m.config.tied_head) order.push_back(P(std::size_t(m.embedding_unit)));
+            transient = full_gradient_peak(order, m.config.tied_head ? P(m.embedding_unit) : 0);
         }
         mem.grads = (owned + transient) * gb;
         if (o.reproducible) { // the int64 shard sums, and two full units a sequence's sum passes
@@ -226,7 +220,7 @@ void model_states(const PlanModel& m, const PlanOptions& o, MemoryPlan& mem) {
         mem.host_grads = owned * 4; // the fp32 gradient the host update reads
         // The copies' staging tiles: an implementation's, so not for a bare parameter count
         // (model states only, as in the ZeRO paper).
-        if (m.arch != Architecture::params_only) mem.host_staging = offload_staging_bytes(pb);
+        if (m.arch() != Architecture::params_only) mem.host_staging = offload_staging_bytes(pb);
     }
 }
 
@@ -251,7 +245,7 @@ std::uint64_t reduce_scratch(std::size_t numel, const PlanOptions& o, std::uint6
 
 // Collective scratch and, in stage 3, gathered units: comm_buffers at its peak.
 void buffers(const PlanModel& m, const PlanOptions& o, MemoryPlan& mem, GatherSimulation* sim) {
-    if (m.arch == Architecture::params_only) return; // model states only: no units, no buffers
+    if (m.arch() == Architecture::params_only) return; // model states only: no units, no buffers
     // Stages 0-2: one collective at a time, nothing gathered; the scalar all-reduces (the loss
     // over the world, the norm over the sharding ranks) use two one-element fp32 chunks.
     // --reproducible: the loss as two int64 over the world, the norm as one int64 per unit.
@@ -394,18 +388,19 @@ std::uint64_t device_total(const MemoryPlan& m) {
 Plan plan_once(const PlanModel& model, const PlanOptions& o, int rank) {
     check_options(model, o);
     Plan p{model, o, {}, {}, true, 0, std::nullopt};
-    const int seq = o.seq ? o.seq : model.context;
+    const int seq = o.seq ? o.seq : model.config.context;
     MemoryPlan& mem = p.memory;
     if (o.inference) {
         const std::uint64_t pb = param_bytes_per_element(o.precision);
-        const std::uint64_t kv_hidden = std::uint64_t(model.hidden) / model.heads * model.kv_heads;
+        const std::uint64_t kv_hidden =
+            std::uint64_t(model.config.hidden) / model.config.heads * model.config.kv_heads;
         mem.params = model.params * pb;
-        mem.kv_cache = 2ull * model.layers * o.micro_batch * seq * kv_hidden * pb;
+        mem.kv_cache = 2ull * model.config.layers * o.micro_batch * seq * kv_hidden * pb;
     } else {
         model_states(model, o, mem);
         const bool gathers = stage_policy(o.zero).shards_parameters; // units gathered on use
         GatherSimulation sim;
-        const bool has_units = model.arch != Architecture::params_only;
+        const bool has_units = model.arch() != Architecture::params_only;
         if (gathers && has_units) {
             std::vector<std::uint64_t> unit_bytes;
             for (auto n : model.unit_numel)
@@ -414,29 +409,29 @@ Plan plan_once(const PlanModel& model, const PlanOptions& o, int rank) {
             std::vector<std::uint64_t> scratch;
             for (auto n : model.unit_numel)
                 scratch.push_back(reduce_scratch(n, o, reduced_bytes(o)));
-            sim = simulate_gathers(step_schedule(model.layers, model.tied_head), unit_bytes,
-                                   o.prefetch, scratch);
+            sim = simulate_gathers(step_schedule(model.config.layers, model.config.tied_head),
+                                   unit_bytes, o.prefetch, scratch);
         } else if (gathers) { // a bare parameter count: forward and backward each gather all once
             sim.gathers = {0, 0};
         }
         buffers(model, o, mem, gathers ? &sim : nullptr);
         p.comm = communication(model, o, rank, gathers ? &sim : nullptr);
-        if (model.arch != Architecture::params_only) {
-            mem.activations_generic =
-                generic_activation_bytes(model.layers, model.hidden, model.heads, o.micro_batch,
-                                         seq, o.precision, o.checkpoint);
+        if (model.arch() != Architecture::params_only) {
+            mem.activations_generic = generic_activation_bytes(
+                model.config.layers, model.config.hidden, model.config.heads, o.micro_batch, seq,
+                o.precision, o.checkpoint);
             mem.activations_exact = true; // each family's own count of what its model keeps
             mem.activations =
-                model.arch == Architecture::llama
-                    ? llama_activation_bytes(model.model_config(), o.micro_batch, seq,
+                model.arch() == Architecture::llama
+                    ? llama_activation_bytes(model.config, o.micro_batch, seq,
                                              param_bytes_per_element(o.precision), o.checkpoint)
-                    : gpt2_activation_bytes(model.model_config(), o.micro_batch, seq, o.precision,
+                    : gpt2_activation_bytes(model.config, o.micro_batch, seq, o.precision,
                                             o.checkpoint, o.attention);
         }
         // The model's own workspace; --reproducible's per-sequence sums are not modelled.
-        if (model.arch != Architecture::params_only && !o.reproducible)
-            mem.workspace = model_workspace_bytes(model.model_config(), o.micro_batch, seq,
-                                                  o.grad_accum, o.precision, o.gemm_workspace);
+        if (model.arch() != Architecture::params_only && !o.reproducible)
+            mem.workspace = model_workspace_bytes(model.config, o.micro_batch, seq, o.grad_accum,
+                                                  o.precision, o.gemm_workspace);
     }
     mem.device_total = device_total(mem);
     mem.host_total =
@@ -471,7 +466,7 @@ Plan make_plan(const PlanModel& model, const PlanOptions& requested, int rank) {
         const std::uint64_t base = plan_once(model, dp, rank).comm.bytes_per_step;
         p.comm.ratio_to_dp = base ? double(p.comm.bytes_per_step) / double(base) : 0.0;
     }
-    if (o.gpu_bytes && model.arch != Architecture::params_only) { // largest micro-batch that fits
+    if (o.gpu_bytes && model.arch() != Architecture::params_only) { // largest micro-batch that fits
         int lo = 0, hi = 1;
         auto fits = [&](int b) {
             PlanOptions t = requested;

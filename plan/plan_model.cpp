@@ -11,13 +11,10 @@
 
 namespace shardlab {
 
-int PlanModel::padded_vocab() const {
-    return arch == Architecture::params_only ? vocab : config.padded_vocab();
-}
-
 std::size_t PlanModel::unpadded_params() const {
-    const std::size_t padded_tables = arch == Architecture::llama && !tied_head ? 2 : 1;
-    return params - padded_tables * std::size_t(padded_vocab() - vocab) * std::size_t(hidden);
+    const ModelConfig& c = config;
+    const std::size_t padded_tables = c.arch == Architecture::llama && !c.tied_head ? 2 : 1;
+    return params - padded_tables * std::size_t(c.padded_vocab() - c.vocab) * std::size_t(c.hidden);
 }
 
 namespace {
@@ -27,8 +24,6 @@ void fill_units(PlanModel& m, const ModelConfig& c) {
     for (const auto& u : layout.units()) m.unit_numel.push_back(u.numel);
     m.params = layout.total_numel();
     m.final_unit = layout.final_unit();
-    m.tied_head = layout.tied_head();
-    m.vocab_multiple = c.vocab_multiple;
     m.config = c;
 }
 } // namespace
@@ -43,14 +38,8 @@ PlanModel plan_model_from_gpt2(const ModelConfig& c, const std::string& name) {
             "--layers {} --hidden {} --heads {} --kv-heads {} --ffn {} --vocab {} --seq {}",
             c.heads, c.layers, c.hidden, c.heads, c.kv_heads, c.ffn(), c.vocab, c.context));
     c.validate();
-    PlanModel m{name,      Architecture::gpt2,
-                c.layers,  c.hidden,
-                c.heads,   c.kv_heads,
-                c.ffn(),   c.vocab,
-                c.context, 0,
-                {},        0,
-                0,         true,
-                1,         c};
+    PlanModel m;
+    m.name = name;
     fill_units(m, c);
     return m;
 }
@@ -63,8 +52,9 @@ PlanModel plan_model_llama(int L, int d, int H, int Hkv, int ffn, int V, int T,
     if (H % Hkv != 0)
         throw UsageError(
             fmt::format("kv-heads {} does not divide heads {}; use a divisor of {}", Hkv, H, H));
-    PlanModel m{name, Architecture::llama, L, d, H, Hkv, ffn, V, T, 0, {}, 0, 0, tied, 1, {}};
-    ModelConfig c{V, T, L, d, H, Hkv, vocab_multiple, Architecture::llama, ffn, tied};
+    PlanModel m;
+    m.name = name;
+    const ModelConfig c{V, T, L, d, H, Hkv, vocab_multiple, Architecture::llama, ffn, tied};
     // Not validated as a run's: a plan may ask about vocabularies past uint16 (Llama 3's 128256).
     fill_units(m, c); // model/llama/llama_layout.cpp: embed_tokens, layers, norm (+ lm_head)
     return m;
@@ -76,7 +66,7 @@ PlanModel plan_model_params_only(double params) {
             fmt::format("--params {} is not a usable parameter count; give e.g. 7.5e9", params));
     PlanModel m;
     m.name = fmt::format("{:.3g} params", params);
-    m.arch = Architecture::params_only;
+    m.config = {0, 0, 0, 0, 0, 0, 1, Architecture::params_only, 0, true}; // no shape
     m.params = std::size_t(std::llround(params));
     m.unit_numel = {m.params};
     return m;

@@ -14,22 +14,19 @@ namespace shardlab {
 
 struct PlanModel {
     std::string name;
-    Architecture arch = Architecture::gpt2;
-    int layers = 0, hidden = 0, heads = 0, kv_heads = 0, ffn = 0, vocab = 0, context = 0;
+    // The model's shape, its one copy: the preset's or the fields' config (gpt2, llama; what the
+    // family's layout, GEMM shapes and activation counts read). A bare parameter count has none:
+    // its config's arch is params_only, every shape field 0 and vocab_multiple 1.
+    ModelConfig config;
     std::size_t params = 0;                 // Ψ
     std::vector<std::size_t> unit_numel;    // sharding units in order (one unit when params_only)
     int embedding_unit = 0, final_unit = 0; // indices into unit_numel (equal when params_only)
-    bool tied_head = true;                  // GPT-2 ties the output head to the token embedding
-    // The token embedding (and an untied head), the head's GEMMs and the logits have the
-    // vocabulary padded to this multiple, as a run stores them (ModelConfig::vocab_multiple);
-    // params and unit_numel include the padding.
-    int vocab_multiple = 1;
-    ModelConfig config; // the model's own (gpt2 and llama; unset for a bare count)
 
-    const ModelConfig& model_config() const { return config; }
-    int padded_vocab() const; // Vp (vocab for a bare count)
+    Architecture arch() const { return config.arch; }
     // Ψ of the model itself, padding not counted: what Hugging Face's model holds (DeepSpeed's
-    // estimator is given this, plan/deepspeed_estimate.cpp).
+    // estimator is given this, plan/deepspeed_estimate.cpp). The token embedding (and an untied
+    // head) are stored with the vocabulary padded to config.vocab_multiple (config.padded_vocab()
+    // rows, as a run stores them); params and unit_numel include the padding.
     std::size_t unpadded_params() const;
 };
 

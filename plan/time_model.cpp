@@ -131,8 +131,8 @@ MicroBatch simulate(const Plan& plan, const UnitSeconds& us, const std::vector<C
                     const std::vector<Call>& across_of) {
     const PlanOptions& o = plan.options;
     const StagePolicy policy = stage_policy(o.zero);
-    const int L = plan.model.layers, fin = L + 1;
-    const auto sched = step_schedule(L, plan.model.tied_head);
+    const int L = plan.model.config.layers, fin = L + 1;
+    const auto sched = step_schedule(L, plan.model.config.tied_head);
     double compute = 0, comm = 0;
     MicroBatch mb;
     std::map<int, std::pair<double, std::string>> ready; // unit -> gather end, its key
@@ -162,7 +162,7 @@ MicroBatch simulate(const Plan& plan, const UnitSeconds& us, const std::vector<C
             }
             // The head runs under the last acquire before its backward: the embeddings' second
             // (tied) or ln_f's (untied, the head is in that unit).
-            const bool head = plan.model.tied_head ? e.unit == 0 && i > 0 : e.unit == fin;
+            const bool head = plan.model.config.tied_head ? e.unit == 0 && i > 0 : e.unit == fin;
             if (e.unit == 0 && i == 0)
                 compute += us.embed_fwd;
             else if (head)
@@ -259,7 +259,7 @@ TimePrediction predict_time(const Plan& plan, const MachineProfile& p, int rank)
                                      "`shardlab calibrate --dtypes {}`",
                                      p.name, dt, dt));
     // The GEMMs' rate at this micro-batch's rows (M = B T); section 5.
-    const double rows = double(o.micro_batch) * (o.seq ? o.seq : m.context);
+    const double rows = double(o.micro_batch) * (o.seq ? o.seq : m.config.context);
     const double R = gemm_rate_at(g->second, rows), M = memory_bound_rate(p, dt);
     const auto [Raf, Rab] = attention_rates(p, dt, o.attention, R);
     const Rates F{R, Raf, M}, B{R, Rab, M}; // forward's and backward's
@@ -369,7 +369,7 @@ TimePrediction predict_time(const Plan& plan, const MachineProfile& p, int rank)
             add(reduce_of[u], A), add(across_of[u], A);
     if (policy.shards_parameters) {
         const GatherSimulation sim =
-            simulate_gathers(step_schedule(int(L), m.tied_head),
+            simulate_gathers(step_schedule(int(L), m.config.tied_head),
                              std::vector<std::uint64_t>(m.unit_numel.size()), o.prefetch);
         for (std::size_t i = 0; i < sim.gathers.size(); ++i)
             add(sim.regathers[i] ? regather_of[sim.gathers[i]] : gather_of[sim.gathers[i]], A);
@@ -378,7 +378,7 @@ TimePrediction predict_time(const Plan& plan, const MachineProfile& p, int rank)
         t.comm_s += c.seconds;
         t.collectives.push_back(c);
     }
-    const double tokens = double(o.ranks) * o.micro_batch * (o.seq ? o.seq : m.context) * A;
+    const double tokens = double(o.ranks) * o.micro_batch * (o.seq ? o.seq : m.config.context) * A;
     t.tokens_per_s = tokens / t.step_s;
     t.tokens_per_s_per_rank = t.tokens_per_s / o.ranks;
     // The critical path: the largest term of the step.

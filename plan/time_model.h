@@ -27,8 +27,8 @@ struct WorkPart {
 };
 struct StepWork {
     WorkPart block_forward, block_backward; // one transformer block
-    WorkPart head_forward, head_backward;   // ln_f, the tied head's GEMMs, cross-entropy
-    WorkPart embed_forward, embed_backward; // token and position embeddings
+    WorkPart head_forward, head_backward;   // the final norm, the head's GEMMs, cross-entropy
+    WorkPart embed_forward, embed_backward; // token (and GPT-2's position) embeddings
     int layers = 0;
     int recomputed_blocks = 0; // checkpointed: their forward runs again in backward
 };
@@ -80,7 +80,7 @@ struct TimePrediction {
 };
 
 // Throws UsageError where the profile lacks what the plan needs (a GEMM dtype, a link class)
-// or the model has no shape (a bare parameter count; only GPT-2's architecture is modelled).
+// or the model has no shape (a bare parameter count), or a Llama is asked to materialize attention.
 TimePrediction predict_time(const Plan& plan, const MachineProfile& profile, int rank = 0);
 
 nlohmann::json time_json(const TimePrediction& t);

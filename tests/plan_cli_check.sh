@@ -210,7 +210,14 @@ assert all("time" in c and c["time"]["predicted_step_ms"] > 0 for c in cmp)
 print("ok: plan --time JSON, its sums, the plan's bytes, the inter-node pace")
 PY
 "$expect" 2 "--time needs rates: give --profile FILE" "$shardlab" plan --preset gpt2 --time
-"$expect" 2 "the time model has GPT-2's kernels only" "$shardlab" plan --preset 7b --profile h100-sxm
+"$expect" 2 "the time model needs the model's shape" "$shardlab" plan --params 7e9 --profile h100-sxm
+# A Llama has its own kernel counts (section 5.2): a preset gets a prediction; --fit over a Llama's
+# fields ranks by it and prints a train command naming the family and its own widths.
+"$shardlab" plan --preset 7b -n 8 --profile h100-sxm | grep -q "critical path: "
+"$shardlab" plan --arch llama --layers 2 --hidden 64 --heads 4 --kv-heads 2 --ffn 160 --vocab 256 \
+  --seq 64 -n 2 --gpu 30e6 --global-batch 8 --profile h100-sxm --fit --top 1 |
+  grep -q "shardlab train --arch llama --layers 2 --hidden 64 --heads 4 --kv-heads 2 --ffn 160 "
+"$expect" 2 "Llama runs flash attention only" "$shardlab" plan --preset tiny-llama --attention materialize --profile h100-sxm
 "$expect" 2 "--time predicts a training step; drop --inference" "$shardlab" plan --preset gpt2 --inference --profile h100-sxm
 
 # --fit (docs/TIME.md section 12): what fits the budget, ranked, with the train command that runs

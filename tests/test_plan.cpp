@@ -209,8 +209,8 @@ TEST(Plan, LlamaPresetsAndKvCache) {
     EXPECT_EQ(plan_model_preset("tinyllama-1.1b").params, 1100048384u);
     EXPECT_EQ(plan_model_preset("llama-3.2-1b").params, 1235814400u);
     EXPECT_EQ(plan_model_preset("llama-3-8b").params, 8030261248u);
-    EXPECT_TRUE(plan_model_preset("llama-3.2-1b").tied_head);
-    EXPECT_FALSE(plan_model_preset("llama-3-8b").tied_head);
+    EXPECT_TRUE(plan_model_preset("llama-3.2-1b").config.tied_head);
+    EXPECT_FALSE(plan_model_preset("llama-3-8b").config.tied_head);
     // 70b, GQA with 8 KV heads of 128: 2 * 80 layers * 4096 tokens * 1024 * 2 B = 1,342,177,280.
     PlanOptions o;
     o.inference = true;

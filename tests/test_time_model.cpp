@@ -66,6 +66,71 @@ TEST(TimeModel, WorkCountsOfSectionFive) {
     EXPECT_THROW(micro_batch_work(plan_model_params_only(1e9), o), UsageError);
 }
 
+// A Llama small enough to count by hand (section 5.2): V = Vp = 64, T = 8, L = 2, d = 16, H = 4
+// query heads of Dh = 4 sharing Hkv = 2 key/value heads (k = 8 wide), ffn f = 40, untied head;
+// micro-batch 1, bf16: N = 8, es = 2. Each count is written out here kernel by kernel, from
+// model/llama/llama_model.cpp's calls, not from the sums plan/kernel_bytes_llama.cpp uses.
+PlanModel tiny_llama(bool tied = false) {
+    return plan_model_llama(2, 16, 4, 2, 40, 64, 8, "llama by hand", tied, 64);
+}
+
+TEST(TimeModel, LlamaWorkCountsOfSectionFive) {
+    const double N = 8, d = 16, k = 8, f = 40, Vp = 64, es = 2, B = 1, T = 8;
+    const double qkv = d + 2 * k; // the fused [q | k | v] row
+    const StepWork w = micro_batch_work(tiny_llama(), options(1, 0));
+    // GEMMs (2 m n k each): qkv, o_proj, gate, up, down forward; backward twice that.
+    const double gemm = 2 * N * d * qkv + 2 * N * d * d + 3 * (2 * N * d * f);
+    EXPECT_EQ(gemm, 43008);
+    EXPECT_EQ(w.block_forward.gemm_flop, gemm);
+    EXPECT_EQ(w.block_backward.gemm_flop, 2 * gemm);
+    EXPECT_EQ(w.head_forward.gemm_flop, 2 * N * Vp * d);
+    EXPECT_EQ(w.head_backward.gemm_flop, 4 * N * Vp * d);
+    // Attention per query head, H Dh = d: as multi-head attention of the same width.
+    EXPECT_EQ(w.block_forward.attention_flop, 2 * B * d * T * (T + 1));
+    EXPECT_EQ(w.block_backward.attention_flop, 5 * B * d * T * (T + 1));
+    // Forward: rmsnorm (x, n1), rope in place over q and k (read + write), residual (h, x, h),
+    // rmsnorm (h, n2), swiglu (gate, up, act), residual (out, h, out).
+    const double fwd = 2 * N * d + 2 * N * (d + k) + 3 * N * d + 2 * N * d + 3 * N * f + 3 * N * d;
+    EXPECT_EQ(fwd * es, 5248);
+    EXPECT_EQ(w.block_forward.bytes, fwd * es);
+    // Backward: swiglu (dact, gate, up; dgate, dup), rmsnorm (dy, h; dx read and written),
+    // rope's inverse over dq, dk, rmsnorm (dy, x; dx read and written).
+    const double bwd = 5 * N * f + 4 * N * d + 2 * N * (d + k) + 4 * N * d;
+    EXPECT_EQ(w.block_backward.bytes, bwd * es);
+    // Head: the final rmsnorm and the cross-entropy; backward zeroes dx first.
+    EXPECT_EQ(w.head_forward.bytes, (2 * N * d + 2 * N * Vp) * es);
+    EXPECT_EQ(w.head_backward.bytes, (N * d + 4 * N * d + 2 * N * Vp) * es);
+    // embed_tokens: rows read, x written (no position table); backward dx read, rows accumulated.
+    EXPECT_EQ(w.embed_forward.bytes, 2 * N * d * es);
+    EXPECT_EQ(w.embed_backward.bytes, 3 * N * d * es);
+    // A tied head runs the same products (the embedding is the head's matrix).
+    const StepWork t = micro_batch_work(tiny_llama(true), options(1, 0));
+    EXPECT_EQ(t.head_forward.gemm_flop, w.head_forward.gemm_flop);
+    EXPECT_EQ(t.head_backward.bytes, w.head_backward.bytes);
+    // Multi-head (Hkv = H): k = d.
+    const PlanModel mha = plan_model_llama(2, 16, 4, 4, 40, 64, 8, "mha", false, 64);
+    const StepWork m = micro_batch_work(mha, options(1, 0));
+    EXPECT_EQ(m.block_forward.gemm_flop, gemm + 2 * (2 * N * d * (d - k)));
+    EXPECT_EQ(m.block_forward.bytes, w.block_forward.bytes + 2 * N * (d - k) * es);
+    PlanOptions o = options(1, 0);
+    o.checkpoint = CheckpointPolicy{2}; // every second layer: layer 0
+    EXPECT_EQ(micro_batch_work(tiny_llama(), o).recomputed_blocks, 1);
+    o.attention = AttentionKind::materialize; // a Llama runs flash only, as LlamaModel says
+    EXPECT_THROW(micro_batch_work(tiny_llama(), o), UsageError);
+}
+
+// The Llama's step at the round rates: the work above, each term at 1e9 per second, and the
+// update of its 7504 parameters (1024 + 2 x 2720 + 1040) at 28 B each.
+TEST(TimeModel, LlamaOneRankStepIsComputePlusUpdate) {
+    const PlanModel m = tiny_llama();
+    EXPECT_EQ(m.params, 7504u);
+    const TimePrediction t = predict_time(make_plan(m, options(1, 0)), round_profile());
+    EXPECT_REL(t.forward_s, (512 + 2 * (43008 + 2304 + 5248) + 16384 + 2560) * 1e-9);
+    EXPECT_REL(t.backward_s, (768 + 2 * (86016 + 5760 + 6016) + 32768 + 3328) * 1e-9);
+    EXPECT_REL(t.optimizer_s, 7504 * 28e-9);
+    EXPECT_REL(t.step_s, t.forward_s + t.backward_s + t.optimizer_s);
+}
+
 TEST(TimeModel, OneRankStepIsComputePlusUpdate) {
     const Plan plan = make_plan(tiny_model(), options(1, 0));
     const TimePrediction t = predict_time(plan, round_profile());

@@ -13,7 +13,7 @@ namespace shardlab {
 GPTModel::GPTModel(const ModelConfig& config, int batch, int seq, CheckpointPolicy checkpoint,
                    DType dtype, DeviceContext& context, Ops& ops, AttentionKind attention)
     : ModelBase(config, batch, seq, dtype, context), c_(config), layout_(config),
-      checkpoint_(checkpoint), attention_(attention), ops_(ops),
+      off_(gpt2_block_offsets(config)), checkpoint_(checkpoint), attention_(attention), ops_(ops),
       io_(context, batch, seq, config.vocab) {
     c_.validate();
 }
@@ -75,7 +75,7 @@ void GPTModel::linear_param_grads(void* dunit, const Tensor& dout, const Tensor&
 
 // x [BT, d] -> out [BT, d]: out = res2 + mlp(ln2(res2)), res2 = x + attn(ln1(x)).
 void GPTModel::block_forward(const void* w, const Tensor& x, const Tensor& out, BlockActs& a) {
-    const BlockOffsets& o = layout_.block();
+    const Gpt2BlockOffsets& o = off_;
     const int BT = B_ * T_, d = c_.hidden;
     Stream& s = ctx_.compute();
     const Tensor ln1 = tensor(a.ln1, {BT, d}), qkv = tensor(a.qkv, {B_, T_, 3 * d}),
@@ -102,7 +102,7 @@ void GPTModel::block_forward(const void* w, const Tensor& x, const Tensor& out, 
 
 // On entry g.dx holds d(loss)/d(out); on exit d(loss)/d(x). Weight gradients accumulate into dw.
 void GPTModel::block_backward(const void* w, void* dw, const Tensor& x, BlockActs& a, Grads& g) {
-    const BlockOffsets& o = layout_.block();
+    const Gpt2BlockOffsets& o = off_;
     const int BT = B_ * T_, d = c_.hidden;
     Stream& s = ctx_.compute();
     const Tensor dx = tensor(g.dx, {BT, d}), dsmall = tensor(g.dsmall, {BT, d}),
@@ -159,7 +159,7 @@ void GPTModel::forward(UnitParams& params, const std::uint16_t* inputs,
         const TraceScope span(ctx_.tracer(), s, "embedding forward", "model");
         ops_.embedding_forward(s, tensor(x_[0], {B_, T_, d}), io_.inputs(),
                                weight(emb, layout_.wte_offset(), {Vp, d}),
-                               weight(emb, layout_.wpe_offset(), {c_.context, d}));
+                               weight(emb, gpt2_wpe_offset(c_), {c_.context, d}));
     }
     params.release(ParamLayout::kEmbeddings);
 
@@ -255,7 +255,7 @@ void GPTModel::backward(UnitParams& params) {
     }
     const TraceScope embedding_span(ctx_.tracer(), s, "embedding backward", "model");
     ops_.embedding_backward(s, weight(demb, layout_.wte_offset(), {Vp, d}),
-                            weight(demb, layout_.wpe_offset(), {c_.context, d}),
+                            weight(demb, gpt2_wpe_offset(c_), {c_.context, d}),
                             tensor(g.dx, {B_, T_, d}), io_.inputs());
     params.grads_done(ParamLayout::kEmbeddings);
     x_.clear();

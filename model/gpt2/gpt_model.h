@@ -12,6 +12,7 @@
 #include "core/tensor.h"
 #include "model/attention_kind.h"
 #include "model/checkpoint_policy.h"
+#include "model/gpt2/gpt_layout.h"
 #include "model/model_base.h"
 #include "model/model_config.h"
 #include "model/ops.h"
@@ -66,6 +67,7 @@ class GPTModel final : public ModelBase {
 
     ModelConfig c_;
     ParamLayout layout_;
+    Gpt2BlockOffsets off_;
     CheckpointPolicy checkpoint_;
     AttentionKind attention_;
     Ops& ops_;
