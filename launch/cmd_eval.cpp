@@ -50,7 +50,8 @@ double mean_loss(Backend& backend, const ModelWeights& w, const TokenWindows& wi
 
 CommandRunner add_eval_command(CLI::App& cmd) {
     auto o = std::make_shared<EvalOptions>();
-    cmd.add_option("--weights", o->weights, "Weights: a .safetensors file, a Hugging Face folder or its index .json")
+    cmd.add_option("--weights", o->weights,
+                   "Weights: a .safetensors file, a Hugging Face folder or its index .json")
         ->required();
     cmd.add_option("--data", o->data, "Text file (bytes as tokens) or llm.c token shard")
         ->required();

@@ -86,7 +86,10 @@ CommandRunner add_reference_command(CLI::App& cmd) {
     auto o = std::make_shared<ReferenceOptions>();
     CLI::App* grads =
         cmd.add_subcommand("grads", "Loss, logits and all gradients of one batch to safetensors");
-    grads->add_option("--weights", o->weights, "Weights: a .safetensors file, a Hugging Face folder or its index .json")->required();
+    grads
+        ->add_option("--weights", o->weights,
+                     "Weights: a .safetensors file, a Hugging Face folder or its index .json")
+        ->required();
     grads->add_option("--data", o->data, "Token data (text or llm.c shard)")->required();
     grads->add_option("--batch", o->batch, "Windows in the batch");
     grads->add_option("--seq", o->seq, "Tokens per window T");
