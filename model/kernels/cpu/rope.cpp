@@ -5,22 +5,48 @@
 
 #include "model/kernels/cpu/parallel.h"
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 namespace shardlab::cpu {
 
 namespace {
-// sign +1: forward rotation; -1: its inverse (backward).
+// cos and sin of every (position, pair) a call uses, [position][pair], rounded once to A: the
+// angles depend on the position alone, so the B sequences of a batch share them (computing them
+// per row made RoPE compute-bound on the CPU).
+template <typename A>
+void angle_table(std::size_t positions, int D, const Rope& rope, std::vector<A>& cos_t,
+                 std::vector<A>& sin_t) {
+    const int half = D / 2;
+    std::vector<double> freq(static_cast<std::size_t>(half));
+    for (int j = 0; j < half; ++j) freq[std::size_t(j)] = rope_frequency(rope, j, D);
+    cos_t.resize(positions * std::size_t(half));
+    sin_t.resize(cos_t.size());
+    parallel_ranges(positions, [&](std::size_t lo, std::size_t hi) {
+        for (std::size_t p = lo; p < hi; ++p)
+            for (int j = 0; j < half; ++j) {
+                const double angle = double(p) * freq[std::size_t(j)];
+                cos_t[p * std::size_t(half) + std::size_t(j)] = A(std::cos(angle));
+                sin_t[p * std::size_t(half) + std::size_t(j)] = A(std::sin(angle));
+            }
+    });
+}
+
+// sign +1: forward rotation; -1: its inverse (backward: -A(sin) is A(-sin), rounding being
+// symmetric).
 template <typename T>
 void rotate(T* x, int rows, int T_, int heads, int D, int stride, const Rope& rope, int sign) {
     using A = acc_t<T>;
     const int half = D / 2;
+    std::vector<A> cos_t, sin_t;
+    angle_table(std::min(std::size_t(T_), std::size_t(rows)), D, rope, cos_t, sin_t);
     parallel_ranges(std::size_t(rows), [&](std::size_t lo, std::size_t hi) {
         for (std::size_t r = lo; r < hi; ++r) {
-            const double p = double(r % std::size_t(T_));
+            const std::size_t at = (r % std::size_t(T_)) * std::size_t(half);
             for (int j = 0; j < half; ++j) {
-                const double angle = p * rope_frequency(rope, j, D);
-                const A c = A(std::cos(angle)), s = A(sign * std::sin(angle));
+                const A c = cos_t[at + std::size_t(j)];
+                const A s = sign > 0 ? sin_t[at + std::size_t(j)] : -sin_t[at + std::size_t(j)];
                 for (int h = 0; h < heads; ++h) {
                     T* v = x + r * std::size_t(stride) + std::size_t(h) * std::size_t(D);
                     const A a = to_acc(v[j]), b = to_acc(v[j + half]);
