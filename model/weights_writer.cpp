@@ -7,12 +7,12 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <regex>
 #include <set>
 
 namespace shardlab {
@@ -56,11 +56,21 @@ std::string shard_name(std::size_t i, std::size_t n) {
                   : fmt::format("model-{:05d}-of-{:05d}.safetensors", i + 1, n);
 }
 
+// "model-#####-of-#####.safetensors" (# a digit): a shard's name as shard_name writes it.
+bool is_shard_name(const std::string& name) {
+    const std::string shape = "model-#####-of-#####.safetensors";
+    if (name.size() != shape.size()) return false;
+    for (std::size_t i = 0; i < shape.size(); ++i)
+        if (shape[i] == '#' ? !std::isdigit(static_cast<unsigned char>(name[i]))
+                            : name[i] != shape[i])
+            return false;
+    return true;
+}
+
 // A weights file of an earlier save in this folder (another shard count leaves other names).
 bool is_weights_file(const std::string& name) {
-    static const std::regex shard(R"(model-\d{5}-of-\d{5}\.safetensors)");
     return name == "model.safetensors" || name == "model.safetensors.index.json" ||
-           std::regex_match(name, shard);
+           is_shard_name(name);
 }
 } // namespace
 
