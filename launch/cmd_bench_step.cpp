@@ -13,6 +13,7 @@
 #include "measure/gemm_rate.h"
 #include "model/backend.h"
 #include "model/families.h"
+#include "model/family.h"
 #include "model/kernels/cpu/cpu_gemm.h"
 #include "model/kernels/cpu/cpu_model.h"
 #include "model/kernels/cpu/threads.h"
@@ -38,16 +39,16 @@ struct StepBenchOptions {
 };
 
 // Model FLOPs of one training step per token: 6 per weight of every matmul (forward 2, backward
-// 4: q/k/v, projection, MLP and the head — GPT-2's 12 d^2 a layer; a Llama's q and o d^2 each, k
-// and v d * kv each, gate, up and down d * ffn each), plus causal attention's QK^T and PV — 2 * T *
-// d per layer forward over the lower triangle, times 3 with backward. Embeddings, norms,
-// GELU/SwiGLU and AdamW are not counted (as in the usual 6N accounting).
+// 4: the block's linears, as the family lists its GEMMs, and the head over the true vocabulary),
+// plus causal attention's QK^T and PV — 2 * T * d per layer forward over the lower triangle, times
+// 3 with backward. Embeddings, norms, activations and AdamW are not counted (as in the usual 6N
+// accounting).
 double train_flops_per_token(const ModelConfig& c, int seq) {
-    const double d = c.hidden, kv = double(c.head_dim()) * c.kv_heads;
-    const double per_layer = c.arch == Architecture::llama
-                                 ? 2.0 * d * d + 2.0 * d * kv + 3.0 * d * c.ffn()
-                                 : 12.0 * d * d;
-    const double matmul_weights = c.layers * per_layer + double(c.vocab) * d;
+    double per_layer = 0; // a block's linears: a forward product's k x n weights
+    for (const GemmShape& g : family(c.arch).gemm_shapes(c, 1))
+        if (!g.name.starts_with("head.") && g.name.ends_with(".forward"))
+            per_layer += double(g.n) * double(g.k);
+    const double d = c.hidden, matmul_weights = c.layers * per_layer + double(c.vocab) * d;
     return 6.0 * matmul_weights + 6.0 * c.layers * double(seq) * d;
 }
 

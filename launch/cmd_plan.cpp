@@ -12,6 +12,7 @@
 #include "launch/plan_json.h"
 #include "launch/python_tool.h"
 #include "launch/train_report.h"
+#include "model/family.h"
 #include "model/model_presets.h"
 #include "plan/memory_plan.h"
 #include "plan/time_model.h"
@@ -54,25 +55,22 @@ PlanModel build_model(const PlanFlags& f) {
                              "the model fields");
         return plan_model_params_only(f.params);
     }
+    // The base: the preset, else the plan preset of --arch's family; each field given replaces
+    // the base's.
     const Architecture arch = parse_architecture(f.arch);
-    const bool llama =
-        is_llama_preset(f.preset) || (f.preset.empty() && arch == Architecture::llama);
-    PlanModel base = f.preset.empty()
-                         ? (llama ? plan_model_preset("7b") : plan_model_preset("gpt2"))
-                         : plan_model_preset(f.preset);
-    auto pick = [](int flag, int preset) { return flag ? flag : preset; };
-    const int L = pick(f.layers, base.config.layers), d = pick(f.hidden, base.config.hidden),
-              H = pick(f.heads, base.config.heads);
-    const int V = pick(f.vocab, base.config.vocab), T = pick(f.seq, base.config.context);
-    const int Hkv = pick(f.kv_heads, f.heads ? H : base.config.kv_heads);
-    const std::string name =
-        f.preset.empty() ? std::string(llama ? "llama" : "gpt2") + " (fields)" : f.preset;
-    if (llama)
-        return plan_model_llama(L, d, H, Hkv, pick(f.ffn, base.config.ffn()), V, T, name,
-                                base.config.tied_head, f.vocab_multiple);
-    if (f.ffn && f.ffn != 4 * d)
-        throw UsageError("GPT-2 uses ffn = 4 x hidden; for another ffn use --arch llama");
-    return plan_model_from_gpt2(ModelConfig{V, T, L, d, H, Hkv, f.vocab_multiple}, name);
+    ModelConfig c = model_preset(f.preset.empty() ? family(arch).plan_preset : f.preset);
+    const Family& fam = family(c.arch);
+    auto pick = [](int flag, int base) { return flag ? flag : base; };
+    if (f.hidden && fam.ffn_follows_hidden) c.ffn_width = 0; // the MLP follows the new width
+    c.layers = pick(f.layers, c.layers);
+    c.hidden = pick(f.hidden, c.hidden);
+    c.kv_heads = pick(f.kv_heads, f.heads ? f.heads : c.kv_heads);
+    c.heads = pick(f.heads, c.heads);
+    c.vocab = pick(f.vocab, c.vocab);
+    c.context = pick(f.seq, c.context);
+    c.ffn_width = pick(f.ffn, c.ffn_width);
+    c.vocab_multiple = f.vocab_multiple;
+    return plan_model_from(c, f.preset.empty() ? std::string(fam.name) + " (fields)" : f.preset);
 }
 
 // Nodes of K consecutive ranks (--gpus-per-node or --ranks-per-node K) for the bytes by link
@@ -249,7 +247,7 @@ void print_plan(const Plan& p) {
     row("gathered + comm buffers", m.buffers);
     if (m.workspace)
         row("workspace (not in total)", *m.workspace);
-    else if (p.model.arch() == Architecture::gpt2)
+    else if (p.model.arch() != Architecture::params_only)
         fmt::print("  {:<24} {:>16}  (the GEMM library sizes its own: --gemm openblas to count "
                    "the CPU path's)\n",
                    "workspace", "-");
@@ -530,8 +528,8 @@ int run_plan(const PlanFlags& f) {
 
 CommandRunner add_plan_command(CLI::App& cmd) {
     auto f = std::make_shared<PlanFlags>();
-    cmd.add_option("--preset", f->preset, kModelPresets);
-    cmd.add_option("--arch", f->arch, "Architecture for explicit fields: gpt2 | llama");
+    cmd.add_option("--preset", f->preset, model_preset_names());
+    cmd.add_option("--arch", f->arch, "Architecture for explicit fields: " + family_names());
     cmd.add_option("--layers", f->layers, "Transformer blocks")->check(at_least(1));
     cmd.add_option("--hidden", f->hidden, "Hidden size")->check(at_least(1));
     cmd.add_option("--heads", f->heads, "Attention heads")->check(at_least(1));

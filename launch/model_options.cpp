@@ -4,24 +4,25 @@
 #include "launch/flag_checks.h"
 
 #include "core/error.h"
+#include "model/family.h"
 
 #include <fmt/format.h>
 
 namespace shardlab {
 
 ModelConfig ModelOptions::config() const {
+    // The preset, else the small preset of --arch's family (GPT-2's "tiny" by default).
     const std::string name =
         !preset.empty()
             ? preset
-            : (!arch.empty() && parse_architecture(arch) == Architecture::llama ? "tiny-llama"
-                                                                                : "tiny");
+            : family(arch.empty() ? Architecture::gpt2 : parse_architecture(arch)).small_preset;
     ModelConfig c = model_preset(name);
     if (!arch.empty() && parse_architecture(arch) != c.arch)
         throw UsageError(fmt::format("--preset {} is a {} model, not --arch {}; drop one of them",
                                      name, architecture_name(c.arch), arch));
     require_family_built(c.arch);
     if (layers) c.layers = layers;
-    if (hidden && c.arch == Architecture::gpt2) c.ffn_width = 0; // 4 x the new hidden
+    if (hidden && family(c.arch).ffn_follows_hidden) c.ffn_width = 0; // follows the new width
     if (hidden) c.hidden = hidden;
     if (heads) c.heads = c.kv_heads = heads;
     if (kv_heads) c.kv_heads = kv_heads;
@@ -35,8 +36,8 @@ ModelConfig ModelOptions::config() const {
 }
 
 void add_model_options(CLI::App& cmd, ModelOptions& o) {
-    cmd.add_option("--arch", o.arch, "gpt2 | llama (default: the preset's)");
-    cmd.add_option("--preset", o.preset, std::string(kModelPresets) + " (default: tiny)");
+    cmd.add_option("--arch", o.arch, family_names() + " (default: the preset's)");
+    cmd.add_option("--preset", o.preset, model_preset_names() + " (default: tiny)");
     cmd.add_option("--layers", o.layers, "Transformer blocks (overrides the preset)")
         ->check(at_least(1));
     cmd.add_option("--hidden", o.hidden, "Hidden size d")->check(at_least(1));

@@ -3,6 +3,7 @@
 
 #include "core/error.h"
 #include "launch/python_tool.h"
+#include "model/family.h"
 
 #include <fmt/format.h>
 
@@ -23,13 +24,8 @@ nlohmann::json run_pytorch_peer(const PeerRun& r) {
         "--vocab",     n(c.vocab),  "--seq",     n(r.seq),     "--batch", n(r.batch),
         "--precision", r.precision, "--threads", n(r.threads), "--steps", n(r.steps),
         "--warmup",    n(r.warmup), "--device",  r.device};
-    if (c.arch == Architecture::llama) { // the same Llama, as Hugging Face's modules compute it
-        const std::vector<std::string> llama = {
-            "--arch",   "llama",        "--kv-heads",    n(c.kv_heads), "--ffn",
-            n(c.ffn()), "--rope-theta", n(c.rope_theta), "--rms-eps",   n(c.norm_eps)};
-        args.insert(args.end(), llama.begin(), llama.end());
-        if (c.tied_head) args.push_back("--tied");
-    }
+    const std::vector<std::string> family_args = family(c.arch).peer_args(c);
+    args.insert(args.end(), family_args.begin(), family_args.end());
     const std::string output =
         run_python_tool("--peer pytorch", "torch", r.python, peer_script_path(), args);
     std::string last;

@@ -9,6 +9,7 @@
 #include "measure/kernel_rate.h"
 #include "measure/offload_rate.h"
 #include "measure/slowest_rank.h"
+#include "model/family.h"
 #include "model/kernels/cpu/cpu_model.h"
 
 #include <algorithm>
@@ -31,7 +32,7 @@ std::string utc_now() {
 double step_gemm_rate(Backend& backend, DType t, const CalibrateSpec& spec, std::int64_t tokens,
                       std::vector<GemmSample>& shapes, MPI_Comm comm) {
     double flop = 0, seconds = 0;
-    for (const GemmShape& shape : model_gemm_shapes(spec.config, tokens)) {
+    for (const GemmShape& shape : family(spec.config.arch).gemm_shapes(spec.config, tokens)) {
         MPI_Barrier(comm);
         const double s = slowest_rank(gemm_seconds(backend, t, shape, spec.reps), comm);
         shapes.push_back({shape, s});

@@ -5,6 +5,7 @@
 
 #include "measure/link_calibration.h"
 #include "model/backend.h"
+#include "model/model_config.h"
 #include "plan/machine_profile.h"
 
 #include <functional>

@@ -4,7 +4,7 @@
 #pragma once
 
 #include "model/backend.h"
-#include "plan/gemm_shapes.h"
+#include "model/gemm_shape.h"
 
 namespace shardlab {
 

@@ -1,6 +1,7 @@
 // The activation peak of one micro-batch under activation checkpointing, for a model whose layers
-// all keep the same bytes: what every family's exact activation count (plan/memory_plan.cpp's
-// GPT-2, model/llama/llama_memory.cpp's Llama) shares — only the byte counts differ by family.
+// all keep the same bytes: what every family's exact activation count (Family::activation_bytes:
+// model/gpt2/gpt_costs.cpp, model/llama/llama_costs.cpp) shares — only the byte counts differ by
+// family.
 #pragma once
 
 #include "model/checkpoint_policy.h"

@@ -1,45 +1,39 @@
-// One case per family.
+// model/family_list.h's lines as a table of FamilyModel, indexed by Architecture.
 #include "model/families.h"
 
 #include "core/error.h"
-#include "model/gpt2/gpt_init.h"
-#include "model/gpt2/gpt_model.h"
-#include "model/llama/llama_init.h"
-#include "model/llama/llama_model.h"
 
 namespace shardlab {
+
+#define SHARDLAB_FAMILY(name) extern const FamilyModel name##_family_model;
+#include "model/family_list.h"
+#undef SHARDLAB_FAMILY
+
+namespace {
+const FamilyModel* const kModels[] = {
+#define SHARDLAB_FAMILY(name) &name##_family_model,
+#include "model/family_list.h"
+#undef SHARDLAB_FAMILY
+};
+static_assert(sizeof(kModels) / sizeof(kModels[0]) == std::size_t(Architecture::params_only),
+              "one model per architecture");
+
+const FamilyModel& model_of(Architecture a) {
+    require_family_built(a); // a bare parameter count has none: throws, saying so
+    return *kModels[int(a)];
+}
+} // namespace
 
 std::unique_ptr<Model> make_model(const ModelConfig& config, int batch, int seq,
                                   CheckpointPolicy checkpoint, DType dtype, DeviceContext& context,
                                   Ops& ops, AttentionKind attention) {
-    switch (config.arch) {
-    case Architecture::gpt2:
-        return std::make_unique<GPTModel>(config, batch, seq, checkpoint, dtype, context, ops,
-                                          attention);
-    case Architecture::llama:
-        return std::make_unique<LlamaModel>(config, batch, seq, checkpoint, dtype, context, ops,
-                                            attention);
-    case Architecture::params_only: // plan's bare count: no model
-        break;
-    }
-    require_family_built(config.arch); // throws, saying what is missing
-    throw UsageError("no model for this architecture");
+    return model_of(config.arch)
+        .make(config, batch, seq, checkpoint, dtype, context, ops, attention);
 }
 
 InitialValues initial_values(const ModelConfig& config, const ParamLayout& layout,
                              std::uint64_t seed) {
-    switch (config.arch) {
-    case Architecture::gpt2:
-        return gpt2_initial_values(layout, seed, config.layers);
-    case Architecture::llama:
-        return [&layout, seed](int unit, std::uint64_t begin, std::uint64_t count, float* out) {
-            init_range(layout, unit, seed, begin, count, out, llama_init_rule);
-        };
-    case Architecture::params_only:
-        break;
-    }
-    require_family_built(config.arch);
-    throw UsageError("no initialisation for this architecture");
+    return model_of(config.arch).initial_values(config, layout, seed);
 }
 
 std::vector<std::vector<float>> init_model(const ModelConfig& config, const ParamLayout& layout,

@@ -1,9 +1,8 @@
-// ModelConfig: the shape of a model of any family (model/architecture.h), its presets, and the
-// checks that a shape is usable. GPT-2 (LayerNorm, learned positions, GELU MLP 4 x hidden wide,
-// tied head) uses the first seven fields; a Llama-shaped model (RMSNorm, rotary positions, SwiGLU
-// MLP ffn wide, grouped-query attention, tied or untied head, no position table) also ffn,
-// tied_head, rope_theta and norm_eps. kv_heads is carried (GQA-ready) but the GPT-2 kernels
-// require kv_heads == heads for now.
+// ModelConfig: the shape of a model of any family (model/architecture.h, model/family.h), and
+// the checks that a shape is usable. The first seven fields are every family's; the rest are read
+// by the families that have them (GPT-2: LayerNorm, learned positions, GELU MLP 4 x hidden wide,
+// tied head; a Llama: RMSNorm, rotary positions, SwiGLU MLP ffn wide, grouped-query attention,
+// tied or untied head) — counts, validation and JSON dispatch to the config's family.
 // vocab_multiple is how the model is stored, not what it is: wte (and so the head's GEMMs and the
 // logits) gets padded_vocab() rows, V rounded up to that multiple, the rows past V zero and masked
 // out of the loss — the same model, with GEMM dimensions a GPU or a BLAS runs fast
@@ -59,13 +58,21 @@ struct ModelConfig {
     std::string describe() const;
 };
 
-// The model's shape (vocab is the true V) and "arch"; a llama's also "ffn", "rope_theta",
-// "rms_eps" and "tied" (tools/torch_llama.py's names). A config without "arch" is GPT-2: weights
-// and checkpoints written before the architecture was recorded load as they did. vocab_multiple is
-// not written: a weights file holds the true V and loads into any padding; config_from_json leaves
-// the default, which the caller sets from its own flag (checkpoints record theirs beside the model,
-// optim/checkpoint.cpp).
+// The model's shape (vocab is the true V), "arch", and the family's own fields (Family::to_json;
+// a llama's "ffn", "rope_theta", "rms_eps", "tied" — tools/torch_llama.py's names). A config
+// without "arch" is GPT-2: weights and checkpoints written before the architecture was recorded
+// load as they did. vocab_multiple is not written: a weights file holds the true V and loads into
+// any padding; config_from_json leaves the default, which the caller sets from its own flag
+// (checkpoints record theirs beside the model, optim/checkpoint.cpp).
 nlohmann::json config_to_json(const ModelConfig& c);
 ModelConfig config_from_json(const nlohmann::json& j); // validates
+
+// One field of a JSON config (shardlab's, or a Hugging Face config.json), checked: UsageError
+// "<where>: "<key>" is missing / is 2.5, not a whole number / is 4294967299, out of range".
+// (get<int>() would cast 1e20 with undefined behaviour, or wrap 2^32 + 3 to 3, and a corrupt
+// config would pass validate() as another model.)
+int config_int(const nlohmann::json& j, const char* key, const std::string& where);
+double config_number(const nlohmann::json& j, const char* key, const std::string& where);
+bool config_bool(const nlohmann::json& j, const char* key, const std::string& where);
 
 } // namespace shardlab

@@ -1,8 +1,8 @@
-// The unit list comes from the family (model/family_units.cpp); offsets follow declaration order
-// inside each unit (add_param).
+// The unit list comes from the family (Family::units, model/family.h); offsets follow
+// declaration order inside each unit (add_param).
 #include "model/param_layout.h"
 
-#include "model/family_units.h"
+#include "model/family.h"
 
 #include <algorithm>
 #include <string>
@@ -20,7 +20,7 @@ std::size_t add_param(ParamUnit& u, std::string name, std::vector<std::int64_t> 
 }
 
 ParamLayout::ParamLayout(const ModelConfig& c)
-    : units_(family_units(c)), vocab_(c.vocab), padded_vocab_(c.padded_vocab()),
+    : units_(family(c.arch).units(c)), vocab_(c.vocab), padded_vocab_(c.padded_vocab()),
       tied_head_(c.tied_head) {
     for (const auto& u : units_) total_ += u.numel;
 }

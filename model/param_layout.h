@@ -37,7 +37,7 @@ struct ParamUnit {
 std::size_t add_param(ParamUnit& u, std::string name, std::vector<std::int64_t> shape,
                       std::size_t stored = 0);
 
-// The units are the family's own (model/family_units.h: model/gpt2/gpt_layout.h,
+// The units are the family's own (Family::units: model/gpt2/gpt_layout.h,
 // model/llama/llama_layout.h); so are the offsets inside a block (each family's *_block_offsets).
 class ParamLayout {
   public:

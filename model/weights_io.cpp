@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/json_depth.h"
+#include "model/family.h"
 #include "model/safetensors.h"
 #include "model/weights_writer.h"
 
@@ -32,18 +33,9 @@ void save_weights(const std::string& path, const ModelWeights& w, DType store_as
 }
 
 namespace {
-// Tensors a file may hold that are no parameter here: a tied head's copy of the embedding,
-// GPT-2's causal-mask buffers, a Llama's saved rotary frequencies (recomputed from rope_theta).
-bool ignored(const std::string& name, const ModelConfig& c) {
-    if (c.arch == Architecture::llama)
-        return (c.tied_head && name == "lm_head.weight") || name.ends_with(".rotary_emb.inv_freq");
-    return name == "lm_head.weight" || name.ends_with(".attn.bias") ||
-           name.ends_with(".attn.masked_bias");
-}
-// GPT-2 files name their tensors with or without "transformer."; a Llama's are as Hugging Face's.
-std::string canonical(const std::string& name, Architecture arch = Architecture::gpt2) {
-    if (arch == Architecture::llama) return name;
-    return name.rfind("transformer.", 0) == 0 ? name : "transformer." + name;
+// GPT-2's spelling of a tensor's name, for a file that carries no config.
+std::string canonical(const std::string& name) {
+    return family(Architecture::gpt2).canonical_name(name);
 }
 // A Hugging Face GPT-2 checkpoint carries no shardlab config: read V, d from wte, T from wpe and
 // L from the block indices; heads are d / 64, the head size of every GPT-2 model.
@@ -138,9 +130,9 @@ std::vector<std::vector<std::size_t>> match_tensors(const SafeTensorsFile& f,
     std::vector<std::string> extra, misshaped;
     for (std::size_t i = 0; i < f.tensors.size(); ++i) {
         const SafeTensor& t = f.tensors[i];
-        if (ignored(t.name, config)) continue;
+        if (family(config.arch).ignored_tensor(t.name, config)) continue;
         int unit = 0;
-        const ParamInfo* p = layout.find(canonical(t.name, config.arch), &unit);
+        const ParamInfo* p = layout.find(family(config.arch).canonical_name(t.name), &unit);
         if (!p) {
             extra.push_back(t.name);
             continue;

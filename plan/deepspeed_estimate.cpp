@@ -2,6 +2,8 @@
 // (docs/MEMORY.md, "DeepSpeed's estimator, side by side", cites the lines).
 #include "plan/deepspeed_estimate.h"
 
+#include "model/family.h"
+
 #include <algorithm>
 
 namespace shardlab {
@@ -30,26 +32,15 @@ DeepSpeedModelCounts deepspeed_model_counts(const PlanModel& m) {
     // shardlab counts a tied weight once, as DeepSpeed does. DeepSpeed runs Hugging Face's model,
     // whose wte has the true vocabulary: the padding shardlab stores is not in its count.
     out.total_params = m.unpadded_params();
-    const std::uint64_t V = std::uint64_t(m.config.vocab), d = std::uint64_t(m.config.hidden);
-    // The candidates in model.modules() order; DeepSpeed keeps the first maximum it meets.
-    std::vector<std::pair<std::string, std::uint64_t>> modules;
-    switch (m.arch()) {
-    case Architecture::gpt2: // GPT2LMHeadModel; the other modules are smaller than these
-        modules = {{"transformer.wte (lm_head is tied to it)", V * d},
-                   {"transformer.wpe", std::uint64_t(m.config.context) * d},
-                   {"transformer.h.0.mlp.c_fc", 4 * d * d + 4 * d}};
-        break;
-    case Architecture::llama: // LlamaForCausalLM: no biases, an untied lm_head of V x d
-        modules = {{"model.embed_tokens", V * d},
-                   {"model.layers.0.self_attn.q_proj", d * d},
-                   {"model.layers.0.mlp.gate_proj", d * std::uint64_t(m.config.ffn())}};
-        break;
-    case Architecture::params_only: // no modules: DeepSpeed's _all_cold would need the number
+    if (m.arch() == Architecture::params_only) { // no modules: _all_cold would need the number
         out.largest_layer = "unknown (a bare parameter count has no layers; taken as 0)";
         return out;
     }
-    for (const auto& [name, n] : modules)
-        if (n > out.largest_layer_params) out.largest_layer_params = n, out.largest_layer = name;
+    // The candidates in model.modules() order; DeepSpeed keeps the first maximum it meets.
+    const std::vector<DeepSpeedModule> modules = family(m.arch()).deepspeed_modules(m.config);
+    for (const DeepSpeedModule& mod : modules)
+        if (mod.params > out.largest_layer_params)
+            out.largest_layer_params = mod.params, out.largest_layer = mod.name;
     return out;
 }
 

@@ -6,8 +6,8 @@
 // version, every value's unit in its key. A value: plan reads one, nothing writes to it.
 #pragma once
 
+#include "model/gemm_shape.h"
 #include "plan/alpha_beta_fit.h"
-#include "plan/gemm_shapes.h"
 
 #include <nlohmann/json.hpp>
 

@@ -5,13 +5,11 @@
 #include "comm/comm_model.h"
 #include "comm/process_groups.h"
 #include "core/error.h"
-#include "model/activation_peak.h"
-#include "model/llama/llama_memory.h"
+#include "model/family.h"
 #include "offload/host_updater.h"
 #include "optim/gather_schedule.h"
 #include "optim/stage_policy.h"
 #include "optim/unit_shards.h"
-#include "plan/gemm_shapes.h"
 
 #include <fmt/format.h>
 
@@ -24,19 +22,6 @@ std::uint64_t param_bytes_per_element(Precision p) {
     return p == Precision::fp32 ? 4 : 2;
 }
 
-std::uint64_t gpt2_activation_bytes(const ModelConfig& c, int batch, int seq, Precision p,
-                                    CheckpointPolicy ck, AttentionKind attention) {
-    const std::uint64_t S = param_bytes_per_element(p), BT = std::uint64_t(batch) * seq,
-                        d = c.hidden, BHT = std::uint64_t(batch) * c.heads * seq;
-    const std::uint64_t att = attention == AttentionKind::flash ? 4 * BHT : S * BHT * seq;
-    ActivationBytes b;
-    b.layer = S * 15 * BT * d + att + 4 * BT * 4;
-    b.inputs = (c.layers + 1) * BT * d * S;
-    // ln_f's output and stats, and the logits: B*T x Vp, the padded vocabulary (GPTModel::forward).
-    b.head = BT * d * S + 2 * BT * 4 + BT * std::uint64_t(c.padded_vocab()) * S;
-    return activation_peak(b, c.layers, ck);
-}
-
 std::optional<std::uint64_t> model_workspace_bytes(const ModelConfig& c, int batch, int seq,
                                                    int grad_accum, Precision p,
                                                    GemmWorkspace gemm) {
@@ -46,14 +31,12 @@ std::optional<std::uint64_t> model_workspace_bytes(const ModelConfig& c, int bat
     // forward's three matrix sizes), beside the gradient scratch, so the peak is there.
     std::uint64_t widest = 0;
     if (gemm == GemmWorkspace::widened_operands)
-        for (const GemmShape& g : model_gemm_shapes(c, std::int64_t(BT)))
+        for (const GemmShape& g : family(c.arch).gemm_shapes(c, std::int64_t(BT)))
             widest = std::max(widest, std::uint64_t(g.m * g.k + g.k * g.n + g.m * g.n) * 4);
     const std::uint64_t scalars = 2 * sizeof(float);             // ZeroEngine: loss scale, norm
     const std::uint64_t tokens = 2 * BT * sizeof(std::uint16_t); // inputs and targets
     const std::uint64_t losses = std::uint64_t(grad_accum) * sizeof(double);
-    const std::uint64_t grad_scratch =
-        c.arch == Architecture::llama ? llama_gradient_scratch_bytes(c, batch, seq, S)
-                                      : 9 * BT * std::uint64_t(c.hidden) * S; // dx, dsmall, 3d, 4d
+    const std::uint64_t grad_scratch = family(c.arch).gradient_scratch_bytes(c, batch, seq, S);
     return scalars + tokens + losses + grad_scratch + widest;
 }
 
@@ -421,12 +404,10 @@ Plan plan_once(const PlanModel& model, const PlanOptions& o, int rank) {
                 model.config.layers, model.config.hidden, model.config.heads, o.micro_batch, seq,
                 o.precision, o.checkpoint);
             mem.activations_exact = true; // each family's own count of what its model keeps
-            mem.activations =
-                model.arch() == Architecture::llama
-                    ? llama_activation_bytes(model.config, o.micro_batch, seq,
-                                             param_bytes_per_element(o.precision), o.checkpoint)
-                    : gpt2_activation_bytes(model.config, o.micro_batch, seq, o.precision,
-                                            o.checkpoint, o.attention);
+            mem.activations = family(model.arch())
+                                  .activation_bytes(model.config, o.micro_batch, seq,
+                                                    param_bytes_per_element(o.precision),
+                                                    o.checkpoint, o.attention);
         }
         // The model's own workspace; --reproducible's per-sequence sums are not modelled.
         if (model.arch() != Architecture::params_only && !o.reproducible)

@@ -123,16 +123,11 @@ Plan make_plan(const PlanModel& model, const PlanOptions& options, int rank = 0)
 
 // Pieces the tests use directly.
 std::uint64_t param_bytes_per_element(Precision p);
-// GPTModel's activation peak for one micro-batch (implementation-exact; GPT-2 architecture).
-// Attention's share of a block: B·H·T·T probabilities of S bytes (materialize) or the B·H·T fp32
-// log-sum-exps (flash).
-std::uint64_t gpt2_activation_bytes(const ModelConfig& c, int batch, int seq, Precision p,
-                                    CheckpointPolicy ck, AttentionKind attention);
 // The model's workspace peak in a training step, on a backend whose GEMMs take `gemm` workspace
 // (none where it is unmodelled): the engine's two scalars, the micro-batch's token ids and
-// targets, one loss per micro-batch of the step, backward's gradient scratch tensors (GPT-2: four,
-// 9·B·T·d elements; a Llama: model/llama/llama_memory.h) and, beside them, the largest product's
-// widened operands. docs/MEMORY.md section 11.
+// targets, one loss per micro-batch of the step, backward's gradient scratch tensors (the
+// family's count, Family::gradient_scratch_bytes) and, beside them, the largest product's widened
+// operands. docs/MEMORY.md section 11.
 std::optional<std::uint64_t> model_workspace_bytes(const ModelConfig& c, int batch, int seq,
                                                    int grad_accum, Precision p, GemmWorkspace gemm);
 // The generic per-model formula: per layer s·b·h·(34 + 5·a·s/h) bytes at 16 bits (x2 for fp32),

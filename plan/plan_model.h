@@ -1,6 +1,6 @@
-// What the plan is asked about: a model's architecture (a GPT-2 or llama-style preset, explicit
-// fields, or a bare parameter count), reduced to what memory and traffic depend on — the
-// parameter count, the sharding units, and the shapes activations and KV cache scale with.
+// What the plan is asked about: a model of any family (a preset, explicit fields) or a bare
+// parameter count, reduced to what memory and traffic depend on — the parameter count, the
+// sharding units, and the shapes activations and KV cache scale with.
 #pragma once
 
 #include "model/architecture.h"
@@ -32,15 +32,8 @@ struct PlanModel {
 
 // A preset of the one table (model/model_presets.h), reduced to what the plan needs.
 PlanModel plan_model_preset(const std::string& name);
-bool is_llama_preset(const std::string& name);
-// Any family's config, by its architecture.
+// Any family's config, validated as a run's (ModelConfig::validate: the family's own rules).
 PlanModel plan_model_from(const ModelConfig& c, const std::string& name);
-PlanModel plan_model_from_gpt2(const ModelConfig& c, const std::string& name);
-// Llama-style: untied head, SwiGLU MLP (3 matrices of d x ffn), RMSNorm, grouped KV heads.
-// tied: the output head is the token embedding (SmolLM, Llama 3.2 1B/3B).
-PlanModel plan_model_llama(int layers, int hidden, int heads, int kv_heads, int ffn, int vocab,
-                           int context, const std::string& name, bool tied = false,
-                           int vocab_multiple = ModelConfig::kDefaultVocabMultiple);
 PlanModel plan_model_params_only(double params);
 
 } // namespace shardlab

@@ -1,11 +1,12 @@
-// The work of one micro-batch, before any rate: the GEMMs' FLOPs (plan/gemm_shapes.h, the shapes
+// The work of one micro-batch, before any rate: the GEMMs' FLOPs (Family::gemm_shapes, the shapes
 // calibrate timed, each family's own), attention's own FLOPs (causal: the kernels skip the masked
-// half), and the bytes the memory-bound kernels must move (plan/kernel_bytes.h, one function per
-// family). docs/TIME.md section 5 derives each count from the kernels the family's model calls.
+// half), and the bytes the memory-bound kernels must move (Family::kernel_bytes). docs/TIME.md
+// section 5 derives each count from the kernels the family's model calls.
 #include "core/error.h"
-#include "plan/gemm_shapes.h"
-#include "plan/kernel_bytes.h"
+#include "model/family.h"
 #include "plan/time_model.h"
+
+#include <fmt/format.h>
 
 namespace shardlab {
 
@@ -16,20 +17,16 @@ bool has_suffix(const std::string& s, const std::string& tail) {
 
 // A bare --params count's config has arch params_only and no shape (plan/plan_model.h).
 KernelBytes family_kernel_bytes(const ModelConfig& c, const PlanOptions& o, double N, double es) {
-    switch (c.arch) {
-    case Architecture::gpt2:
-        return gpt2_kernel_bytes(c, N, es);
-    case Architecture::llama:
-        if (o.attention != AttentionKind::flash) // what LlamaModel refuses, refused here too
-            throw UsageError("Llama runs flash attention only (grouped-query attention has no "
-                             "materializing kernel); drop --attention materialize");
-        return llama_kernel_bytes(c, N, es);
-    case Architecture::params_only:
-        break;
-    }
-    throw UsageError("the time model needs the model's shape (docs/TIME.md section 5): give a "
-                     "preset or the model's fields (--arch, --layers, --hidden, ...), not a bare "
-                     "--params count");
+    if (c.arch == Architecture::params_only)
+        throw UsageError("the time model needs the model's shape (docs/TIME.md section 5): give a "
+                         "preset or the model's fields (--arch, --layers, --hidden, ...), not a "
+                         "bare --params count");
+    const Family& f = family(c.arch);
+    if (o.attention != AttentionKind::flash && !f.materializing_attention)
+        throw UsageError(fmt::format("{} runs flash attention only (it has no materializing "
+                                     "kernel); drop --attention materialize",
+                                     f.name));
+    return f.kernel_bytes(c, N, es);
 }
 } // namespace
 
@@ -49,7 +46,7 @@ StepWork micro_batch_work(const PlanModel& m, const PlanOptions& o) {
         family_kernel_bytes(c, o, N, double(param_bytes_per_element(o.precision)));
     StepWork w;
     w.layers = c.layers;
-    for (const GemmShape& s : model_gemm_shapes(c, std::int64_t(N))) {
+    for (const GemmShape& s : family(c.arch).gemm_shapes(c, std::int64_t(N))) {
         const bool head = s.name.rfind("head.", 0) == 0, fwd = has_suffix(s.name, ".forward");
         WorkPart& part = head ? (fwd ? w.head_forward : w.head_backward)
                               : (fwd ? w.block_forward : w.block_backward);

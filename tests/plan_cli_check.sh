@@ -143,7 +143,7 @@ echo "ok: plan with hybrid layouts"
 
 # GQA on the GPT-2 architecture: the plan says where it is modelled, and that command runs.
 "$expect" 2 "GPT-2 has one key/value head per query head" "$shardlab" plan --kv-heads 4 --heads 12
-"$expect" 2 "shardlab plan --arch llama --layers 12 --hidden 768 --heads 12 --kv-heads 4" "$shardlab" plan --kv-heads 4 --heads 12
+"$expect" 2 "the llama architecture: --arch llama --layers 12 --hidden 768 --heads 12 --kv-heads 4" "$shardlab" plan --kv-heads 4 --heads 12
 "$shardlab" plan --arch llama --layers 12 --hidden 768 --heads 12 --kv-heads 4 --ffn 3072 --vocab 50257 --seq 1024 >/dev/null
 
 # The --gpu verdict: none without a GPU; a bare count judged on its model states; never "fits"
@@ -217,7 +217,7 @@ PY
 "$shardlab" plan --arch llama --layers 2 --hidden 64 --heads 4 --kv-heads 2 --ffn 160 --vocab 256 \
   --seq 64 -n 2 --gpu 30e6 --global-batch 8 --profile h100-sxm --fit --top 1 |
   grep -q "shardlab train --arch llama --layers 2 --hidden 64 --heads 4 --kv-heads 2 --ffn 160 "
-"$expect" 2 "Llama runs flash attention only" "$shardlab" plan --preset tiny-llama --attention materialize --profile h100-sxm
+"$expect" 2 "llama runs flash attention only" "$shardlab" plan --preset tiny-llama --attention materialize --profile h100-sxm
 "$expect" 2 "--time predicts a training step; drop --inference" "$shardlab" plan --preset gpt2 --inference --profile h100-sxm
 
 # --fit (docs/TIME.md section 12): what fits the budget, ranked, with the train command that runs

@@ -13,7 +13,7 @@ namespace shardlab {
 namespace {
 
 PlanModel model() {
-    return plan_model_from_gpt2(ModelConfig{64, 16, 4, 32, 2, 2, 64}, "fit test");
+    return plan_model_from(ModelConfig{64, 16, 4, 32, 2, 2, 64}, "fit test");
 }
 
 // Rates chosen so that every term matters: communication is slow enough that the stages differ,

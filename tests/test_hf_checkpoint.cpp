@@ -103,6 +103,15 @@ TEST(HfConfig, RefusesWhatTheFamilyDoesNotComputeNamingTheField) {
     nlohmann::json missing = smollm_135m();
     missing.erase("hidden_size");
     EXPECT_NE(refusal(missing).find("\"hidden_size\" is missing"), std::string::npos);
+    // Integers are range-checked, as shardlab's own config is: 2^32 + 3 once read as 3 layers.
+    nlohmann::json wrapped = smollm_135m();
+    wrapped["num_hidden_layers"] = 4294967299ull;
+    EXPECT_NE(refusal(wrapped).find("\"num_hidden_layers\" is 4294967299, out of range"),
+              std::string::npos);
+    nlohmann::json fraction = smollm_135m();
+    fraction["intermediate_size"] = 1536.5;
+    EXPECT_NE(refusal(fraction).find("\"intermediate_size\" is 1536.5, not a whole number"),
+              std::string::npos);
     nlohmann::json gqa = smollm_135m();
     gqa["num_key_value_heads"] = 4; // does not divide 9 heads
     EXPECT_NE(refusal(gqa), "(accepted)");

@@ -200,7 +200,7 @@ TEST(WeightsIO, BadConfigMetadataIsAUsageErrorNamingTheFile) {
         {{{"vocab", 4294967299ull}}, "\"vocab\" is 4294967299, out of range"},
         {{{"hidden", -4294967296ll}}, "\"hidden\" is -4294967296, out of range"},
         {{{"heads", {1, 2}}}, "\"heads\" is a JSON array, not a whole number"},
-        {{{"context", nullptr}}, "model config is incomplete"},
+        {{{"context", nullptr}}, "model config: \"context\" is missing"},
     };
     for (const auto& [change, fragment] : cases) {
         nlohmann::json j = good;
@@ -480,7 +480,8 @@ TEST(ModelConfig, AConfigWithoutArchIsGpt2AndLlamaRoundTrips) {
 
     nlohmann::json no_ffn = j;
     no_ffn.erase("ffn");
-    EXPECT_NE(usage_error([&] { config_from_json(no_ffn); }).find("incomplete"), std::string::npos);
+    EXPECT_NE(usage_error([&] { config_from_json(no_ffn); }).find("\"ffn\" is missing"),
+              std::string::npos);
     nlohmann::json bert = old;
     bert["arch"] = "bert";
     EXPECT_NE(usage_error([&] { config_from_json(bert); }).find("not gpt2 or llama"),

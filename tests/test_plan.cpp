@@ -4,6 +4,7 @@
 #include "core/error.h"
 #include "model/backend.h"
 #include "model/families.h"
+#include "model/gpt2/gpt_costs.h"
 #include "model/gpt2/gpt_init.h"
 #include "optim/gather_schedule.h"
 #include "optim/unit_shards.h"
@@ -111,8 +112,9 @@ TEST(Plan, ExactActivationsEqualWhatTheTrackerMeasures) {
                     model.forward(params, in.data(), tg.data(), 1.0f);
                     model.backward(params);
                     model.take_losses();
-                    EXPECT_EQ(tracker.peak(Category::activations),
-                              gpt2_activation_bytes(c, B, T, p, {every}, att))
+                    EXPECT_EQ(
+                        tracker.peak(Category::activations),
+                        gpt2_activation_bytes(c, B, T, param_bytes_per_element(p), {every}, att))
                         << "layers " << c.layers << " every " << every << " "
                         << attention_name(att);
                 }
@@ -183,11 +185,9 @@ TEST(Plan, FlashKeepsALogSumExpInsteadOfTheProbabilities) {
     // 418,414,592. materialize: 81,788,928 + 12 * 195,100,672 + 418,414,592 = 2,841,411,584 (2.84
     // GB); flash:       81,788,928 + 12 * 94,633,984 + 418,414,592 = 1,635,811,328 (1.64 GB).
     const ModelConfig gpt2{50257, 1024, 12, 768, 12, 12};
-    EXPECT_EQ(
-        gpt2_activation_bytes(gpt2, 4, 1024, Precision::bf16, {0}, AttentionKind::materialize),
-        2841411584u);
-    EXPECT_EQ(gpt2_activation_bytes(gpt2, 4, 1024, Precision::bf16, {0}, AttentionKind::flash),
-              1635811328u);
+    EXPECT_EQ(gpt2_activation_bytes(gpt2, 4, 1024, 2, {0}, AttentionKind::materialize),
+              2841411584u);
+    EXPECT_EQ(gpt2_activation_bytes(gpt2, 4, 1024, 2, {0}, AttentionKind::flash), 1635811328u);
     // The plan uses flash unless told otherwise, and the target of issue 24: <= 1.70 GB.
     PlanOptions o;
     o.micro_batch = 4;
@@ -308,8 +308,9 @@ TEST(Plan, UntiedHeadGathersTheEmbeddingsOnce) {
 
 TEST(Plan, BadInputIsAClearError) {
     EXPECT_THROW(plan_model_preset("gpt9"), UsageError);
-    EXPECT_THROW(plan_model_llama(2, 64, 8, 3, 128, 100, 16, "x"),
-                 UsageError); // 3 does not divide 8
+    EXPECT_THROW(
+        plan_model_from(ModelConfig{100, 16, 2, 64, 8, 3, 1, Architecture::llama, 128}, "x"),
+        UsageError); // 3 does not divide 8
     EXPECT_THROW(plan_model_params_only(-5), UsageError);
     EXPECT_THROW(make_plan(plan_model_preset("tiny"), opts(4, 5)), UsageError);
     PlanOptions o = opts(2, 2);

@@ -18,7 +18,7 @@ constexpr double kTol = 1e-12;
 #define EXPECT_REL(a, b) EXPECT_NEAR((a), (b), kTol* std::abs(b))
 
 PlanModel tiny_model() {
-    return plan_model_from_gpt2(ModelConfig{64, 8, 2, 16, 2, 2, 64}, "by hand");
+    return plan_model_from(ModelConfig{64, 8, 2, 16, 2, 2, 64}, "by hand");
 }
 
 MachineProfile round_profile() {
@@ -69,9 +69,10 @@ TEST(TimeModel, WorkCountsOfSectionFive) {
 // A Llama small enough to count by hand (section 5.2): V = Vp = 64, T = 8, L = 2, d = 16, H = 4
 // query heads of Dh = 4 sharing Hkv = 2 key/value heads (k = 8 wide), ffn f = 40, untied head;
 // micro-batch 1, bf16: N = 8, es = 2. Each count is written out here kernel by kernel, from
-// model/llama/llama_model.cpp's calls, not from the sums plan/kernel_bytes_llama.cpp uses.
+// model/llama/llama_model.cpp's calls, not from the sums model/llama/llama_costs.cpp uses.
 PlanModel tiny_llama(bool tied = false) {
-    return plan_model_llama(2, 16, 4, 2, 40, 64, 8, "llama by hand", tied, 64);
+    return plan_model_from(ModelConfig{64, 8, 2, 16, 4, 2, 64, Architecture::llama, 40, tied},
+                           "llama by hand");
 }
 
 TEST(TimeModel, LlamaWorkCountsOfSectionFive) {
@@ -108,7 +109,8 @@ TEST(TimeModel, LlamaWorkCountsOfSectionFive) {
     EXPECT_EQ(t.head_forward.gemm_flop, w.head_forward.gemm_flop);
     EXPECT_EQ(t.head_backward.bytes, w.head_backward.bytes);
     // Multi-head (Hkv = H): k = d.
-    const PlanModel mha = plan_model_llama(2, 16, 4, 4, 40, 64, 8, "mha", false, 64);
+    const PlanModel mha =
+        plan_model_from(ModelConfig{64, 8, 2, 16, 4, 4, 64, Architecture::llama, 40, false}, "mha");
     const StepWork m = micro_batch_work(mha, options(1, 0));
     EXPECT_EQ(m.block_forward.gemm_flop, gemm + 2 * (2 * N * d * (d - k)));
     EXPECT_EQ(m.block_forward.bytes, w.block_forward.bytes + 2 * N * (d - k) * es);

@@ -3,10 +3,10 @@
 // profiles, and the profile file's round trip and its refusals of bad input.
 #include "comm/comm_model.h"
 #include "core/error.h"
+#include "model/family.h"
 #include "model/model_presets.h"
 #include "plan/alpha_beta_fit.h"
 #include "plan/builtin_profiles.h"
-#include "plan/gemm_shapes.h"
 #include "plan/machine_profile.h"
 
 #include <gtest/gtest.h>
@@ -88,11 +88,11 @@ TEST(GemmShapes, StepFlopsAreSixPerMatmulWeightPerToken) {
     ModelConfig c = model_preset("tiny"); // 4 layers, d 256, V 256
     const std::int64_t tokens = 2 * 64;
     double flop = 0;
-    for (const GemmShape& g : model_gemm_shapes(c, tokens)) flop += g.per_step * g.flop();
+    for (const GemmShape& g : family(c.arch).gemm_shapes(c, tokens)) flop += g.per_step * g.flop();
     const double weights =
         c.layers * 12.0 * c.hidden * c.hidden + double(c.padded_vocab()) * c.hidden;
     EXPECT_EQ(flop, 6.0 * weights * double(tokens));
-    EXPECT_EQ(model_gemm_shapes(c, tokens).size(), 15u);
+    EXPECT_EQ(family(c.arch).gemm_shapes(c, tokens).size(), 15u);
 }
 
 TEST(BuiltinProfiles, LoadWithEveryValueCited) {
