@@ -9,6 +9,7 @@
 #include "model/model_presets.h"
 #include "model/safetensors.h"
 #include "model/weights_io.h"
+#include "tests/same_bits.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -46,13 +47,9 @@ std::set<std::string> names_in(const fs::path& dir) {
     return out;
 }
 
+// The same config is the caller's to check; these compare the values, bit for bit.
 bool same_bits(const ModelWeights& a, const ModelWeights& b) {
-    if (a.units.size() != b.units.size()) return false;
-    for (std::size_t u = 0; u < a.units.size(); ++u)
-        if (a.units[u].size() != b.units[u].size() ||
-            std::memcmp(a.units[u].data(), b.units[u].data(), 4 * a.units[u].size()) != 0)
-            return false;
-    return true;
+    return shardlab::same_bits(a.units, b.units);
 }
 
 nlohmann::json read_json(const fs::path& p) {
