@@ -17,22 +17,24 @@
 
 namespace shardlab {
 
-namespace {
+// Named, not anonymous: families share unity batches, and a family copied to start another
+// keeps these names (model/family_list.h).
+namespace gpt2 {
 void add_linear(std::vector<GemmShape>& out, const std::string& name, std::int64_t tokens,
                 std::int64_t in, std::int64_t outf, int per_step) {
     out.push_back({name + ".forward", tokens, outf, in, false, false, per_step});
     out.push_back({name + ".input_grad", tokens, in, outf, false, true, per_step});
     out.push_back({name + ".weight_grad", in, outf, tokens, true, false, per_step});
 }
-} // namespace
+} // namespace gpt2
 
 std::vector<GemmShape> gpt2_gemm_shapes(const ModelConfig& c, std::int64_t tokens) {
     const std::int64_t d = c.hidden, vp = c.padded_vocab();
     std::vector<GemmShape> s;
-    add_linear(s, "attn.qkv", tokens, d, 3 * d, c.layers);
-    add_linear(s, "attn.proj", tokens, d, d, c.layers);
-    add_linear(s, "mlp.fc", tokens, d, 4 * d, c.layers);
-    add_linear(s, "mlp.proj", tokens, 4 * d, d, c.layers);
+    gpt2::add_linear(s, "attn.qkv", tokens, d, 3 * d, c.layers);
+    gpt2::add_linear(s, "attn.proj", tokens, d, d, c.layers);
+    gpt2::add_linear(s, "mlp.fc", tokens, d, 4 * d, c.layers);
+    gpt2::add_linear(s, "mlp.proj", tokens, 4 * d, d, c.layers);
     // Head: logits = lnf @ wte^T; dlnf = dlogits @ wte; dwte = dlogits^T @ lnf.
     s.push_back({"head.forward", tokens, vp, d, false, true, 1});
     s.push_back({"head.input_grad", tokens, d, vp, false, false, 1});

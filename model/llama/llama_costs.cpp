@@ -21,7 +21,9 @@
 
 namespace shardlab {
 
-namespace {
+// Named, not anonymous: families share unity batches, and a family copied to start another
+// keeps these names (model/family_list.h).
+namespace llama {
 std::uint64_t qkv_width(const ModelConfig& c) {
     return std::uint64_t(c.heads + 2 * c.kv_heads) * std::uint64_t(c.head_dim());
 }
@@ -33,18 +35,18 @@ void add_linear_t(std::vector<GemmShape>& out, const std::string& name, std::int
     out.push_back({name + ".input_grad", tokens, in, outf, false, false, per_step});
     out.push_back({name + ".weight_grad", outf, in, tokens, true, false, per_step});
 }
-} // namespace
+} // namespace llama
 
 std::vector<GemmShape> llama_gemm_shapes(const ModelConfig& c, std::int64_t tokens) {
     const std::int64_t d = c.hidden, f = c.ffn(),
                        q = std::int64_t(c.heads + 2 * c.kv_heads) * c.head_dim();
     std::vector<GemmShape> s;
-    add_linear_t(s, "attn.qkv", tokens, d, q, c.layers);
-    add_linear_t(s, "attn.o", tokens, d, d, c.layers);
-    add_linear_t(s, "mlp.gate", tokens, d, f, c.layers);
-    add_linear_t(s, "mlp.up", tokens, d, f, c.layers);
-    add_linear_t(s, "mlp.down", tokens, f, d, c.layers);
-    add_linear_t(s, "head", tokens, d, c.padded_vocab(), 1);
+    llama::add_linear_t(s, "attn.qkv", tokens, d, q, c.layers);
+    llama::add_linear_t(s, "attn.o", tokens, d, d, c.layers);
+    llama::add_linear_t(s, "mlp.gate", tokens, d, f, c.layers);
+    llama::add_linear_t(s, "mlp.up", tokens, d, f, c.layers);
+    llama::add_linear_t(s, "mlp.down", tokens, f, d, c.layers);
+    llama::add_linear_t(s, "head", tokens, d, c.padded_vocab(), 1);
     return s;
 }
 
@@ -67,7 +69,7 @@ std::uint64_t llama_activation_bytes(const ModelConfig& c, int batch, int seq, s
                         f = std::uint64_t(c.ffn());
     const std::uint64_t BHT = std::uint64_t(batch) * std::uint64_t(c.heads) * std::uint64_t(seq);
     ActivationBytes b;
-    b.layer = S * BT * (4 * d + qkv_width(c) + 3 * f) + 2 * BT * 4 + BHT * 4;
+    b.layer = S * BT * (4 * d + llama::qkv_width(c) + 3 * f) + 2 * BT * 4 + BHT * 4;
     b.inputs = std::uint64_t(c.layers + 1) * BT * d * S;
     b.head = BT * d * S + BT * 4 + BT * std::uint64_t(c.padded_vocab()) * S;
     return activation_peak(b, c.layers, checkpoint);
@@ -76,7 +78,8 @@ std::uint64_t llama_activation_bytes(const ModelConfig& c, int batch, int seq, s
 std::uint64_t llama_gradient_scratch_bytes(const ModelConfig& c, int batch, int seq,
                                            std::uint64_t S) {
     const std::uint64_t BT = std::uint64_t(batch) * std::uint64_t(seq);
-    return S * BT * (2 * std::uint64_t(c.hidden) + qkv_width(c) + 3 * std::uint64_t(c.ffn()));
+    return S * BT *
+           (2 * std::uint64_t(c.hidden) + llama::qkv_width(c) + 3 * std::uint64_t(c.ffn()));
 }
 
 } // namespace shardlab

@@ -10,12 +10,14 @@
 
 namespace shardlab {
 
-namespace {
+// Named, not anonymous: families share unity batches, and a family copied to start another
+// keeps these names (model/family_list.h).
+namespace llama {
 Rope rope_of(const ModelConfig& c) {
     return {float(c.rope_theta), float(c.rope_factor), float(c.rope_low_freq),
             float(c.rope_high_freq), c.rope_original_context};
 }
-} // namespace
+} // namespace llama
 
 LlamaModel::LlamaModel(const ModelConfig& config, int batch, int seq, CheckpointPolicy checkpoint,
                        DType dtype, DeviceContext& context, Ops& ops, AttentionKind attention)
@@ -65,7 +67,7 @@ void LlamaModel::layer_forward(const void* w, const Tensor& x, const Tensor& out
     ops_.rmsnorm_forward(s, n1, row_stats(a.r1), x, weight(w, off_.in_norm, {d}),
                          float(c_.norm_eps));
     ops_.gemm(s, n1, false, weight(w, off_.qkv, {q, d}), true, qkv, 1.0f, 0.0f);
-    ops_.rope_forward(s, qkv, T_, c_.heads + c_.kv_heads, hd, rope_of(c_)); // q and k
+    ops_.rope_forward(s, qkv, T_, c_.heads + c_.kv_heads, hd, llama::rope_of(c_)); // q and k
     ops_.flash_attention_forward(s, atty.view(0, {B_, T_, d}), tensor(a.lse, {B_, c_.heads, T_}),
                                  qkv.view(0, {B_, T_, q}), c_.heads, c_.kv_heads);
     ops_.gemm(s, atty, false, weight(w, off_.o, {d, d}), true, h, 1.0f, 0.0f);
@@ -109,7 +111,7 @@ void LlamaModel::layer_backward(const void* w, void* dw, const Tensor& x, LayerA
     ops_.flash_attention_backward(s, dqkv.view(0, {B_, T_, q}), dsmall.view(0, {B_, T_, d}),
                                   qkv.view(0, {B_, T_, q}), atty.view(0, {B_, T_, d}),
                                   tensor(a.lse, {B_, c_.heads, T_}), c_.heads, c_.kv_heads);
-    ops_.rope_backward(s, dqkv, T_, c_.heads + c_.kv_heads, hd, rope_of(c_));
+    ops_.rope_backward(s, dqkv, T_, c_.heads + c_.kv_heads, hd, llama::rope_of(c_));
     ops_.gemm(s, dqkv, false, weight(w, off_.qkv, {q, d}), false, dsmall, 1.0f, 0.0f);
     ops_.gemm(s, dqkv, true, n1, false, weight(dw, off_.qkv, {q, d}), 1.0f, 1.0f);
     ops_.rmsnorm_backward(s, dx, weight(dw, off_.in_norm, {d}), dsmall, x,
