@@ -53,10 +53,9 @@ struct Family {
 
     // --- Configs on disk
     // shardlab's JSON config (weights metadata, checkpoints): the family's fields beyond the
-    // shared ones (model/model_config.h), written and read; json_fields names them in errors.
+    // shared ones (model/model_config.h), written and read (a missing one is named).
     void (*to_json)(const ModelConfig& c, nlohmann::json& j);
     void (*from_json)(const nlohmann::json& j, ModelConfig& c);
-    const char* json_fields;
     // A Hugging Face config.json of this model_type, read into c (not validated) and written.
     void (*from_hf)(const nlohmann::json& j, const std::string& where, ModelConfig& c);
     nlohmann::json (*to_hf)(const ModelConfig& c);

@@ -27,13 +27,13 @@ struct CheckpointFiles {
 // model.safetensors.index.json. Throws UsageError naming what is missing and what was looked for.
 CheckpointFiles resolve_checkpoint(const std::string& path);
 
-// A Hugging Face config.json (model_type "llama" or "gpt2") as a ModelConfig; `where` names the
-// file in errors. Refuses what the family does not compute (rope_scaling, biases, another
-// activation, a head_dim other than hidden / heads), naming the field.
+// A Hugging Face config.json as a ModelConfig of the family whose hf_model_type its model_type is
+// (Family::from_hf: "gpt2", "llama"); `where` names the file in errors. Refuses what the family
+// does not compute (another rope_scaling, biases, activation, head_dim), naming the field.
 ModelConfig config_from_hf(const nlohmann::json& j, const std::string& where);
 // The same read from a config.json file (JSON nested at most kMaxJsonDepth deep).
 ModelConfig config_from_hf_file(const std::string& path);
-nlohmann::json config_to_hf(const ModelConfig& c);
+nlohmann::json config_to_hf(const ModelConfig& c); // Family::to_hf
 
 // The index a sharded save writes: every tensor's shard (file names relative to the folder).
 nlohmann::json checkpoint_index(const std::map<std::string, std::string>& weight_map,

@@ -121,7 +121,6 @@ extern constinit const Family gpt2_family = {
     .describe = gpt2::describe,
     .to_json = gpt2::to_json,
     .from_json = gpt2::from_json,
-    .json_fields = "",
     .from_hf = gpt2::from_hf,
     .to_hf = gpt2::to_hf,
     .units = gpt2_units,

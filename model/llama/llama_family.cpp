@@ -237,7 +237,6 @@ extern constinit const Family llama_family = {
     .describe = llama::describe,
     .to_json = llama::to_json,
     .from_json = llama::from_json,
-    .json_fields = "ffn, rope_theta, rms_eps, tied",
     .from_hf = llama::from_hf,
     .to_hf = llama::to_hf,
     .units = llama_units,
