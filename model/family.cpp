@@ -36,9 +36,20 @@ std::string family_names() {
     return s;
 }
 
-Architecture parse_architecture(const std::string& name) {
+std::optional<Architecture> find_architecture(const std::string& name) {
     for (int i = 0; i < kCount; ++i)
         if (name == kFamilies[i]->name) return Architecture(i);
+    return std::nullopt;
+}
+
+std::optional<Architecture> find_hf_architecture(const std::string& model_type) {
+    for (int i = 0; i < kCount; ++i)
+        if (model_type == kFamilies[i]->hf_model_type) return Architecture(i);
+    return std::nullopt;
+}
+
+Architecture parse_architecture(const std::string& name) {
+    if (const std::optional<Architecture> a = find_architecture(name)) return *a;
     throw UsageError("--arch " + name + " is not an architecture; use " + family_names());
 }
 

@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -93,5 +94,9 @@ const Family& family(Architecture a);
 std::vector<const Family*> all_families();
 // "gpt2 or llama": the names, for messages that list the choices.
 std::string family_names();
+// The architecture whose family is named `name` (Family::name), or reads config.json's
+// `model_type` (Family::hf_model_type); nullopt when no family does.
+std::optional<Architecture> find_architecture(const std::string& name);
+std::optional<Architecture> find_hf_architecture(const std::string& model_type);
 
 } // namespace shardlab

@@ -79,19 +79,19 @@ CheckpointFiles resolve_checkpoint(const std::string& path) {
 
 ModelConfig config_from_hf(const nlohmann::json& j, const std::string& where) {
     const std::string type = j.value("model_type", "");
-    for (const Family* f : all_families())
-        if (type == f->hf_model_type) {
-            ModelConfig c;
-            c.arch = parse_architecture(f->name);
-            f->from_hf(j, where, c);
-            c.validate();
-            return c;
-        }
-    std::string known;
-    for (const Family* f : all_families())
-        known += (known.empty() ? "" : ", ") + std::string(f->hf_model_type);
-    throw UsageError(
-        fmt::format("{}: model_type '{}' is not one shardlab computes ({})", where, type, known));
+    const std::optional<Architecture> arch = find_hf_architecture(type);
+    if (!arch) {
+        std::string known;
+        for (const Family* f : all_families())
+            known += (known.empty() ? "" : ", ") + std::string(f->hf_model_type);
+        throw UsageError(fmt::format("{}: model_type '{}' is not one shardlab computes ({})", where,
+                                     type, known));
+    }
+    ModelConfig c;
+    c.arch = *arch;
+    family(*arch).from_hf(j, where, c);
+    c.validate();
+    return c;
 }
 
 ModelConfig config_from_hf_file(const std::string& path) {

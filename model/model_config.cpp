@@ -96,8 +96,9 @@ const nlohmann::json& field(const nlohmann::json& j, const char* key, const std:
 Architecture config_arch(const nlohmann::json& j) {
     if (!j.contains("arch")) return Architecture::gpt2; // written before "arch" was
     const nlohmann::json& v = j.at("arch");
-    for (const Family* f : all_families())
-        if (v.is_string() && v == f->name) return parse_architecture(f->name);
+    if (v.is_string())
+        if (const std::optional<Architecture> a = find_architecture(v.get<std::string>()))
+            return *a;
     throw UsageError("model config \"arch\" is " + shown(v) + ", not " + family_names());
 }
 } // namespace

@@ -128,11 +128,12 @@ std::vector<std::vector<std::size_t>> match_tensors(const SafeTensorsFile& f,
     std::vector<std::vector<std::size_t>> where;
     for (const auto& u : layout.units()) where.emplace_back(u.params.size(), SIZE_MAX);
     std::vector<std::string> extra, misshaped;
+    const Family& fam = family(config.arch);
     for (std::size_t i = 0; i < f.tensors.size(); ++i) {
         const SafeTensor& t = f.tensors[i];
-        if (family(config.arch).ignored_tensor(t.name, config)) continue;
+        if (fam.ignored_tensor(t.name, config)) continue;
         int unit = 0;
-        const ParamInfo* p = layout.find(family(config.arch).canonical_name(t.name), &unit);
+        const ParamInfo* p = layout.find(fam.canonical_name(t.name), &unit);
         if (!p) {
             extra.push_back(t.name);
             continue;
