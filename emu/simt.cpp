@@ -49,6 +49,7 @@ struct Fiber {
 struct Warp {
     std::uint64_t slot[32] = {};
     bool vote[32] = {};
+    std::uint32_t gather[32][kGatherWords] = {};
     char sync[2] = {}; // the race detector's rendezvous objects, alternating
 };
 
@@ -545,6 +546,22 @@ unsigned warp_ballot(unsigned mask, bool predicate, std::source_location where) 
         if ((mask >> l & 1u) && w.vote[l]) bits |= 1u << l;
     meet(mask, where);
     return bits;
+}
+
+void warp_all_gather(const std::uint32_t* mine, int words, std::uint32_t* all,
+                     std::source_location where) {
+    Fiber& f = me();
+    if (words < 0 || words > kGatherWords)
+        throw KernelError(where_block(*current_block, f) + ": a warp gather of " +
+                          std::to_string(words) + " words (at most " +
+                          std::to_string(kGatherWords) + ", " + site(where) + ")");
+    Warp& w = current_block->warps[f.id.linear / 32];
+    std::memcpy(w.gather[f.id.linear % 32], mine, sizeof(std::uint32_t) * std::size_t(words));
+    meet(0xffffffffu, where); // every lane has deposited
+    for (int l = 0; l < 32; ++l)
+        std::memcpy(all + std::size_t(l) * words, w.gather[l],
+                    sizeof(std::uint32_t) * std::size_t(words));
+    meet(0xffffffffu, where); // every lane has read: the slots may be written again
 }
 
 void check_aligned(const void* p, std::size_t alignment, const char* what) {

@@ -52,6 +52,12 @@ void syncwarp(unsigned mask, std::source_location where);
 std::uint64_t warp_exchange(unsigned mask, std::uint64_t value, int src,
                             std::source_location where);
 unsigned warp_ballot(unsigned mask, bool predicate, std::source_location where);
+// Every lane of the whole warp deposits `words` (at most kGatherWords) 32-bit values and receives
+// every lane's, lane l's at all[l * words ...]: what a warp-wide instruction whose operands are
+// spread over the lanes (PTX's mma.sync) reads. All 32 lanes must call it.
+inline constexpr int kGatherWords = 8;
+void warp_all_gather(const std::uint32_t* mine, int words, std::uint32_t* all,
+                     std::source_location where);
 int lane_id();
 void* dynamic_shared(); // this block's dynamic shared memory (the launch's `smem` bytes)
 // Reports a misaligned vector access (CUDA's cudaErrorMisalignedAddress) instead of doing it.

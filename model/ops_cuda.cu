@@ -28,8 +28,8 @@ int rows(const Tensor& t) {
 
 class CudaOps : public Ops {
   public:
-    CudaOps(MemoryTracker& tracker, LinearPath path)
-        : tracker_(tracker), epilogues_(path == LinearPath::cublaslt) {
+    CudaOps(MemoryTracker& tracker, LinearPath path, cuda::TensorCoreFlash flash)
+        : tracker_(tracker), epilogues_(path == LinearPath::cublaslt), flash_(flash) {
         cuda::check_cublas(cublasCreate(&blas_), "cublasCreate");
         if (epilogues_) cuda::check_cublas(cublasLtCreate(&lt_), "cublasLtCreate");
     }
@@ -148,7 +148,7 @@ class CudaOps : public Ops {
         const int B = int(qkv.dim(0)), T = int(qkv.dim(1));
         const int C = grouped_qkv_width(qkv, heads, kv_heads);
         cuda::flash_attention_forward(stream_of(s), out.data, lse.as<float>(), qkv.data, B, T, C,
-                                      heads, kv_heads, qkv.dtype);
+                                      heads, kv_heads, qkv.dtype, flash_);
     }
 
     void flash_attention_backward(Stream& s, const Tensor& dqkv, const Tensor& dout,
@@ -159,7 +159,7 @@ class CudaOps : public Ops {
         Allocation row_dots = scratch(s, std::size_t(B) * heads * T * sizeof(float));
         cuda::flash_attention_backward(stream_of(s), dqkv.data, dout.data, qkv.data, out.data,
                                        lse.as<const float>(), B, T, C, heads, kv_heads, qkv.dtype,
-                                       row_dots.as<float>());
+                                       flash_, row_dots.as<float>());
     }
 
     void gelu_forward(Stream& s, const Tensor& out, const Tensor& in) override {
@@ -317,6 +317,7 @@ class CudaOps : public Ops {
 
     MemoryTracker& tracker_;
     bool epilogues_;
+    cuda::TensorCoreFlash flash_;
     cublasHandle_t blas_ = nullptr;
     cublasLtHandle_t lt_ = nullptr;
 };
@@ -330,8 +331,17 @@ LinearPath linear_path_from_environment() {
                      ": expected cublaslt (the default) or separate");
 }
 
-std::unique_ptr<Ops> make_cuda_ops(MemoryTracker& tracker, LinearPath path) {
-    return std::make_unique<CudaOps>(tracker, path);
+cuda::TensorCoreFlash tensor_core_flash_from_environment() {
+    const char* v = std::getenv("SHARDLAB_CUDA_FLASH");
+    if (!v || std::string(v) == "mma") return cuda::TensorCoreFlash::mma;
+    if (std::string(v) == "wmma") return cuda::TensorCoreFlash::wmma;
+    throw UsageError(std::string("SHARDLAB_CUDA_FLASH=") + v +
+                     ": expected mma (the default) or wmma");
+}
+
+std::unique_ptr<Ops> make_cuda_ops(MemoryTracker& tracker, LinearPath path,
+                                   cuda::TensorCoreFlash flash) {
+    return std::make_unique<CudaOps>(tracker, path, flash);
 }
 
 } // namespace shardlab

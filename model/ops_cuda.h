@@ -5,6 +5,7 @@
 #pragma once
 
 #include "core/memory_tracker.h"
+#include "model/kernels/cuda/flash_attention_path.h"
 #include "model/ops.h"
 
 #include <memory>
@@ -19,8 +20,13 @@ enum class LinearPath { cublaslt, separate };
 // $SHARDLAB_CUDA_EPILOGUES: "cublaslt" (the default when unset) or "separate".
 LinearPath linear_path_from_environment();
 
+// $SHARDLAB_CUDA_FLASH: "mma" (the default when unset) or "wmma" — which tensor-core kernels run
+// flash attention in bf16 / fp16 (model/kernels/cuda/flash_attention_path.h).
+cuda::TensorCoreFlash tensor_core_flash_from_environment();
+
 // Defined only in builds with CUDA or its emulator (the CUDA backend is their one user).
-std::unique_ptr<Ops> make_cuda_ops(MemoryTracker& tracker,
-                                   LinearPath path = linear_path_from_environment());
+std::unique_ptr<Ops>
+make_cuda_ops(MemoryTracker& tracker, LinearPath path = linear_path_from_environment(),
+              cuda::TensorCoreFlash flash = tensor_core_flash_from_environment());
 
 } // namespace shardlab

@@ -8,7 +8,8 @@
 #   train      `train --device cuda` ZeRO 0-3 +- offload, 2 ranks sharing the GPU over the staged
 #              (MPI) transport, measured = predicted memory and bytes; 1 rank over NCCL
 #              (tests/cuda_train_check.py)
-#   bench      GPT-2 124M bf16 `bench step`, micro-batch 16 x 1024, vocabulary 50257 and 50304
+#   bench      GPT-2 124M bf16 `bench step`, micro-batch 16 x 1024, vocabulary 50257 and 50304,
+#              and 50304 again on the WMMA flash attention kernels (SHARDLAB_CUDA_FLASH=wmma)
 #   trace      three `--trace` steps of the same model, turned into a per-op time table
 #   eager      the PyTorch eager peer (tools/torch_bench_step.py) on the same GPU and shapes
 #   llama      the Llama (issue 25; its kernels' tests are in test_cuda_ops): three bf16 `train`
@@ -144,13 +145,18 @@ PY
 }
 
 step_bench() {
-  local rc=0 v each=$(($(limit_of bench) / 2 - 5)) line=""
-  for v in $(vocabs); do
-    # V = 50257 as given (--vocab-multiple 1: the odd leading dimension), 50304 the padded one.
-    timeout --foreground -k 5 $each shardlab bench step --device cuda $(gpt2) --vocab "$v" --vocab-multiple 1 --precision bf16 \
-      --batch "$(batch)" --seq-len "$(seqlen)" $(timed_steps) --json > "$LOGS/bench_$v.json" || rc=$?
-    cat "$LOGS/bench_$v.json"
-    line+="V=$v: $(speed "$LOGS/bench_$v.json"); "
+  local rc=0 v flash name each=$(($(limit_of bench) / 3 - 5)) line=""
+  local given padded
+  read -r given padded <<< "$(vocabs)"
+  # V = 50257 as given (--vocab-multiple 1: the odd leading dimension), 50304 the padded one, both
+  # on the default flash kernels (mma); then the padded one on the WMMA kernels, to compare them.
+  for run in "$given mma" "$padded mma" "$padded wmma"; do
+    read -r v flash <<< "$run"
+    name=bench_$v && [ "$flash" = mma ] || name=bench_${v}_$flash
+    SHARDLAB_CUDA_FLASH=$flash timeout --foreground -k 5 $each shardlab bench step --device cuda $(gpt2) --vocab "$v" \
+      --vocab-multiple 1 --precision bf16 --batch "$(batch)" --seq-len "$(seqlen)" $(timed_steps) --json > "$LOGS/$name.json" || rc=$?
+    cat "$LOGS/$name.json"
+    line+="V=$v $flash: $(speed "$LOGS/$name.json"); "
   done
   result "$line"
   return $rc
@@ -205,7 +211,7 @@ limit_of() { # a step's time limit in seconds: LEASE_LIMITS overrides, the dry r
   local o
   for o in ${LEASE_LIMITS:-}; do [ "${o%%=*}" = "$1" ] && { echo "${o#*=}"; return; }; done
   if [ "$DRY" = 1 ]; then
-    case $1 in env) echo 30 ;; ops | train) echo 60 ;; llama) echo 45 ;; *) echo 30 ;; esac
+    case $1 in env) echo 30 ;; ops | train) echo 60 ;; llama | bench) echo 45 ;; *) echo 30 ;; esac
   else
     case $1 in env) echo 40 ;; ops) echo 90 ;; train) echo 180 ;; bench | trace) echo 100 ;; eager | llama) echo 120 ;;
       memcheck | racecheck) echo 100 ;; compile) echo 240 ;; *) echo 60 ;; esac

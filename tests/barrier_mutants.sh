@@ -12,6 +12,7 @@ declare -A test_of=(
   [squared_norm.cu]='CudaOps.SquaredNorm*' [embedding.cu]='CudaOps.Embedding*'
   [fixed_point.cu]='CudaOps.FixedPointSumsAreTheCpusBitForBit'
   [flash_attention.cu]='CudaOps.FlashAttentionIsBitwiseDeterministic'
+  [flash_attention_mma.cu]='CudaOps.FlashAttentionIsBitwiseDeterministic'
   [flash_attention_wmma.cu]='CudaOps.FlashAttentionIsBitwiseDeterministic'
 )
 # Barriers no current caller needs (FILE:LINE, skipped): none at present.

@@ -506,23 +506,40 @@ double worst_ratio(const std::vector<float>& got, const std::vector<double>& wan
 }
 } // namespace
 
+// Gives the twin's CUDA side the given tensor-core flash kernels (flash_attention_path.h).
+Side& flash_side(Twin& t, cuda::TensorCoreFlash tc) {
+    t.gpu.ops = make_cuda_ops(t.gpu.ctx->tracker(), LinearPath::cublaslt, tc);
+    return t.gpu;
+}
+constexpr cuda::TensorCoreFlash kTensorCoreFlash[] = {cuda::TensorCoreFlash::mma,
+                                                      cuda::TensorCoreFlash::wmma};
+const char* flash_name(cuda::TensorCoreFlash tc) {
+    return tc == cuda::TensorCoreFlash::mma ? "mma" : "wmma";
+}
+
 // Flash attention against causal attention computed in float64 from the same stored inputs, every
-// element within its bound (exact_attention's comment argues them).
+// element within its bound (exact_attention's comment argues them). Where tensor cores serve, both
+// of their kernels (mma, wmma) are held to it.
 TEST(CudaOps, FlashAttentionMatchesAFloat64Reference) {
     MAKE_TWIN(t);
-    for (const FlashCase c : kFlashCases)
-        for (DType dt : kAll) {
-            SCOPED_TRACE(testing::Message() << dtype_name(dt) << " B " << c.B << " T " << c.T
-                                            << " H " << c.H << " Hkv " << c.kv() << " hd " << c.hd);
-            const int C = c.H * c.hd;
-            const FlashRun f = run_flash(t.gpu, dt, c.B, c.T, C, c.H, c.kv(), 50);
-            const ExactAttention e =
-                exact_attention(f.qkv, f.dout, c.B, c.T, C, c.H, c.kv(), dt,
-                                cuda::flash_attention_on_tensor_cores(dt, c.hd));
-            expect_near_exact(f.out, e.out, e.out_bound, "out");
-            expect_near_exact(f.lse, e.lse, e.lse_bound, "lse");
-            expect_near_exact(f.dqkv, e.dqkv, e.dqkv_bound, "dqkv");
-        }
+    for (const cuda::TensorCoreFlash tc : kTensorCoreFlash) {
+        Side& g = flash_side(t, tc);
+        for (const FlashCase c : kFlashCases)
+            for (DType dt : kAll) {
+                const bool tensor_cores = cuda::flash_attention_on_tensor_cores(dt, c.hd);
+                if (!tensor_cores && tc != cuda::TensorCoreFlash::mma) continue; // ran once
+                SCOPED_TRACE(testing::Message()
+                             << flash_name(tc) << " " << dtype_name(dt) << " B " << c.B << " T "
+                             << c.T << " H " << c.H << " Hkv " << c.kv() << " hd " << c.hd);
+                const int C = c.H * c.hd;
+                const FlashRun f = run_flash(g, dt, c.B, c.T, C, c.H, c.kv(), 50);
+                const ExactAttention e =
+                    exact_attention(f.qkv, f.dout, c.B, c.T, C, c.H, c.kv(), dt, tensor_cores);
+                expect_near_exact(f.out, e.out, e.out_bound, "out");
+                expect_near_exact(f.lse, e.lse, e.lse_bound, "lse");
+                expect_near_exact(f.dqkv, e.dqkv, e.dqkv_bound, "dqkv");
+            }
+    }
 }
 
 // The tensor-core kernels run for 16-bit storage with a head dim that is a multiple of 16, the
@@ -611,15 +628,19 @@ TEST(CudaOps, FlashAttentionGroupedQueryMatchesTheCpuOp) {
 // (tests/barrier_mutants.sh runs this test with each deleted).
 TEST(CudaOps, FlashAttentionIsBitwiseDeterministic) {
     MAKE_TWIN(t);
-    for (DType dt : {DType::f32, DType::bf16}) {
-        SCOPED_TRACE(dtype_name(dt));
-        for (const int kv_heads : {2, 1}) { // multi-head, and both query heads on one kv head
-            const FlashRun a = run_flash(t.gpu, dt, 1, 65, 32, 2, kv_heads, 70);
-            const FlashRun b = run_flash(t.gpu, dt, 1, 65, 32, 2, kv_heads, 70);
-            EXPECT_EQ(a.out_bits, b.out_bits);
-            EXPECT_EQ(a.lse_bits, b.lse_bits);
-            EXPECT_EQ(a.dqkv_bits, b.dqkv_bits);
-            for (float x : a.dqkv) ASSERT_TRUE(std::isfinite(x)); // every element written
+    for (const cuda::TensorCoreFlash tc : kTensorCoreFlash) {
+        Side& g = flash_side(t, tc);
+        for (DType dt : {DType::f32, DType::bf16}) {
+            if (dt == DType::f32 && tc != cuda::TensorCoreFlash::mma) continue; // CUDA cores: once
+            SCOPED_TRACE(testing::Message() << flash_name(tc) << " " << dtype_name(dt));
+            for (const int kv_heads : {2, 1}) { // multi-head, and both query heads on one kv head
+                const FlashRun a = run_flash(g, dt, 1, 65, 32, 2, kv_heads, 70);
+                const FlashRun b = run_flash(g, dt, 1, 65, 32, 2, kv_heads, 70);
+                EXPECT_EQ(a.out_bits, b.out_bits);
+                EXPECT_EQ(a.lse_bits, b.lse_bits);
+                EXPECT_EQ(a.dqkv_bits, b.dqkv_bits);
+                for (float x : a.dqkv) ASSERT_TRUE(std::isfinite(x)); // every element written
+            }
         }
     }
 }

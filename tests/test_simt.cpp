@@ -4,10 +4,12 @@
 // blocks running at once, launch limits, stream order — and what CUDA leaves undefined and the
 // emulator reports instead: divergent barriers, threads that exit before a barrier, deadlocks,
 // misaligned vector loads. And its WMMA (emu/include/mma.h): products against float64, both
-// layouts, pitches other than 16, CUDA's alignment and ldm rules, warp-collective calls.
+// layouts, pitches other than 16, CUDA's alignment and ldm rules, warp-collective calls; and PTX's
+// mma.m16n8k16 as model/kernels/cuda/mma_m16n8k16.h emulates it, in the PTX ISA's layout.
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/element.h"
 #include "core/cuda/launch.h"
+#include "model/kernels/cuda/mma_m16n8k16.h"
 
 #include <gtest/gtest.h>
 #include <mma.h>
@@ -327,6 +329,132 @@ TEST(Simt, AWmmaCallWithALaneMissingIsReported) {
                     static_cast<const __nv_bfloat16*>(m.p));
     const std::string what = expect_fault(cudaErrorLaunchFailure);
     EXPECT_NE(what.find("lane 31 of the mask 0xffffffff exited"), std::string::npos) << what;
+}
+
+// --- PTX mma.m16n8k16 (model/kernels/cuda/mma_m16n8k16.h) ---------------------------------------
+
+// Where the PTX ISA's fragment tables ("Matrix Fragments for mma.m16n8k16 with floating point
+// type") put element i of a lane's operand, written as the tables write them — independently of
+// the header's register-wise helpers. g = lane / 4 (groupID), t = lane % 4 (threadID_in_group).
+struct PtxAt {
+    int row, col;
+};
+__device__ PtxAt ptx_a(int lane, int i) { // a0..a7: 16 x 16
+    const int g = lane / 4, t = lane % 4;
+    return {(i < 2 || (i >= 4 && i < 6)) ? g : g + 8, t * 2 + (i & 1) + (i >= 4 ? 8 : 0)};
+}
+__device__ PtxAt ptx_b(int lane, int i) { // b0..b3: 16 x 8
+    const int g = lane / 4, t = lane % 4;
+    return {t * 2 + (i & 1) + (i >= 2 ? 8 : 0), g};
+}
+__device__ PtxAt ptx_c(int lane, int i) { // c0..c3, d0..d3: 16 x 8
+    const int g = lane / 4, t = lane % 4;
+    return {i < 2 ? g : g + 8, t * 2 + (i & 1)};
+}
+
+// D = A B + C twice, one warp: d_table from operands placed by the PTX tables (A row-major 16 x 16,
+// B row-major 16 x 8, C row-major 16 x 8, all pitch 24), d_helpers from the header's loaders (A by
+// load_a, B by load_b_cols from the same B, and by load_b_rows from bt = B^T, 8 x 16). a_regs gets
+// the A registers a_from makes of two accumulators holding A's columns 0..7 and 8..15, next to
+// the table's (32 lanes x 4, then 32 x 4).
+template <typename T>
+__global__ void ptx_mma_product(float* d_table, float* d_helpers, float* d_rows,
+                                std::uint32_t* a_regs, const T* a, const T* b, const T* bt,
+                                const float* c) {
+    using namespace shardlab::cuda;
+    constexpr int ld = 24;
+    const int lane = int(threadIdx.x);
+    T e[8];
+    MmaA fa;
+    for (int i = 0; i < 8; ++i) e[i] = a[ptx_a(lane, i).row * ld + ptx_a(lane, i).col];
+    for (int j = 0; j < 4; ++j) fa.r[j] = pack2<T>(e[2 * j], e[2 * j + 1]);
+    MmaB fb;
+    for (int i = 0; i < 4; ++i) e[i] = b[ptx_b(lane, i).row * ld + ptx_b(lane, i).col];
+    for (int j = 0; j < 2; ++j) fb.r[j] = pack2<T>(e[2 * j], e[2 * j + 1]);
+    MmaD acc, acc2, acc3, lo, hi;
+    for (int i = 0; i < 4; ++i) {
+        const PtxAt at = ptx_c(lane, i);
+        acc.x[i] = acc2.x[i] = acc3.x[i] = c[at.row * ld + at.col];
+        lo.x[i] = to_f32(a[at.row * ld + at.col]); // A's columns 0..7 as an accumulator
+        hi.x[i] = to_f32(a[at.row * ld + at.col + 8]);
+    }
+    mma<T>(acc, fa, fb);
+    mma<T>(acc2, load_a(a, ld), load_b_cols(b, ld));
+    mma<T>(acc3, load_a(a, ld), load_b_rows(bt, ld));
+    for (int i = 0; i < 4; ++i) {
+        const PtxAt at = ptx_c(lane, i);
+        d_table[at.row * 8 + at.col] = acc.x[i];
+        d_helpers[at.row * 8 + at.col] = acc2.x[i];
+        d_rows[at.row * 8 + at.col] = acc3.x[i];
+    }
+    const MmaA made = a_from<T>(lo, hi);
+    for (int j = 0; j < 4; ++j) {
+        a_regs[lane * 4 + j] = made.r[j];
+        a_regs[128 + lane * 4 + j] = fa.r[j];
+    }
+}
+
+template <typename T>
+void check_ptx_mma(DType dt) {
+    SCOPED_TRACE(dtype_name(dt));
+    constexpr int ld = 24;
+    std::vector<T> a(16 * ld), b(16 * ld), bt(8 * ld);
+    std::vector<float> c(16 * ld);
+    double A[16][16], B[16][8], Cm[16][8];
+    std::uint32_t state = 777;
+    auto next = [&] { // in [-2, 2), a fixed pseudo-random sequence
+        state = state * 1664525u + 1013904223u;
+        return float(state >> 8) / float(1u << 24) * 4.0f - 2.0f;
+    };
+    for (int r = 0; r < 16; ++r)
+        for (int k = 0; k < 16; ++k) {
+            a[r * ld + k] = cuda::from_f32<T>(next());
+            A[r][k] = cuda::to_f32(a[r * ld + k]);
+        }
+    for (int k = 0; k < 16; ++k)
+        for (int n = 0; n < 8; ++n) {
+            b[k * ld + n] = bt[n * ld + k] = cuda::from_f32<T>(next());
+            B[k][n] = cuda::to_f32(b[k * ld + n]);
+        }
+    for (int r = 0; r < 16; ++r)
+        for (int n = 0; n < 8; ++n) Cm[r][n] = c[r * ld + n] = next();
+    DeviceArray<T> da(a.size()), db(b.size()), dbt(bt.size());
+    DeviceArray<float> dc(c.size()), d1(128, NAN), d2(128, NAN), d3(128, NAN);
+    DeviceArray<std::uint32_t> regs(256);
+    cuda::check_cuda(cudaMemcpy(da.p, a.data(), a.size() * sizeof(T), cudaMemcpyHostToDevice), "a");
+    cuda::check_cuda(cudaMemcpy(db.p, b.data(), b.size() * sizeof(T), cudaMemcpyHostToDevice), "b");
+    cuda::check_cuda(cudaMemcpy(dbt.p, bt.data(), bt.size() * sizeof(T), cudaMemcpyHostToDevice),
+                     "bt");
+    cuda::check_cuda(cudaMemcpy(dc.p, c.data(), c.size() * sizeof(float), cudaMemcpyHostToDevice),
+                     "c");
+    cuda::launch("ptx_mma_product", ptx_mma_product<T>, 1, 32, 0, nullptr, d1.p, d2.p, d3.p, regs.p,
+                 static_cast<const T*>(da.p), static_cast<const T*>(db.p),
+                 static_cast<const T*>(dbt.p), static_cast<const float*>(dc.p));
+    const std::vector<float> table = d1.host(), helpers = d2.host(), rows = d3.host();
+    for (int i = 0; i < 16; ++i)
+        for (int j = 0; j < 8; ++j) {
+            double want = Cm[i][j], mag = std::fabs(Cm[i][j]);
+            for (int k = 0; k < 16; ++k) {
+                want += A[i][k] * B[k][j];
+                mag += std::fabs(A[i][k] * B[k][j]);
+            }
+            // 16-bit products are exact in fp32; 16 fp32 additions round, each by at most 2^-24
+            // of a partial sum bounded by mag.
+            EXPECT_LE(std::fabs(double(table[i * 8 + j]) - want), 16 * 0x1p-24 * mag)
+                << "D(" << i << ", " << j << ")";
+            // The helpers load the same operands: the same product, bit for bit.
+            EXPECT_EQ(helpers[i * 8 + j], table[i * 8 + j])
+                << "load_a/load_b_cols D(" << i << ", " << j << ")";
+            EXPECT_EQ(rows[i * 8 + j], table[i * 8 + j])
+                << "load_b_rows D(" << i << ", " << j << ")";
+        }
+    const std::vector<std::uint32_t> r = regs.host();
+    for (int i = 0; i < 128; ++i) EXPECT_EQ(r[i], r[128 + i]) << "a_from, lane " << i / 4;
+}
+
+TEST(Simt, PtxMmaMultipliesAsAFloat64ReferenceInThePtxLayout) {
+    check_ptx_mma<__nv_bfloat16>(DType::bf16);
+    check_ptx_mma<__half>(DType::f16);
 }
 
 // --- atomics ----------------------------------------------------------------------------------

@@ -1,9 +1,11 @@
 // Flash attention with its tile products on tensor cores: the WMMA API (nvcuda::wmma, m16n16k16,
 // bf16/fp16 inputs, fp32 accumulators, sm_80+), for bf16 and fp16 storage whose head dim hd is a
 // multiple of 16 (flash_attention_path.h; the rest takes the fp32 CUDA-core kernels of
-// flash_attention.h, whose launchers call these). Same scheme as there — FlashAttention-2's
-// tiling, causal tiles skipped, lse kept per row, a deterministic two-kernel backward (its dK/dV
-// blocks per kv head, summing the group's query heads in order), grouped-query rows — with
+// flash_attention.h, whose launchers call these) when SHARDLAB_CUDA_FLASH=wmma; by default the
+// same scheme runs on PTX mma.sync with the softmax in registers (flash_attention_mma.h). Same
+// scheme as the CUDA-core kernels — FlashAttention-2's tiling, causal tiles skipped, lse kept per
+// row, a deterministic two-kernel backward (its dK/dV blocks per kv head, summing the group's
+// query heads in order), grouped-query rows — with
 // tiles of kFlashWmmaTile = 64 rows and 128 threads: 4 warps, each owning 16 rows of the block's
 // tile (query rows forward and for dQ, key rows for dK/dV), as FA2 splits a tile among warps.
 //

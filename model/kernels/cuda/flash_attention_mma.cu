@@ -1,0 +1,434 @@
+// Flash attention's register-softmax tensor-core kernels: the design is explained in
+// flash_attention_mma.h. Within a warp, lane l (g = l / 4, t = l % 4) holds, of the warp's 16 rows,
+// rows g and g + 8, and of every 8-column block of a score tile its columns 2t and 2t + 1 — the
+// accumulator layout of mma_m16n8k16.h — so a row's reductions run over the 4 lanes of g (two
+// butterfly shuffles, the same bits in each lane: a + b = b + a). Each kernel is a template on the
+// largest head dim it serves (64 or 128), which sizes its accumulator arrays; loops over them are
+// unrolled so that the arrays are indexed by constants (registers, not local memory).
+#include "model/kernels/cuda/flash_attention_mma.h"
+#include "model/kernels/cuda/mma_m16n8k16.h"
+#include "model/kernels/cuda/packed.h"
+#include "model/kernels/cuda/qkv_layout.h"
+
+#include "core/cuda/element.h"
+#include "core/cuda/launch.h"
+#include "core/error.h"
+
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+#ifdef SHARDLAB_CUDA_EMU
+#define SHARDLAB_UNROLL
+#else
+#define SHARDLAB_UNROLL _Pragma("unroll")
+#endif
+
+namespace shardlab::cuda {
+
+namespace {
+constexpr int kTile = kFlashMmaTile;  // rows of a block's query or key tile
+constexpr int kWarps = 4;             // each owns kRows rows of the tile
+constexpr int kRows = 16;             // mma's m
+constexpr int kThreads = kWarps * 32; // 128
+constexpr int kCols = kTile / 8;      // 8-column accumulators across a score tile: 8
+constexpr int kPass = 4;              // backward's accumulators per pass: 32 columns
+constexpr std::size_t kDefaultShared = 48 * 1024;
+
+__host__ __device__ inline int tiles(int T) {
+    return (T + kTile - 1) / kTile;
+}
+// A 16-bit tile row: hd + 8 elements, a 16-byte multiple whose 32-bit words put consecutive rows
+// 4 banks apart (hd a multiple of 16).
+__host__ __device__ inline int tile_pitch(int hd) {
+    return hd + 8;
+}
+
+template <typename E>
+__device__ E* carve(unsigned char*& at, std::size_t n) {
+    E* r = reinterpret_cast<E*>(at);
+    at += n * sizeof(E);
+    return r;
+}
+
+// Rows [r0, r0 + kTile) of a head's hd columns (row stride `stride` elements) into `tile` as
+// stored, 16 bytes at a time where the source allows; rows past T are zero. All threads take part.
+template <typename T>
+__device__ void load_tile(T* tile, const T* src, std::size_t stride, int r0, int T_, int hd) {
+    const int pitch = tile_pitch(hd);
+    constexpr int W = Packed<T>::size;
+    if (aligned16(src) && stride % W == 0) {
+        const int chunks = hd / W; // hd is a multiple of 16
+        for (int i = int(threadIdx.x); i < kTile * chunks; i += kThreads) {
+            const int r = i / chunks, c = (i % chunks) * W;
+            Packed<T> v;
+            if (r0 + r < T_) {
+                v = load_packed(src + std::size_t(r0 + r) * stride + c);
+            } else {
+                for (T& e : v.v) e = from_f32<T>(0);
+            }
+            store_packed(tile + r * pitch + c, v);
+        }
+        return;
+    }
+    for (int i = int(threadIdx.x); i < kTile * hd; i += kThreads) {
+        const int r = i / hd, c = i % hd;
+        tile[r * pitch + c] = r0 + r < T_ ? src[std::size_t(r0 + r) * stride + c] : from_f32<T>(0);
+    }
+}
+
+// s[n] += A_w B^T for the 8-column blocks n in [first, last): A_w the warp's 16 rows at `a`, B the
+// rows of tile `b` from its row 0 (8 per block). Over hd in steps of 16, each A operand loaded
+// once.
+template <int kMaxHd, int N, typename T>
+__device__ void scores(MmaD (&s)[N], const T* a, const T* b, int pitch, int hd, int first,
+                       int last) {
+    SHARDLAB_UNROLL
+    for (int k = 0; k < kMaxHd / 16; ++k) {
+        if (k * 16 >= hd) break;
+        const MmaA fa = load_a(a + k * 16, pitch);
+        SHARDLAB_UNROLL
+        for (int n = 0; n < N; ++n)
+            if (n >= first && n < last)
+                mma<T>(s[n], fa, load_b_rows(b + n * 8 * pitch + k * 16, pitch));
+    }
+}
+
+// acc[n] += P V over hd's 8-column blocks n: P the warp's 16 x 8N probabilities as accumulators
+// p[0 .. N) (rounded to T here), V the rows of tile `v` from its row 0; only P's 16-column blocks
+// [first, last), the others being zero (masked).
+template <int kMaxHd, int N, typename T>
+__device__ void product(MmaD (&acc)[kMaxHd / 8], const MmaD (&p)[N], const T* v, int pitch, int hd,
+                        int first, int last) {
+    SHARDLAB_UNROLL
+    for (int kb = 0; kb < N / 2; ++kb) {
+        if (kb < first || kb >= last) continue;
+        const MmaA fp = a_from<T>(p[2 * kb], p[2 * kb + 1]);
+        SHARDLAB_UNROLL
+        for (int n = 0; n < kMaxHd / 8; ++n) {
+            if (n * 8 >= hd) break;
+            mma<T>(acc[n], fp, load_b_cols(v + kb * 16 * pitch + n * 8, pitch));
+        }
+    }
+}
+
+// Writes acc (the warp's 16 rows x hd, times `scale`) to rows row0 .. row0 + 15 of dst (row
+// stride `stride`), rows past T skipped: each lane its two columns of each 8-column block.
+template <int kMaxHd, typename T>
+__device__ void write_rows(T* dst, std::size_t stride, int row0, int T_,
+                           const MmaD (&acc)[kMaxHd / 8], float scale, int hd) {
+    const int g = int(threadIdx.x % 32) / 4, t = int(threadIdx.x % 4);
+    SHARDLAB_UNROLL
+    for (int n = 0; n < kMaxHd / 8; ++n) {
+        if (n * 8 >= hd) break;
+        for (int half = 0; half < 2; ++half) {
+            const int row = row0 + g + 8 * half;
+            if (row >= T_) continue;
+            T* d = dst + std::size_t(row) * stride + n * 8 + 2 * t;
+            d[0] = from_f32<T>(acc[n].x[2 * half] * scale);
+            d[1] = from_f32<T>(acc[n].x[2 * half + 1] * scale);
+        }
+    }
+}
+
+__device__ __forceinline__ float row_max4(float v) {
+    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
+    return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
+}
+__device__ __forceinline__ float row_sum4(float v) {
+    v += __shfl_xor_sync(0xffffffffu, v, 1);
+    return v + __shfl_xor_sync(0xffffffffu, v, 2);
+}
+
+// One block per (query tile, query head, batch).
+template <int kMaxHd, typename T>
+__global__ void __launch_bounds__(kThreads)
+    mma_forward_kernel(T* out, float* lse, const T* qkv, int T_, int C, int H, int Hkv,
+                       float scale) {
+    const QkvLayout at{C / H, H, Hkv};
+    const int hd = at.hd, pitch = tile_pitch(hd);
+    const int warp = int(threadIdx.x / 32), g = int(threadIdx.x % 32) / 4, t = int(threadIdx.x % 4);
+    SHARDLAB_DYNAMIC_SHARED(unsigned char, raw);
+    unsigned char* at_byte = raw;
+    T* Qs = carve<T>(at_byte, std::size_t(kTile) * pitch);
+    T* Ks = carve<T>(at_byte, std::size_t(kTile) * pitch);
+    T* Vs = carve<T>(at_byte, std::size_t(kTile) * pitch);
+    const int qt = int(blockIdx.x), h = int(blockIdx.y), b = int(blockIdx.z);
+    const int q0 = qt * kTile + warp * kRows + g; // this lane's rows: q0 and q0 + 8
+    const std::size_t stride = at.row();
+    const T* rows = qkv + std::size_t(b) * T_ * stride;
+    const T* kh = rows + at.k_col(at.kv_of(h)); // the kv head's k and v columns
+    const T* vh = rows + at.v_col(at.kv_of(h));
+
+    load_tile(Qs, rows + at.q_col(h), stride, qt * kTile, T_, hd);
+    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}; // per row, in fp32
+    MmaD o[kMaxHd / 8] = {};                                  // unnormalised output
+    for (int kt = 0; kt <= qt; ++kt) { // causal: no key tile after the diagonal one
+        __syncthreads();               // everyone is done with the previous K, V tiles
+        load_tile(Ks, kh, stride, kt * kTile, T_, hd);
+        load_tile(Vs, vh, stride, kt * kTile, T_, hd);
+        __syncthreads(); // the K and V tiles (and the first time, Q) are complete
+        // In the diagonal tile, 8-key blocks after the warp's last row are wholly masked.
+        const int blocks = kt == qt ? 2 * (warp + 1) : kCols;
+        MmaD s[kCols] = {};
+        scores<kMaxHd>(s, Qs + warp * kRows * pitch, Ks, pitch, hd, 0, blocks);
+
+        float tile_max[2] = {-INFINITY, -INFINITY};
+        SHARDLAB_UNROLL
+        for (int n = 0; n < kCols; ++n)
+            for (int i = 0; i < 4; ++i) {
+                const int key = kt * kTile + n * 8 + 2 * t + i % 2, q = q0 + 8 * (i / 2);
+                s[n].x[i] = n < blocks && key <= q && key < T_ ? scale * s[n].x[i] : -INFINITY;
+                tile_max[i / 2] = fmaxf(tile_max[i / 2], s[n].x[i]);
+            }
+        float rescale[2], base[2], p_sum[2] = {0.0f, 0.0f};
+        for (int r = 0; r < 2; ++r) {
+            const float m_new = fmaxf(m[r], row_max4(tile_max[r]));
+            // A real row's first key tile holds a key at or before it, and a padding row's (q >= T)
+            // keys 0..T-1 pass its mask, so m_new is finite; the guard keeps a fully masked row at
+            // zeros rather than NaN.
+            base[r] = m_new == -INFINITY ? 0.0f : m_new;
+            rescale[r] = expf(m[r] - base[r]); // what the sum and O so far were measured against
+            m[r] = m_new;
+        }
+        SHARDLAB_UNROLL
+        for (int n = 0; n < kCols; ++n)
+            for (int i = 0; i < 4; ++i) {
+                s[n].x[i] = expf(s[n].x[i] - base[i / 2]); // P, rounded to T by product()
+                p_sum[i / 2] += s[n].x[i];                 // l from the unrounded probabilities
+            }
+        for (int r = 0; r < 2; ++r) l[r] = l[r] * rescale[r] + row_sum4(p_sum[r]);
+        SHARDLAB_UNROLL
+        for (int n = 0; n < kMaxHd / 8; ++n)
+            for (int i = 0; i < 4; ++i) o[n].x[i] *= rescale[i / 2];
+        product<kMaxHd>(o, s, Vs, pitch, hd, 0, blocks / 2);
+    }
+    for (int r = 0; r < 2; ++r) {
+        const int q = q0 + 8 * r;
+        if (q >= T_) continue; // a row past the end of the sequence (the last tile's padding)
+        T* dst = out + (std::size_t(b) * T_ + q) * C + std::size_t(h) * hd + 2 * t;
+        SHARDLAB_UNROLL
+        for (int n = 0; n < kMaxHd / 8; ++n) {
+            if (n * 8 >= hd) break;
+            dst[n * 8] = from_f32<T>(o[n].x[2 * r] / l[r]);
+            dst[n * 8 + 1] = from_f32<T>(o[n].x[2 * r + 1] / l[r]);
+        }
+        if (t == 0) lse[(std::size_t(b) * H + h) * T_ + q] = m[r] + logf(l[r]);
+    }
+}
+
+// dK, dV of one key tile: one block per (key tile, kv head, batch), walking, for each query head of
+// the kv head's group in order, the query tiles from the diagonal one down, 32 queries per pass
+// (the group's sum stays in the accumulators: one fixed sequence of mma calls). A warp's rows are
+// 16 keys; the columns of its score accumulators are queries (S^T = K Q^T, dP^T = V dO^T), so P^T
+// and dS^T are A operands as they stand.
+template <int kMaxHd, typename T>
+__global__ void __launch_bounds__(kThreads)
+    mma_backward_kv_kernel(T* dqkv, const T* dout, const T* qkv, const float* lse, const float* D,
+                           int T_, int C, int H, int Hkv, float scale) {
+    const QkvLayout at{C / H, H, Hkv};
+    const int hd = at.hd, pitch = tile_pitch(hd);
+    const int warp = int(threadIdx.x / 32), g = int(threadIdx.x % 32) / 4, t = int(threadIdx.x % 4);
+    SHARDLAB_DYNAMIC_SHARED(unsigned char, raw);
+    unsigned char* at_byte = raw;
+    T* Ks = carve<T>(at_byte, std::size_t(kTile) * pitch);
+    T* Vs = carve<T>(at_byte, std::size_t(kTile) * pitch);
+    T* Qs = carve<T>(at_byte, std::size_t(kTile) * pitch);
+    T* dOs = carve<T>(at_byte, std::size_t(kTile) * pitch);
+    float* Ls = carve<float>(at_byte, kTile); // the query tile's lse
+    float* Ds = carve<float>(at_byte, kTile); // and D
+    const int kt = int(blockIdx.x), kv = int(blockIdx.y), b = int(blockIdx.z);
+    const int key0 = kt * kTile + warp * kRows + g; // this lane's keys: key0 and key0 + 8
+    const std::size_t stride = at.row();
+    const T* rows = qkv + std::size_t(b) * T_ * stride;
+    const T* Kw = Ks + warp * kRows * pitch;
+    const T* Vw = Vs + warp * kRows * pitch;
+
+    load_tile(Ks, rows + at.k_col(kv), stride, kt * kTile, T_, hd);
+    load_tile(Vs, rows + at.v_col(kv), stride, kt * kTile, T_, hd);
+    MmaD dk[kMaxHd / 8] = {}, dv[kMaxHd / 8] = {};
+    // The group's heads in order, each one's query tiles from the diagonal one (causal) down: one
+    // loop over the pairs, as in the other flash kernels.
+    const int walk = tiles(T_) - kt;
+    for (int step = 0; step < at.group() * walk; ++step) {
+        const int h = kv * at.group() + step / walk, qt = kt + step % walk;
+        const std::size_t bh = std::size_t(b) * H + h;
+        const T* dhead = dout + std::size_t(b) * T_ * C + std::size_t(h) * hd;
+        __syncthreads(); // everyone is done with the previous Q, dO, lse, D tiles
+        load_tile(Qs, rows + at.q_col(h), stride, qt * kTile, T_, hd);
+        load_tile(dOs, dhead, std::size_t(C), qt * kTile, T_, hd);
+        if (threadIdx.x < unsigned(kTile)) {
+            const int qi = qt * kTile + int(threadIdx.x);
+            Ls[threadIdx.x] = qi < T_ ? lse[bh * T_ + qi] : 0.0f;
+            Ds[threadIdx.x] = qi < T_ ? D[bh * T_ + qi] : 0.0f;
+        }
+        __syncthreads(); // the tiles (and the first time, K and V) are complete
+        for (int pass = 0; pass < kCols / kPass; ++pass) {
+            const int c0 = pass * kPass * 8; // the pass's first column (query) of the tile
+            // In the diagonal tile, 8-query blocks before the warp's first key are wholly masked.
+            const int first = qt == kt && 2 * warp > pass * kPass ? 2 * warp - pass * kPass : 0;
+            if (first >= kPass) continue;
+            MmaD st[kPass] = {}, dpt[kPass] = {};
+            scores<kMaxHd>(st, Kw, Qs + c0 * pitch, pitch, hd, first, kPass);   // S^T
+            scores<kMaxHd>(dpt, Vw, dOs + c0 * pitch, pitch, hd, first, kPass); // dP^T
+            SHARDLAB_UNROLL
+            for (int n = 0; n < kPass; ++n)
+                for (int i = 0; i < 4; ++i) {
+                    const int j = c0 + n * 8 + 2 * t + i % 2, query = qt * kTile + j;
+                    const int key = key0 + 8 * (i / 2);
+                    const float p = n >= first && key <= query && query < T_
+                                        ? expf(scale * st[n].x[i] - Ls[j])
+                                        : 0.0f;
+                    st[n].x[i] = p;                                             // P^T
+                    dpt[n].x[i] = p == 0.0f ? 0.0f : p * (dpt[n].x[i] - Ds[j]); // dS^T
+                }
+            product<kMaxHd>(dv, st, dOs + c0 * pitch, pitch, hd, first / 2, kPass / 2);
+            product<kMaxHd>(dk, dpt, Qs + c0 * pitch, pitch, hd, first / 2, kPass / 2);
+        }
+    }
+    T* drows = dqkv + std::size_t(b) * T_ * stride;
+    const int row0 = kt * kTile + warp * kRows;
+    write_rows<kMaxHd>(drows + at.k_col(kv), stride, row0, T_, dk, scale, hd);
+    write_rows<kMaxHd>(drows + at.v_col(kv), stride, row0, T_, dv, 1.0f, hd);
+}
+
+// dQ of one query tile: one block per (query tile, head, batch), walking the key tiles up to the
+// diagonal, 32 keys per pass. A warp's rows are 16 queries, the columns of its accumulators keys.
+template <int kMaxHd, typename T>
+__global__ void __launch_bounds__(kThreads)
+    mma_backward_q_kernel(T* dqkv, const T* dout, const T* qkv, const float* lse, const float* D,
+                          int T_, int C, int H, int Hkv, float scale) {
+    const QkvLayout at{C / H, H, Hkv};
+    const int hd = at.hd, pitch = tile_pitch(hd);
+    const int warp = int(threadIdx.x / 32), g = int(threadIdx.x % 32) / 4, t = int(threadIdx.x % 4);
+    SHARDLAB_DYNAMIC_SHARED(unsigned char, raw);
+    unsigned char* at_byte = raw;
+    T* Qs = carve<T>(at_byte, std::size_t(kTile) * pitch);
+    T* dOs = carve<T>(at_byte, std::size_t(kTile) * pitch);
+    T* Ks = carve<T>(at_byte, std::size_t(kTile) * pitch);
+    T* Vs = carve<T>(at_byte, std::size_t(kTile) * pitch);
+    const int qt = int(blockIdx.x), h = int(blockIdx.y), b = int(blockIdx.z);
+    const int q0 = qt * kTile + warp * kRows + g; // this lane's queries: q0 and q0 + 8
+    const std::size_t stride = at.row(), bh = std::size_t(b) * H + h;
+    const T* rows = qkv + std::size_t(b) * T_ * stride;
+    const T* kh = rows + at.k_col(at.kv_of(h)); // the kv head's k and v columns
+    const T* vh = rows + at.v_col(at.kv_of(h));
+    const T* dhead = dout + std::size_t(b) * T_ * C + std::size_t(h) * hd;
+
+    load_tile(Qs, rows + at.q_col(h), stride, qt * kTile, T_, hd);
+    load_tile(dOs, dhead, std::size_t(C), qt * kTile, T_, hd);
+    float row_lse[2], row_D[2];
+    for (int r = 0; r < 2; ++r) {
+        const int q = q0 + 8 * r;
+        row_lse[r] = q < T_ ? lse[bh * T_ + q] : 0.0f;
+        row_D[r] = q < T_ ? D[bh * T_ + q] : 0.0f;
+    }
+    MmaD dq[kMaxHd / 8] = {};
+    for (int kt = 0; kt <= qt; ++kt) {
+        __syncthreads(); // everyone is done with the previous K and V tiles
+        load_tile(Ks, kh, stride, kt * kTile, T_, hd);
+        load_tile(Vs, vh, stride, kt * kTile, T_, hd);
+        __syncthreads(); // the K and V tiles (and the first time, Q and dO) are complete
+        for (int pass = 0; pass < kCols / kPass; ++pass) {
+            const int c0 = pass * kPass * 8; // the pass's first column (key) of the tile
+            // In the diagonal tile, 8-key blocks after the warp's last query are wholly masked.
+            const int diagonal_last = 2 * (warp + 1) - pass * kPass;
+            const int last = qt == kt && diagonal_last < kPass ? diagonal_last : kPass;
+            if (last <= 0) continue;
+            MmaD s[kPass] = {}, dp[kPass] = {};
+            scores<kMaxHd>(s, Qs + warp * kRows * pitch, Ks + c0 * pitch, pitch, hd, 0, last);
+            scores<kMaxHd>(dp, dOs + warp * kRows * pitch, Vs + c0 * pitch, pitch, hd, 0, last);
+            SHARDLAB_UNROLL
+            for (int n = 0; n < kPass; ++n)
+                for (int i = 0; i < 4; ++i) {
+                    const int key = kt * kTile + c0 + n * 8 + 2 * t + i % 2;
+                    const int r = i / 2, q = q0 + 8 * r;
+                    const float p = n < last && key <= q && q < T_
+                                        ? expf(scale * s[n].x[i] - row_lse[r])
+                                        : 0.0f;
+                    dp[n].x[i] = p == 0.0f ? 0.0f : p * (dp[n].x[i] - row_D[r]); // dS
+                }
+            product<kMaxHd>(dq, dp, Ks + c0 * pitch, pitch, hd, 0, last / 2);
+        }
+    }
+    T* dQ = dqkv + std::size_t(b) * T_ * stride + at.q_col(h);
+    write_rows<kMaxHd>(dQ, stride, qt * kTile + warp * kRows, T_, dq, scale, hd);
+}
+
+// The shared bytes of each kernel for head dim hd (the carve order above).
+std::size_t tiles_bytes(int hd, int n) {
+    return std::size_t(n) * kTile * tile_pitch(hd) * 2; // 16-bit tiles
+}
+std::size_t forward_shared(int hd) {
+    return tiles_bytes(hd, 3);
+}
+std::size_t backward_kv_shared(int hd) {
+    return tiles_bytes(hd, 4) + 2 * kTile * sizeof(float);
+}
+std::size_t backward_q_shared(int hd) {
+    return tiles_bytes(hd, 4);
+}
+
+// Launches a kernel with `smem` bytes of dynamic shared memory, opting in above the default.
+template <typename... KArgs, typename... Args>
+void launch_tiled(const char* name, void (*kernel)(KArgs...), dim3 grid, std::size_t smem,
+                  cudaStream_t s, Args&&... args) {
+    if (smem > kDefaultShared)
+        check_cuda(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)),
+                   name);
+    launch(name, kernel, grid, kThreads, smem, s, std::forward<Args>(args)...);
+}
+
+// Calls fn(TypeTag<T>{}, std::integral_constant<int, kMaxHd>{}) for the 16-bit storage type of t
+// and the smallest register sizing (64 or 128) that holds hd.
+template <typename Fn>
+void dispatch16(DType t, int hd, Fn&& fn) {
+    check(t == DType::bf16 || t == DType::f16, "flash attention on mma.sync: bf16 or fp16 only");
+    check(hd % 16 == 0 && hd <= 128, "flash attention on mma.sync: hd a multiple of 16, <= 128");
+    auto sized = [&](auto tag) {
+        if (hd <= 64) return fn(tag, std::integral_constant<int, 64>{});
+        return fn(tag, std::integral_constant<int, 128>{});
+    };
+    if (t == DType::bf16) return sized(TypeTag<__nv_bfloat16>{});
+    return sized(TypeTag<__half>{});
+}
+} // namespace
+
+void flash_attention_mma_forward(cudaStream_t s, void* out, float* lse, const void* qkv, int B,
+                                 int T, int C, int H, int Hkv, DType t) {
+    const int hd = C / H;
+    const float scale = 1.0f / std::sqrt(float(hd));
+    const dim3 grid(unsigned(tiles(T)), unsigned(H), unsigned(B));
+    dispatch16(t, hd, [&](auto tag, auto max_hd) {
+        using P = typename decltype(tag)::type;
+        launch_tiled("flash_attention_mma_forward", mma_forward_kernel<decltype(max_hd)::value, P>,
+                     grid, forward_shared(hd), s, static_cast<P*>(out), lse,
+                     static_cast<const P*>(qkv), T, C, H, Hkv, scale);
+    });
+}
+
+void flash_attention_mma_backward(cudaStream_t s, void* dqkv, const void* dout, const void* qkv,
+                                  const float* lse, const float* row_dots, int B, int T, int C,
+                                  int H, int Hkv, DType t) {
+    const int hd = C / H;
+    const float scale = 1.0f / std::sqrt(float(hd));
+    const dim3 q_grid(unsigned(tiles(T)), unsigned(H), unsigned(B));
+    const dim3 kv_grid(unsigned(tiles(T)), unsigned(Hkv), unsigned(B)); // a kv head's whole group
+    dispatch16(t, hd, [&](auto tag, auto max_hd) {
+        using P = typename decltype(tag)::type;
+        const P* d = static_cast<const P*>(dout);
+        const P* x = static_cast<const P*>(qkv);
+        launch_tiled("flash_attention_mma_backward_kv",
+                     mma_backward_kv_kernel<decltype(max_hd)::value, P>, kv_grid,
+                     backward_kv_shared(hd), s, static_cast<P*>(dqkv), d, x, lse, row_dots, T, C, H,
+                     Hkv, scale);
+        launch_tiled("flash_attention_mma_backward_q",
+                     mma_backward_q_kernel<decltype(max_hd)::value, P>, q_grid,
+                     backward_q_shared(hd), s, static_cast<P*>(dqkv), d, x, lse, row_dots, T, C, H,
+                     Hkv, scale);
+    });
+}
+
+} // namespace shardlab::cuda

@@ -1,0 +1,45 @@
+// Flash attention on tensor cores with the softmax in registers: FlashAttention-2's real design,
+// on PTX's mma.m16n8k16 (mma_m16n8k16.h), whose accumulator layout is specified. The default
+// tensor-core path for bf16 and fp16 whose head dim is a multiple of 16 (flash_attention_path.h);
+// the WMMA kernels (flash_attention_wmma.h) are the same scheme with S going through shared memory,
+// kept selectable (SHARDLAB_CUDA_FLASH=wmma) so a GPU run can time one against the other.
+//
+// Same tiling as the WMMA kernels — tiles of kFlashMmaTile = 64 rows, 128 threads = 4 warps of 16
+// rows, causal tiles skipped, lse kept per row, a deterministic two-kernel backward whose dK/dV
+// blocks sum a kv head's group in order, grouped-query rows — but a warp's score tile never leaves
+// its registers: S = Q K^T lands in eight 16 x 8 accumulators, a row's four lanes (same g) take its
+// maximum and sum with two shuffles, P = e^(scale S - m) is rounded to 16 bits and becomes the A
+// operand of O += P V where it stands (two accumulators are one A operand), and O is rescaled by
+// e^(m_old - m_new) in registers. Backward likewise forms P and dS = P (dP - D) in registers, over
+// 32 columns of the tile at a time (dK, dV or dQ for hd 128 take 64 registers each).
+//
+// The numbers are the WMMA kernels': P and dS rounded to the storage type before their products, l
+// summed from the unrounded probabilities, products exact and accumulated in fp32 — so the same
+// error bounds hold (tests/test_cuda_ops.cpp), though the bits differ (another order of the sums).
+// Deterministic: each output element is one warp's fixed sequence of mma calls, no atomics.
+//
+// Shared memory per block (16-bit tiles, rows padded to hd + 8 elements, which puts the 8 rows a
+// 32-bit fragment load touches 4 banks apart — no bank conflicts): forward Q, K, V 27,648 B at
+// hd 64 (under the default 48 KiB), 52,224 B at hd 128; dK/dV K, V, Q, dO + lse, D 37,376 /
+// 70,144 B; dQ Q, dO, K, V 36,864 / 69,632 B. Included by .cu files only.
+#pragma once
+
+#include "core/dtype.h"
+
+#include <cuda_runtime.h>
+
+namespace shardlab::cuda {
+
+constexpr int kFlashMmaTile = 64;
+
+// As flash_attention_forward (flash_attention.h; grouped-query, Hkv kv heads dividing H), for t
+// bf16 or f16 and hd = C / H a multiple of 16, at most kFlashMaxHeadDim.
+void flash_attention_mma_forward(cudaStream_t s, void* out, float* lse, const void* qkv, int B,
+                                 int T, int C, int H, int Hkv, DType t);
+
+// dQ, dK, dV into dqkv (overwritten) given forward's lse and D = rowsum(dO * O) [B, H, T].
+void flash_attention_mma_backward(cudaStream_t s, void* dqkv, const void* dout, const void* qkv,
+                                  const float* lse, const float* row_dots, int B, int T, int C,
+                                  int H, int Hkv, DType t);
+
+} // namespace shardlab::cuda

@@ -1,0 +1,145 @@
+// One warp-wide tensor-core product, PTX's mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}.f32:
+// D (16 x 8, fp32) = A (16 x 16, 16-bit) B (16 x 8, 16-bit) + D, on sm_80 and later. Unlike WMMA's
+// fragments, PTX specifies which lane holds which elements, so a kernel can work on a product's
+// rows in registers (flash attention's softmax) and can turn two neighbouring accumulators into an
+// A operand without going through memory. With g = lane / 4 and t = lane % 4, a lane holds
+//   A: a[0] = (g, 2t..2t+1), a[1] = (g+8, 2t..2t+1), a[2] = (g, 2t+8..2t+9), a[3] = (g+8,
+//   2t+8..2t+9)
+//      (two 16-bit elements per register, the lower column in the low half);
+//   B: b[0] = rows 2t, 2t+1 of column g, b[1] = rows 2t+8, 2t+9 (the lower row in the low half);
+//   D: d[0], d[1] = (g, 2t), (g, 2t+1); d[2], d[3] = (g+8, 2t), (g+8, 2t+1).
+// On a GPU the function is the instruction. The emulator has no PTX: there it computes the
+// definition — each lane gathers the warp's registers and forms its four elements as
+// d + sum over k = 0..15 in order, in fp32 (a product of 16-bit values is exact in fp32, so only
+// the additions round; tensor cores add in their own order: the same to fp32 roundoff of the sum).
+// Included by .cu files only.
+#pragma once
+
+#include "core/cuda/element.h"
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+namespace shardlab::cuda {
+
+struct MmaA {
+    std::uint32_t r[4];
+};
+struct MmaB {
+    std::uint32_t r[2];
+};
+struct MmaD {
+    float x[4];
+};
+
+// Two 16-bit values in one register, `lo` in the low half.
+template <typename T>
+__device__ __forceinline__ std::uint32_t pack2(T lo, T hi) {
+    static_assert(sizeof(T) == 2, "16-bit elements");
+    std::uint16_t a, b;
+    memcpy(&a, &lo, 2);
+    memcpy(&b, &hi, 2);
+    return std::uint32_t(a) | std::uint32_t(b) << 16;
+}
+// Two fp32 values rounded to T (to nearest even) and packed.
+template <typename T>
+__device__ __forceinline__ std::uint32_t pack2(float lo, float hi) {
+    return pack2<T>(from_f32<T>(lo), from_f32<T>(hi));
+}
+// Two adjacent 16-bit elements of (shared) memory, p 4-byte aligned, as one 32-bit load.
+__device__ __forceinline__ std::uint32_t load2(const void* p) {
+    return *static_cast<const std::uint32_t*>(p);
+}
+
+// The A operand from two accumulators of the same 16 rows: `lo` columns 0..7, `hi` 8..15 of a
+// 16 x 16 block, rounded to T. The layouts line up (see the file comment): no data moves.
+template <typename T>
+__device__ __forceinline__ MmaA a_from(const MmaD& lo, const MmaD& hi) {
+    return {{pack2<T>(lo.x[0], lo.x[1]), pack2<T>(lo.x[2], lo.x[3]), pack2<T>(hi.x[0], hi.x[1]),
+             pack2<T>(hi.x[2], hi.x[3])}};
+}
+
+// The A operand from a row-major 16 x 16 block of memory, rows `pitch` elements apart.
+template <typename T>
+__device__ __forceinline__ MmaA load_a(const T* p, int pitch) {
+    const int g = int(threadIdx.x % 32) / 4, t = int(threadIdx.x % 4);
+    const T* lo = p + g * pitch + 2 * t;
+    const T* hi = lo + 8 * pitch;
+    return {{load2(lo), load2(hi), load2(lo + 8), load2(hi + 8)}};
+}
+
+// The B operand (16 x 8) from memory holding its transpose row-major: row n of `p` is column n of
+// B, its 16 elements contiguous (the K tile for S = Q K^T).
+template <typename T>
+__device__ __forceinline__ MmaB load_b_rows(const T* p, int pitch) {
+    const int g = int(threadIdx.x % 32) / 4, t = int(threadIdx.x % 4);
+    const T* col = p + g * pitch + 2 * t;
+    return {{load2(col), load2(col + 8)}};
+}
+
+// The B operand (16 x 8) from memory holding it row-major, rows `pitch` apart (the V tile for
+// O += P V): a register's two elements are in two rows, so two 16-bit loads each.
+template <typename T>
+__device__ __forceinline__ MmaB load_b_cols(const T* p, int pitch) {
+    const int g = int(threadIdx.x % 32) / 4, t = int(threadIdx.x % 4);
+    const T* top = p + 2 * t * pitch + g;
+    return {{pack2<T>(top[0], top[pitch]), pack2<T>(top[8 * pitch], top[9 * pitch])}};
+}
+
+#ifdef SHARDLAB_CUDA_EMU
+namespace emulated {
+template <typename T>
+inline float half_of(std::uint32_t word, int high) {
+    const std::uint16_t bits = std::uint16_t(high ? word >> 16 : word & 0xffffu);
+    T v;
+    memcpy(&v, &bits, 2);
+    return to_f32(v);
+}
+} // namespace emulated
+#endif
+
+// d += a b on the tensor cores (T: __nv_bfloat16 or __half). Warp-collective: all 32 lanes call it.
+template <typename T>
+__device__ __forceinline__ void mma(MmaD& d, const MmaA& a, const MmaB& b) {
+    static_assert(std::is_same_v<T, __nv_bfloat16> || std::is_same_v<T, __half>,
+                  "mma.m16n8k16 takes bf16 or fp16");
+#ifdef SHARDLAB_CUDA_EMU
+    constexpr int kWords = 6; // a lane's a[0..3], b[0..1]
+    const std::uint32_t mine[kWords] = {a.r[0], a.r[1], a.r[2], a.r[3], b.r[0], b.r[1]};
+    std::uint32_t all[32 * kWords];
+    emu::warp_all_gather(mine, kWords, all, std::source_location::current());
+    const int g = emu::lane_id() / 4, t = emu::lane_id() % 4;
+    // A(row, k) and B(k, col) where the file comment's layout puts them.
+    auto A = [&](int row, int k) {
+        const int lane = (row % 8) * 4 + (k % 8) / 2, reg = (row >= 8) + 2 * (k >= 8);
+        return emulated::half_of<T>(all[lane * kWords + reg], k % 2);
+    };
+    auto B = [&](int k, int col) {
+        const int lane = col * 4 + (k % 8) / 2, reg = 4 + (k >= 8);
+        return emulated::half_of<T>(all[lane * kWords + reg], k % 2);
+    };
+    for (int i = 0; i < 4; ++i) {
+        const int row = g + 8 * (i / 2), col = 2 * t + i % 2;
+        float s = d.x[i];
+        for (int k = 0; k < 16; ++k) s += A(row, k) * B(k, col);
+        d.x[i] = s;
+    }
+#else
+    // Not volatile: the instruction has no effect beyond its outputs, so nvcc may schedule it.
+    if constexpr (std::is_same_v<T, __nv_bfloat16>)
+        asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
+            "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+            : "+f"(d.x[0]), "+f"(d.x[1]), "+f"(d.x[2]), "+f"(d.x[3])
+            : "r"(a.r[0]), "r"(a.r[1]), "r"(a.r[2]), "r"(a.r[3]), "r"(b.r[0]), "r"(b.r[1]));
+    else
+        asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, "
+            "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+            : "+f"(d.x[0]), "+f"(d.x[1]), "+f"(d.x[2]), "+f"(d.x[3])
+            : "r"(a.r[0]), "r"(a.r[1]), "r"(a.r[2]), "r"(a.r[3]), "r"(b.r[0]), "r"(b.r[1]));
+#endif
+}
+
+} // namespace shardlab::cuda
