@@ -258,15 +258,13 @@ class CudaOps : public Ops {
 
     void squared_norm(Stream& s, const std::vector<Tensor>& parts, float* out) override {
         std::size_t total = 0;
-        for (const Tensor& p : parts) total += cuda::squared_norm_scratch(p.numel());
-        Allocation partials = scratch(s, total * sizeof(double));
-        std::size_t at = 0;
+        std::vector<cuda::NormInput> inputs;
         for (const Tensor& p : parts) {
-            cuda::squared_norm_part(stream_of(s), p.data, p.numel(), p.dtype,
-                                    partials.as<double>() + at);
-            at += cuda::squared_norm_scratch(p.numel());
+            total += cuda::squared_norm_scratch(p.numel());
+            inputs.push_back({p.data, p.numel(), p.dtype});
         }
-        cuda::squared_norm_finish(stream_of(s), partials.as<double>(), total, out);
+        Allocation partials = scratch(s, total * sizeof(double));
+        cuda::squared_norm(stream_of(s), inputs.data(), inputs.size(), partials.as<double>(), out);
     }
 
     void fixed_accumulate(Stream& s, const Tensor& acc, const Tensor& src, int exponent,

@@ -896,7 +896,10 @@ TEST(CudaOps, GemmBiasRowsAreTheBiasBitForBit) {
 // gives the same bits on every call.
 TEST(CudaOps, SquaredNormIsDeterministicAndWithinAFloatUlp) {
     MAKE_TWIN(t);
-    const std::size_t sizes[] = {0, 1, 255, 257, 70001};
+    // Odd sizes, an empty part, one over the 1024-block cap; then 36 more, so that the parts take
+    // two launches (32 to a launch) whose partials meet in one sum.
+    std::vector<std::size_t> sizes = {0, 1, 255, 257, 70001, 300000};
+    for (std::size_t i = 1; i <= 36; ++i) sizes.push_back(i * 37);
     float result[2] = {0, 0};
     for (int side = 0; side < 2; ++side) {
         Side& x = side ? t.gpu : t.cpu;

@@ -98,11 +98,17 @@ void causal_softmax_backward(cudaStream_t s, void* dscore, const float* dprob, c
                              int matrices, int T, float scale, DType t);
 
 // squared_norm.cu — *out = float(sum of squares of every element of the parts, in double): each
-// part summed by a fixed tree (blocks of fixed size), parts added in order — the same bits on
-// every call with the same parts. Each part writes squared_norm_scratch(its numel) partials.
-std::size_t squared_norm_scratch(std::size_t numel);
-void squared_norm_part(cudaStream_t s, const void* x, std::size_t n, DType t, double* partial);
-void squared_norm_finish(cudaStream_t s, const double* partials, std::size_t count, float* out);
+// part summed by a fixed tree (a block count that depends on its numel only), the partials by a
+// fixed tree — the same bits on every call with the same parts. `partials`: scratch of the sum of
+// squared_norm_scratch(numel) over the parts.
+struct NormInput {
+    const void* data;
+    std::size_t numel;
+    DType dtype;
+};
+__host__ __device__ std::size_t squared_norm_scratch(std::size_t numel);
+void squared_norm(cudaStream_t s, const NormInput* parts, std::size_t count, double* partials,
+                  float* out);
 
 // fixed_point.cu — --reproducible's exact sums (model/kernels/fixed_point.h; the CPU's twins
 // in model/kernels/cpu/fixed_point.h). acc += round(x * 2^e) with *amax = max(*amax, max |x|);

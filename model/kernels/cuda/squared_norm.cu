@@ -1,7 +1,12 @@
 // Sum of squares in double, deterministic: a part of n elements is cut into a number of blocks
 // that depends on n only; each thread sums its strided elements in order, each block its threads
-// by a fixed tree into one partial; then one thread adds every partial, in order. The same parts
-// give the same bits on every call — what keeps ZeRO stages bitwise equal on a GPU.
+// by a fixed tree into one partial; then the partials are added by a fixed tree too (thread i of
+// one block takes partials i, i + 256, ... in order). The same parts give the same bits on every
+// call — what keeps ZeRO stages bitwise equal on a GPU.
+//
+// The parts go kNormParts to a launch, their table passed by value as the kernel's argument: a
+// GPT-2 step's 148 gradient shards are 5 launches, not 148 (the first GPU run measured 1.0 ms for
+// the norm, mostly launches and a one-thread finish over tens of thousands of partials).
 #include "core/cuda/element.h"
 #include "core/cuda/launch.h"
 #include "model/kernels/cuda/kernels.h"
@@ -12,48 +17,94 @@ namespace shardlab::cuda {
 namespace {
 constexpr unsigned kThreads = 256;
 constexpr std::size_t kMaxBlocks = 1024;
+constexpr int kNormParts = 32;
 
-template <typename T>
-__global__ void squared_norm_kernel(const T* x, std::size_t n, double* partial) {
+struct NormPart {
+    const void* x;
+    std::size_t n;
+    std::size_t first_block; // of this launch's grid; its partials start at the same offset
+    DType dtype;
+};
+struct NormParts {
+    NormPart part[kNormParts];
+    int count;
+};
+
+// A block's threads' sums added by a fixed tree: warps by shuffles, then the warps in order.
+__device__ double block_sum(double s) {
     __shared__ double warp_sums[kThreads / 32];
-    double s = 0;
-    for (std::size_t i = std::size_t(blockIdx.x) * kThreads + threadIdx.x; i < n;
-         i += std::size_t(gridDim.x) * kThreads) {
-        const double v = to_f32(x[i]);
-        s += v * v;
-    }
     s = warp_sum(s);
     if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = s;
     __syncthreads();
-    if (threadIdx.x == 0) {
-        double total = 0;
+    double total = 0;
+    if (threadIdx.x == 0)
         for (unsigned w = 0; w < kThreads / 32; ++w) total += warp_sums[w];
-        partial[blockIdx.x] = total;
+    return total; // in thread 0
+}
+
+template <typename T>
+__device__ double squares(const void* x, std::size_t n, std::size_t block, std::size_t blocks) {
+    const T* v = static_cast<const T*>(x);
+    double s = 0;
+    for (std::size_t i = block * kThreads + threadIdx.x; i < n; i += blocks * kThreads) {
+        const double e = to_f32(v[i]);
+        s += e * e;
     }
+    return s;
+}
+
+// One block per (part, block of it); partial[blockIdx.x] is that block's sum.
+__global__ void squared_norm_kernel(NormParts parts, double* partial) {
+    int p = 0; // the part this block belongs to: the last whose first block is at or before it
+    while (p + 1 < parts.count && parts.part[p + 1].first_block <= blockIdx.x) ++p;
+    const NormPart& part = parts.part[p];
+    const std::size_t block = blockIdx.x - part.first_block;
+    const std::size_t blocks = squared_norm_scratch(part.n);
+    double s = 0;
+    switch (part.dtype) {
+    case DType::f32:
+        s = squares<float>(part.x, part.n, block, blocks);
+        break;
+    case DType::bf16:
+        s = squares<__nv_bfloat16>(part.x, part.n, block, blocks);
+        break;
+    default:
+        s = squares<__half>(part.x, part.n, block, blocks);
+        break;
+    }
+    s = block_sum(s);
+    if (threadIdx.x == 0) partial[blockIdx.x] = s;
 }
 
 __global__ void sum_partials_kernel(const double* partials, std::size_t count, float* out) {
-    double total = 0;
-    for (std::size_t i = 0; i < count; ++i) total += partials[i];
-    *out = float(total);
+    double s = 0;
+    for (std::size_t i = threadIdx.x; i < count; i += kThreads) s += partials[i];
+    s = block_sum(s);
+    if (threadIdx.x == 0) *out = float(s);
 }
 } // namespace
 
-std::size_t squared_norm_scratch(std::size_t numel) {
-    return std::max<std::size_t>(1, std::min(kMaxBlocks, std::size_t(blocks_for(numel, kThreads))));
+__host__ __device__ std::size_t squared_norm_scratch(std::size_t numel) {
+    const std::size_t blocks = (numel + kThreads - 1) / kThreads;
+    return blocks < 1 ? 1 : blocks > kMaxBlocks ? kMaxBlocks : blocks;
 }
 
-void squared_norm_part(cudaStream_t s, const void* x, std::size_t n, DType t, double* partial) {
-    const std::size_t blocks = squared_norm_scratch(n);
-    dispatch(t, [&](auto tag) {
-        using T = typename decltype(tag)::type;
-        launch("squared_norm", squared_norm_kernel<T>, unsigned(blocks), kThreads, 0, s,
-               static_cast<const T*>(x), n, partial);
-    });
-}
-
-void squared_norm_finish(cudaStream_t s, const double* partials, std::size_t count, float* out) {
-    launch("squared_norm_finish", sum_partials_kernel, 1, 1, 0, s, partials, count, out);
+void squared_norm(cudaStream_t s, const NormInput* parts, std::size_t count, double* partials,
+                  float* out) {
+    std::size_t at = 0; // partials written so far
+    for (std::size_t first = 0; first < count; first += kNormParts) {
+        NormParts batch{};
+        std::size_t blocks = 0;
+        for (std::size_t i = first; i < count && batch.count < kNormParts; ++i) {
+            check(parts[i].dtype != DType::i64, "internal: the squared norm of an int64 tensor");
+            batch.part[batch.count++] = {parts[i].data, parts[i].numel, blocks, parts[i].dtype};
+            blocks += squared_norm_scratch(parts[i].numel);
+        }
+        launch("squared_norm", squared_norm_kernel, unsigned(blocks), kThreads, 0, s, batch,
+               partials + at);
+        at += blocks;
+    }
+    launch("squared_norm_finish", sum_partials_kernel, 1, kThreads, 0, s, partials, at, out);
 }
 
 } // namespace shardlab::cuda
