@@ -457,6 +457,69 @@ TEST(Simt, PtxMmaMultipliesAsAFloat64ReferenceInThePtxLayout) {
     check_ptx_mma<__half>(DType::f16);
 }
 
+// ldmatrix (mma_m16n8k16.h) against the element-wise loaders the test above holds to the PTX
+// tables: from a 16 x 24 shared tile of distinct 16-bit patterns (rows 48 bytes apart), an A
+// operand at columns 0 and 8, two B operands from rows and from columns; lane l writes its 16
+// registers of each kind to got / want [l * 16 ...].
+__global__ void ldmatrix_loads(std::uint32_t* got, std::uint32_t* want, const __nv_bfloat16* src) {
+    using namespace shardlab::cuda;
+    constexpr int ld = 24;
+    alignas(16) __shared__ __nv_bfloat16 tile[16 * ld];
+    const int lane = int(threadIdx.x);
+    for (int i = lane; i < 16 * ld; i += 32) tile[i] = src[i];
+    __syncthreads();
+    MmaA a0 = ldmatrix_a(tile, ld), a8 = ldmatrix_a(tile + 8, ld);
+    MmaB rows[2], cols[2];
+    ldmatrix_b_rows(rows, tile, ld);
+    ldmatrix_b_cols(cols, tile, ld);
+    const std::uint32_t g[16] = {a0.r[0],      a0.r[1],      a0.r[2],      a0.r[3],
+                                 a8.r[0],      a8.r[1],      a8.r[2],      a8.r[3],
+                                 rows[0].r[0], rows[0].r[1], rows[1].r[0], rows[1].r[1],
+                                 cols[0].r[0], cols[0].r[1], cols[1].r[0], cols[1].r[1]};
+    const MmaA w0 = load_a(tile, ld), w8 = load_a(tile + 8, ld);
+    const MmaB r0 = load_b_rows(tile, ld), r1 = load_b_rows(tile + 8 * ld, ld);
+    const MmaB c0 = load_b_cols(tile, ld), c1 = load_b_cols(tile + 8, ld);
+    const std::uint32_t w[16] = {w0.r[0], w0.r[1], w0.r[2], w0.r[3], w8.r[0], w8.r[1],
+                                 w8.r[2], w8.r[3], r0.r[0], r0.r[1], r1.r[0], r1.r[1],
+                                 c0.r[0], c0.r[1], c1.r[0], c1.r[1]};
+    for (int i = 0; i < 16; ++i) {
+        got[lane * 16 + i] = g[i];
+        want[lane * 16 + i] = w[i];
+    }
+}
+
+TEST(Simt, LdmatrixDeliversTheMmaOperandsTheElementWiseLoadsDo) {
+    std::vector<__nv_bfloat16> tile(16 * 24);
+    for (std::size_t i = 0; i < tile.size(); ++i) tile[i].__x = std::uint16_t(i + 1);
+    DeviceArray<__nv_bfloat16> src(tile.size());
+    cuda::check_cuda(cudaMemcpy(src.p, tile.data(), tile.size() * 2, cudaMemcpyHostToDevice),
+                     "src");
+    DeviceArray<std::uint32_t> got(32 * 16), want(32 * 16);
+    cuda::launch("ldmatrix_loads", ldmatrix_loads, 1, 32, 0, nullptr, got.p, want.p,
+                 static_cast<const __nv_bfloat16*>(src.p));
+    const std::vector<std::uint32_t> g = got.host(), w = want.host();
+    const char* what[] = {"A at column 0", "A at column 8", "B from rows", "B from columns"};
+    for (int i = 0; i < 32 * 16; ++i)
+        EXPECT_EQ(g[i], w[i]) << what[i % 16 / 4] << ", lane " << i / 16 << ", register " << i % 4;
+    for (int i = 0; i < 32 * 16; ++i) EXPECT_NE(w[i], 0u); // every register holds two elements
+}
+
+// ldmatrix's rows must be 16-byte aligned: an address 8 bytes off is reported, as a GPU faults.
+__global__ void ldmatrix_misaligned(const __nv_bfloat16* src) {
+    alignas(16) __shared__ __nv_bfloat16 tile[16 * 24];
+    for (int i = int(threadIdx.x); i < 16 * 24; i += 32) tile[i] = src[i];
+    __syncthreads();
+    shardlab::cuda::ldmatrix_a(tile + 4, 24);
+}
+
+TEST(Simt, AMisalignedLdmatrixRowIsReported) {
+    DeviceArray<__nv_bfloat16> src(16 * 24);
+    launch_faulting("ldmatrix_misaligned", ldmatrix_misaligned, 1, 32, 0, nullptr,
+                    static_cast<const __nv_bfloat16*>(src.p));
+    const std::string what = expect_fault(cudaErrorMisalignedAddress);
+    EXPECT_NE(what.find("ldmatrix's row address"), std::string::npos) << what;
+}
+
 // --- atomics ----------------------------------------------------------------------------------
 
 __global__ void count_up(unsigned long long* counter, int* max_seen) {

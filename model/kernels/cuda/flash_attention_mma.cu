@@ -39,8 +39,9 @@ constexpr std::size_t kDefaultShared = 48 * 1024;
 __host__ __device__ inline int tiles(int T) {
     return (T + kTile - 1) / kTile;
 }
-// A 16-bit tile row: hd + 8 elements, a 16-byte multiple whose 32-bit words put consecutive rows
-// 4 banks apart (hd a multiple of 16).
+// A 16-bit tile row: hd + 8 elements, a 16-byte multiple (ldmatrix reads 16-byte rows) that puts
+// consecutive rows 4 banks apart, so the 8 rows of one ldmatrix phase hit 32 distinct banks (hd a
+// multiple of 16).
 __host__ __device__ inline int tile_pitch(int hd) {
     return hd + 8;
 }
@@ -78,20 +79,24 @@ __device__ void load_tile(T* tile, const T* src, std::size_t stride, int r0, int
     }
 }
 
-// s[n] += A_w B^T for the 8-column blocks n in [first, last): A_w the warp's 16 rows at `a`, B the
-// rows of tile `b` from its row 0 (8 per block). Over hd in steps of 16, each A operand loaded
-// once.
+// s[n] += A_w B^T for the 8-column blocks n in [first, last) (both even): A_w the warp's 16 rows
+// at `a`, B the rows of tile `b` from its row 0 (8 per block). Over hd in steps of 16, each A
+// operand loaded once; operands come by ldmatrix (mma_m16n8k16.h), a B pair per instruction.
 template <int kMaxHd, int N, typename T>
 __device__ void scores(MmaD (&s)[N], const T* a, const T* b, int pitch, int hd, int first,
                        int last) {
     SHARDLAB_UNROLL
     for (int k = 0; k < kMaxHd / 16; ++k) {
         if (k * 16 >= hd) break;
-        const MmaA fa = load_a(a + k * 16, pitch);
+        const MmaA fa = ldmatrix_a(a + k * 16, pitch);
         SHARDLAB_UNROLL
-        for (int n = 0; n < N; ++n)
-            if (n >= first && n < last)
-                mma<T>(s[n], fa, load_b_rows(b + n * 8 * pitch + k * 16, pitch));
+        for (int n = 0; n < N; n += 2) { // first and last are even: B operands load in pairs
+            if (n < first || n >= last) continue;
+            MmaB fb[2];
+            ldmatrix_b_rows(fb, b + n * 8 * pitch + k * 16, pitch);
+            mma<T>(s[n], fa, fb[0]);
+            mma<T>(s[n + 1], fa, fb[1]);
+        }
     }
 }
 
@@ -106,9 +111,12 @@ __device__ void product(MmaD (&acc)[kMaxHd / 8], const MmaD (&p)[N], const T* v,
         if (kb < first || kb >= last) continue;
         const MmaA fp = a_from<T>(p[2 * kb], p[2 * kb + 1]);
         SHARDLAB_UNROLL
-        for (int n = 0; n < kMaxHd / 8; ++n) {
+        for (int n = 0; n < kMaxHd / 8; n += 2) { // hd is a multiple of 16: pairs of blocks
             if (n * 8 >= hd) break;
-            mma<T>(acc[n], fp, load_b_cols(v + kb * 16 * pitch + n * 8, pitch));
+            MmaB fb[2];
+            ldmatrix_b_cols(fb, v + kb * 16 * pitch + n * 8, pitch);
+            mma<T>(acc[n], fp, fb[0]);
+            mma<T>(acc[n + 1], fp, fb[1]);
         }
     }
 }

@@ -18,8 +18,10 @@
 // error bounds hold (tests/test_cuda_ops.cpp), though the bits differ (another order of the sums).
 // Deterministic: each output element is one warp's fixed sequence of mma calls, no atomics.
 //
-// Shared memory per block (16-bit tiles, rows padded to hd + 8 elements, which puts the 8 rows a
-// 32-bit fragment load touches 4 banks apart — no bank conflicts): forward Q, K, V 27,648 B at
+// Operands come from the shared tiles by ldmatrix (an A operand, or two B operands, per
+// instruction; V's transposed on the way). Shared memory per block (16-bit tiles, rows padded to
+// hd + 8 elements, which puts the 8 rows an ldmatrix phase reads 4 banks apart — no bank
+// conflicts): forward Q, K, V 27,648 B at
 // hd 64 (under the default 48 KiB), 52,224 B at hd 128; dK/dV K, V, Q, dO + lse, D 37,376 /
 // 70,144 B; dQ Q, dO, K, V 36,864 / 69,632 B. Included by .cu files only.
 #pragma once

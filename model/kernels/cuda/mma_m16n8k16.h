@@ -89,6 +89,79 @@ __device__ __forceinline__ MmaB load_b_cols(const T* p, int pitch) {
     return {{pack2<T>(top[0], top[pitch]), pack2<T>(top[8 * pitch], top[9 * pitch])}};
 }
 
+// PTX's ldmatrix.sync.aligned.m8n8.x4[.trans].shared.b16: four 8 x 8 matrices of 16-bit elements
+// from shared memory in one warp-wide load. Lane l gives the address of row l % 8 of matrix l / 8
+// (8 contiguous elements, 16-byte aligned) and receives, in r[i], matrix i's elements
+// (l / 4, 2(l % 4)) and (l / 4, 2(l % 4) + 1) — or with `trans` the transpose's: (2(l % 4), l / 4)
+// and (2(l % 4) + 1, l / 4) — the lower in the low half. That is the mma operands' layout, so one
+// ldmatrix gives an A operand or two B operands: the loaders below do what load_a, load_b_rows
+// and load_b_cols do (the tests hold them to the same registers) in 1 instruction instead of 4,
+// 4 and 8. Under the emulator each lane reads what the instruction would deliver to it from the
+// rows the warp's lanes name (emu::warp_all_gather).
+template <bool kTrans>
+__device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&r)[4], const void* row) {
+#ifdef SHARDLAB_CUDA_EMU
+    emu::check_aligned(row, 16, "ldmatrix's row address");
+    const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(row);
+    const std::uint32_t mine[2] = {std::uint32_t(a), std::uint32_t(std::uint64_t(a) >> 32)};
+    std::uint32_t all[64];
+    emu::warp_all_gather(mine, 2, all, std::source_location::current());
+    const int g = emu::lane_id() / 4, t = emu::lane_id() % 4;
+    auto row_of = [&](int lane) {
+        const std::uint64_t bits = all[2 * lane] | std::uint64_t(all[2 * lane + 1]) << 32;
+        return reinterpret_cast<const std::uint16_t*>(std::uintptr_t(bits));
+    };
+    for (int i = 0; i < 4; ++i)
+        r[i] = kTrans ? std::uint32_t(row_of(8 * i + 2 * t)[g]) |
+                            std::uint32_t(row_of(8 * i + 2 * t + 1)[g]) << 16
+                      : std::uint32_t(row_of(8 * i + g)[2 * t]) |
+                            std::uint32_t(row_of(8 * i + g)[2 * t + 1]) << 16;
+#else
+    const unsigned address = unsigned(__cvta_generic_to_shared(row));
+    if constexpr (kTrans)
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                     : "r"(address)
+                     : "memory");
+    else
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                     : "r"(address)
+                     : "memory");
+#endif
+}
+
+// As load_a, from shared memory by ldmatrix: matrices (rows 0-7 | 8-15) x (columns 0-7 | 8-15).
+template <typename T>
+__device__ __forceinline__ MmaA ldmatrix_a(const T* p, int pitch) {
+    const int l = int(threadIdx.x % 32), i = l / 8;
+    MmaA a;
+    ldmatrix_x4<false>(a.r, p + (l % 8 + 8 * (i % 2)) * pitch + 8 * (i / 2));
+    return a;
+}
+
+// As load_b_rows for two neighbouring 8-column blocks of B: b[0] from rows 0-7 of `p`, b[1] from
+// rows 8-15.
+template <typename T>
+__device__ __forceinline__ void ldmatrix_b_rows(MmaB (&b)[2], const T* p, int pitch) {
+    const int l = int(threadIdx.x % 32), i = l / 8;
+    std::uint32_t r[4];
+    ldmatrix_x4<false>(r, p + (l % 8 + 8 * (i / 2)) * pitch + 8 * (i % 2));
+    b[0] = {{r[0], r[1]}};
+    b[1] = {{r[2], r[3]}};
+}
+
+// As load_b_cols for two neighbouring 8-column blocks of B: b[0] from columns 0-7 of `p`, b[1]
+// from columns 8-15.
+template <typename T>
+__device__ __forceinline__ void ldmatrix_b_cols(MmaB (&b)[2], const T* p, int pitch) {
+    const int l = int(threadIdx.x % 32), i = l / 8;
+    std::uint32_t r[4];
+    ldmatrix_x4<true>(r, p + (l % 8 + 8 * (i % 2)) * pitch + 8 * (i / 2));
+    b[0] = {{r[0], r[1]}};
+    b[1] = {{r[2], r[3]}};
+}
+
 #ifdef SHARDLAB_CUDA_EMU
 namespace emulated {
 template <typename T>
