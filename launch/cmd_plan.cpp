@@ -7,6 +7,7 @@
 #include "launch/cli_util.h"
 #include "launch/commands.h"
 #include "launch/flag_checks.h"
+#include "launch/model_options.h"
 #include "launch/plan_deepspeed.h"
 #include "launch/plan_fit.h"
 #include "launch/plan_json.h"
@@ -39,7 +40,7 @@ struct PlanFlags {
     std::string shard_group, secondary_shard; // "" (flat / none), S or "node"; "node"
     std::string profile;                      // --profile FILE | a built-in: the time model's rates
     std::string gemm;                         // --gemm: whose workspace to predict ("": by --gpu)
-    int layers = 0, hidden = 0, heads = 0, kv_heads = 0, ffn = 0, vocab = 0, seq = 0;
+    ModelFields model; // --layers ... --seq (--seq is also the plan's sequence length)
     int vocab_multiple = ModelConfig::kDefaultVocabMultiple;
     double params = 0;
     int ranks = 0, nodes = 0, gpus_per_node = 0, ranks_per_node = 0, zero = 0, micro_batch = 1,
@@ -50,25 +51,19 @@ struct PlanFlags {
 
 PlanModel build_model(const PlanFlags& f) {
     if (f.params > 0) {
-        if (!f.preset.empty() || f.layers || f.hidden)
+        const ModelFields& m = f.model;
+        if (!f.preset.empty() || m.layers || m.hidden || m.heads || m.kv_heads || m.ffn || m.vocab)
             throw UsageError("--params describes the model by its size alone; drop --preset and "
-                             "the model fields");
+                             "the model fields (--layers, --hidden, --heads, --kv-heads, --ffn, "
+                             "--vocab)");
         return plan_model_params_only(f.params);
     }
     // The base: the preset, else the plan preset of --arch's family; each field given replaces
     // the base's.
     const Architecture arch = parse_architecture(f.arch);
-    ModelConfig c = model_preset(f.preset.empty() ? family(arch).plan_preset : f.preset);
+    ModelConfig c = apply_model_fields(
+        model_preset(f.preset.empty() ? family(arch).plan_preset : f.preset), f.model);
     const Family& fam = family(c.arch);
-    auto pick = [](int flag, int base) { return flag ? flag : base; };
-    if (f.hidden && fam.ffn_follows_hidden) c.ffn_width = 0; // the MLP follows the new width
-    c.layers = pick(f.layers, c.layers);
-    c.hidden = pick(f.hidden, c.hidden);
-    c.kv_heads = pick(f.kv_heads, f.heads ? f.heads : c.kv_heads);
-    c.heads = pick(f.heads, c.heads);
-    c.vocab = pick(f.vocab, c.vocab);
-    c.context = pick(f.seq, c.context);
-    c.ffn_width = pick(f.ffn, c.ffn_width);
     c.vocab_multiple = f.vocab_multiple;
     return plan_model_from(c, f.preset.empty() ? std::string(fam.name) + " (fields)" : f.preset);
 }
@@ -157,7 +152,7 @@ PlanOptions build_options(const PlanFlags& f) {
     o.checkpoint = parse_checkpoint(f.checkpoint);
     o.attention = parse_attention(f.attention);
     o.micro_batch = f.micro_batch;
-    o.seq = f.seq;
+    o.seq = f.model.seq;
     o.grad_accum = f.grad_accum;
     o.prefetch = f.prefetch;
     o.inference = f.inference;
@@ -415,9 +410,10 @@ std::string train_model_flags(const PlanFlags& f) {
     auto add = [&](const char* flag, int v) {
         if (v) s += fmt::format(" {} {}", flag, v);
     };
-    add("--layers", f.layers), add("--hidden", f.hidden), add("--heads", f.heads);
-    add("--kv-heads", f.kv_heads), add("--ffn", f.ffn), add("--vocab", f.vocab),
-        add("--seq", f.seq);
+    const ModelFields& m = f.model;
+    add("--layers", m.layers), add("--hidden", m.hidden), add("--heads", m.heads);
+    add("--kv-heads", m.kv_heads), add("--ffn", m.ffn), add("--vocab", m.vocab),
+        add("--seq", m.seq);
     if (f.vocab_multiple != ModelConfig::kDefaultVocabMultiple)
         s += fmt::format(" --vocab-multiple {}", f.vocab_multiple);
     return s;
@@ -530,13 +526,7 @@ CommandRunner add_plan_command(CLI::App& cmd) {
     auto f = std::make_shared<PlanFlags>();
     cmd.add_option("--preset", f->preset, model_preset_names());
     cmd.add_option("--arch", f->arch, "Architecture for explicit fields: " + family_names());
-    cmd.add_option("--layers", f->layers, "Transformer blocks")->check(at_least(1));
-    cmd.add_option("--hidden", f->hidden, "Hidden size")->check(at_least(1));
-    cmd.add_option("--heads", f->heads, "Attention heads")->check(at_least(1));
-    cmd.add_option("--kv-heads", f->kv_heads, "Key/value heads (GQA / MQA)")->check(at_least(1));
-    cmd.add_option("--ffn", f->ffn, "MLP width (llama)")->check(at_least(1));
-    cmd.add_option("--vocab", f->vocab, "Vocabulary")->check(at_least(1));
-    cmd.add_option("--seq", f->seq, "Sequence length")->check(at_least(1));
+    add_model_field_options(cmd, f->model);
     cmd.add_option("--vocab-multiple", f->vocab_multiple,
                    "GPT-2: the vocabulary padded to a multiple of this in wte and the logits, as "
                    "train stores it (1: no padding)")

@@ -218,11 +218,10 @@ RunSetup prepare(const TrainOptions& o, int ranks, int rank) {
         throw UsageError("--schedule must be cosine, linear or constant");
     if (o.val_every < 0 || o.val_batches < 1 || o.save_every < 0 || o.sample < 0)
         throw UsageError("--val-every, --save-every and --sample must be >= 0, --val-batches >= 1");
-    if (!o.init.empty() && (o.model.layers || o.model.hidden || o.model.heads || o.model.kv_heads ||
-                            o.model.vocab || o.model.seq))
+    if (!o.init.empty() && o.model.fields.any())
         throw UsageError("--init " + o.init +
                          " takes the model's shape from the file; drop --layers, --hidden, "
-                         "--heads, --kv-heads, --vocab and --seq");
+                         "--heads, --kv-heads, --ffn, --vocab and --seq");
     check_run_directory(o);
     check_shard_group(o, ranks, s);
     s.grad_accum = o.grad_accum;
