@@ -13,7 +13,7 @@ declare -A test_of=(
   [fixed_point.cu]='CudaOps.FixedPointSumsAreTheCpusBitForBit'
   [flash_attention.cu]='CudaOps.FlashAttentionIsBitwiseDeterministic'
   [flash_attention_mma.cu]='CudaOps.FlashAttentionIsBitwiseDeterministic'
-  [flash_attention_wmma.cu]='CudaOps.FlashAttentionIsBitwiseDeterministic'
+  [flash_attention_wmma.cu]='CudaOps.FlashAttentionWmmaIsBitwiseDeterministic'
 )
 # Barriers no current caller needs (FILE:LINE, skipped): none at present.
 declare -A unneeded=()

@@ -625,24 +625,34 @@ TEST(CudaOps, FlashAttentionGroupedQueryMatchesTheCpuOp) {
 // Each output element is summed by one thread in a fixed order (no atomics): two runs on the same
 // inputs give the same bits — what ZeRO's bitwise equality between stages rests on. Several tiles
 // each way (T = 65), so every barrier of the kernels is crossed more than once
-// (tests/barrier_mutants.sh runs this test with each deleted).
-TEST(CudaOps, FlashAttentionIsBitwiseDeterministic) {
-    MAKE_TWIN(t);
-    for (const cuda::TensorCoreFlash tc : kTensorCoreFlash) {
-        Side& g = flash_side(t, tc);
-        for (DType dt : {DType::f32, DType::bf16}) {
-            if (dt == DType::f32 && tc != cuda::TensorCoreFlash::mma) continue; // CUDA cores: once
-            SCOPED_TRACE(testing::Message() << flash_name(tc) << " " << dtype_name(dt));
-            for (const int kv_heads : {2, 1}) { // multi-head, and both query heads on one kv head
-                const FlashRun a = run_flash(g, dt, 1, 65, 32, 2, kv_heads, 70);
-                const FlashRun b = run_flash(g, dt, 1, 65, 32, 2, kv_heads, 70);
-                EXPECT_EQ(a.out_bits, b.out_bits);
-                EXPECT_EQ(a.lse_bits, b.lse_bits);
-                EXPECT_EQ(a.dqkv_bits, b.dqkv_bits);
-                for (float x : a.dqkv) ASSERT_TRUE(std::isfinite(x)); // every element written
-            }
+// (tests/barrier_mutants.sh runs this test with each deleted). fp32 takes the CUDA-core kernels,
+// bf16 (hd 16) the tensor cores': `tc`'s.
+void expect_flash_deterministic(Twin& t, cuda::TensorCoreFlash tc,
+                                std::initializer_list<DType> dts) {
+    Side& g = flash_side(t, tc);
+    for (DType dt : dts) {
+        SCOPED_TRACE(testing::Message() << flash_name(tc) << " " << dtype_name(dt));
+        for (const int kv_heads : {2, 1}) { // multi-head, and both query heads on one kv head
+            const FlashRun a = run_flash(g, dt, 1, 65, 32, 2, kv_heads, 70);
+            const FlashRun b = run_flash(g, dt, 1, 65, 32, 2, kv_heads, 70);
+            EXPECT_EQ(a.out_bits, b.out_bits);
+            EXPECT_EQ(a.lse_bits, b.lse_bits);
+            EXPECT_EQ(a.dqkv_bits, b.dqkv_bits);
+            for (float x : a.dqkv) ASSERT_TRUE(std::isfinite(x)); // every element written
         }
     }
+}
+
+TEST(CudaOps, FlashAttentionIsBitwiseDeterministic) {
+    MAKE_TWIN(t);
+    expect_flash_deterministic(t, cuda::TensorCoreFlash::mma, {DType::f32, DType::bf16});
+}
+
+// The same for the WMMA kernels (a test of its own, so that barrier_mutants.sh runs only the
+// kernels whose barrier it deleted).
+TEST(CudaOps, FlashAttentionWmmaIsBitwiseDeterministic) {
+    MAKE_TWIN(t);
+    expect_flash_deterministic(t, cuda::TensorCoreFlash::wmma, {DType::bf16});
 }
 
 // A head dim over the kernel's limit is refused, naming the limit and the way out.
