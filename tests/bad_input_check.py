@@ -103,6 +103,8 @@ with tempfile.TemporaryDirectory() as tmp:
         ("zero epsilon", train + ["--eps", "0"], "--eps: 0 is not in (0, inf)"),
         ("shape flags with --init", [SHARDLAB, "train", "--init", weights, "--seq", "8", "--steps", "1", "--out", run],
          "takes the model's shape from the file; drop --layers"),
+        ("--ffn with --init", [SHARDLAB, "train", "--init", weights, "--ffn", "96", "--steps", "1", "--out", run],
+         "--heads, --kv-heads, --ffn, --vocab and --seq"),
         ("--config of a directory", train + ["--config", config_dir], "is not a file; give --config a TOML file"),
         ("--config value out of range", train + ["--config", bad_toml], "bad value for 'beta2': --beta2: 1.5 is not in [0, 1)"),
         ("--out holding another run", train, "holds another run (report.json); continue it with --resume"),

@@ -34,6 +34,7 @@ test -s "$work/compare.png"
 "$expect" 2 "kv-heads 3 does not divide heads 32" "$shardlab" plan --preset 7b --kv-heads 3
 "$expect" 2 "--zero 4 is not a ZeRO stage" "$shardlab" plan --preset gpt2 --zero 4
 "$expect" 2 "--params describes the model by its size alone" "$shardlab" plan --params 7e9 --preset gpt2
+"$expect" 2 "drop --preset and the model fields (--layers, --hidden, --heads" "$shardlab" plan --params 7e9 --heads 32
 "$expect" 2 "--params: 1e30 is not in [1, 1e+15]" "$shardlab" plan --params 1e30
 "$expect" 2 "--prefetch applies to ZeRO-3 only" "$shardlab" plan --preset gpt2 --zero 2 --prefetch 1
 "$expect" 2 "use --compare or --sweep-ranks, not both" "$shardlab" plan --preset gpt2 --compare --sweep-ranks 1,2
