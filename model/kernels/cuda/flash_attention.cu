@@ -5,6 +5,7 @@
 // output columns l, l + 8, l + 16, ... of the head dim.
 #include "model/kernels/cuda/flash_attention.h"
 
+#include "model/kernels/cuda/flash_attention_common.h"
 #include "model/kernels/cuda/flash_attention_mma.h"
 #include "model/kernels/cuda/flash_attention_path.h"
 #include "model/kernels/cuda/flash_attention_wmma.h"
@@ -28,7 +29,6 @@ constexpr int kThreads = kTile * kLanes;            // 256
 constexpr int kScoresPerLane = kTile / kLanes;      // 4 of a row's 32 scores per thread
 constexpr int kMaxCols = kFlashMaxHeadDim / kLanes; // a thread's columns of an output row
 constexpr int kPStride = kTile + 1;                 // a P or dS row, padded against bank conflicts
-constexpr std::size_t kDefaultShared = 48 * 1024;   // more needs an opt-in per kernel
 
 __host__ __device__ inline int tiles(int T) {
     return (T + kTile - 1) / kTile;
@@ -313,16 +313,6 @@ int head_dim(int C, int H, int Hkv) {
     return hd;
 }
 
-// Launches a kernel with `smem` bytes of dynamic shared memory, opting in above the default.
-template <typename... KArgs, typename... Args>
-void launch_tiled(const char* name, void (*kernel)(KArgs...), dim3 grid, std::size_t smem,
-                  cudaStream_t s, Args&&... args) {
-    if (smem > kDefaultShared)
-        check_cuda(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)),
-                   name);
-    launch(name, kernel, grid, kThreads, smem, s, std::forward<Args>(args)...);
-}
 } // namespace
 
 void flash_attention_forward(cudaStream_t s, void* out, float* lse, const void* qkv, int B, int T,
@@ -337,8 +327,9 @@ void flash_attention_forward(cudaStream_t s, void* out, float* lse, const void* 
     const dim3 grid(unsigned(tiles(T)), unsigned(H), unsigned(B));
     dispatch(t, [&](auto tag) {
         using P = typename decltype(tag)::type;
-        launch_tiled("flash_attention_forward", flash_forward_kernel<P>, grid, forward_shared(hd),
-                     s, static_cast<P*>(out), lse, static_cast<const P*>(qkv), T, C, H, Hkv, scale);
+        launch_flash("flash_attention_forward", flash_forward_kernel<P>, grid, kThreads,
+                     forward_shared(hd), s, static_cast<P*>(out), lse, static_cast<const P*>(qkv),
+                     T, C, H, Hkv, scale);
     });
 }
 
@@ -364,10 +355,10 @@ void flash_attention_backward(cudaStream_t s, void* dqkv, const void* dout, cons
                                                       Hkv, t)
                        : flash_attention_wmma_backward(s, dqkv, dout, qkv, lse, row_dots, B, T, C,
                                                        H, Hkv, t);
-        launch_tiled("flash_attention_backward_kv", flash_backward_kv_kernel<P>, kv_grid,
+        launch_flash("flash_attention_backward_kv", flash_backward_kv_kernel<P>, kv_grid, kThreads,
                      backward_kv_shared(hd), s, static_cast<P*>(dqkv), d, x, lse,
                      static_cast<const float*>(row_dots), T, C, H, Hkv, scale);
-        launch_tiled("flash_attention_backward_q", flash_backward_q_kernel<P>, q_grid,
+        launch_flash("flash_attention_backward_q", flash_backward_q_kernel<P>, q_grid, kThreads,
                      backward_q_shared(hd), s, static_cast<P*>(dqkv), d, x, lse,
                      static_cast<const float*>(row_dots), T, C, H, Hkv, scale);
     });

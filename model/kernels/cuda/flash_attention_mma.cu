@@ -5,9 +5,9 @@
 // butterfly shuffles, the same bits in each lane: a + b = b + a). Each kernel is a template on the
 // largest head dim it serves (64 or 128), which sizes its accumulator arrays; loops over them are
 // unrolled so that the arrays are indexed by constants (registers, not local memory).
+#include "model/kernels/cuda/flash_attention_common.h"
 #include "model/kernels/cuda/flash_attention_mma.h"
 #include "model/kernels/cuda/mma_m16n8k16.h"
-#include "model/kernels/cuda/packed.h"
 #include "model/kernels/cuda/qkv_layout.h"
 
 #include "core/cuda/element.h"
@@ -34,7 +34,6 @@ constexpr int kRows = 16;             // mma's m
 constexpr int kThreads = kWarps * 32; // 128
 constexpr int kCols = kTile / 8;      // 8-column accumulators across a score tile: 8
 constexpr int kPass = 4;              // backward's accumulators per pass: 32 columns
-constexpr std::size_t kDefaultShared = 48 * 1024;
 
 __host__ __device__ inline int tiles(int T) {
     return (T + kTile - 1) / kTile;
@@ -53,30 +52,10 @@ __device__ E* carve(unsigned char*& at, std::size_t n) {
     return r;
 }
 
-// Rows [r0, r0 + kTile) of a head's hd columns (row stride `stride` elements) into `tile` as
-// stored, 16 bytes at a time where the source allows; rows past T are zero. All threads take part.
+// Rows [r0, r0 + kTile) of a head's hd columns into `tile` (flash_attention_common.h).
 template <typename T>
 __device__ void load_tile(T* tile, const T* src, std::size_t stride, int r0, int T_, int hd) {
-    const int pitch = tile_pitch(hd);
-    constexpr int W = Packed<T>::size;
-    if (aligned16(src) && stride % W == 0) {
-        const int chunks = hd / W; // hd is a multiple of 16
-        for (int i = int(threadIdx.x); i < kTile * chunks; i += kThreads) {
-            const int r = i / chunks, c = (i % chunks) * W;
-            Packed<T> v;
-            if (r0 + r < T_) {
-                v = load_packed(src + std::size_t(r0 + r) * stride + c);
-            } else {
-                for (T& e : v.v) e = from_f32<T>(0);
-            }
-            store_packed(tile + r * pitch + c, v);
-        }
-        return;
-    }
-    for (int i = int(threadIdx.x); i < kTile * hd; i += kThreads) {
-        const int r = i / hd, c = i % hd;
-        tile[r * pitch + c] = r0 + r < T_ ? src[std::size_t(r0 + r) * stride + c] : from_f32<T>(0);
-    }
+    load_tile16<kTile, kThreads>(tile, tile_pitch(hd), src, stride, r0, T_, hd);
 }
 
 // s[n] += A_w B^T for the 8-column blocks n in [first, last) (both even): A_w the warp's 16 rows
@@ -378,30 +357,6 @@ std::size_t backward_q_shared(int hd) {
     return tiles_bytes(hd, 4);
 }
 
-// Launches a kernel with `smem` bytes of dynamic shared memory, opting in above the default.
-template <typename... KArgs, typename... Args>
-void launch_tiled(const char* name, void (*kernel)(KArgs...), dim3 grid, std::size_t smem,
-                  cudaStream_t s, Args&&... args) {
-    if (smem > kDefaultShared)
-        check_cuda(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)),
-                   name);
-    launch(name, kernel, grid, kThreads, smem, s, std::forward<Args>(args)...);
-}
-
-// Calls fn(TypeTag<T>{}, std::integral_constant<int, kMaxHd>{}) for the 16-bit storage type of t
-// and the smallest register sizing (64 or 128) that holds hd.
-template <typename Fn>
-void dispatch16(DType t, int hd, Fn&& fn) {
-    check(t == DType::bf16 || t == DType::f16, "flash attention on mma.sync: bf16 or fp16 only");
-    check(hd % 16 == 0 && hd <= 128, "flash attention on mma.sync: hd a multiple of 16, <= 128");
-    auto sized = [&](auto tag) {
-        if (hd <= 64) return fn(tag, std::integral_constant<int, 64>{});
-        return fn(tag, std::integral_constant<int, 128>{});
-    };
-    if (t == DType::bf16) return sized(TypeTag<__nv_bfloat16>{});
-    return sized(TypeTag<__half>{});
-}
 } // namespace
 
 void flash_attention_mma_forward(cudaStream_t s, void* out, float* lse, const void* qkv, int B,
@@ -409,10 +364,10 @@ void flash_attention_mma_forward(cudaStream_t s, void* out, float* lse, const vo
     const int hd = C / H;
     const float scale = 1.0f / std::sqrt(float(hd));
     const dim3 grid(unsigned(tiles(T)), unsigned(H), unsigned(B));
-    dispatch16(t, hd, [&](auto tag, auto max_hd) {
+    dispatch_tensor_cores(t, hd, "flash attention on mma.sync", [&](auto tag, auto max_hd) {
         using P = typename decltype(tag)::type;
-        launch_tiled("flash_attention_mma_forward", mma_forward_kernel<decltype(max_hd)::value, P>,
-                     grid, forward_shared(hd), s, static_cast<P*>(out), lse,
+        launch_flash("flash_attention_mma_forward", mma_forward_kernel<decltype(max_hd)::value, P>,
+                     grid, kThreads, forward_shared(hd), s, static_cast<P*>(out), lse,
                      static_cast<const P*>(qkv), T, C, H, Hkv, scale);
     });
 }
@@ -424,16 +379,16 @@ void flash_attention_mma_backward(cudaStream_t s, void* dqkv, const void* dout, 
     const float scale = 1.0f / std::sqrt(float(hd));
     const dim3 q_grid(unsigned(tiles(T)), unsigned(H), unsigned(B));
     const dim3 kv_grid(unsigned(tiles(T)), unsigned(Hkv), unsigned(B)); // a kv head's whole group
-    dispatch16(t, hd, [&](auto tag, auto max_hd) {
+    dispatch_tensor_cores(t, hd, "flash attention on mma.sync", [&](auto tag, auto max_hd) {
         using P = typename decltype(tag)::type;
         const P* d = static_cast<const P*>(dout);
         const P* x = static_cast<const P*>(qkv);
-        launch_tiled("flash_attention_mma_backward_kv",
-                     mma_backward_kv_kernel<decltype(max_hd)::value, P>, kv_grid,
+        launch_flash("flash_attention_mma_backward_kv",
+                     mma_backward_kv_kernel<decltype(max_hd)::value, P>, kv_grid, kThreads,
                      backward_kv_shared(hd), s, static_cast<P*>(dqkv), d, x, lse, row_dots, T, C, H,
                      Hkv, scale);
-        launch_tiled("flash_attention_mma_backward_q",
-                     mma_backward_q_kernel<decltype(max_hd)::value, P>, q_grid,
+        launch_flash("flash_attention_mma_backward_q",
+                     mma_backward_q_kernel<decltype(max_hd)::value, P>, q_grid, kThreads,
                      backward_q_shared(hd), s, static_cast<P*>(dqkv), d, x, lse, row_dots, T, C, H,
                      Hkv, scale);
     });

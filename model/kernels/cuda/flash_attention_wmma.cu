@@ -4,6 +4,7 @@
 // adjacent words of the scratch. Each kernel is a template on the largest head dim it serves
 // (64 or 128), which sizes its register arrays; loops over head-dim blocks are unrolled to that
 // bound so that fragment arrays are indexed by constants (registers, not local memory).
+#include "model/kernels/cuda/flash_attention_common.h"
 #include "model/kernels/cuda/flash_attention_wmma.h"
 #include "model/kernels/cuda/qkv_layout.h"
 
@@ -39,7 +40,6 @@ constexpr int kSub = kTile / kFrag;   // 16-column blocks of a score tile: 4
 constexpr int kPitch16 = kTile + 8;   // a warp's P / dS row: 72 elements (144 B)
 constexpr int kRowCols = kTile / 2;   // a lane's columns of a score row: 32
 constexpr std::size_t kAlign = 128;   // the shared base, rounded up (WMMA needs 32 bytes)
-constexpr std::size_t kDefaultShared = 48 * 1024;
 
 using Acc = wmma::fragment<wmma::accumulator, kFrag, kFrag, kFrag, float>;
 template <typename T>
@@ -80,15 +80,10 @@ struct Carve {
     }
 };
 
-// Rows [r0, r0 + kTile) of a head's hd columns (row stride `stride` elements) into `tile` (row
-// pitch tile_pitch(hd)) as stored; rows past T are zero. All threads of the block take part.
+// Rows [r0, r0 + kTile) of a head's hd columns into `tile` (flash_attention_common.h).
 template <typename T>
 __device__ void load_tile(T* tile, const T* src, std::size_t stride, int r0, int T_, int hd) {
-    const int pitch = tile_pitch(hd);
-    for (int i = int(threadIdx.x); i < kTile * hd; i += kThreads) {
-        const int r = i / hd, c = i % hd;
-        tile[r * pitch + c] = r0 + r < T_ ? src[std::size_t(r0 + r) * stride + c] : from_f32<T>(0);
-    }
+    load_tile16<kTile, kThreads>(tile, tile_pitch(hd), src, stride, r0, T_, hd);
 }
 
 // S (16 x kTile, fp32, into `scratch`) = A_w B^T over hd: A_w the warp's 16 rows of tile `a`
@@ -404,32 +399,6 @@ std::size_t backward_q_shared(int hd) {
     return kAlign + tiles_bytes(hd, 4) + scratch_bytes(hd) + kPBytes;
 }
 
-// Launches a kernel with `smem` bytes of dynamic shared memory, opting in above the default.
-template <typename... KArgs, typename... Args>
-void launch_tiled(const char* name, void (*kernel)(KArgs...), dim3 grid, std::size_t smem,
-                  cudaStream_t s, Args&&... args) {
-    if (smem > kDefaultShared)
-        check_cuda(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)),
-                   name);
-    launch(name, kernel, grid, kThreads, smem, s, std::forward<Args>(args)...);
-}
-
-// Calls fn(TypeTag<T>{}, std::integral_constant<int, kMaxHd>{}) for the 16-bit storage type of t
-// and the smallest register sizing (64 or 128) that holds hd.
-template <typename Fn>
-void dispatch16(DType t, int hd, Fn&& fn) {
-    check(t == DType::bf16 || t == DType::f16,
-          "flash attention on tensor cores: bf16 or fp16 only");
-    check(hd % kFrag == 0 && hd <= 128,
-          "flash attention on tensor cores: hd a multiple of 16, <= 128");
-    auto sized = [&](auto tag) {
-        if (hd <= 64) return fn(tag, std::integral_constant<int, 64>{});
-        return fn(tag, std::integral_constant<int, 128>{});
-    };
-    if (t == DType::bf16) return sized(TypeTag<__nv_bfloat16>{});
-    return sized(TypeTag<__half>{});
-}
 } // namespace
 
 void flash_attention_wmma_forward(cudaStream_t s, void* out, float* lse, const void* qkv, int B,
@@ -437,11 +406,12 @@ void flash_attention_wmma_forward(cudaStream_t s, void* out, float* lse, const v
     const int hd = C / H;
     const float scale = 1.0f / std::sqrt(float(hd));
     const dim3 grid(unsigned(tiles(T)), unsigned(H), unsigned(B));
-    dispatch16(t, hd, [&](auto tag, auto max_hd) {
+    dispatch_tensor_cores(t, hd, "flash attention on tensor cores", [&](auto tag, auto max_hd) {
         using P = typename decltype(tag)::type;
-        launch_tiled("flash_attention_wmma_forward",
-                     wmma_forward_kernel<decltype(max_hd)::value, P>, grid, forward_shared(hd), s,
-                     static_cast<P*>(out), lse, static_cast<const P*>(qkv), T, C, H, Hkv, scale);
+        launch_flash("flash_attention_wmma_forward",
+                     wmma_forward_kernel<decltype(max_hd)::value, P>, grid, kThreads,
+                     forward_shared(hd), s, static_cast<P*>(out), lse, static_cast<const P*>(qkv),
+                     T, C, H, Hkv, scale);
     });
 }
 
@@ -452,16 +422,16 @@ void flash_attention_wmma_backward(cudaStream_t s, void* dqkv, const void* dout,
     const float scale = 1.0f / std::sqrt(float(hd));
     const dim3 q_grid(unsigned(tiles(T)), unsigned(H), unsigned(B));
     const dim3 kv_grid(unsigned(tiles(T)), unsigned(Hkv), unsigned(B)); // a kv head's whole group
-    dispatch16(t, hd, [&](auto tag, auto max_hd) {
+    dispatch_tensor_cores(t, hd, "flash attention on tensor cores", [&](auto tag, auto max_hd) {
         using P = typename decltype(tag)::type;
         const P* d = static_cast<const P*>(dout);
         const P* x = static_cast<const P*>(qkv);
-        launch_tiled("flash_attention_wmma_backward_kv",
-                     wmma_backward_kv_kernel<decltype(max_hd)::value, P>, kv_grid,
+        launch_flash("flash_attention_wmma_backward_kv",
+                     wmma_backward_kv_kernel<decltype(max_hd)::value, P>, kv_grid, kThreads,
                      backward_kv_shared(hd), s, static_cast<P*>(dqkv), d, x, lse, row_dots, T, C, H,
                      Hkv, scale);
-        launch_tiled("flash_attention_wmma_backward_q",
-                     wmma_backward_q_kernel<decltype(max_hd)::value, P>, q_grid,
+        launch_flash("flash_attention_wmma_backward_q",
+                     wmma_backward_q_kernel<decltype(max_hd)::value, P>, q_grid, kThreads,
                      backward_q_shared(hd), s, static_cast<P*>(dqkv), d, x, lse, row_dots, T, C, H,
                      Hkv, scale);
     });
