@@ -3,8 +3,7 @@
 # `__syncthreads();` in model/kernels/cuda/ is deleted in turn (SHARDLAB_EMU_DELETE_BARRIER=FILE:LINE
 # makes the emulator skip it, as if it were not in the source) and the test of the kernel behind it
 # must then report a data race. A barrier without an entry below fails the test: a new one needs
-# the test that exercises it. The mutants run $(nproc) at a time (each is a process of its own);
-# their verdicts are printed in source order. Usage: barrier_mutants.sh TEST_CUDA_OPS SOURCE_DIR
+# the test that exercises it. Usage: barrier_mutants.sh TEST_CUDA_OPS SOURCE_DIR
 set -uo pipefail
 bin=$1 src=$2
 # The test that runs each file's barriers.
@@ -21,42 +20,25 @@ declare -A unneeded=()
 export TSAN_OPTIONS="halt_on_error=1 exitcode=66"
 # libgomp is not built with TSan (its barriers are invisible to it): the CPU reference on one thread.
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-
-# One mutant: N SITE FILTER. Its verdict, one line starting "ok" or "FAIL", into $work/N.verdict.
-mutant() {
-  local n=$1 site=$2 filter=$3 log="$work/$1.log" start took
-  start=$(date +%s%N)
-  SHARDLAB_EMU_DELETE_BARRIER=$site "$bin" --gtest_filter="$filter" >"$log" 2>&1
-  took=$((($(date +%s%N) - start) / 100000000)) took=$((took / 10)).$((took % 10))
-  if ! grep -q "barrier at $site is deleted" "$log"; then
-    echo "FAIL barrier $site: never reached by $filter"
-  elif grep -q "WARNING: ThreadSanitizer: data race" "$log"; then
-    echo "ok barrier $site deleted: race reported (${took} s): $(grep -m1 -o "Thread T[0-9]* 'CUDA kernel [^']*'" "$log")"
-  else
-    echo "FAIL barrier $site deleted: NO race reported by $filter"
-  fi >"$work/$n.verdict"
-}
-export -f mutant
-export bin work
-
-fail=0 n=0 jobs=()
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+fail=0 n=0
 while IFS=: read -r path line _; do
   file=$(basename "$path") site="$(basename "$path"):$line"
   if [ -n "${unneeded[$site]:-}" ]; then echo "barrier $site: not needed by any caller, skipped"; continue; fi
   filter=${test_of[$file]:-}
   if [ -z "$filter" ]; then echo "barrier $site: no test listed for $file in $0"; fail=1; continue; fi
   n=$((n + 1))
-  jobs+=("$n $site $filter")
+  start=$(date +%s%N)
+  SHARDLAB_EMU_DELETE_BARRIER=$site "$bin" --gtest_filter="$filter" >"$log" 2>&1
+  took=$((($(date +%s%N) - start) / 100000000)) took=$((took / 10)).$((took % 10))
+  if ! grep -q "barrier at $site is deleted" "$log"; then
+    echo "barrier $site: never reached by $filter"; fail=1
+  elif grep -q "WARNING: ThreadSanitizer: data race" "$log"; then
+    echo "barrier $site deleted: race reported (${took} s): $(grep -m1 -o "Thread T[0-9]* 'CUDA kernel [^']*'" "$log")"
+  else
+    cat "$log"; echo "barrier $site deleted: NO race reported by $filter"; fail=1
+  fi
 done < <(grep -n '^[[:space:]]*__syncthreads();' "$src"/model/kernels/cuda/*.cu "$src"/model/kernels/cuda/*.h)
 [ "$n" -ge 3 ] || { echo "only $n barriers found"; fail=1; }
-printf '%s\n' "${jobs[@]}" | xargs -P "$(nproc)" -L 1 bash -c 'mutant "$@"' _
-for ((i = 1; i <= n; i++)); do
-  verdict=$(cat "$work/$i.verdict" 2>/dev/null || echo "FAIL mutant $i left no verdict")
-  case $verdict in
-    ok\ *) echo "${verdict#ok }" ;;
-    *) [[ $verdict == *"NO race"* ]] && cat "$work/$i.log"; echo "${verdict#FAIL }"; fail=1 ;;
-  esac
-done
 exit $fail
