@@ -141,7 +141,9 @@ __global__ void __launch_bounds__(kThreads)
     T* Qs = carve<T>(at_byte, std::size_t(kTile) * pitch);
     T* Ks = carve<T>(at_byte, std::size_t(kTile) * pitch);
     T* Vs = carve<T>(at_byte, std::size_t(kTile) * pitch);
-    const int qt = int(blockIdx.x), h = int(blockIdx.y), b = int(blockIdx.z);
+    // The last query tile first: it walks the most key tiles (causal), so the longest blocks start
+    // in the first wave and the grid's tail is short ones.
+    const int qt = int(gridDim.x - 1 - blockIdx.x), h = int(blockIdx.y), b = int(blockIdx.z);
     const int q0 = qt * kTile + warp * kRows + g; // this lane's rows: q0 and q0 + 8
     const std::size_t stride = at.row();
     const T* rows = qkv + std::size_t(b) * T_ * stride;
@@ -295,7 +297,9 @@ __global__ void __launch_bounds__(kThreads)
     T* dOs = carve<T>(at_byte, std::size_t(kTile) * pitch);
     T* Ks = carve<T>(at_byte, std::size_t(kTile) * pitch);
     T* Vs = carve<T>(at_byte, std::size_t(kTile) * pitch);
-    const int qt = int(blockIdx.x), h = int(blockIdx.y), b = int(blockIdx.z);
+    // The last query tile first: it walks the most key tiles (causal), so the longest blocks start
+    // in the first wave and the grid's tail is short ones.
+    const int qt = int(gridDim.x - 1 - blockIdx.x), h = int(blockIdx.y), b = int(blockIdx.z);
     const int q0 = qt * kTile + warp * kRows + g; // this lane's queries: q0 and q0 + 8
     const std::size_t stride = at.row(), bh = std::size_t(b) * H + h;
     const T* rows = qkv + std::size_t(b) * T_ * stride;
