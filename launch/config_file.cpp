@@ -2,6 +2,7 @@
 #include "launch/config_file.h"
 
 #include "core/error.h"
+#include "core/read_file.h"
 
 #include <toml++/toml.h>
 
@@ -9,7 +10,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <sstream>
 
 namespace shardlab {
@@ -77,7 +77,7 @@ void apply_config_file(CLI::App& cmd, const std::string& path) {
     if (!in)
         throw UsageError("config file '" + path + "' cannot be opened (" + std::strerror(errno) +
                          "); check its permissions");
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string text = read_rest(in);
     if (in.bad()) throw UsageError("config file '" + path + "' could not be read to the end");
     apply_config_text(cmd, text, path);
 }

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/json_depth.h"
+#include "core/read_file.h"
 #include "launch/config_file.h"
 #include "launch/json_keys.h"
 
@@ -18,7 +19,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <limits>
 
 namespace shardlab {
@@ -345,7 +345,7 @@ std::string read_text(const std::string& path) {
     if (!in)
         throw UsageError("deepspeed config '" + path + "' cannot be opened (" +
                          std::strerror(errno) + "); check its permissions");
-    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return read_rest(in);
 }
 
 // "0.10000000149011612" (a float flag's value read back) and "0.1" are the same setting.

@@ -2,11 +2,11 @@
 #include "model/corpus.h"
 
 #include "core/error.h"
+#include "core/read_file.h"
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 
 namespace shardlab {
 
@@ -24,9 +24,8 @@ TrainValSplit default_corpus(double val_fraction, const std::string& dir) {
     TrainValSplit data;
     for (const auto& f : files) {
         std::ifstream in(f, std::ios::binary);
-        std::vector<std::uint16_t> tokens;
-        for (std::istreambuf_iterator<char> it(in), end; it != end; ++it)
-            tokens.push_back(static_cast<unsigned char>(*it));
+        const auto bytes = read_rest<std::vector<unsigned char>>(in);
+        const std::vector<std::uint16_t> tokens(bytes.begin(), bytes.end());
         const TrainValSplit part = split_train_val(tokens, val_fraction);
         data.train.insert(data.train.end(), part.train.begin(), part.train.end());
         data.val.insert(data.val.end(), part.val.begin(), part.val.end());

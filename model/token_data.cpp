@@ -4,13 +4,13 @@
 #include "model/token_data.h"
 
 #include "core/error.h"
+#include "core/read_file.h"
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 
 namespace shardlab {
 
@@ -32,8 +32,7 @@ std::vector<unsigned char> read_all(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     if (!in)
         fail(path, std::string("cannot open it (") + std::strerror(errno) + "); check permissions");
-    std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)),
-                                     std::istreambuf_iterator<char>());
+    std::vector<unsigned char> bytes = read_rest<std::vector<unsigned char>>(in);
     if (in.bad()) fail(path, "reading it failed; check that the file is readable");
     return bytes;
 }

@@ -3,6 +3,7 @@
 
 #include "core/error.h"
 #include "core/json_depth.h"
+#include "core/read_file.h"
 #include "core/test_hook.h"
 #include "model/model_config.h"
 
@@ -14,7 +15,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 
 #include <unistd.h>
 
@@ -255,8 +255,7 @@ nlohmann::json read_checkpoint_meta(const std::string& cdir) {
                          "' (no meta.json); point at a run's --out directory");
     nlohmann::json meta;
     try {
-        meta = parse_json_bounded(std::string(std::istreambuf_iterator<char>(in), {}),
-                                  "checkpoint '" + cdir + "/meta.json'");
+        meta = parse_json_bounded(read_rest(in), "checkpoint '" + cdir + "/meta.json'");
     } catch (const nlohmann::json::exception& e) {
         throw UsageError("checkpoint '" + cdir + "/meta.json' is corrupt: " + e.what());
     }

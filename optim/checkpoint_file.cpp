@@ -2,12 +2,12 @@
 #include "optim/checkpoint_file.h"
 
 #include "core/error.h"
+#include "core/read_file.h"
 
 #include <fmt/format.h>
 
 #include <cstring>
 #include <fstream>
-#include <iterator>
 
 namespace shardlab {
 
@@ -141,7 +141,7 @@ CheckpointFile decode_checkpoint_file(const std::string& bytes, const std::strin
 CheckpointFile read_checkpoint_file(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     if (!in) throw Error("checkpoint file '" + path + "' is missing; the checkpoint is incomplete");
-    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string bytes = read_rest(in);
     return decode_checkpoint_file(bytes, path);
 }
 

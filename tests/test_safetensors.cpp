@@ -1,6 +1,7 @@
 // safetensors: round trips of every dtype (0-d and empty tensors included), the on-disk layout
 // checked byte by byte, a file built by hand from the format description, and one test per
 // malformed-file error so each message keeps naming the problem.
+#include "core/read_file.h"
 #include "model/safetensors.h"
 
 #include "core/dtype.h"
@@ -15,7 +16,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -70,7 +70,7 @@ SafeTensor make(const std::string& name, DType t, std::vector<std::int64_t> shap
 
 std::string read_file(const std::string& p) {
     std::ifstream in(p, std::ios::binary);
-    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return read_rest(in);
 }
 
 void write_raw(const std::string& p, const std::string& bytes) {

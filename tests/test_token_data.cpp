@@ -4,6 +4,7 @@
 #include "model/token_windows.h"
 
 #include "core/error.h"
+#include "core/read_file.h"
 
 #include <gtest/gtest.h>
 
@@ -13,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -70,7 +72,44 @@ void expect_error(const std::string& p, const std::vector<std::string>& fragment
     }
 }
 
+// A pipe's stream: hands out at most 1000 bytes a call and cannot say how many are left.
+class PipeBuf : public std::streambuf {
+  public:
+    explicit PipeBuf(std::string bytes) : bytes_(std::move(bytes)) {}
+
+  protected:
+    int_type underflow() override {
+        if (at_ == bytes_.size()) return traits_type::eof();
+        const std::size_t n = std::min<std::size_t>(1000, bytes_.size() - at_);
+        setg(&bytes_[at_], &bytes_[at_], &bytes_[at_] + n);
+        at_ += n;
+        return traits_type::to_int_type(*gptr());
+    }
+
+  private:
+    std::string bytes_;
+    std::size_t at_ = 0;
+};
+
 } // namespace
+
+// Files are read from where the stream stands to the end in one read; a stream that cannot seek
+// (a pipe: `--data <(zcat tokens.gz)`) grows by doubling. Every byte, nothing after.
+TEST_F(TokenDataTest, ReadRestReadsFilesAndPipesToTheEnd) {
+    std::string bytes(300000, '\0');
+    for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = char((i * 7919) >> 3);
+    write_raw(path("f.bin"), bytes);
+    std::ifstream file(path("f.bin"), std::ios::binary);
+    file.seekg(5);
+    EXPECT_EQ(read_rest(file), bytes.substr(5));
+    EXPECT_FALSE(file.bad());
+    for (const std::size_t n : {std::size_t(0), std::size_t(1), std::size_t(65536), bytes.size()}) {
+        PipeBuf pipe(bytes.substr(0, n));
+        std::istream in(&pipe);
+        const auto got = read_rest<std::vector<unsigned char>>(in);
+        EXPECT_EQ(std::string(got.begin(), got.end()), bytes.substr(0, n)) << n << " bytes";
+    }
+}
 
 TEST_F(TokenDataTest, TextFileGivesItsBytes) {
     const std::string text = std::string("hi\n\x00\xff", 5);
