@@ -257,13 +257,10 @@ class CudaOps : public Ops {
     }
 
     void squared_norm(Stream& s, const std::vector<Tensor>& parts, float* out) override {
-        std::size_t total = 0;
         std::vector<cuda::NormInput> inputs;
-        for (const Tensor& p : parts) {
-            total += cuda::squared_norm_scratch(p.numel());
-            inputs.push_back({p.data, p.numel(), p.dtype});
-        }
-        Allocation partials = scratch(s, total * sizeof(double));
+        for (const Tensor& p : parts) inputs.push_back({p.data, p.numel(), p.dtype});
+        Allocation partials =
+            scratch(s, cuda::squared_norm_scratch(inputs.data(), inputs.size()) * sizeof(double));
         cuda::squared_norm(stream_of(s), inputs.data(), inputs.size(), partials.as<double>(), out);
     }
 
@@ -319,22 +316,27 @@ class CudaOps : public Ops {
     cublasHandle_t blas_ = nullptr;
     cublasLtHandle_t lt_ = nullptr;
 };
+
+// $var picks one of two ways: unset or `first` gives a, `second` gives b, anything else is a usage
+// error naming both.
+template <typename Way>
+Way way_from_environment(const char* var, const char* first, Way a, const char* second, Way b) {
+    const char* v = std::getenv(var);
+    if (!v || std::string(v) == first) return a;
+    if (std::string(v) == second) return b;
+    throw UsageError(std::string(var) + "=" + v + ": expected " + first + " (the default) or " +
+                     second);
+}
 } // namespace
 
 LinearPath linear_path_from_environment() {
-    const char* v = std::getenv("SHARDLAB_CUDA_EPILOGUES");
-    if (!v || std::string(v) == "cublaslt") return LinearPath::cublaslt;
-    if (std::string(v) == "separate") return LinearPath::separate;
-    throw UsageError(std::string("SHARDLAB_CUDA_EPILOGUES=") + v +
-                     ": expected cublaslt (the default) or separate");
+    return way_from_environment("SHARDLAB_CUDA_EPILOGUES", "cublaslt", LinearPath::cublaslt,
+                                "separate", LinearPath::separate);
 }
 
 cuda::TensorCoreFlash tensor_core_flash_from_environment() {
-    const char* v = std::getenv("SHARDLAB_CUDA_FLASH");
-    if (!v || std::string(v) == "mma") return cuda::TensorCoreFlash::mma;
-    if (std::string(v) == "wmma") return cuda::TensorCoreFlash::wmma;
-    throw UsageError(std::string("SHARDLAB_CUDA_FLASH=") + v +
-                     ": expected mma (the default) or wmma");
+    return way_from_environment("SHARDLAB_CUDA_FLASH", "mma", cuda::TensorCoreFlash::mma, "wmma",
+                                cuda::TensorCoreFlash::wmma);
 }
 
 std::unique_ptr<Ops> make_cuda_ops(MemoryTracker& tracker, LinearPath path,

@@ -36,6 +36,9 @@ struct DeviceArray {
         std::vector<T> h(n, init);
         cuda::check_cuda(cudaMemcpy(p, h.data(), n * sizeof(T), cudaMemcpyHostToDevice), "copy");
     }
+    explicit DeviceArray(const std::vector<T>& h) : DeviceArray(h.size()) {
+        cuda::check_cuda(cudaMemcpy(p, h.data(), n * sizeof(T), cudaMemcpyHostToDevice), "copy");
+    }
     ~DeviceArray() { cudaFree(p); }
     std::vector<T> host() const {
         std::vector<T> h(n);
@@ -44,6 +47,15 @@ struct DeviceArray {
     }
     std::size_t n;
     T* p = nullptr;
+};
+
+// A fixed pseudo-random sequence in [-2, 2): the tensor-core tests' operands.
+struct Uniform2 {
+    std::uint32_t state;
+    float operator()() {
+        state = state * 1664525u + 1013904223u;
+        return float(state >> 8) / float(1u << 24) * 4.0f - 2.0f;
+    }
 };
 
 // A fault is sticky: the test that provokes one checks it, then starts the device afresh.
@@ -78,8 +90,8 @@ TEST(Simt, SharedMemoryIsPrivateToEachBlockAndOrderedByBarriers) {
     const unsigned blocks = 64, threads = 256;
     std::vector<int> in(blocks * threads);
     std::iota(in.begin(), in.end(), 0);
-    DeviceArray<int> din(in.size()), dout(in.size(), -1);
-    cudaMemcpy(din.p, in.data(), in.size() * sizeof(int), cudaMemcpyHostToDevice);
+    const DeviceArray<int> din(in);
+    DeviceArray<int> dout(in.size(), -1);
     cuda::launch("reverse_in_block", reverse_in_block, blocks, threads, 0, nullptr, dout.p,
                  static_cast<const int*>(din.p));
     const std::vector<int> out = dout.host();
@@ -243,11 +255,7 @@ void check_wmma_product(DType dt) {
     std::vector<T> a(16 * lda), b(16 * ldb);
     std::vector<float> c(16 * ldc), d_init(16 * ldd, NAN);
     double A[16][16], B[16][16], Cm[16][16];
-    std::uint32_t state = 12345;
-    auto next = [&] { // in [-2, 2), a fixed pseudo-random sequence
-        state = state * 1664525u + 1013904223u;
-        return float(state >> 8) / float(1u << 24) * 4.0f - 2.0f;
-    };
+    Uniform2 next{12345u};
     for (int r = 0; r < 16; ++r)
         for (int k = 0; k < 16; ++k) {
             a[at<LayoutA>(r, k, lda)] = cuda::from_f32<T>(next());
@@ -257,12 +265,9 @@ void check_wmma_product(DType dt) {
             c[std::size_t(r) * ldc + k] = next();
             Cm[r][k] = c[std::size_t(r) * ldc + k];
         }
-    DeviceArray<T> da(a.size()), db(b.size());
-    DeviceArray<float> dc(c.size()), dd(d_init.size(), NAN);
-    cuda::check_cuda(cudaMemcpy(da.p, a.data(), a.size() * sizeof(T), cudaMemcpyHostToDevice), "a");
-    cuda::check_cuda(cudaMemcpy(db.p, b.data(), b.size() * sizeof(T), cudaMemcpyHostToDevice), "b");
-    cuda::check_cuda(cudaMemcpy(dc.p, c.data(), c.size() * sizeof(float), cudaMemcpyHostToDevice),
-                     "c");
+    const DeviceArray<T> da(a), db(b);
+    const DeviceArray<float> dc(c);
+    DeviceArray<float> dd(d_init.size(), NAN);
     cuda::launch("wmma_product", wmma_product<T, LayoutA, LayoutB>, 1, 32, 0, nullptr, dd.p,
                  static_cast<const T*>(da.p), static_cast<const T*>(db.p),
                  static_cast<const float*>(dc.p), lda, ldb, ldc, ldd);
@@ -401,11 +406,7 @@ void check_ptx_mma(DType dt) {
     std::vector<T> a(16 * ld), b(16 * ld), bt(8 * ld);
     std::vector<float> c(16 * ld);
     double A[16][16], B[16][8], Cm[16][8];
-    std::uint32_t state = 777;
-    auto next = [&] { // in [-2, 2), a fixed pseudo-random sequence
-        state = state * 1664525u + 1013904223u;
-        return float(state >> 8) / float(1u << 24) * 4.0f - 2.0f;
-    };
+    Uniform2 next{777u};
     for (int r = 0; r < 16; ++r)
         for (int k = 0; k < 16; ++k) {
             a[r * ld + k] = cuda::from_f32<T>(next());
@@ -418,15 +419,10 @@ void check_ptx_mma(DType dt) {
         }
     for (int r = 0; r < 16; ++r)
         for (int n = 0; n < 8; ++n) Cm[r][n] = c[r * ld + n] = next();
-    DeviceArray<T> da(a.size()), db(b.size()), dbt(bt.size());
-    DeviceArray<float> dc(c.size()), d1(128, NAN), d2(128, NAN), d3(128, NAN);
+    const DeviceArray<T> da(a), db(b), dbt(bt);
+    const DeviceArray<float> dc(c);
+    DeviceArray<float> d1(128, NAN), d2(128, NAN), d3(128, NAN);
     DeviceArray<std::uint32_t> regs(256);
-    cuda::check_cuda(cudaMemcpy(da.p, a.data(), a.size() * sizeof(T), cudaMemcpyHostToDevice), "a");
-    cuda::check_cuda(cudaMemcpy(db.p, b.data(), b.size() * sizeof(T), cudaMemcpyHostToDevice), "b");
-    cuda::check_cuda(cudaMemcpy(dbt.p, bt.data(), bt.size() * sizeof(T), cudaMemcpyHostToDevice),
-                     "bt");
-    cuda::check_cuda(cudaMemcpy(dc.p, c.data(), c.size() * sizeof(float), cudaMemcpyHostToDevice),
-                     "c");
     cuda::launch("ptx_mma_product", ptx_mma_product<T>, 1, 32, 0, nullptr, d1.p, d2.p, d3.p, regs.p,
                  static_cast<const T*>(da.p), static_cast<const T*>(db.p),
                  static_cast<const T*>(dbt.p), static_cast<const float*>(dc.p));
@@ -491,9 +487,7 @@ __global__ void ldmatrix_loads(std::uint32_t* got, std::uint32_t* want, const __
 TEST(Simt, LdmatrixDeliversTheMmaOperandsTheElementWiseLoadsDo) {
     std::vector<__nv_bfloat16> tile(16 * 24);
     for (std::size_t i = 0; i < tile.size(); ++i) tile[i].__x = std::uint16_t(i + 1);
-    DeviceArray<__nv_bfloat16> src(tile.size());
-    cuda::check_cuda(cudaMemcpy(src.p, tile.data(), tile.size() * 2, cudaMemcpyHostToDevice),
-                     "src");
+    const DeviceArray<__nv_bfloat16> src(tile);
     DeviceArray<std::uint32_t> got(32 * 16), want(32 * 16);
     cuda::launch("ldmatrix_loads", ldmatrix_loads, 1, 32, 0, nullptr, got.p, want.p,
                  static_cast<const __nv_bfloat16*>(src.p));

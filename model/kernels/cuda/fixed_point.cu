@@ -1,10 +1,11 @@
 // --reproducible's exact sums on a GPU (model/kernels/fixed_point.h): element-wise conversions,
 // and reductions — a maximum and integer sums — that are exact in any order, so the block count
-// (which follows the size) changes no bit. Each block reduces its threads through shared memory
-// into one partial; one thread then folds the partials into the result.
+// (which follows the size) changes no bit. Each block reduces its threads (block_reduce) into one
+// partial; one thread then folds the partials into the result.
 #include "core/cuda/element.h"
 #include "core/cuda/launch.h"
 #include "model/kernels/cuda/kernels.h"
+#include "model/kernels/cuda/warp_reduce.h"
 #include "model/kernels/fixed_point.h"
 
 #include <algorithm>
@@ -20,30 +21,9 @@ unsigned blocks(std::size_t n) {
         std::max<std::size_t>(1, std::min(kMaxBlocks, std::size_t(blocks_for(n, kThreads)))));
 }
 
-// A block's threads' values folded by a fixed tree in shared memory; thread 0 gets the result.
-template <typename V, typename Op>
-__device__ V block_fold(V v, V* shared, Op op) {
-    shared[threadIdx.x] = v;
-    __syncthreads();
-    for (unsigned half = kThreads / 2; half > 0; half /= 2) {
-        if (threadIdx.x < half)
-            shared[threadIdx.x] = op(shared[threadIdx.x], shared[threadIdx.x + half]);
-        __syncthreads();
-    }
-    return shared[0];
-}
-
-struct Max {
-    __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
-};
-struct Add {
-    __device__ std::int64_t operator()(std::int64_t a, std::int64_t b) const { return a + b; }
-};
-
 template <typename T>
 __global__ void accumulate_kernel(std::int64_t* acc, const T* x, std::size_t n, int exponent,
                                   float* partial) {
-    __shared__ float shared[kThreads];
     float amax = 0;
     for (std::size_t i = std::size_t(blockIdx.x) * kThreads + threadIdx.x; i < n;
          i += std::size_t(gridDim.x) * kThreads) {
@@ -51,7 +31,7 @@ __global__ void accumulate_kernel(std::int64_t* acc, const T* x, std::size_t n, 
         amax = fmaxf(amax, fixed::magnitude(v));
         acc[i] += fixed::to_fixed(v, exponent);
     }
-    amax = block_fold(amax, shared, Max{});
+    amax = block_reduce<kThreads>(amax, Max{});
     if (threadIdx.x == 0) partial[blockIdx.x] = amax;
 }
 
@@ -71,14 +51,13 @@ __global__ void to_float_kernel(T* out, const std::int64_t* acc, std::size_t n, 
 
 template <typename T>
 __global__ void squares_kernel(const T* x, std::size_t n, int exponent, std::int64_t* partial) {
-    __shared__ std::int64_t shared[kThreads];
     std::int64_t sum = 0;
     for (std::size_t i = std::size_t(blockIdx.x) * kThreads + threadIdx.x; i < n;
          i += std::size_t(gridDim.x) * kThreads) {
         const double v = to_f32(x[i]);
         sum += fixed::to_fixed(v * v, exponent);
     }
-    sum = block_fold(sum, shared, Add{});
+    sum = block_reduce<kThreads>(sum, Plus{});
     if (threadIdx.x == 0) partial[blockIdx.x] = sum;
 }
 

@@ -99,14 +99,14 @@ void causal_softmax_backward(cudaStream_t s, void* dscore, const float* dprob, c
 
 // squared_norm.cu — *out = float(sum of squares of every element of the parts, in double): each
 // part summed by a fixed tree (a block count that depends on its numel only), the partials by a
-// fixed tree — the same bits on every call with the same parts. `partials`: scratch of the sum of
-// squared_norm_scratch(numel) over the parts.
+// fixed tree — the same bits on every call with the same parts. `partials`: scratch of
+// squared_norm_scratch(parts, count) doubles.
 struct NormInput {
     const void* data;
     std::size_t numel;
     DType dtype;
 };
-__host__ __device__ std::size_t squared_norm_scratch(std::size_t numel);
+std::size_t squared_norm_scratch(const NormInput* parts, std::size_t count);
 void squared_norm(cudaStream_t s, const NormInput* parts, std::size_t count, double* partials,
                   float* out);
 

@@ -30,16 +30,10 @@ struct NormParts {
     int count;
 };
 
-// A block's threads' sums added by a fixed tree: warps by shuffles, then the warps in order.
-__device__ double block_sum(double s) {
-    __shared__ double warp_sums[kThreads / 32];
-    s = warp_sum(s);
-    if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = s;
-    __syncthreads();
-    double total = 0;
-    if (threadIdx.x == 0)
-        for (unsigned w = 0; w < kThreads / 32; ++w) total += warp_sums[w];
-    return total; // in thread 0
+// How many blocks (and partials) a part of numel elements gets: a function of numel alone.
+__host__ __device__ std::size_t part_blocks(std::size_t numel) {
+    const std::size_t blocks = (numel + kThreads - 1) / kThreads;
+    return blocks < 1 ? 1 : blocks > kMaxBlocks ? kMaxBlocks : blocks;
 }
 
 template <typename T>
@@ -59,7 +53,7 @@ __global__ void squared_norm_kernel(NormParts parts, double* partial) {
     while (p + 1 < parts.count && parts.part[p + 1].first_block <= blockIdx.x) ++p;
     const NormPart& part = parts.part[p];
     const std::size_t block = blockIdx.x - part.first_block;
-    const std::size_t blocks = squared_norm_scratch(part.n);
+    const std::size_t blocks = part_blocks(part.n);
     double s = 0;
     switch (part.dtype) {
     case DType::f32:
@@ -72,21 +66,22 @@ __global__ void squared_norm_kernel(NormParts parts, double* partial) {
         s = squares<__half>(part.x, part.n, block, blocks);
         break;
     }
-    s = block_sum(s);
+    s = block_reduce<kThreads>(s, Plus{});
     if (threadIdx.x == 0) partial[blockIdx.x] = s;
 }
 
 __global__ void sum_partials_kernel(const double* partials, std::size_t count, float* out) {
     double s = 0;
     for (std::size_t i = threadIdx.x; i < count; i += kThreads) s += partials[i];
-    s = block_sum(s);
+    s = block_reduce<kThreads>(s, Plus{});
     if (threadIdx.x == 0) *out = float(s);
 }
 } // namespace
 
-__host__ __device__ std::size_t squared_norm_scratch(std::size_t numel) {
-    const std::size_t blocks = (numel + kThreads - 1) / kThreads;
-    return blocks < 1 ? 1 : blocks > kMaxBlocks ? kMaxBlocks : blocks;
+std::size_t squared_norm_scratch(const NormInput* parts, std::size_t count) {
+    std::size_t blocks = 0;
+    for (std::size_t i = 0; i < count; ++i) blocks += part_blocks(parts[i].numel);
+    return blocks;
 }
 
 void squared_norm(cudaStream_t s, const NormInput* parts, std::size_t count, double* partials,
@@ -98,7 +93,7 @@ void squared_norm(cudaStream_t s, const NormInput* parts, std::size_t count, dou
         for (std::size_t i = first; i < count && batch.count < kNormParts; ++i) {
             check(parts[i].dtype != DType::i64, "internal: the squared norm of an int64 tensor");
             batch.part[batch.count++] = {parts[i].data, parts[i].numel, blocks, parts[i].dtype};
-            blocks += squared_norm_scratch(parts[i].numel);
+            blocks += part_blocks(parts[i].numel);
         }
         launch("squared_norm", squared_norm_kernel, unsigned(blocks), kThreads, 0, s, batch,
                partials + at);
