@@ -97,12 +97,6 @@ int StopRequest::requested() const {
     return g_requested;
 }
 
-int StopRequest::agreed(WatchedComm& comm) const {
-    int signo = g_requested;
-    comm.allreduce(&signo, 1, MPI_MAX, "stop agreement: was any rank asked to stop");
-    return signo;
-}
-
 const char* signal_name(int signo) {
     switch (signo) {
     case SIGINT:

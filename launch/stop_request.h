@@ -13,8 +13,6 @@
 // global state: a flag the handler sets and the training loop reads, nothing else.
 #pragma once
 
-#include "comm/watched_calls.h"
-
 namespace shardlab {
 
 class StopRequest {
@@ -24,13 +22,9 @@ class StopRequest {
     StopRequest(const StopRequest&) = delete;
     StopRequest& operator=(const StopRequest&) = delete;
 
-    // The signal this rank received since the run began (0: none).
+    // The signal this rank received since the run began (0: none). Ranks agree on it through a
+    // collective the caller runs (a watched one: a hung rank must not hang the agreement).
     int requested() const;
-    // The signal every rank stops for, the same on all (a collective, watched: a hung rank must
-    // not hang it): the highest any rank received (SIGTERM > SIGUSR1 > SIGINT), 0 if none. Open
-    // MPI forwards a signal rank by rank, so at a step boundary some ranks may not have it yet;
-    // they stop for it too, and exit with its code.
-    int agreed(WatchedComm& comm) const;
 };
 
 const char* signal_name(int signo); // "SIGINT", ...

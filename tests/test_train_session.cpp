@@ -1,11 +1,10 @@
 // The training session (train/train_session.h) under `mpirun -np K`: its step is the engine's
 // step over the run's token windows — micro-batch a of step s on rank r is window
 // ((s·A + a)·N + r)·B, each forward scaled by 1/A — checked bitwise against the same step written
-// out by hand over a second engine; validation changes no weight and leaves the communication
-// statistics as they were; the stop agreement (launch/stop_request.h) gives every rank one signal.
+// out by hand over a second engine; validation and the stop agreement change no weight and leave
+// the communication statistics as they were, and the stop agreement tells every rank the signal.
 #include "launch/final_weights.h"
 #include "launch/sha256.h"
-#include "launch/stop_request.h"
 #include "model/backend.h"
 #include "model/families.h"
 #include "model/gpt2/gpt_init.h"
@@ -89,7 +88,7 @@ TEST_P(TrainSessionTest, StepIsTheEnginesStepOverTheRunsWindows) {
     EXPECT_TRUE(same_bits(session.engine().consolidated_master(), engine.consolidated_master()));
 }
 
-TEST_P(TrainSessionTest, ValidationLeavesNoTrace) {
+TEST_P(TrainSessionTest, ValidationAndTheStopAgreementLeaveNoTrace) {
     const std::vector<std::uint16_t> data = tokens();
     const TokenWindows train(data, kSeq);
     const std::vector<std::vector<float>> init = gpt2_init(ParamLayout(kConfig), 7, 2);
@@ -105,6 +104,11 @@ TEST_P(TrainSessionTest, ValidationLeavesNoTrace) {
     const double first = session.validate(train, 3), second = session.validate(train, 3);
     EXPECT_EQ(std::memcmp(&first, &second, sizeof first), 0); // no state changed between them
     EXPECT_TRUE(std::isfinite(first));
+    EXPECT_EQ(session.agree_on_stop(0), 0);
+    const int rank = comm->rank(), N = comm->size();
+    // Rank 0 was asked (SIGUSR1); the others learn that a rank was, as SIGTERM.
+    EXPECT_EQ(session.agree_on_stop(rank == 0 ? SIGUSR1 : 0),
+              rank == 0 ? SIGUSR1 : (N > 1 ? SIGTERM : 0));
     const auto& now = comm->stats().ops();
     ASSERT_EQ(now.size(), after_consolidating.size());
     for (const auto& [op, s] : after_consolidating) {
@@ -114,19 +118,6 @@ TEST_P(TrainSessionTest, ValidationLeavesNoTrace) {
     }
     EXPECT_TRUE(same_bits(session.engine().consolidated_master(), weights));
     EXPECT_FALSE(stats.empty()); // the step itself was counted
-}
-
-// Open MPI forwards a signal rank by rank: at a step boundary rank 0 may hold SIGUSR1, rank 1 a
-// Ctrl-C and the others nothing yet. They all stop for one signal, the highest (exit 128 + it).
-TEST(StopRequestTest, EveryRankStopsForTheHighestSignalAnyRankReceived) {
-    WatchedComm comm(MPI_COMM_WORLD, 60);
-    const StopRequest stop;
-    EXPECT_EQ(stop.agreed(comm), 0);
-    const int rank = comm.rank();
-    if (rank == 0) std::raise(SIGUSR1);
-    if (rank == 1) std::raise(SIGINT);
-    EXPECT_EQ(stop.requested(), rank == 0 ? SIGUSR1 : rank == 1 ? SIGINT : 0);
-    EXPECT_EQ(stop.agreed(comm), SIGUSR1);
 }
 
 // The final weights come out in pieces that cut tensors anywhere (7 and 1000 elements): every

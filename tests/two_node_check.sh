@@ -11,7 +11,7 @@
 #      for 3 steps and for 1, the counters read around each run, so startup, validation, the final
 #      gathers and teardown (alike in both) cancel in the difference. What remains above the
 #      predicted payload is the protocol's (Ethernet/IP/TCP headers, ACKs, Open MPI's headers) and
-#      the 2 one-int stop agreements the report leaves out; it is printed and bounded.
+#      the 2 one-float stop agreements the report leaves out; it is printed and bounded.
 #   2. A rank on the second node stopped with SIGSTOP mid-training is caught by the watchdog
 #      (--collective-timeout): the job ends non-zero within the timeout + 10 s, the output says
 #      "watchdog" and names the stopped rank. Skipped, saying so, until --collective-timeout exists.
@@ -117,12 +117,10 @@ def inter(rep, ranks):  # predicted inter-node bytes the given ranks send, all c
 on_a, on_b = per_ns[ns_a], per_ns[ns_b]
 # Messages that crossed each way in the 2 extra steps: one ring rank per node sends to the other
 # node, one message per ring step (N-1 per all-gather or reduce-scatter, 2(N-1) per all-reduce),
-# plus the 2 stop agreements the report leaves out: Open MPI's own all-reduce of one int, which
-# for so small a count reduces to rank 0 over a binomial tree and broadcasts back (libnbc): one
-# message each way between the nodes (ranks 0, 1 on A; 2, 3 on B).
+# plus the 2 stop agreements (all-reduces) the report leaves out.
 ring_steps = {"allgather": 3, "reduce_scatter": 3, "allreduce": 6}
 messages = sum((two["ranks"][0]["comm"][op]["calls"] - one_step["ranks"][0]["comm"][op]["calls"]) * k
-               for op, k in ring_steps.items() if op in two["ranks"][0]["comm"]) + 2 * 1
+               for op, k in ring_steps.items() if op in two["ranks"][0]["comm"]) + 2 * 6
 # B's link to the bridge: rx = what B sent (to A), tx = what A sent to B.
 for label, pred, seen in (("from B", inter(two, on_b) - inter(one_step, on_b), rx - (rx11 - rx10)),
                           ("to B", inter(two, on_a) - inter(one_step, on_a), tx - (tx11 - tx10))):

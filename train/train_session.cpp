@@ -14,6 +14,8 @@
 
 #include <fmt/format.h>
 
+#include <csignal>
+
 namespace shardlab {
 
 namespace {
@@ -24,7 +26,7 @@ std::unique_ptr<Updater> make_updater(const SessionSpec& s, DeviceContext& ctx, 
 }
 
 // Restores the communicators' statistics when it leaves scope: traffic that is not a training
-// step's (validation, checkpoints) stays out of the report.
+// step's (validation, the stop agreement, checkpoints) stays out of the report.
 class StatsKeeper {
   public:
     StatsKeeper(Communicator& comm, ProcessGroups* groups) {
@@ -221,6 +223,13 @@ double TrainSession::exact_validate(const TokenWindows& val, int batches) {
     engine_->take_exposed_comm_seconds();
     backend_.context().tracker().snapshot("validation");
     return loss;
+}
+
+int TrainSession::agree_on_stop(int mine) {
+    const StatsKeeper keep(comm_, groups_.get());
+    const double any = engine_->average(mine);
+    engine_->take_exposed_comm_seconds();
+    return any == 0 ? 0 : mine != 0 ? mine : SIGTERM;
 }
 
 int TrainSession::resume(const std::string& dir, const nlohmann::json& config, int stop_after,

@@ -86,6 +86,9 @@ class TrainSession {
     // Mean validation loss over `batches` batches of `val`; its traffic is kept out of the
     // statistics.
     double validate(const TokenWindows& val, int batches);
+    // Whether any rank was asked to stop (its signal, or SIGTERM's number for a rank that was
+    // not asked itself), through the engine's watched collectives, kept out of the statistics.
+    int agree_on_stop(int mine);
     // Loads every rank's state from the checkpoint in `dir` (rank 0 picks which one) and returns
     // the step to continue from, checked alike on every rank; `stop_after` (0: none) must be
     // after it.
