@@ -475,7 +475,7 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
         }
         // A run stopped early — by --stop-after or a signal — always leaves a checkpoint; one
         // that diverged keeps the checkpoint it had (no state of a bad step is saved).
-        stopped_by = step + 1 < end ? session.agree_on_stop(stop_request.requested()) : 0;
+        stopped_by = step + 1 < end ? session.agree_on_stop(stop_request.requested(), outside) : 0;
         if (stopped_by) end = step + 1;
         const bool stopping_early = step + 1 == end && end < o.steps;
         if (((o.save_every && (step + 1) % o.save_every == 0) || stopping_early) &&

@@ -14,8 +14,6 @@
 
 #include <fmt/format.h>
 
-#include <csignal>
-
 namespace shardlab {
 
 namespace {
@@ -225,11 +223,14 @@ double TrainSession::exact_validate(const TokenWindows& val, int batches) {
     return loss;
 }
 
-int TrainSession::agree_on_stop(int mine) {
+int TrainSession::agree_on_stop(int mine, WatchedComm& outside) {
     const StatsKeeper keep(comm_, groups_.get());
     const double any = engine_->average(mine);
     engine_->take_exposed_comm_seconds();
-    return any == 0 ? 0 : mine != 0 ? mine : SIGTERM;
+    if (any == 0) return 0;
+    int signo = mine;
+    outside.allreduce(&signo, 1, MPI_MAX, "stop agreement: which signal");
+    return signo;
 }
 
 int TrainSession::resume(const std::string& dir, const nlohmann::json& config, int stop_after,

@@ -86,9 +86,12 @@ class TrainSession {
     // Mean validation loss over `batches` batches of `val`; its traffic is kept out of the
     // statistics.
     double validate(const TokenWindows& val, int batches);
-    // Whether any rank was asked to stop (its signal, or SIGTERM's number for a rank that was
-    // not asked itself), through the engine's watched collectives, kept out of the statistics.
-    int agree_on_stop(int mine);
+    // The signal every rank stops for after this step, the same on all (0: go on). Each step
+    // asks the engine whether any rank was signalled (an all-reduce kept out of the statistics,
+    // which also drains the streams at the step's end); only then does `outside` carry which
+    // signal: the highest any rank received (SIGTERM > SIGUSR1 > SIGINT). Open MPI forwards a
+    // signal rank by rank, so at a step's end some ranks may not have it yet.
+    int agree_on_stop(int mine, WatchedComm& outside);
     // Loads every rank's state from the checkpoint in `dir` (rank 0 picks which one) and returns
     // the step to continue from, checked alike on every rank; `stop_after` (0: none) must be
     // after it.
