@@ -8,9 +8,9 @@ set -uo pipefail
 bin=$1 src=$2
 # The test that runs each file's barriers.
 declare -A test_of=(
-  [cross_entropy.cu]='CudaOps.CrossEntropy*'
-  [squared_norm.cu]='CudaOps.SquaredNorm*' [embedding.cu]='CudaOps.Embedding*'
-  [fixed_point.cu]='CudaOps.FixedPointSumsAreTheCpusBitForBit'
+  [cross_entropy.cu]='CudaOps.CrossEntropy*' [embedding.cu]='CudaOps.Embedding*'
+  # block_reduce: the gradient norm's double sums and the fixed-point maxima and int64 sums
+  [warp_reduce.h]='CudaOps.SquaredNorm*:CudaOps.FixedPointSumsAreTheCpusBitForBit'
   [flash_attention.cu]='CudaOps.FlashAttentionIsBitwiseDeterministic'
   [flash_attention_mma.cu]='CudaOps.FlashAttentionIsBitwiseDeterministic'
   [flash_attention_wmma.cu]='CudaOps.FlashAttentionWmmaIsBitwiseDeterministic'
