@@ -1,7 +1,7 @@
 // Reading what is left of a stream in one go. `std::string(std::istreambuf_iterator<char>(in), {})`
-// takes a character at a time: 1.4 s of a 40 MB checkpoint shard's 3 s export on a 2-core guest.
-// Here: the rest's size asked of the stream (a file can seek; a pipe cannot, and grows by
-// doubling), then one read.
+// takes a character at a time: exporting a 121 MB checkpoint (three 40 MB shards) took 3.0 s with
+// it and 1.9 s with this, on a 2-core guest. Here: the rest's size asked of the stream (a file can
+// seek; a pipe cannot, and grows by doubling), then one read.
 #pragma once
 
 #include <algorithm>
