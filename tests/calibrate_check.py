@@ -265,7 +265,8 @@ def main():
         # The emulated NCCL's per-message cost is large (fibers, staged copies; more under the
         # sanitizers): up to 1 MB a sweep can stay all latency on a loaded 2-core machine (CI saw
         # three disturbed attempts in a row), so this sweep runs to 4 MB.
-        cuda_small = [("4M" if prev == "-e" else v) for prev, v in zip([""] + SMALL, SMALL)]
+        e = SMALL.index("-e")
+        cuda_small = SMALL[:e + 1] + ["4M"] + SMALL[e + 2:]
         calibrate(2, 0, shardlab, mpirun, ["--device", "cuda"], ["fp32"], cuda_small)
         show_builtins(shardlab)
     elif mode == "bad":

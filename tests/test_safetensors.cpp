@@ -1,11 +1,11 @@
 // safetensors: round trips of every dtype (0-d and empty tensors included), the on-disk layout
 // checked byte by byte, a file built by hand from the format description, and one test per
 // malformed-file error so each message keeps naming the problem.
-#include "core/read_file.h"
 #include "model/safetensors.h"
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/read_file.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

@@ -31,12 +31,9 @@ namespace {
 // Device memory holding n values of T, copied back to the host on demand.
 template <typename T>
 struct DeviceArray {
-    explicit DeviceArray(std::size_t n, T init = T{}) : n(n) {
+    explicit DeviceArray(std::size_t n, T init = T{}) : DeviceArray(std::vector<T>(n, init)) {}
+    explicit DeviceArray(const std::vector<T>& h) : n(h.size()) {
         cuda::check_cuda(cudaMalloc(reinterpret_cast<void**>(&p), n * sizeof(T)), "cudaMalloc");
-        std::vector<T> h(n, init);
-        cuda::check_cuda(cudaMemcpy(p, h.data(), n * sizeof(T), cudaMemcpyHostToDevice), "copy");
-    }
-    explicit DeviceArray(const std::vector<T>& h) : DeviceArray(h.size()) {
         cuda::check_cuda(cudaMemcpy(p, h.data(), n * sizeof(T), cudaMemcpyHostToDevice), "copy");
     }
     ~DeviceArray() { cudaFree(p); }

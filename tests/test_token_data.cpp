@@ -10,11 +10,12 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <sstream>
+#include <streambuf>
 #include <string>
 #include <vector>
 
