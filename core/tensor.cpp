@@ -3,6 +3,8 @@
 
 #include "core/error.h"
 
+#include <memory>
+
 namespace shardlab {
 
 Shape::Shape(std::initializer_list<std::int64_t> d) {
@@ -27,18 +29,23 @@ std::string Tensor::shape_string() const {
 }
 
 std::vector<float> to_host_f32(Stream& s, const Tensor& t) {
-    std::vector<char> raw(t.bytes());
-    s.memcpy(raw.data(), t.data, raw.size());
-    s.synchronize();
     std::vector<float> out(t.numel());
-    convert(raw.data(), t.dtype, out.data(), DType::f32, out.size());
+    if (t.dtype == DType::f32) { // straight into the result: no raw copy is staged
+        s.memcpy(out.data(), t.data, t.bytes());
+        s.synchronize();
+        return out;
+    }
+    const auto raw = std::make_unique_for_overwrite<char[]>(t.bytes());
+    s.memcpy(raw.get(), t.data, t.bytes());
+    s.synchronize();
+    convert(raw.get(), t.dtype, out.data(), DType::f32, out.size());
     return out;
 }
 
 void upload_f32(Stream& s, const Tensor& t, const float* values) {
-    std::vector<char> raw(t.bytes());
-    convert(values, DType::f32, raw.data(), t.dtype, t.numel());
-    s.upload(t.data, raw.data(), raw.size());
+    const auto raw = std::make_unique_for_overwrite<char[]>(t.bytes());
+    convert(values, DType::f32, raw.get(), t.dtype, t.numel());
+    s.upload(t.data, raw.get(), t.bytes());
 }
 
 } // namespace shardlab

@@ -30,8 +30,6 @@ class HostUpdater : public Updater {
     EventPtr publish() override;
     ShardState read(int unit) override;
     std::vector<float> read_master(int unit) override;
-    // None: the returned vector is copied from the host arena directly.
-    std::uint64_t read_master_staging_bytes(std::uint64_t) const override { return 0; }
     void write(int unit, const ShardState& state) override;
     std::uint64_t device_to_host_bytes() const override { return device_to_host_; }
     std::uint64_t host_to_device_bytes() const override { return host_to_device_; }

@@ -21,10 +21,6 @@ class DeviceUpdater : public Updater {
     EventPtr publish() override;
     ShardState read(int unit) override;
     std::vector<float> read_master(int unit) override;
-    // to_host_f32's raw copy of the fp32 master.
-    std::uint64_t read_master_staging_bytes(std::uint64_t count) const override {
-        return count * 4;
-    }
     void write(int unit, const ShardState& state) override;
 
   private:

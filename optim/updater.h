@@ -46,12 +46,9 @@ class Updater {
     // Rewrites every shard's parameters from the master copy (after a checkpoint is loaded).
     virtual EventPtr publish() = 0;
     virtual ShardState read(int unit) = 0; // waits for the streams
-    // The unit's master shard alone (the final weights need no m, v): read(unit).master.
+    // The unit's master shard alone (the final weights need no m, v): read(unit).master, read
+    // straight into the vector returned (no other host copy is staged beside it).
     virtual std::vector<float> read_master(int unit) = 0;
-    // Host bytes read_master() stages beside the vector it returns, for `count` elements (the
-    // device updater's copy of the device's bytes before they are converted): declared by the
-    // caller with the vector (ZeroEngine's consolidation).
-    virtual std::uint64_t read_master_staging_bytes(std::uint64_t count) const = 0;
     virtual void write(int unit, const ShardState& state) = 0;
     // Bytes the updates moved between device and host (offload), since reset_counters().
     virtual std::uint64_t device_to_host_bytes() const { return 0; }

@@ -402,14 +402,12 @@ void ZeroEngine::for_each_consolidated_piece(
     std::size_t piece_elems) {
     const std::uint64_t numel = layout_.units()[u].numel;
     release_free_heap(); // the previous unit's staging, freed, is not kept resident (as at init)
-    // Host staging: the owned master read back (the fp32 vector, and beside it while it is read
-    // whatever the updater stages: the device updater's raw copy), then, when sharded, the comm
-    // stream's copy of it (Stream::upload); then a piece at a time the raw copy and its result.
+    // Host staging: the owned master read back (an fp32 vector), then, when sharded, the comm
+    // stream's copy of it (Stream::upload); then a piece at a time (to_host_f32 reads fp32
+    // straight into the piece's vector).
     const std::uint64_t own = owned_count(u);
     std::optional<HostStaging> staging;
-    staging.emplace(ctx_.tracker(),
-                    own * 4 + std::max(updater_.read_master_staging_bytes(own),
-                                       policy_.shards_optimizer_state ? own * 4 : 0));
+    staging.emplace(ctx_.tracker(), own * 4 + (policy_.shards_optimizer_state ? own * 4 : 0));
     std::vector<float> master = updater_.read_master(u);
     if (!policy_.shards_optimizer_state) { // every rank holds the whole unit already
         for (std::uint64_t lo = 0; lo < numel; lo += piece_elems)
@@ -431,7 +429,7 @@ void ZeroEngine::for_each_consolidated_piece(
     comm_.all_gather(mine.data(), all.data(), padded_[u], DType::f32);
     for (std::uint64_t lo = 0; lo < numel; lo += piece_elems) {
         const std::size_t n = std::min<std::uint64_t>(piece_elems, numel - lo);
-        const HostStaging piece_staging(ctx_.tracker(), n * 8);
+        const HostStaging piece_staging(ctx_.tracker(), n * 4);
         const std::vector<float> values =
             to_host_f32(cs, {all.as<float>() + lo, DType::f32, {std::int64_t(n)}, all.device()});
         fn(lo, values.data(), n);
