@@ -137,7 +137,13 @@ MicroBatch simulate(const Plan& plan, const UnitSeconds& us, const std::vector<C
     MicroBatch mb;
     std::map<int, std::pair<double, std::string>> ready; // unit -> gather end, its key
     std::set<int> live, seen;
-    std::vector<std::pair<double, std::string>> reduced; // reduce-scatter ends, in order
+    // A unit's gradient reduction, in order: the reduce-scatter's end and, under hybrid
+    // sharding, the across-replica all-reduce's after it; a wait is charged to each in turn.
+    struct Reduction {
+        double scatter_end, end;
+        std::string scatter_key, across_key;
+    };
+    std::vector<Reduction> reduced;
     bool backward = false;
     auto wait = [&](double until, const std::string& key) {
         if (until > compute) {
@@ -145,6 +151,10 @@ MicroBatch simulate(const Plan& plan, const UnitSeconds& us, const std::vector<C
             mb.exposed[key] += until - compute;
             compute = until;
         }
+    };
+    auto wait_reduced = [&](const Reduction& r) {
+        wait(r.scatter_end, r.scatter_key);
+        wait(r.end, r.across_key);
     };
     auto gather = [&](int u) {
         if (!live.insert(u).second) return;
@@ -171,7 +181,7 @@ MicroBatch simulate(const Plan& plan, const UnitSeconds& us, const std::vector<C
                 compute += us.block_fwd;
             else if (e.unit >= 1 && e.unit <= L) {
                 if (policy.shards_gradients && reduced.size() >= 2)
-                    wait(reduced[reduced.size() - 2].first, reduced[reduced.size() - 2].second);
+                    wait_reduced(reduced[reduced.size() - 2]);
                 compute += us.block_bwd +
                            (plan.options.checkpoint.checkpointed(e.unit - 1) ? us.recompute : 0.0);
             }
@@ -182,14 +192,15 @@ MicroBatch simulate(const Plan& plan, const UnitSeconds& us, const std::vector<C
             backward = true;
             if (e.unit == 0) compute += us.embed_bwd;
             if (policy.shards_gradients) {
-                comm =
-                    std::max(comm, compute) + reduce_of[e.unit].seconds + across_of[e.unit].seconds;
-                reduced.push_back({comm, reduce_of[e.unit].key});
+                const double scatter_end = std::max(comm, compute) + reduce_of[e.unit].seconds;
+                comm = scatter_end + across_of[e.unit].seconds;
+                reduced.push_back(
+                    {scatter_end, comm, reduce_of[e.unit].key, across_of[e.unit].key});
             }
         }
     }
-    // The step waits for the last reduce-scatter (the optimizer reads the shard).
-    if (!reduced.empty()) wait(comm, reduced.back().second);
+    // The step waits for the last reduction (the optimizer reads the shard).
+    if (!reduced.empty()) wait_reduced(reduced.back());
     mb.span = compute;
     return mb;
 }

@@ -271,6 +271,22 @@ TEST(TimeModel, StageThreePrefetchHidesGathers) {
     EXPECT_REL(t1.comm_s, t0.comm_s); // the same gathers, sooner
 }
 
+// Hybrid sharding at stage 2 on 2 nodes x 2: a unit's gradient is reduce-scattered inside the
+// node, then all-reduced across the nodes. A wait on a reduction is charged to the reduce-scatter
+// up to its end and to the all-reduce beyond (it was all charged to the reduce-scatter). With
+// the inter-node all-reduce at 1 ms + 100 ns/B a step: the step's end waits at least for the
+// whole of the embeddings' all-reduce, 576 bf16 over 2 replicas: 2 steps of 576 B, 2.1152 ms.
+TEST(TimeModel, HybridWaitsAreChargedToTheAcrossAllReduce) {
+    MachineProfile p = round_profile();
+    p.links["inter_node"].ops["allreduce"].fit = {1e-3, 1e-7};
+    PlanOptions o = options(4, 2);
+    o.nodes = NodeLayout::blocks(4, 2);
+    o.shard_group = 2;
+    const TimePrediction t = predict_time(make_plan(tiny_model(), o), p);
+    ASSERT_EQ(t.exposed_by_op.count("allreduce@replicate"), 1u);
+    EXPECT_GE(t.exposed_by_op.at("allreduce@replicate"), 2.1152e-3 * (1 - kTol));
+}
+
 // Every layout the plan has — flat, hybrid (shard and replicate groups), hpZ (re-gathers inside
 // the node), every stage, on 2 nodes x 2, with and without --reproducible (int64 reductions, a
 // sequence a micro-batch) — prices exactly the collectives the plan counts: the same keys with
