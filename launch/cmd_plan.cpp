@@ -176,8 +176,16 @@ std::string fit_verdict(const Plan& p) {
     if (p.model.arch() == Architecture::params_only)
         return "the model states fit (a bare parameter count: activations and buffers not counted)";
     if (p.max_micro_batch == 0) return "DOES NOT FIT, not even at micro-batch 1";
-    return fmt::format("{} at micro-batch {}; largest micro-batch that fits: {}",
-                       p.fits ? "fits" : "DOES NOT FIT", p.options.micro_batch, p.max_micro_batch);
+    const std::string verdict = fmt::format(
+        "{} at micro-batch {}", p.fits ? "fits" : "DOES NOT FIT", p.options.micro_batch);
+    if (p.max_micro_batch_unbounded && p.options.reproducible)
+        return verdict + "; any micro-batch fits (--reproducible runs one sequence a pass: the "
+                         "micro-batch does not change memory)";
+    if (p.max_micro_batch_unbounded)
+        return fmt::format("{}; every micro-batch up to {} fits (memory grows too little with it "
+                           "to find the largest)",
+                           verdict, p.max_micro_batch);
+    return fmt::format("{}; largest micro-batch that fits: {}", verdict, p.max_micro_batch);
 }
 
 // " stored (124439808 in the model, V padded to 50304)" when the vocabulary is padded.

@@ -70,7 +70,8 @@ nlohmann::json plan_json(const Plan& p) {
             {"host_device_bytes_per_step", p.comm.host_to_device + p.comm.device_to_host},
             {"reproducible_cost", reproducible_cost_json(p)},
             {"fits", fits_json(p)},
-            {"max_micro_batch", max_micro_batch_json(p)}};
+            {"max_micro_batch", max_micro_batch_json(p)},
+            {"max_micro_batch_unbounded", p.max_micro_batch_unbounded}};
 }
 
 } // namespace shardlab

@@ -191,8 +191,9 @@ void model_states(const PlanModel& m, const PlanOptions& o, MemoryPlan& mem) {
         }
         mem.grads = (owned + transient) * gb;
         if (o.reproducible) { // the int64 shard sums, and two full units a sequence's sum passes
-            std::uint64_t largest = 0;
-            for (auto n : m.unit_numel) largest = std::max(largest, padded_numel(n, N));
+            std::uint64_t largest = 0; // (a bare count has no units: the shard sums alone)
+            if (m.arch() != Architecture::params_only)
+                for (auto n : m.unit_numel) largest = std::max(largest, padded_numel(n, N));
             mem.grads += owned * 8 + 2 * largest * 8;
         }
     }
@@ -370,7 +371,7 @@ std::uint64_t device_total(const MemoryPlan& m) {
 
 Plan plan_once(const PlanModel& model, const PlanOptions& o, int rank) {
     check_options(model, o);
-    Plan p{model, o, {}, {}, true, 0, std::nullopt};
+    Plan p{model, o, {}, {}, true, 0, false, std::nullopt};
     const int seq = o.seq ? o.seq : model.config.context;
     MemoryPlan& mem = p.memory;
     if (o.inference) {
@@ -454,8 +455,9 @@ Plan make_plan(const PlanModel& model, const PlanOptions& requested, int rank) {
             t.micro_batch = b;
             return plan_once(model, as_run(t), rank).memory.device_total <= o.gpu_bytes;
         };
-        while (hi <= (1 << 16) && fits(hi)) lo = hi, hi *= 2;
-        while (hi - lo > 1) {
+        while (hi <= kMicroBatchSearched && fits(hi)) lo = hi, hi *= 2;
+        p.max_micro_batch_unbounded = hi > kMicroBatchSearched; // no micro-batch tried failed
+        while (!p.max_micro_batch_unbounded && hi - lo > 1) {
             const int mid = (lo + hi) / 2;
             (fits(mid) ? lo : hi) = mid;
         }

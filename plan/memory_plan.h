@@ -104,6 +104,8 @@ struct ReproducibleCost {
     std::uint64_t default_bytes_per_step = 0, default_device_total = 0;
 };
 
+constexpr int kMicroBatchSearched = 1 << 20; // the largest micro-batch the fit search tries
+
 struct Plan {
     PlanModel model;
     PlanOptions options;
@@ -111,6 +113,9 @@ struct Plan {
     CommPlan comm;
     bool fits = true;
     int max_micro_batch = 0; // largest that fits the GPU; 0 when none does or no GPU given
+    // Every micro-batch up to kMicroBatchSearched fits (max_micro_batch is that bound): memory
+    // grows too little with it, or not at all (--reproducible runs a sequence a pass).
+    bool max_micro_batch_unbounded = false;
     std::optional<ReproducibleCost> reproducible_cost; // with options.reproducible
 };
 

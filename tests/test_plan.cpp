@@ -42,6 +42,16 @@ TEST(Plan, ZeroPaperTableFor7Point5BOn64Ranks) {
     EXPECT_EQ(off.memory.device_total, 234375000u + 234375000u);
 }
 
+// --reproducible at a bare count: the int64 shard sums (8 bytes an owned parameter) only; there
+// are no units whose full sums a sequence passes (the whole model was counted twice as one).
+TEST(Plan, ReproducibleBareCountAddsTheShardSumsOnly) {
+    const PlanModel m = plan_model_params_only(1e9);
+    PlanOptions o = opts(8, 2);
+    const std::uint64_t plain = make_plan(m, o).memory.grads;
+    o.reproducible = true;
+    EXPECT_EQ(make_plan(m, o).memory.grads, plain + 125000000u * 8);
+}
+
 TEST(Plan, TrafficPerStepMatchesTheRingFormulas) {
     // 2(N-1)/N Psi * 2 B = 29,531,250,000 for stages 0-2, 3(N-1)/N Psi * 2 B = 44,296,875,000 for
     // stage 3; plus, on rank 0, two one-float all-reduces of 4 B each (0 in the reduce-scatter, 4
@@ -245,6 +255,16 @@ TEST(Plan, FitsAndLargestMicroBatch) {
     EXPECT_LE(make_plan(plan_model_preset("gpt2"), at).memory.device_total, o.gpu_bytes);
     at.micro_batch = p.max_micro_batch + 1;
     EXPECT_GT(make_plan(plan_model_preset("gpt2"), at).memory.device_total, o.gpu_bytes);
+    EXPECT_FALSE(p.max_micro_batch_unbounded);
+    // --reproducible runs a sequence a pass: memory does not grow with the micro-batch, so no
+    // largest is found (it was the search's cap less one, 131071, below a micro-batch that fits).
+    PlanOptions r = o;
+    r.reproducible = true;
+    r.micro_batch = 400000;
+    const Plan any = make_plan(plan_model_preset("gpt2"), r);
+    EXPECT_TRUE(any.fits);
+    EXPECT_TRUE(any.max_micro_batch_unbounded);
+    EXPECT_EQ(any.max_micro_batch, kMicroBatchSearched);
     EXPECT_FALSE(make_plan(plan_model_params_only(7e9),
                            [] {
                                PlanOptions x;
