@@ -3,6 +3,7 @@
 
 #include "core/error.h"
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <cerrno>
@@ -58,10 +59,12 @@ void SafeTensorsWriter::write(std::uint64_t data_offset, const void* bytes, std:
     if (std::fseek(file_, long(data_start_ + data_offset), SEEK_SET) != 0 ||
         std::fwrite(bytes, 1, n, file_) != n)
         fail("write '" + tmp_ + "'", errno);
+    written_ += n;
 }
 
 void SafeTensorsWriter::finish() {
-    // The data section must be complete: a gap would be a bug, which the size check catches.
+    // The data section must be complete: a gap (a slice never written reads as zeros) would be a
+    // bug, which the count of bytes written catches; the temporary file goes with it.
     int err = 0;
     if (std::fflush(file_) != 0 || ::fsync(::fileno(file_)) != 0) err = errno;
     const long size = std::fseek(file_, 0, SEEK_END) == 0 ? std::ftell(file_) : -1;
@@ -71,8 +74,12 @@ void SafeTensorsWriter::finish() {
         std::remove(tmp_.c_str());
         fail("write '" + tmp_ + "'", err);
     }
-    check(std::uint64_t(size) == data_start_ + data_bytes(),
-          "internal: safetensors file '" + tmp_ + "' was not written completely");
+    if (std::uint64_t(size) != data_start_ + data_bytes() || written_ != data_bytes()) {
+        std::remove(tmp_.c_str());
+        throw Error(fmt::format("internal: safetensors file '{}' was not written completely ({} "
+                                "of {} data bytes)",
+                                path_, written_, data_bytes()));
+    }
     if (std::rename(tmp_.c_str(), path_.c_str()) != 0) {
         err = errno;
         std::remove(tmp_.c_str());

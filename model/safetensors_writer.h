@@ -33,7 +33,8 @@ class SafeTensorsWriter {
     // Where tensor i's bytes start in the data section, and how many there are.
     std::uint64_t offset(std::size_t i) const { return offsets_[i]; }
     std::uint64_t data_bytes() const { return offsets_.back(); }
-    // Writes n bytes at `data_offset` of the data section.
+    // Writes n bytes at `data_offset` of the data section (each byte once: finish() checks that
+    // the writes add up to the whole section).
     void write(std::uint64_t data_offset, const void* bytes, std::size_t n);
     void finish();
 
@@ -42,7 +43,7 @@ class SafeTensorsWriter {
 
     std::string path_, tmp_;
     std::FILE* file_ = nullptr;
-    std::uint64_t data_start_ = 0;
+    std::uint64_t data_start_ = 0, written_ = 0;
     std::vector<std::uint64_t> offsets_; // tensor i starts at offsets_[i]; the last is the end
 };
 

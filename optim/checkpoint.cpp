@@ -277,6 +277,25 @@ ModelConfig checkpoint_model(const nlohmann::json& meta) {
     return c;
 }
 
+CheckpointFile read_rank_file(const std::string& cdir, int q, int N,
+                              const std::vector<std::uint64_t>& numel) {
+    const std::string name = fmt::format("rank-{}.bin", q);
+    CheckpointFile f = read_checkpoint_file((fs::path(cdir) / name).string());
+    bool slices = f.units.size() == numel.size();
+    for (std::size_t u = 0; slices && u < numel.size(); ++u) {
+        const ElementRange r = stored_range(numel[u], N, q);
+        const CheckpointSection& sec = f.units[u];
+        slices = sec.numel == numel[u] && sec.range.begin == r.begin && sec.range.count == r.count;
+    }
+    if (f.rank != q || f.ranks != N || !slices)
+        throw Error(fmt::format("checkpoint '{}': {} holds the slices of rank {} of {} ({} units), "
+                                "not those of rank {} of {} ({} units): it was copied or renamed "
+                                "from another rank's file; the checkpoint is inconsistent (use "
+                                "checkpoint.prev, or the run's original files)",
+                                cdir, name, f.rank, f.ranks, f.units.size(), q, N, numel.size()));
+    return f;
+}
+
 ZeroEngine::OwnedState load_checkpoint(const std::string& cdir, const nlohmann::json& config,
                                        const std::vector<std::uint64_t>& numel,
                                        const std::vector<ElementRange>& want) {
@@ -310,12 +329,7 @@ ZeroEngine::OwnedState load_checkpoint(const std::string& cdir, const nlohmann::
                                 want[u].begin < r.begin + r.count);
         }
         if (!needed) continue;
-        const CheckpointFile f =
-            read_checkpoint_file((fs::path(cdir) / fmt::format("rank-{}.bin", q)).string());
-        if (f.rank != q || f.ranks != N || f.units.size() != numel.size())
-            throw Error(fmt::format("checkpoint '{}': rank-{}.bin belongs to rank {} of {} with {} "
-                                    "units; the checkpoint is inconsistent",
-                                    cdir, q, f.rank, f.ranks, f.units.size()));
+        const CheckpointFile f = read_rank_file(cdir, q, N, numel);
         if (first) {
             s.step = f.step, s.iteration = f.iteration, s.loss_scale = f.loss_scale;
             s.good_steps = f.good_steps, s.skipped = f.skipped;

@@ -64,6 +64,12 @@ nlohmann::json read_checkpoint_meta(const std::string& cdir);
 // "vocab_multiple" (1 when absent: checkpoints from before padding existed).
 ModelConfig checkpoint_model(const nlohmann::json& meta);
 
+// rank-Q.bin of the N-rank checkpoint in `cdir`, read and checked to be that rank's file: its
+// header says rank q of N, and it holds the slice stored_range gives of each unit in `numel`.
+// Throws Error naming the file when it does not (a file copied over another's, say).
+CheckpointFile read_rank_file(const std::string& cdir, int q, int N,
+                              const std::vector<std::uint64_t>& numel);
+
 // Reads the ranges `want` (per unit, in that unit's elements; elements past its size read as 0)
 // from the checkpoint in `cdir`, whatever rank count wrote it. Throws UsageError when it was
 // written for another model or training config (naming the difference), Error when a file is

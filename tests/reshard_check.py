@@ -10,7 +10,8 @@ at N = 4, 2 and 3 with the same global batch of 12 sequences, against the uninte
   ~1e-7 relative each) through AdamW at lr 3e-3: bounded by 2e-5, well above the ~1e-7 seen and
   far below a real error (a wrong shard or a lost optimizer moment moves the loss by > 1e-3).
 - `checkpoint export` gives the same tensors, bit for bit, as --save-weights at the same step;
-  `checkpoint inspect` lists every file as verified; a flipped byte is caught by both.
+  `checkpoint inspect` lists every file as verified; a flipped byte is caught by both; a rank
+  file copied over another's (its checksum fine) is refused by inspect, export and resume.
 - A different global batch is refused, naming both.
 Usage: reshard_check.py SHARDLAB MPIRUN [MPIRUN ARGS...]"""
 import json
@@ -91,6 +92,24 @@ with tempfile.TemporaryDirectory() as tmp:
     a, b = tensors(p("export.safetensors")), tensors(p("step3.safetensors"))
     say(a.keys() == b.keys() and all(a[k] == b[k] for k in a),
         f"checkpoint export: {len(a)} tensors bitwise equal to --save-weights at the same step")
+
+    # A rank file copied over another's passes its checksum but holds the other rank's slices:
+    # inspect, export and resume all refuse it, naming the file; export leaves no file behind
+    # (it wrote the weights with the missing slices as zeros, exit 0).
+    shutil.copytree(p("saved"), p("swapped"))
+    shutil.copy(os.path.join(p("swapped"), "checkpoint", "rank-1.bin"),
+                os.path.join(p("swapped"), "checkpoint", "rank-0.bin"))
+    why = "rank-0.bin holds the slices of rank 1 of 4 (4 units), not those of rank 0 of 4"
+    for what, cmd in [("inspect", [SHARDLAB, "checkpoint", "inspect", p("swapped")]),
+                      ("export", [SHARDLAB, "checkpoint", "export", p("swapped"), "--out",
+                                  p("swapped.safetensors")])]:
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        say(r.returncode != 0 and why in r.stderr, f"a rank file copied over rank 0's: {what} refuses it")
+    say(not os.path.exists(p("swapped.safetensors")) and not os.path.exists(p("swapped.safetensors.tmp")),
+        "the refused export left no file")
+    r = train(2, p("swapped"), "--resume", p("swapped"), "--micro-batch", "3", "--grad-accum", "2",
+              "--stop-after", "4", check=False)
+    say(r.returncode != 0 and why in r.stdout + r.stderr, "the resume refuses it too")
 
     with open(os.path.join(p("saved"), "checkpoint", "rank-2.bin"), "r+b") as f:
         f.seek(200)
