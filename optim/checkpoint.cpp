@@ -23,13 +23,14 @@ namespace shardlab {
 namespace fs = std::filesystem;
 
 namespace {
-// The keys that must match for a continuation of the same training: the model, the numerics, the
-// schedule and the data with its global batch (how it is split over ranks, micro-batches and
-// ZeRO stages may change).
+// The keys that must match for a continuation of the same training: the model, the numerics
+// (--reproducible and the attention kernel included: each changes the bits), the schedule and
+// the data with its global batch (how it is split over ranks, micro-batches and ZeRO stages may
+// change).
 const char* kMustMatch[] = {
-    "model",        "precision",  "global_batch_seqs", "seq",   "lr",    "warmup", "steps",
-    "min_lr_ratio", "schedule",   "weight_decay",      "beta1", "beta2", "eps",    "grad_clip",
-    "seed",         "data_sha256"};
+    "model",        "precision",   "global_batch_seqs", "seq",      "lr",    "warmup", "steps",
+    "min_lr_ratio", "schedule",    "weight_decay",      "beta1",    "beta2", "eps",    "grad_clip",
+    "seed",         "data_sha256", "reproducible",      "attention"};
 
 // Writes bytes to path and makes them durable; throws Error naming the path and the reason.
 void write_durably(const fs::path& path, const std::string& bytes) {
@@ -99,14 +100,20 @@ nlohmann::json model_of(const nlohmann::json& config) {
     return model;
 }
 
+// What a checkpoint written before a key was recorded ran with: its only value then.
+nlohmann::json saved_setting(const nlohmann::json& config, const std::string& key) {
+    if (key == "model") return model_of(config);
+    if (!config.contains(key) && key == "reproducible") return false;
+    if (!config.contains(key) && key == "attention") return "materialize";
+    return config.value(key, nlohmann::json());
+}
+
 void check_compatible(const std::string& cdir, const nlohmann::json& meta,
                       const nlohmann::json& config, const std::vector<std::uint64_t>& numel) {
     if (model_of(meta["config"]) == model_of(config))
         check_vocab_padding(cdir, meta["config"], config);
     for (const char* key : kMustMatch) {
-        const auto saved = std::string(key) == "model"
-                               ? model_of(meta["config"])
-                               : meta["config"].value(key, nlohmann::json());
+        const auto saved = saved_setting(meta["config"], key);
         const auto now =
             std::string(key) == "model" ? model_of(config) : config.value(key, nlohmann::json());
         if (saved != now && std::string(key) == "data_sha256")

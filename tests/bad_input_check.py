@@ -135,6 +135,13 @@ with tempfile.TemporaryDirectory() as tmp:
         ("plan --sweep-ranks 1,2x", [SHARDLAB, "plan", "--preset", "gpt2", "--sweep-ranks", "1,2x"], "'2x' is not a rank count"),
         ("a tensor name without a layer number", eval_ + ["--weights", odd_name], "has no model config and hidden size 32 is not a multiple of 64"),
         ("resume on other data", train + ["--resume", run, "--data", small_text], "was trained on other data than"),
+        # Once a 0-step report replaced the run's; a changed kernel or --reproducible resumed
+        # silently, not bit for bit.
+        ("resume of a finished run", train + ["--resume", run], "is at step 2 of 2: the run is complete, nothing to resume"),
+        ("resume with another attention kernel", train + ["--resume", run, "--attention", "materialize"],
+         'was written with attention = "flash", this run has "materialize"'),
+        ("resume adding --reproducible", train + ["--resume", run, "--reproducible"],
+         "was written with reproducible = false, this run has true"),
         ("plan --params nan", [SHARDLAB, "plan", "--params", "nan"], "--params: nan is not in [1, 1e+15]"),
         ("plan --params -5", [SHARDLAB, "plan", "--params", "-5"], "--params: -5 is not in [1, 1e+15]"),
         ("plan --ranks 0", [SHARDLAB, "plan", "--preset", "gpt2", "--ranks", "0"], "--ranks: 0 is below 1; use 1 or more"),

@@ -243,6 +243,13 @@ int TrainSession::resume(const std::string& dir, const nlohmann::json& config, i
             for (std::size_t u = 0; u < numel_.size(); ++u)
                 want.push_back({engine_->owned_offset(int(u)), engine_->owned_count(int(u))});
             saved = load_checkpoint(cdir, config, numel_, want);
+            const int steps = config.value("steps", 0);
+            if (saved.iteration >= steps)
+                throw UsageError(fmt::format(
+                    "checkpoint '{}' is at step {} of {}: the run is complete, nothing to "
+                    "resume (its report stays as it is); to train on, start a new run from its "
+                    "weights: checkpoint export, then train --init",
+                    cdir, saved.iteration, steps));
             if (stop_after > 0 && stop_after <= saved.iteration)
                 throw UsageError(
                     fmt::format("--stop-after {} is not after the checkpoint's step {}; nothing "
