@@ -6,6 +6,7 @@
 #include "launch/config_file.h"
 #include "launch/deepspeed_config.h"
 #include "launch/trainer.h"
+#include "optim/checkpoint.h"
 
 #include <fmt/format.h>
 #include <mpi.h>
@@ -24,7 +25,7 @@ nlohmann::json effective_options(const TrainOptions& o, int ranks) {
     const ModelConfig model = o.model.config();
     nlohmann::json j = train_options_json(
         o, fresh ? config_to_json(model) : nlohmann::json("from --init " + o.init),
-        fresh ? model.context : 0, o.grad_accum);
+        fresh ? model.context : 0, effective_grad_accum(o, ranks));
     j["ranks"] = ranks;
     return j;
 }
@@ -53,8 +54,10 @@ CommandRunner add_train_command(CLI::App& cmd) {
             },
             agree);
         // Continuing a run writes into its directory unless told otherwise: `--resume DIR` alone
-        // must not start a second report in the default ./out.
-        if (!o->resume.empty() && cmd.get_option("--out")->count() == 0) o->out = o->resume;
+        // must not start a second report in the default ./out (nor, for DIR/checkpoint, a run
+        // inside the checkpoint).
+        if (!o->resume.empty() && cmd.get_option("--out")->count() == 0)
+            o->out = run_directory_of(o->resume);
         if (rank == 0) {
             for (const std::string& line : lines) fmt::print("{}\n", line);
             if (o->print_config) fmt::print("{}\n", printed.dump(2));

@@ -1,7 +1,10 @@
 // Flag registration for `shardlab train`.
 #include "launch/train_options.h"
 
+#include "core/error.h"
 #include "launch/flag_checks.h"
+
+#include <fmt/format.h>
 
 #include <limits>
 
@@ -49,7 +52,8 @@ void add_train_options(CLI::App& cmd, TrainOptions& o) {
     cmd.add_option("--micro-batch", o.micro_batch, "Sequences per rank per micro-batch");
     cmd.add_option("--grad-accum", o.grad_accum, "Micro-batches per step");
     cmd.add_option("--global-batch", o.global_batch,
-                   "Sequences per step over all ranks (sets --grad-accum)");
+                   "Sequences per step over all ranks (sets --grad-accum)")
+        ->check(at_least(0));
     cmd.add_option("--steps", o.steps, "Optimizer steps");
     cmd.add_option("--lr", o.lr, "Peak learning rate")->check(in_range(0, kInf));
     cmd.add_option("--warmup", o.warmup, "Linear warmup steps")->check(at_least(0));
@@ -65,7 +69,14 @@ void add_train_options(CLI::App& cmd, TrainOptions& o) {
         ->check(in_range(0, kInf));
     cmd.add_option("--loss-scale", o.loss_scale, "fp16: initial dynamic loss scale")
         ->check(in_range(0, kInf, true));
-    cmd.add_option("--seed", o.seed, "Initialisation and sampling seed");
+    cmd.add_option("--seed", o.seed, "Initialisation and sampling seed (0 to 2^64 - 1)")
+        ->check(CLI::Validator(
+            [](std::string& text) -> std::string { // an unsigned parse would wrap "-1"
+                return text.find('-') == std::string::npos
+                           ? ""
+                           : text + " is negative; use a seed from 0 to 2^64 - 1";
+            },
+            ">= 0"));
     cmd.add_option("--data", o.data,
                    "Text file or llm.c token shard (default: /usr/share/common-licenses)");
     cmd.add_option("--val-every", o.val_every,
@@ -85,10 +96,12 @@ void add_train_options(CLI::App& cmd, TrainOptions& o) {
     cmd.add_option("--save-every", o.save_every,
                    "Checkpoint the full training state every K steps");
     cmd.add_option("--resume", o.resume,
-                   "Continue from a run directory's checkpoint (same N and config); --out "
-                   "defaults to that directory");
+                   "Continue from a run directory's checkpoint (at any rank count and ZeRO "
+                   "stage, with the same global batch and config); --out defaults to that "
+                   "directory");
     cmd.add_option("--stop-after", o.stop_after,
-                   "Stop after this step, keeping --steps' schedule (resume later)");
+                   "Stop after this step, keeping --steps' schedule (resume later)")
+        ->check(at_least(0));
     cmd.add_option("--max-bad-steps", o.max_bad_steps,
                    "Stop with exit code 3 after this many consecutive steps with a non-finite "
                    "loss or gradient norm (the run diverged), keeping the last checkpoint whose "
@@ -160,6 +173,23 @@ nlohmann::json train_options_json(const TrainOptions& o, const nlohmann::json& m
             {"val_every", o.val_every},
             {"val_batches", o.val_batches},
             {"deepspeed_config", o.deepspeed_config}}; // "" when none
+}
+
+int effective_grad_accum(const TrainOptions& o, int ranks) {
+    if (!o.global_batch) return o.grad_accum;
+    const int per_step = ranks * o.micro_batch;
+    if (o.global_batch % per_step != 0)
+        throw UsageError(fmt::format("--global-batch {} is not divisible by N x micro-batch = {} x "
+                                     "{} = {}; use a multiple of {}",
+                                     o.global_batch, ranks, o.micro_batch, per_step, per_step));
+    const int accum = o.global_batch / per_step;
+    if (o.grad_accum != 1 && o.grad_accum != accum)
+        throw UsageError(fmt::format("--grad-accum {} and --global-batch {} disagree: {} ranks x "
+                                     "micro-batch {} x grad-accum {} = {} sequences; give one of "
+                                     "the two",
+                                     o.grad_accum, o.global_batch, ranks, o.micro_batch,
+                                     o.grad_accum, per_step * o.grad_accum));
+    return accum;
 }
 
 LrSchedule lr_schedule(const TrainOptions& o) {

@@ -60,7 +60,11 @@ struct TrainOptions {
 };
 
 void add_train_options(CLI::App& cmd, TrainOptions& o);
-// grad_accum: the effective value (from --grad-accum, or --global-batch / (N x micro-batch)).
+// The grad-accum a run on `ranks` ranks uses: --grad-accum, or --global-batch / (N x
+// micro-batch). UsageError when --global-batch does not divide, or disagrees with a --grad-accum
+// other than 1 (one of them is then not what the run would do).
+int effective_grad_accum(const TrainOptions& o, int ranks);
+// grad_accum: the effective value (effective_grad_accum).
 nlohmann::json train_options_json(const TrainOptions& o, const nlohmann::json& model, int seq,
                                   int grad_accum);
 // --lr, --warmup, --steps, --min-lr-ratio and --schedule as the schedule the run follows.

@@ -98,7 +98,20 @@ void check_run_directory(const TrainOptions& o) {
     namespace fs = std::filesystem;
     const fs::path out(o.out);
     std::error_code ec;
-    const bool resuming_here = !o.resume.empty() && fs::equivalent(out, o.resume, ec);
+    const bool resuming_here =
+        !o.resume.empty() && fs::equivalent(out, run_directory_of(o.resume), ec);
+    if (!o.resume.empty() && !has_checkpoint(o.resume))
+        throw UsageError(!fs::is_directory(o.resume, ec)
+                             ? "--resume " + o.resume + ": no such directory"
+                         : fs::exists(fs::path(o.resume) / "report.json")
+                             ? "--resume " + o.resume +
+                                   ": that run saved no checkpoint (one is "
+                                   "left by --save-every K or --stop-after K)"
+                             : "--resume " + o.resume + ": no checkpoint there (no meta.json); " +
+                                   "point at a run's --out directory");
+    if (fs::exists(out / "meta.json"))
+        throw UsageError("--out " + o.out + " is a checkpoint directory (it holds meta.json); " +
+                         "give --out the run's directory, " + run_directory_of(o.out));
     if (o.overwrite || resuming_here) return;
     for (const char* f :
          {"report.json", "steps.jsonl", "checkpoint", "checkpoint.prev", "checkpoint.diverged"})
@@ -106,6 +119,24 @@ void check_run_directory(const TrainOptions& o) {
             throw UsageError("--out " + o.out + " holds another run (" + f +
                              "); continue it with --resume " + o.out +
                              ", replace it with --overwrite, or choose another --out");
+}
+
+// --overwrite, once every rank's checks passed: rank 0 removes what the replaced run left, so
+// none of it is taken for this run's (its checkpoint would be restored after a divergence, or
+// pointed at after a failed save). Nothing is removed when the run continues from that directory.
+void clear_replaced_run(const TrainOptions& o) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    if (!o.overwrite ||
+        (!o.resume.empty() && fs::equivalent(o.out, run_directory_of(o.resume), ec)))
+        return;
+    for (const char* f : {"report.json", "steps.jsonl", "checkpoint", "checkpoint.prev",
+                          "checkpoint.diverged", "checkpoint.tmp"}) {
+        fs::remove_all(fs::path(o.out) / f, ec);
+        if (ec)
+            throw Error("--overwrite: cannot remove " + (fs::path(o.out) / f).string() + " (" +
+                        ec.message() + "); remove it, or choose another --out");
+    }
 }
 
 // Can this process create a file at `path` (and remove it again)?
@@ -224,16 +255,7 @@ RunSetup prepare(const TrainOptions& o, int ranks, int rank) {
                          "--heads, --kv-heads, --ffn, --vocab and --seq");
     check_run_directory(o);
     check_shard_group(o, ranks, s);
-    s.grad_accum = o.grad_accum;
-    if (o.global_batch) {
-        const int per_step = ranks * o.micro_batch;
-        if (o.global_batch % per_step != 0)
-            throw UsageError(fmt::format(
-                "--global-batch {} is not divisible by N x micro-batch = {} x {} = {}; use a "
-                "multiple of {}",
-                o.global_batch, ranks, o.micro_batch, per_step, per_step));
-        s.grad_accum = o.global_batch / per_step;
-    }
+    s.grad_accum = effective_grad_accum(o, ranks);
     if (!o.init.empty()) { // its header checked now; each rank reads its part in the engine
         s.init = std::make_unique<WeightsReader>(o.init, o.model.vocab_multiple);
         s.config = s.init->config();
@@ -603,6 +625,11 @@ int run_training(const TrainOptions& o) {
     RunSetup setup;
     WatchedComm outside(MPI_COMM_WORLD, o.collective_timeout);
     collectively([&] { setup = prepare(o, ranks, rank); }, outside); // files differ per node
+    collectively(
+        [&] {
+            if (rank == 0) clear_replaced_run(o);
+        },
+        outside);
     const std::unique_ptr<Backend> backend = make_backend(run_device(o), MPI_COMM_WORLD, outside);
     const std::unique_ptr<Communicator> comm = backend->communicator(MPI_COMM_WORLD);
     comm->set_collective_timeout(o.collective_timeout);

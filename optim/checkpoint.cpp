@@ -208,6 +208,13 @@ std::string find_checkpoint_dir(const std::string& dir) {
     return current.string();
 }
 
+std::string run_directory_of(const std::string& dir) {
+    if (!fs::exists(fs::path(dir) / "meta.json")) return dir;
+    fs::path path = fs::absolute(dir).lexically_normal();
+    if (path.filename().empty()) path = path.parent_path(); // "RUN/checkpoint/"
+    return path.parent_path().string();
+}
+
 bool has_checkpoint(const std::string& dir) {
     return fs::exists(fs::path(find_checkpoint_dir(dir)) / "meta.json");
 }

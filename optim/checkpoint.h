@@ -50,6 +50,10 @@ int set_aside_latest_checkpoint(const std::string& dir);
 // dir/checkpoint — or, when a save died between its two renames, dir/checkpoint.prev.
 std::string find_checkpoint_dir(const std::string& dir);
 
+// The run directory `dir` names: `dir`, or its parent when `dir` is itself a checkpoint
+// directory (holds meta.json): `--resume RUN/checkpoint` continues RUN, not a run inside it.
+std::string run_directory_of(const std::string& dir);
+
 // Whether `dir` holds a complete checkpoint (find_checkpoint_dir's choice has its meta.json).
 bool has_checkpoint(const std::string& dir);
 

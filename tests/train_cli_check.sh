@@ -61,7 +61,29 @@ PY
 "$expect" 2 "rank-1.bin is at step 3, another file at step 2" "${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --steps 4 --resume "$work/skewed" --out "$work/skewed"
 printf 'X' | dd of="$work/run/checkpoint/rank-1.bin" bs=1 seek=100 conv=notrunc status=none
 "$expect" 2 "is corrupt (checksum mismatch)" "${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --steps 4 --resume "$work/run" --out "$work/run"
-"$expect" 2 "no checkpoint in" "${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --steps 4 --resume "$work/nothing" --out "$work/x"
+"$expect" 2 "--resume $work/nothing: no such directory" "${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --steps 4 --resume "$work/nothing" --out "$work/x"
+test ! -e "$work/x" # refused before --out is made
+"$expect" 2 "--resume $work/att: that run saved no checkpoint" "$shardlab" train "${small[@]}" --resume "$work/att" --out "$work/x"
+# --resume RUN/checkpoint continues RUN (it once started a second run inside the checkpoint
+# directory, whose next resume went back to the old step); --out a checkpoint directory is refused.
+"$shardlab" train "${small[@]}" --steps 4 --stop-after 2 --out "$work/bycp" >/dev/null
+"$shardlab" train "${small[@]}" --steps 4 --stop-after 3 --resume "$work/bycp/checkpoint" >/dev/null
+test ! -e "$work/bycp/checkpoint/report.json" && test ! -e "$work/bycp/checkpoint/checkpoint"
+grep -q '"iteration": 3' "$work/bycp/checkpoint/meta.json"
+"$expect" 2 "--out $work/run/checkpoint is a checkpoint directory (it holds meta.json); give --out the run's directory, $work/run" "$shardlab" train "${small[@]}" --out "$work/run/checkpoint"
+# --overwrite replaces the whole run: the old checkpoint goes (a divergence once restored it).
+cp -r "$work/bycp" "$work/ow"
+"$shardlab" train "${small[@]}" --overwrite --out "$work/ow" >/dev/null
+test ! -e "$work/ow/checkpoint" && test ! -e "$work/ow/checkpoint.prev"
+grep -q '"steps": 2' "$work/ow/report.json"
+# --global-batch: a negative value or a --grad-accum that disagrees is refused; --print-config
+# shows the grad-accum the run would use.
+"$expect" 2 "--global-batch: -16 is below 0" "$shardlab" train "${small[@]}" --global-batch -16
+"$expect" 2 "--grad-accum 4 and --global-batch 16 disagree: 1 ranks x micro-batch 8 x grad-accum 4 = 32 sequences" "$shardlab" train "${small[@]}" --micro-batch 8 --grad-accum 4 --global-batch 16
+"$shardlab" train "${small[@]}" --micro-batch 8 --global-batch 32 --print-config |
+  /usr/bin/python3 -c 'import json, sys; c = json.load(sys.stdin); assert c["grad_accum"] == 4, c["grad_accum"]'
+"$expect" 2 "--stop-after: -1 is below 0" "$shardlab" train "${small[@]}" --stop-after -1
+"$expect" 2 "-1 is negative; use a seed from 0 to 2^64 - 1" "$shardlab" train "${small[@]}" --seed -1
 # Config files: applied (zero, micro-batch), overridden by flags (--hidden, --steps), and checked.
 printf 'hidden = 48\nzero = 2\nmicro-batch = 3\nsteps = 9\n' > "$work/run.toml"
 "${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --config "$work/run.toml" --steps 2 --out "$work/cfg" >/dev/null
