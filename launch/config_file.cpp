@@ -102,6 +102,10 @@ void apply_config_text(CLI::App& cmd, std::string_view text, const std::string& 
             throw UsageError("config file '" + path + "': unknown key '" + key +
                              "'; keys are the flag names without dashes (see --help)");
         }
+        if (key == "config") // read once, before any of its keys: a second file would be lost
+            throw UsageError("config file '" + path +
+                             "': a config file cannot name another (key 'config'); merge the two "
+                             "files, or give --config once");
         if (opt->count() > 0) continue; // given on the command line: the flag wins
         set_option_text(*opt, value_text(v, key, path), "config file '" + path + "'", key);
     }

@@ -88,6 +88,8 @@ grep -q '"steps": 2' "$work/ow/report.json"
 printf 'hidden = 48\nzero = 2\nmicro-batch = 3\nsteps = 9\n' > "$work/run.toml"
 "${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --config "$work/run.toml" --steps 2 --out "$work/cfg" >/dev/null
 /usr/bin/python3 -c "import json,sys; c=json.load(open(sys.argv[1]))['config']; assert c['model']['hidden']==32 and c['zero']==2 and c['micro_batch']==3 and c['steps']==2, c" "$work/cfg/report.json"
+printf 'config = "%s"\n' "$work/run.toml" > "$work/nested.toml"
+"$expect" 2 "a config file cannot name another (key 'config')" "$shardlab" train "${small[@]}" --config "$work/nested.toml"
 printf 'bogus = 1\n' > "$work/bad.toml"
 "$expect" 2 "unknown key 'bogus'" "${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --config "$work/bad.toml"
 printf 'zero = "three"\n' > "$work/bad.toml"
