@@ -411,6 +411,37 @@ void add_time(const std::vector<Plan>& plans, const MachineProfile& profile, con
     }
 }
 
+// --compare's rows: stages 0-3 with and without offload, each with what of the given sharding
+// applies to it (hpZ is ZeRO-3's; offload keeps an fp32 master, so no offload row under
+// --no-master). On several nodes, the hybrid layouts beside them that are not already rows: HSDP
+// (ZeRO 1-3 inside each node, replicated across nodes) and ZeRO++ hpZ (flat ZeRO-3, backward's
+// gathers in the node).
+std::vector<Plan> compare_plans(const PlanModel& model, const PlanOptions& o, int rank) {
+    std::vector<Plan> plans;
+    auto add = [&](int zero, bool offload, int shard_group, int secondary_shard) {
+        PlanOptions t = o;
+        t.zero = zero, t.offload = offload, t.prefetch = zero == 3 ? o.prefetch : 0;
+        t.shard_group = shard_group, t.secondary_shard = zero == 3 ? secondary_shard : 0;
+        plans.push_back(make_plan(model, t, rank));
+    };
+    auto listed = [&](int zero, int shard_group, int secondary_shard) {
+        return std::any_of(plans.begin(), plans.end(), [&](const Plan& p) {
+            return p.options.zero == zero && p.options.shard_group == shard_group &&
+                   p.options.secondary_shard == secondary_shard;
+        });
+    };
+    for (int zero = 0; zero <= 3; ++zero)
+        for (bool offload : {false, true})
+            if (!offload || o.master) add(zero, offload, o.shard_group, o.secondary_shard);
+    if (o.nodes.nodes() > 1) {
+        const int node = o.nodes.size() / o.nodes.nodes();
+        for (int zero = 1; zero <= 3; ++zero)
+            if (!listed(zero, node, 0)) add(zero, false, node, 0);
+        if (!listed(3, 0, node)) add(3, false, 0, node);
+    }
+    return plans;
+}
+
 // The model as `train` takes it: the preset and the fields given beside it.
 std::string train_model_flags(const PlanFlags& f) {
     std::string s = f.preset.empty() ? "" : " --preset " + f.preset;
@@ -459,27 +490,12 @@ int run_plan(const PlanFlags& f) {
     const bool deepspeed = wants_deepspeed(f);
     std::vector<Plan> plans;
     if (f.compare && !f.sweep.empty()) throw UsageError("use --compare or --sweep-ranks, not both");
+    if (f.compare && f.inference)
+        throw UsageError("--compare sets training's ZeRO stages and offload side by side; an "
+                         "--inference plan has one layout (a full replica of the weights per "
+                         "rank): drop --compare or --inference");
     if (f.compare) {
-        for (int zero = 0; zero <= 3; ++zero)
-            for (bool offload : {false, true}) {
-                PlanOptions t = o;
-                t.zero = zero, t.offload = offload, t.prefetch = zero == 3 ? o.prefetch : 0;
-                plans.push_back(make_plan(model, t, f.rank));
-            }
-        // On several nodes: the hybrid layouts beside them — HSDP (ZeRO 1-3 inside each node,
-        // replicated across nodes) and ZeRO++ hpZ (flat ZeRO-3, backward's gathers in the node).
-        if (o.nodes.nodes() > 1) {
-            const int node = o.nodes.size() / o.nodes.nodes();
-            for (int zero = 1; zero <= 3; ++zero) {
-                PlanOptions t = o;
-                t.zero = zero, t.offload = false, t.prefetch = zero == 3 ? o.prefetch : 0;
-                t.shard_group = node, t.secondary_shard = 0;
-                plans.push_back(make_plan(model, t, f.rank));
-            }
-            PlanOptions t = o;
-            t.zero = 3, t.offload = false, t.shard_group = 0, t.secondary_shard = node;
-            plans.push_back(make_plan(model, t, f.rank));
-        }
+        plans = compare_plans(model, o, f.rank);
     } else if (!f.sweep.empty()) {
         for (const auto& n : split_list(f.sweep)) {
             PlanOptions t = o;

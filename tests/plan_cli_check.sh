@@ -137,6 +137,22 @@ PY
 rows=$(grep -cE ' (flat|hsdp:2|hpz:2) +[0-9.]+$' "$work/cmp4.txt")
 [ "$rows" -eq 12 ] || { cat "$work/cmp4.txt"; echo "plan --compare on 2 nodes: $rows rows with a sharding"; exit 1; }
 grep -qE '^ +4 +3 +no .* hpz:2 ' "$work/cmp4.txt" || { cat "$work/cmp4.txt"; echo "no hpZ row"; exit 1; }
+# --compare keeps what of the given layout applies to each row: hpZ on the ZeRO-3 rows only (the
+# hybrid hpZ row is then one of them, not repeated); no offload rows under --no-master (offload
+# keeps an fp32 master); --inference has one layout, nothing to compare.
+"$shardlab" plan --preset gpt2 --compare --zero 3 --secondary-shard node --nodes 2 --gpus-per-node 2 >"$work/cmphpz.txt"
+"$shardlab" plan --preset gpt2 --compare --no-master -n 4 --json "$work/cmpnm.json" >/dev/null
+/usr/bin/python3 - "$work" <<'PY'
+import json, sys
+w = sys.argv[1]
+rows = [l.split() for l in open(f"{w}/cmphpz.txt") if l.split() and l.split()[0] == "4"]
+rows = [(int(r[1]), r[2], r[-2]) for r in rows]
+assert rows == [(z, o, "hpz:2" if z == 3 else "flat") for z in range(4) for o in ("no", "yes")] + \
+    [(z, "no", "hsdp:2") for z in (1, 2, 3)], rows
+nm = json.load(open(f"{w}/cmpnm.json"))
+assert [(p["zero"], p["offload"]) for p in nm] == [(z, False) for z in range(4)], nm
+PY
+"$expect" 2 "an --inference plan has one layout (a full replica of the weights per rank): drop --compare or --inference" "$shardlab" plan --preset gpt2 --compare --inference
 "$expect" 2 "--shard-group 3 does not divide N = 4 ranks" "$shardlab" plan --preset tiny --zero 3 --ranks 4 --shard-group 3
 "$expect" 2 "--shard-group node needs the nodes" "$shardlab" plan --preset tiny --zero 3 --ranks 4 --shard-group node
 "$expect" 2 "--secondary-shard applies to ZeRO-3 only" "$shardlab" plan --preset tiny --zero 2 --nodes 2 --gpus-per-node 2 --secondary-shard node
