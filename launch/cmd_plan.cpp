@@ -47,7 +47,12 @@ struct PlanFlags {
         grad_accum = 1, prefetch = 0, rank = 0, global_batch = 0, top = 5;
     bool offload = false, no_master = false, inference = false, compare = false, time = false,
          reproducible = false, fit = false;
+    std::vector<std::string> given; // the long flags on the command line, "--rank", ...
 };
+
+bool given(const PlanFlags& f, const std::string& flag) {
+    return std::find(f.given.begin(), f.given.end(), flag) != f.given.end();
+}
 
 PlanModel build_model(const PlanFlags& f) {
     if (f.params > 0) {
@@ -116,23 +121,38 @@ GemmWorkspace gemm_workspace_of(const PlanFlags& f, Precision p) {
     throw UsageError("--gemm " + g + " is not a GEMM library; use openblas, onednn or cublas");
 }
 
-PlanOptions build_options(const PlanFlags& f) {
-    PlanOptions o;
-    if (f.nodes || f.gpus_per_node) {
-        if (f.nodes < 1 || f.gpus_per_node < 1)
-            throw UsageError("give both --nodes and --gpus-per-node (>= 1)");
-        o.ranks = f.nodes * f.gpus_per_node;
-        if (f.ranks && f.ranks != o.ranks)
-            throw UsageError(fmt::format("--ranks {} contradicts --nodes {} x --gpus-per-node {} = "
-                                         "{}; give one or the other",
-                                         f.ranks, f.nodes, f.gpus_per_node, o.ranks));
-    } else {
-        o.ranks = f.ranks ? f.ranks : 1;
-    }
-    if (f.nodes && f.ranks_per_node && f.ranks_per_node != f.gpus_per_node)
+// N: --nodes x --gpus-per-node, else --ranks, else 1 (--sweep-ranks gives its own).
+int plan_ranks(const PlanFlags& f) {
+    if (!f.nodes && !f.gpus_per_node) return f.ranks ? f.ranks : 1;
+    if (f.nodes < 1 || f.gpus_per_node < 1)
+        throw UsageError("give both --nodes and --gpus-per-node (>= 1)");
+    const int n = f.nodes * f.gpus_per_node;
+    if (f.ranks && f.ranks != n)
+        throw UsageError(fmt::format("--ranks {} contradicts --nodes {} x --gpus-per-node {} = "
+                                     "{}; give one or the other",
+                                     f.ranks, f.nodes, f.gpus_per_node, n));
+    if (f.ranks_per_node && f.ranks_per_node != f.gpus_per_node)
         throw UsageError(fmt::format("--ranks-per-node {} contradicts --gpus-per-node {}; give "
                                      "one or the other",
                                      f.ranks_per_node, f.gpus_per_node));
+    return n;
+}
+
+// --sweep-ranks sets N itself, and plans rank 0 of each.
+void check_sweep_flags(const PlanFlags& f) {
+    if (f.sweep.empty()) return;
+    if (f.ranks) throw UsageError("--sweep-ranks sets the rank count N itself; drop --ranks / -n");
+    if (f.nodes || f.gpus_per_node)
+        throw UsageError("--sweep-ranks sets the rank count N itself, which --nodes x "
+                         "--gpus-per-node fixes; give the node size with --ranks-per-node K "
+                         "instead");
+    if (given(f, "--rank"))
+        throw UsageError("--sweep-ranks plans rank 0 of each rank count; drop --rank");
+}
+
+PlanOptions build_options(const PlanFlags& f, int ranks) {
+    PlanOptions o;
+    o.ranks = ranks;
     o.nodes = node_blocks(f, o.ranks);
     o.shard_group = shard_group_size(f);
     o.secondary_shard = secondary_shard_size(f);
@@ -391,8 +411,7 @@ std::optional<MachineProfile> time_profile(const PlanFlags& f) {
 void add_time(const std::vector<Plan>& plans, const MachineProfile& profile, const PlanFlags& f,
               nlohmann::json& out) {
     std::vector<TimePrediction> times;
-    for (const Plan& p : plans)
-        times.push_back(predict_time(p, profile, p.options.ranks > f.rank ? f.rank : 0));
+    for (const Plan& p : plans) times.push_back(predict_time(p, profile, f.rank));
     fmt::print("\nprofile: {} ({}{})\n", profile.name, profile.layout,
                profile.cpu.empty() ? "" : ", " + profile.cpu);
     if (plans.size() == 1) {
@@ -482,12 +501,33 @@ int run_fit(const PlanFlags& f, const PlanModel& model, const PlanOptions& o) {
     return status;
 }
 
+// --sweep-ranks: a plan of rank 0 for each N, its layout built for that N (--ranks-per-node K
+// must divide each); an error names the N it is about.
+std::vector<Plan> sweep_plans(const PlanFlags& f, const PlanModel& model) {
+    std::vector<Plan> plans;
+    for (const auto& n : split_list(f.sweep)) {
+        int ranks = 0;
+        const auto [end, ec] = std::from_chars(n.data(), n.data() + n.size(), ranks);
+        if (ec != std::errc() || end != n.data() + n.size() || ranks < 1)
+            throw UsageError("--sweep-ranks: '" + n +
+                             "' is not a rank count; give a comma-separated list of counts "
+                             ">= 1, e.g. 1,4,16,64");
+        try {
+            plans.push_back(make_plan(model, build_options(f, ranks), 0));
+        } catch (const UsageError& e) {
+            throw UsageError(fmt::format("--sweep-ranks {}: {}", ranks, e.what()));
+        }
+    }
+    return plans;
+}
+
 int run_plan(const PlanFlags& f) {
     if (!f.plot.empty()) check_plot_path(f.plot);
+    check_sweep_flags(f);
     const PlanModel model = build_model(f);
-    PlanOptions o = build_options(f);
-    if (f.fit) return run_fit(f, model, o);
+    if (f.fit) return run_fit(f, model, build_options(f, plan_ranks(f)));
     const bool deepspeed = wants_deepspeed(f);
+    const PlanOptions o = f.sweep.empty() ? build_options(f, plan_ranks(f)) : PlanOptions{};
     std::vector<Plan> plans;
     if (f.compare && !f.sweep.empty()) throw UsageError("use --compare or --sweep-ranks, not both");
     if (f.compare && f.inference)
@@ -497,16 +537,7 @@ int run_plan(const PlanFlags& f) {
     if (f.compare) {
         plans = compare_plans(model, o, f.rank);
     } else if (!f.sweep.empty()) {
-        for (const auto& n : split_list(f.sweep)) {
-            PlanOptions t = o;
-            const auto [end, ec] = std::from_chars(n.data(), n.data() + n.size(), t.ranks);
-            if (ec != std::errc() || end != n.data() + n.size() || t.ranks < 1)
-                throw UsageError("--sweep-ranks: '" + n +
-                                 "' is not a rank count; give a comma-separated list of counts "
-                                 ">= 1, e.g. 1,4,16,64");
-            t.nodes = node_blocks(f, t.ranks);
-            plans.push_back(make_plan(model, t, 0));
-        }
+        plans = sweep_plans(f, model);
     } else {
         plans.push_back(make_plan(model, o, f.rank));
     }
@@ -594,7 +625,9 @@ CommandRunner add_plan_command(CLI::App& cmd) {
     cmd.add_flag("--compare", f->compare,
                  "Stages 0-3 x offload side by side; on several nodes also HSDP (ZeRO 1-3 in "
                  "each node) and hpZ");
-    cmd.add_option("--sweep-ranks", f->sweep, "Comma-separated rank counts, e.g. 1,4,16,64");
+    cmd.add_option("--sweep-ranks", f->sweep,
+                   "Comma-separated rank counts, e.g. 1,4,16,64 (rank 0 of each; nodes of "
+                   "--ranks-per-node K)");
     cmd.add_option("--rank", f->rank,
                    "Which rank's traffic to show (ranks differ only in tiny scalar collectives)");
     cmd.add_option("--estimator", f->estimator,
@@ -617,7 +650,12 @@ CommandRunner add_plan_command(CLI::App& cmd) {
     cmd.add_option("--plot", f->plot,
                    "Draw the per-rank memory (device and host, by component) into FILE.png");
     cmd.add_option("--python", f->python, "The interpreter for --plot (one with matplotlib)");
-    return [f] { return run_plan(*f); };
+    return [f, &cmd] {
+        for (const CLI::Option* opt : cmd.get_options())
+            if (opt->count() > 0)
+                for (const std::string& name : opt->get_lnames()) f->given.push_back("--" + name);
+        return run_plan(*f);
+    };
 }
 
 } // namespace shardlab

@@ -108,6 +108,15 @@ for op, b in r1["by_op"].items():
     assert b > 0 and r1["by_op_link"][op] == {"intra_node": 0, "inter_node": b}, (op, r1)
     assert flat["by_op_link"][op] == {"intra_node": b, "inter_node": 0}, (op, flat)
 PY
+# --sweep-ranks lays each N out in nodes of --ranks-per-node K (the busiest rank sends across nodes
+# once there are two); it sets N itself and plans rank 0, so -n, --nodes and --rank go.
+"$shardlab" plan --preset tiny --zero 3 --sweep-ranks 2,4 --ranks-per-node 2 >"$work/sweepn.txt"
+grep -qE '^ +2 +3 +no .* flat +0\.000$' "$work/sweepn.txt" || { cat "$work/sweepn.txt"; exit 1; }
+grep -qE '^ +4 +3 +no .* flat +0\.015$' "$work/sweepn.txt" || { cat "$work/sweepn.txt"; exit 1; }
+"$expect" 2 "--sweep-ranks 6: --ranks-per-node 4 must divide the number of ranks N=6" "$shardlab" plan --preset tiny --sweep-ranks 4,6 --ranks-per-node 4
+"$expect" 2 "--sweep-ranks plans rank 0 of each rank count; drop --rank" "$shardlab" plan --preset tiny --sweep-ranks 4,8 --rank 2
+"$expect" 2 "--sweep-ranks sets the rank count N itself; drop --ranks / -n" "$shardlab" plan --preset tiny --sweep-ranks 4,8 -n 4
+"$expect" 2 "give the node size with --ranks-per-node K instead" "$shardlab" plan --preset tiny --sweep-ranks 4,8 --nodes 2 --gpus-per-node 2
 "$expect" 2 "--ranks-per-node 3 contradicts --gpus-per-node 2" "$shardlab" plan --preset tiny --nodes 2 --gpus-per-node 2 --ranks-per-node 3
 
 # Hybrid layouts on 2 nodes x 2: --shard-group node is --shard-group 2 there; HSDP's shards are
