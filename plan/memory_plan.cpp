@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 namespace shardlab {
 
@@ -61,12 +62,21 @@ std::uint64_t parse_gpu(const std::string& name) {
     if (name == "a100-80") return 85198045184ull;
     if (name == "h100-80") return 85520809984ull;
     if (name == "h200-141") return 150754820096ull;
+    std::optional<double> v;
     try {
         std::size_t pos = 0;
-        const double v = std::stod(name, &pos);
-        if (pos == name.size() && v >= 1) return std::uint64_t(std::llround(v));
-    } catch (const std::exception&) {
+        const double d = std::stod(name, &pos);
+        if (pos == name.size()) v = d;
+    } catch (const std::out_of_range&) {
+        v = HUGE_VAL; // beyond a double's range (1e400, 1e-400): refused below
+    } catch (const std::invalid_argument&) {
     }
+    // 2^63: llround's and uint64's common range, and far beyond any memory (9.2 EB).
+    if (v && std::isfinite(*v) && *v >= 1 && *v < 0x1p63) return std::uint64_t(std::llround(*v));
+    if (v && !std::isnan(*v))
+        throw UsageError("GPU memory '" + name +
+                         "' is not a byte count in [1, 2^63): give a finite count of bytes, "
+                         "e.g. 80e9");
     throw UsageError("unknown GPU '" + name +
                      "'; use a100-40, a100-80, h100-80, h200-141 or a byte count");
 }
