@@ -377,6 +377,17 @@ void check_plot_path(const std::string& plot) {
                              "--plot " + plot);
 }
 
+// --json must name a file in a directory that can be written: checked before anything is
+// computed, so a bad path is refused before the plan is printed, not after.
+void check_json_path(const std::string& json) {
+    const std::filesystem::path p(json);
+    std::error_code ec;
+    if (std::filesystem::is_directory(p, ec))
+        throw UsageError("--json " + json + " is a directory; give a file name, e.g. plan.json");
+    check_writable_directory(p.has_parent_path() ? p.parent_path().string() : ".",
+                             "--json " + json);
+}
+
 // The plot script reads plan --json output: handed over in a temporary file.
 void plot_plans(const nlohmann::json& plans, const PlanFlags& f) {
     std::string tmp = (std::filesystem::temp_directory_path() / "shardlab-plan-XXXXXX").string();
@@ -521,12 +532,16 @@ std::vector<Plan> sweep_plans(const PlanFlags& f, const PlanModel& model) {
     return plans;
 }
 
+// Every refusal comes before the first line is printed: the paths, the flags that go together,
+// the profile (--fit loads its own before it prints).
 int run_plan(const PlanFlags& f) {
     if (!f.plot.empty()) check_plot_path(f.plot);
+    if (!f.json_path.empty()) check_json_path(f.json_path);
     check_sweep_flags(f);
     const PlanModel model = build_model(f);
     if (f.fit) return run_fit(f, model, build_options(f, plan_ranks(f)));
     const bool deepspeed = wants_deepspeed(f);
+    const std::optional<MachineProfile> profile = time_profile(f);
     const PlanOptions o = f.sweep.empty() ? build_options(f, plan_ranks(f)) : PlanOptions{};
     std::vector<Plan> plans;
     if (f.compare && !f.sweep.empty()) throw UsageError("use --compare or --sweep-ranks, not both");
@@ -563,7 +578,7 @@ int run_plan(const PlanFlags& f) {
         out = plan_json(plans[0]);
     else
         for (const auto& p : plans) out.push_back(plan_json(p));
-    if (const auto profile = time_profile(f)) add_time(plans, *profile, f, out);
+    if (profile) add_time(plans, *profile, f, out);
     if (!f.json_path.empty()) {
         nlohmann::json file = out;
         if (deepspeed) {

@@ -235,7 +235,21 @@ cmp = json.load(open(f"{w}/tcmp.json"))
 assert all("time" in c and c["time"]["predicted_step_ms"] > 0 for c in cmp)
 print("ok: plan --time JSON, its sums, the plan's bytes, the inter-node pace")
 PY
-"$expect" 2 "--time needs rates: give --profile FILE" "$shardlab" plan --preset gpt2 --time
+# Bad input is refused before the plan is printed: nothing on stdout, exit 2 (a usage error: no
+# "rank 0:" for an unwritable --json).
+refused_first() {
+  local want=$1 out
+  shift
+  "$expect" 2 "$want" "$@"
+  if out=$("$@" 2>/dev/null); then echo "expected a failure: $*"; exit 1; fi
+  [ -z "$out" ] || { echo "printed before refusing ($*):"; echo "$out"; exit 1; }
+}
+refused_first "--time needs rates: give --profile FILE" "$shardlab" plan --preset gpt2 --time
+refused_first "unknown profile 'nosuch': not a built-in" "$shardlab" plan --preset gpt2 --compare --profile nosuch
+refused_first "--time predicts a training step; drop --inference" "$shardlab" plan --preset gpt2 --inference --profile h100-sxm
+refused_first "shardlab: error: --json $work/one.json/p.json: $work/one.json is not a directory" "$shardlab" plan --preset gpt2 --json "$work/one.json/p.json"
+refused_first "shardlab: error: --json /proc/p.json: cannot write in /proc" "$shardlab" plan --preset gpt2 --json /proc/p.json
+refused_first "--json $work is a directory; give a file name" "$shardlab" plan --preset gpt2 --json "$work"
 "$expect" 2 "the time model needs the model's shape" "$shardlab" plan --params 7e9 --profile h100-sxm
 # A Llama has its own kernel counts (section 5.2): a preset gets a prediction; --fit over a Llama's
 # fields ranks by it and prints a train command naming the family and its own widths.
@@ -244,7 +258,6 @@ PY
   --seq 64 -n 2 --gpu 30e6 --global-batch 8 --profile h100-sxm --fit --top 1 |
   grep -q "shardlab train --arch llama --layers 2 --hidden 64 --heads 4 --kv-heads 2 --ffn 160 "
 "$expect" 2 "llama runs flash attention only" "$shardlab" plan --preset tiny-llama --attention materialize --profile h100-sxm
-"$expect" 2 "--time predicts a training step; drop --inference" "$shardlab" plan --preset gpt2 --inference --profile h100-sxm
 
 # --fit (docs/TIME.md section 12): what fits the budget, ranked, with the train command that runs
 # it; nothing fits: exit 1 naming the smallest; the flags it needs.
