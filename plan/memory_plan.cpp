@@ -23,6 +23,18 @@ std::uint64_t param_bytes_per_element(Precision p) {
     return p == Precision::fp32 ? 4 : 2;
 }
 
+std::uint64_t moment_bytes(OptimizerStates t, std::uint64_t n) {
+    switch (t) {
+    case OptimizerStates::fp32:
+        return 4 * n;
+    case OptimizerStates::bf16:
+        return 2 * n;
+    case OptimizerStates::int8:
+        return n + (n + 2047) / 2048 * 4; // one fp32 absmax per 2048
+    }
+    return 0;
+}
+
 std::optional<std::uint64_t> model_workspace_bytes(const ModelConfig& c, int batch, int seq,
                                                    int grad_accum, Precision p,
                                                    GemmWorkspace gemm) {
@@ -139,18 +151,6 @@ void check_options(const PlanModel& m, const PlanOptions& o) {
     if (m.arch() == Architecture::params_only && o.inference)
         throw UsageError("--inference needs the model's shape (layers, hidden, heads) for the KV "
                          "cache; give a preset or fields");
-}
-
-std::uint64_t moment_bytes(OptimizerStates t, std::uint64_t n) {
-    switch (t) {
-    case OptimizerStates::fp32:
-        return 4 * n;
-    case OptimizerStates::bf16:
-        return 2 * n;
-    case OptimizerStates::int8:
-        return n + (n + 2047) / 2048 * 4; // one fp32 absmax per 2048
-    }
-    return 0;
 }
 
 // Model states per rank (device or host), for the training engine.
