@@ -19,6 +19,7 @@
 #include "plan/time_model.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <charconv>
@@ -148,6 +149,26 @@ void check_sweep_flags(const PlanFlags& f) {
                          "instead");
     if (given(f, "--rank"))
         throw UsageError("--sweep-ranks plans rank 0 of each rank count; drop --rank");
+}
+
+// Flags a mode would ignore are refused, not dropped: --global-batch and --top steer --fit's
+// search; an --inference plan (the weights and the KV cache) has no optimizer, gradients or step.
+void check_unused_flags(const PlanFlags& f) {
+    if (!f.fit)
+        for (const char* flag : {"--global-batch", "--top"})
+            if (given(f, flag))
+                throw UsageError(
+                    fmt::format("{} sets the --fit search; add --fit or drop {}", flag, flag));
+    if (!f.inference) return;
+    std::vector<std::string> ignored;
+    for (const char* flag :
+         {"--grad-accum", "--checkpoint", "--reproducible", "--no-master", "--optimizer-states",
+          "--shard-group", "--secondary-shard", "--prefetch"})
+        if (given(f, flag)) ignored.push_back(flag);
+    if (!ignored.empty())
+        throw UsageError(fmt::format("--inference plans the weights and the KV cache, no training "
+                                     "step; drop the training flag{} {}",
+                                     ignored.size() > 1 ? "s" : "", fmt::join(ignored, ", ")));
 }
 
 PlanOptions build_options(const PlanFlags& f, int ranks) {
@@ -538,6 +559,7 @@ int run_plan(const PlanFlags& f) {
     if (!f.plot.empty()) check_plot_path(f.plot);
     if (!f.json_path.empty()) check_json_path(f.json_path);
     check_sweep_flags(f);
+    check_unused_flags(f);
     const PlanModel model = build_model(f);
     if (f.fit) return run_fit(f, model, build_options(f, plan_ranks(f)));
     const bool deepspeed = wants_deepspeed(f);
@@ -644,7 +666,9 @@ CommandRunner add_plan_command(CLI::App& cmd) {
                    "Comma-separated rank counts, e.g. 1,4,16,64 (rank 0 of each; nodes of "
                    "--ranks-per-node K)");
     cmd.add_option("--rank", f->rank,
-                   "Which rank's traffic to show (ranks differ only in tiny scalar collectives)");
+                   "Which rank's traffic to show (on one node ranks differ by a few bytes, in the "
+                   "scalar collectives; across nodes, in the bytes each sends over the inter-node "
+                   "link)");
     cmd.add_option("--estimator", f->estimator,
                    "shardlab | deepspeed (adds DeepSpeed's ZeRO-2/3 estimate beside shardlab's)");
     cmd.add_flag("--time", f->time,

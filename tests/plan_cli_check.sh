@@ -39,6 +39,12 @@ test -s "$work/compare.png"
 "$expect" 2 "--prefetch applies to ZeRO-3 only" "$shardlab" plan --preset gpt2 --zero 2 --prefetch 1
 "$expect" 2 "use --compare or --sweep-ranks, not both" "$shardlab" plan --preset gpt2 --compare --sweep-ranks 1,2
 "$expect" 2 "unknown GPU 'tpu'" "$shardlab" plan --preset gpt2 --gpu tpu
+# Flags a mode would ignore are refused by name: --global-batch and --top are --fit's; an
+# inference plan has no training step (it printed "ZeRO-0 + reproducible" for one).
+"$expect" 2 "--global-batch sets the --fit search; add --fit or drop --global-batch" "$shardlab" plan --preset gpt2 -n 2 --global-batch 8
+"$expect" 2 "--top sets the --fit search; add --fit or drop --top" "$shardlab" plan --preset gpt2 --top 3
+"$expect" 2 "--inference plans the weights and the KV cache, no training step; drop the training flags --grad-accum, --checkpoint, --reproducible" "$shardlab" plan --preset gpt2 --inference --grad-accum 2 --checkpoint all --reproducible
+"$expect" 2 "drop the training flag --no-master" "$shardlab" plan --preset gpt2 --inference --no-master
 
 # --estimator deepspeed: DeepSpeed's rows in its print order, with the values worked out by hand in
 # docs/MEMORY.md section 10 (GPT-2 124M on 1 node x 1 GPU and 2 nodes x 8), beside shardlab's.
