@@ -6,6 +6,7 @@
 #include "launch/cli_util.h"
 #include "launch/commands.h"
 #include "launch/device_options.h"
+#include "launch/flag_checks.h"
 #include "launch/model_options.h"
 #include "launch/sweep_options.h"
 #include "measure/calibrate.h"
@@ -119,7 +120,7 @@ CommandRunner add_calibrate_command(CLI::App& cmd) {
     add_model_options(cmd, o->model);
     cmd.add_option("--micro-batch", o->micro_batch,
                    "Sequences per micro-batch: the GEMMs' M is micro-batch x --seq")
-        ->check(CLI::PositiveNumber);
+        ->check(at_least(1));
     cmd.add_option("--dtypes", o->dtypes, "GEMM and memory-bound kernel dtypes, comma-separated");
     cmd.add_option("--reps", o->reps, "Timings per GEMM shape, kernel and copy (the median)");
     cmd.add_option("--copy-bytes", o->copy_bytes, "Host<->device copy size (K/M/G suffixes)");

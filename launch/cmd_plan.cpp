@@ -19,6 +19,7 @@
 #include "plan/time_model.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <charconv>
@@ -47,7 +48,12 @@ struct PlanFlags {
         grad_accum = 1, prefetch = 0, rank = 0, global_batch = 0, top = 5;
     bool offload = false, no_master = false, inference = false, compare = false, time = false,
          reproducible = false, fit = false;
+    std::vector<std::string> given; // the long flags on the command line, "--rank", ...
 };
+
+bool given(const PlanFlags& f, const std::string& flag) {
+    return std::find(f.given.begin(), f.given.end(), flag) != f.given.end();
+}
 
 PlanModel build_model(const PlanFlags& f) {
     if (f.params > 0) {
@@ -116,23 +122,58 @@ GemmWorkspace gemm_workspace_of(const PlanFlags& f, Precision p) {
     throw UsageError("--gemm " + g + " is not a GEMM library; use openblas, onednn or cublas");
 }
 
-PlanOptions build_options(const PlanFlags& f) {
-    PlanOptions o;
-    if (f.nodes || f.gpus_per_node) {
-        if (f.nodes < 1 || f.gpus_per_node < 1)
-            throw UsageError("give both --nodes and --gpus-per-node (>= 1)");
-        o.ranks = f.nodes * f.gpus_per_node;
-        if (f.ranks && f.ranks != o.ranks)
-            throw UsageError(fmt::format("--ranks {} contradicts --nodes {} x --gpus-per-node {} = "
-                                         "{}; give one or the other",
-                                         f.ranks, f.nodes, f.gpus_per_node, o.ranks));
-    } else {
-        o.ranks = f.ranks ? f.ranks : 1;
-    }
-    if (f.nodes && f.ranks_per_node && f.ranks_per_node != f.gpus_per_node)
+// N: --nodes x --gpus-per-node, else --ranks, else 1 (--sweep-ranks gives its own).
+int plan_ranks(const PlanFlags& f) {
+    if (!f.nodes && !f.gpus_per_node) return f.ranks ? f.ranks : 1;
+    if (f.nodes < 1 || f.gpus_per_node < 1)
+        throw UsageError("give both --nodes and --gpus-per-node (>= 1)");
+    const int n = f.nodes * f.gpus_per_node;
+    if (f.ranks && f.ranks != n)
+        throw UsageError(fmt::format("--ranks {} contradicts --nodes {} x --gpus-per-node {} = "
+                                     "{}; give one or the other",
+                                     f.ranks, f.nodes, f.gpus_per_node, n));
+    if (f.ranks_per_node && f.ranks_per_node != f.gpus_per_node)
         throw UsageError(fmt::format("--ranks-per-node {} contradicts --gpus-per-node {}; give "
                                      "one or the other",
                                      f.ranks_per_node, f.gpus_per_node));
+    return n;
+}
+
+// --sweep-ranks sets N itself, and plans rank 0 of each.
+void check_sweep_flags(const PlanFlags& f) {
+    if (f.sweep.empty()) return;
+    if (f.ranks) throw UsageError("--sweep-ranks sets the rank count N itself; drop --ranks / -n");
+    if (f.nodes || f.gpus_per_node)
+        throw UsageError("--sweep-ranks sets the rank count N itself, which --nodes x "
+                         "--gpus-per-node fixes; give the node size with --ranks-per-node K "
+                         "instead");
+    if (given(f, "--rank"))
+        throw UsageError("--sweep-ranks plans rank 0 of each rank count; drop --rank");
+}
+
+// Flags a mode would ignore are refused, not dropped: --global-batch and --top steer --fit's
+// search; an --inference plan (the weights and the KV cache) has no optimizer, gradients or step.
+void check_unused_flags(const PlanFlags& f) {
+    if (!f.fit)
+        for (const char* flag : {"--global-batch", "--top"})
+            if (given(f, flag))
+                throw UsageError(
+                    fmt::format("{} sets the --fit search; add --fit or drop {}", flag, flag));
+    if (!f.inference) return;
+    std::vector<std::string> ignored;
+    for (const char* flag :
+         {"--grad-accum", "--checkpoint", "--reproducible", "--no-master", "--optimizer-states",
+          "--shard-group", "--secondary-shard", "--prefetch"})
+        if (given(f, flag)) ignored.push_back(flag);
+    if (!ignored.empty())
+        throw UsageError(fmt::format("--inference plans the weights and the KV cache, no training "
+                                     "step; drop the training flag{} {}",
+                                     ignored.size() > 1 ? "s" : "", fmt::join(ignored, ", ")));
+}
+
+PlanOptions build_options(const PlanFlags& f, int ranks) {
+    PlanOptions o;
+    o.ranks = ranks;
     o.nodes = node_blocks(f, o.ranks);
     o.shard_group = shard_group_size(f);
     o.secondary_shard = secondary_shard_size(f);
@@ -357,6 +398,17 @@ void check_plot_path(const std::string& plot) {
                              "--plot " + plot);
 }
 
+// --json must name a file in a directory that can be written: checked before anything is
+// computed, so a bad path is refused before the plan is printed, not after.
+void check_json_path(const std::string& json) {
+    const std::filesystem::path p(json);
+    std::error_code ec;
+    if (std::filesystem::is_directory(p, ec))
+        throw UsageError("--json " + json + " is a directory; give a file name, e.g. plan.json");
+    check_writable_directory(p.has_parent_path() ? p.parent_path().string() : ".",
+                             "--json " + json);
+}
+
 // The plot script reads plan --json output: handed over in a temporary file.
 void plot_plans(const nlohmann::json& plans, const PlanFlags& f) {
     std::string tmp = (std::filesystem::temp_directory_path() / "shardlab-plan-XXXXXX").string();
@@ -391,8 +443,7 @@ std::optional<MachineProfile> time_profile(const PlanFlags& f) {
 void add_time(const std::vector<Plan>& plans, const MachineProfile& profile, const PlanFlags& f,
               nlohmann::json& out) {
     std::vector<TimePrediction> times;
-    for (const Plan& p : plans)
-        times.push_back(predict_time(p, profile, p.options.ranks > f.rank ? f.rank : 0));
+    for (const Plan& p : plans) times.push_back(predict_time(p, profile, f.rank));
     fmt::print("\nprofile: {} ({}{})\n", profile.name, profile.layout,
                profile.cpu.empty() ? "" : ", " + profile.cpu);
     if (plans.size() == 1) {
@@ -409,6 +460,37 @@ void add_time(const std::vector<Plan>& plans, const MachineProfile& profile, con
                    times[i].tokens_per_s, times[i].critical_path);
         out[i]["time"] = time_json(times[i]);
     }
+}
+
+// --compare's rows: stages 0-3 with and without offload, each with what of the given sharding
+// applies to it (hpZ is ZeRO-3's; offload keeps an fp32 master, so no offload row under
+// --no-master). On several nodes, the hybrid layouts beside them that are not already rows: HSDP
+// (ZeRO 1-3 inside each node, replicated across nodes) and ZeRO++ hpZ (flat ZeRO-3, backward's
+// gathers in the node).
+std::vector<Plan> compare_plans(const PlanModel& model, const PlanOptions& o, int rank) {
+    std::vector<Plan> plans;
+    auto add = [&](int zero, bool offload, int shard_group, int secondary_shard) {
+        PlanOptions t = o;
+        t.zero = zero, t.offload = offload, t.prefetch = zero == 3 ? o.prefetch : 0;
+        t.shard_group = shard_group, t.secondary_shard = zero == 3 ? secondary_shard : 0;
+        plans.push_back(make_plan(model, t, rank));
+    };
+    auto listed = [&](int zero, int shard_group, int secondary_shard) {
+        return std::any_of(plans.begin(), plans.end(), [&](const Plan& p) {
+            return p.options.zero == zero && p.options.shard_group == shard_group &&
+                   p.options.secondary_shard == secondary_shard;
+        });
+    };
+    for (int zero = 0; zero <= 3; ++zero)
+        for (bool offload : {false, true})
+            if (!offload || o.master) add(zero, offload, o.shard_group, o.secondary_shard);
+    if (o.nodes.nodes() > 1) {
+        const int node = o.nodes.size() / o.nodes.nodes();
+        for (int zero = 1; zero <= 3; ++zero)
+            if (!listed(zero, node, 0)) add(zero, false, node, 0);
+        if (!listed(3, 0, node)) add(3, false, 0, node);
+    }
+    return plans;
 }
 
 // The model as `train` takes it: the preset and the fields given beside it.
@@ -451,46 +533,48 @@ int run_fit(const PlanFlags& f, const PlanModel& model, const PlanOptions& o) {
     return status;
 }
 
+// --sweep-ranks: a plan of rank 0 for each N, its layout built for that N (--ranks-per-node K
+// must divide each); an error names the N it is about.
+std::vector<Plan> sweep_plans(const PlanFlags& f, const PlanModel& model) {
+    std::vector<Plan> plans;
+    for (const auto& n : split_list(f.sweep)) {
+        int ranks = 0;
+        const auto [end, ec] = std::from_chars(n.data(), n.data() + n.size(), ranks);
+        if (ec != std::errc() || end != n.data() + n.size() || ranks < 1)
+            throw UsageError("--sweep-ranks: '" + n +
+                             "' is not a rank count; give a comma-separated list of counts "
+                             ">= 1, e.g. 1,4,16,64");
+        try {
+            plans.push_back(make_plan(model, build_options(f, ranks), 0));
+        } catch (const UsageError& e) {
+            throw UsageError(fmt::format("--sweep-ranks {}: {}", ranks, e.what()));
+        }
+    }
+    return plans;
+}
+
+// Every refusal comes before the first line is printed: the paths, the flags that go together,
+// the profile (--fit loads its own before it prints).
 int run_plan(const PlanFlags& f) {
     if (!f.plot.empty()) check_plot_path(f.plot);
+    if (!f.json_path.empty()) check_json_path(f.json_path);
+    check_sweep_flags(f);
+    check_unused_flags(f);
     const PlanModel model = build_model(f);
-    PlanOptions o = build_options(f);
-    if (f.fit) return run_fit(f, model, o);
+    if (f.fit) return run_fit(f, model, build_options(f, plan_ranks(f)));
     const bool deepspeed = wants_deepspeed(f);
+    const std::optional<MachineProfile> profile = time_profile(f);
+    const PlanOptions o = f.sweep.empty() ? build_options(f, plan_ranks(f)) : PlanOptions{};
     std::vector<Plan> plans;
     if (f.compare && !f.sweep.empty()) throw UsageError("use --compare or --sweep-ranks, not both");
+    if (f.compare && f.inference)
+        throw UsageError("--compare sets training's ZeRO stages and offload side by side; an "
+                         "--inference plan has one layout (a full replica of the weights per "
+                         "rank): drop --compare or --inference");
     if (f.compare) {
-        for (int zero = 0; zero <= 3; ++zero)
-            for (bool offload : {false, true}) {
-                PlanOptions t = o;
-                t.zero = zero, t.offload = offload, t.prefetch = zero == 3 ? o.prefetch : 0;
-                plans.push_back(make_plan(model, t, f.rank));
-            }
-        // On several nodes: the hybrid layouts beside them — HSDP (ZeRO 1-3 inside each node,
-        // replicated across nodes) and ZeRO++ hpZ (flat ZeRO-3, backward's gathers in the node).
-        if (o.nodes.nodes() > 1) {
-            const int node = o.nodes.size() / o.nodes.nodes();
-            for (int zero = 1; zero <= 3; ++zero) {
-                PlanOptions t = o;
-                t.zero = zero, t.offload = false, t.prefetch = zero == 3 ? o.prefetch : 0;
-                t.shard_group = node, t.secondary_shard = 0;
-                plans.push_back(make_plan(model, t, f.rank));
-            }
-            PlanOptions t = o;
-            t.zero = 3, t.offload = false, t.shard_group = 0, t.secondary_shard = node;
-            plans.push_back(make_plan(model, t, f.rank));
-        }
+        plans = compare_plans(model, o, f.rank);
     } else if (!f.sweep.empty()) {
-        for (const auto& n : split_list(f.sweep)) {
-            PlanOptions t = o;
-            const auto [end, ec] = std::from_chars(n.data(), n.data() + n.size(), t.ranks);
-            if (ec != std::errc() || end != n.data() + n.size() || t.ranks < 1)
-                throw UsageError("--sweep-ranks: '" + n +
-                                 "' is not a rank count; give a comma-separated list of counts "
-                                 ">= 1, e.g. 1,4,16,64");
-            t.nodes = node_blocks(f, t.ranks);
-            plans.push_back(make_plan(model, t, 0));
-        }
+        plans = sweep_plans(f, model);
     } else {
         plans.push_back(make_plan(model, o, f.rank));
     }
@@ -516,7 +600,7 @@ int run_plan(const PlanFlags& f) {
         out = plan_json(plans[0]);
     else
         for (const auto& p : plans) out.push_back(plan_json(p));
-    if (const auto profile = time_profile(f)) add_time(plans, *profile, f, out);
+    if (profile) add_time(plans, *profile, f, out);
     if (!f.json_path.empty()) {
         nlohmann::json file = out;
         if (deepspeed) {
@@ -578,9 +662,13 @@ CommandRunner add_plan_command(CLI::App& cmd) {
     cmd.add_flag("--compare", f->compare,
                  "Stages 0-3 x offload side by side; on several nodes also HSDP (ZeRO 1-3 in "
                  "each node) and hpZ");
-    cmd.add_option("--sweep-ranks", f->sweep, "Comma-separated rank counts, e.g. 1,4,16,64");
+    cmd.add_option("--sweep-ranks", f->sweep,
+                   "Comma-separated rank counts, e.g. 1,4,16,64 (rank 0 of each; nodes of "
+                   "--ranks-per-node K)");
     cmd.add_option("--rank", f->rank,
-                   "Which rank's traffic to show (ranks differ only in tiny scalar collectives)");
+                   "Which rank's traffic to show (on one node ranks differ by a few bytes, in the "
+                   "scalar collectives; across nodes, in the bytes each sends over the inter-node "
+                   "link)");
     cmd.add_option("--estimator", f->estimator,
                    "shardlab | deepspeed (adds DeepSpeed's ZeRO-2/3 estimate beside shardlab's)");
     cmd.add_flag("--time", f->time,
@@ -601,7 +689,12 @@ CommandRunner add_plan_command(CLI::App& cmd) {
     cmd.add_option("--plot", f->plot,
                    "Draw the per-rank memory (device and host, by component) into FILE.png");
     cmd.add_option("--python", f->python, "The interpreter for --plot (one with matplotlib)");
-    return [f] { return run_plan(*f); };
+    return [f, &cmd] {
+        for (const CLI::Option* opt : cmd.get_options())
+            if (opt->count() > 0)
+                for (const std::string& name : opt->get_lnames()) f->given.push_back("--" + name);
+        return run_plan(*f);
+    };
 }
 
 } // namespace shardlab

@@ -15,11 +15,24 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 namespace shardlab {
 
 std::uint64_t param_bytes_per_element(Precision p) {
     return p == Precision::fp32 ? 4 : 2;
+}
+
+std::uint64_t moment_bytes(OptimizerStates t, std::uint64_t n) {
+    switch (t) {
+    case OptimizerStates::fp32:
+        return 4 * n;
+    case OptimizerStates::bf16:
+        return 2 * n;
+    case OptimizerStates::int8:
+        return n + (n + 2047) / 2048 * 4; // one fp32 absmax per 2048
+    }
+    return 0;
 }
 
 std::optional<std::uint64_t> model_workspace_bytes(const ModelConfig& c, int batch, int seq,
@@ -61,12 +74,21 @@ std::uint64_t parse_gpu(const std::string& name) {
     if (name == "a100-80") return 85198045184ull;
     if (name == "h100-80") return 85520809984ull;
     if (name == "h200-141") return 150754820096ull;
+    std::optional<double> v;
     try {
         std::size_t pos = 0;
-        const double v = std::stod(name, &pos);
-        if (pos == name.size() && v >= 1) return std::uint64_t(std::llround(v));
-    } catch (const std::exception&) {
+        const double d = std::stod(name, &pos);
+        if (pos == name.size()) v = d;
+    } catch (const std::out_of_range&) {
+        v = HUGE_VAL; // beyond a double's range (1e400, 1e-400): refused below
+    } catch (const std::invalid_argument&) {
     }
+    // 2^63: llround's and uint64's common range, and far beyond any memory (9.2 EB).
+    if (v && std::isfinite(*v) && *v >= 1 && *v < 0x1p63) return std::uint64_t(std::llround(*v));
+    if (v && !std::isnan(*v))
+        throw UsageError("GPU memory '" + name +
+                         "' is not a byte count in [1, 2^63): give a finite count of bytes, "
+                         "e.g. 80e9");
     throw UsageError("unknown GPU '" + name +
                      "'; use a100-40, a100-80, h100-80, h200-141 or a byte count");
 }
@@ -129,18 +151,6 @@ void check_options(const PlanModel& m, const PlanOptions& o) {
     if (m.arch() == Architecture::params_only && o.inference)
         throw UsageError("--inference needs the model's shape (layers, hidden, heads) for the KV "
                          "cache; give a preset or fields");
-}
-
-std::uint64_t moment_bytes(OptimizerStates t, std::uint64_t n) {
-    switch (t) {
-    case OptimizerStates::fp32:
-        return 4 * n;
-    case OptimizerStates::bf16:
-        return 2 * n;
-    case OptimizerStates::int8:
-        return n + (n + 2047) / 2048 * 4; // one fp32 absmax per 2048
-    }
-    return 0;
 }
 
 // Model states per rank (device or host), for the training engine.

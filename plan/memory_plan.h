@@ -128,6 +128,9 @@ Plan make_plan(const PlanModel& model, const PlanOptions& options, int rank = 0)
 
 // Pieces the tests use directly.
 std::uint64_t param_bytes_per_element(Precision p);
+// One moment tensor (m or v) of n elements in format t: 4 n, 2 n, or 8-bit block-wise n bytes
+// plus an fp32 absmax per 2048.
+std::uint64_t moment_bytes(OptimizerStates t, std::uint64_t n);
 // The model's workspace peak in a training step, on a backend whose GEMMs take `gemm` workspace
 // (none where it is unmodelled): the engine's two scalars, the micro-batch's token ids and
 // targets, one loss per micro-batch of the step, backward's gradient scratch tensors (the

@@ -239,6 +239,24 @@ std::vector<std::uint64_t> owned_tiles(const Plan& plan, int S) {
     }
     return tiles;
 }
+
+// The device AdamW's bytes over the rank's owned parameters (section 7), as
+// optim/device_updater.cpp runs it: m and v read and written in their format; the gradient read
+// in the dtype; with an fp32 master (mixed precision), the master read and written and the
+// parameter written in the dtype; without one (fp32 training, --no-master), the parameters
+// themselves read and written in the dtype.
+std::uint64_t device_update_bytes(const PlanModel& m, const PlanOptions& o, int S) {
+    const bool sharded = stage_policy(o.zero).shards_optimizer_state;
+    const bool has_master = o.precision != Precision::fp32 && o.master;
+    const std::uint64_t es = param_bytes_per_element(o.precision);
+    const std::uint64_t weights = has_master ? 4 + 4 + es : 2 * es; // per parameter
+    std::uint64_t bytes = 0;
+    for (auto n : m.unit_numel) {
+        const std::uint64_t own = sharded ? padded_numel(n, S) / S : padded_numel(n, S);
+        bytes += own * (weights + es) + 2 * 2 * moment_bytes(o.optimizer_states, own);
+    }
+    return bytes;
+}
 } // namespace
 
 double collective_seconds(const MachineProfile& p, CollectiveOp op, std::uint64_t count,
@@ -350,14 +368,11 @@ TimePrediction predict_time(const Plan& plan, const MachineProfile& p, int rank)
     for (const Call& c : after_update) step_end += c.seconds, exposed[c.key] += c.seconds;
     t.exposed_comm_s = A * mb.waits + step_end;
     // Section 7: the update.
-    std::uint64_t owned = 0;
-    for (auto n : m.unit_numel)
-        owned += policy.shards_optimizer_state ? padded_numel(n, S) / S : padded_numel(n, S);
     if (o.offload)
         t.offload_s = offload_span(owned_tiles(plan, S), param_dtype(o.precision), p, &t.copies_s,
                                    &t.host_update_s);
     else
-        t.optimizer_s = double(owned) * (24.0 + 2.0 * double(es)) / M;
+        t.optimizer_s = double(device_update_bytes(m, o, S)) / M;
     t.compute_s = t.forward_s + t.backward_s + t.recompute_s + t.optimizer_s;
     t.step_s = t.compute_s + t.exposed_comm_s + t.offload_s;
     // Every collective of the step, all calls, beside the plan's bytes (the same by construction:

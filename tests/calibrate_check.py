@@ -238,6 +238,8 @@ def bad(shardlab, mpirun):
     expect_bad(mpirun + ["-np", "2", shardlab, "calibrate", "--out", "/nonexistent-dir/p.json"] + SMALL,
                "cannot write --out /nonexistent-dir/p.json")
     expect_bad(mpirun + ["-np", "1", shardlab, "calibrate"], "give --out PROFILE.json")
+    expect_bad([shardlab, "calibrate", "--micro-batch", "0", "--out", "x.json"],
+               "--micro-batch: 0 is below 1; use 1 or more")
     expect_bad(mpirun + ["-np", "2", shardlab, "calibrate", "--out", "x.json", "-b", "1M", "-e", "2M"],
                "the fit of alpha and beta needs at least two sizes")
     with tempfile.TemporaryDirectory() as tmp:

@@ -39,6 +39,12 @@ test -s "$work/compare.png"
 "$expect" 2 "--prefetch applies to ZeRO-3 only" "$shardlab" plan --preset gpt2 --zero 2 --prefetch 1
 "$expect" 2 "use --compare or --sweep-ranks, not both" "$shardlab" plan --preset gpt2 --compare --sweep-ranks 1,2
 "$expect" 2 "unknown GPU 'tpu'" "$shardlab" plan --preset gpt2 --gpu tpu
+# Flags a mode would ignore are refused by name: --global-batch and --top are --fit's; an
+# inference plan has no training step (it printed "ZeRO-0 + reproducible" for one).
+"$expect" 2 "--global-batch sets the --fit search; add --fit or drop --global-batch" "$shardlab" plan --preset gpt2 -n 2 --global-batch 8
+"$expect" 2 "--top sets the --fit search; add --fit or drop --top" "$shardlab" plan --preset gpt2 --top 3
+"$expect" 2 "--inference plans the weights and the KV cache, no training step; drop the training flags --grad-accum, --checkpoint, --reproducible" "$shardlab" plan --preset gpt2 --inference --grad-accum 2 --checkpoint all --reproducible
+"$expect" 2 "drop the training flag --no-master" "$shardlab" plan --preset gpt2 --inference --no-master
 
 # --estimator deepspeed: DeepSpeed's rows in its print order, with the values worked out by hand in
 # docs/MEMORY.md section 10 (GPT-2 124M on 1 node x 1 GPU and 2 nodes x 8), beside shardlab's.
@@ -108,6 +114,15 @@ for op, b in r1["by_op"].items():
     assert b > 0 and r1["by_op_link"][op] == {"intra_node": 0, "inter_node": b}, (op, r1)
     assert flat["by_op_link"][op] == {"intra_node": b, "inter_node": 0}, (op, flat)
 PY
+# --sweep-ranks lays each N out in nodes of --ranks-per-node K (the busiest rank sends across nodes
+# once there are two); it sets N itself and plans rank 0, so -n, --nodes and --rank go.
+"$shardlab" plan --preset tiny --zero 3 --sweep-ranks 2,4 --ranks-per-node 2 >"$work/sweepn.txt"
+grep -qE '^ +2 +3 +no .* flat +0\.000$' "$work/sweepn.txt" || { cat "$work/sweepn.txt"; exit 1; }
+grep -qE '^ +4 +3 +no .* flat +0\.015$' "$work/sweepn.txt" || { cat "$work/sweepn.txt"; exit 1; }
+"$expect" 2 "--sweep-ranks 6: --ranks-per-node 4 must divide the number of ranks N=6" "$shardlab" plan --preset tiny --sweep-ranks 4,6 --ranks-per-node 4
+"$expect" 2 "--sweep-ranks plans rank 0 of each rank count; drop --rank" "$shardlab" plan --preset tiny --sweep-ranks 4,8 --rank 2
+"$expect" 2 "--sweep-ranks sets the rank count N itself; drop --ranks / -n" "$shardlab" plan --preset tiny --sweep-ranks 4,8 -n 4
+"$expect" 2 "give the node size with --ranks-per-node K instead" "$shardlab" plan --preset tiny --sweep-ranks 4,8 --nodes 2 --gpus-per-node 2
 "$expect" 2 "--ranks-per-node 3 contradicts --gpus-per-node 2" "$shardlab" plan --preset tiny --nodes 2 --gpus-per-node 2 --ranks-per-node 3
 
 # Hybrid layouts on 2 nodes x 2: --shard-group node is --shard-group 2 there; HSDP's shards are
@@ -137,6 +152,22 @@ PY
 rows=$(grep -cE ' (flat|hsdp:2|hpz:2) +[0-9.]+$' "$work/cmp4.txt")
 [ "$rows" -eq 12 ] || { cat "$work/cmp4.txt"; echo "plan --compare on 2 nodes: $rows rows with a sharding"; exit 1; }
 grep -qE '^ +4 +3 +no .* hpz:2 ' "$work/cmp4.txt" || { cat "$work/cmp4.txt"; echo "no hpZ row"; exit 1; }
+# --compare keeps what of the given layout applies to each row: hpZ on the ZeRO-3 rows only (the
+# hybrid hpZ row is then one of them, not repeated); no offload rows under --no-master (offload
+# keeps an fp32 master); --inference has one layout, nothing to compare.
+"$shardlab" plan --preset gpt2 --compare --zero 3 --secondary-shard node --nodes 2 --gpus-per-node 2 >"$work/cmphpz.txt"
+"$shardlab" plan --preset gpt2 --compare --no-master -n 4 --json "$work/cmpnm.json" >/dev/null
+/usr/bin/python3 - "$work" <<'PY'
+import json, sys
+w = sys.argv[1]
+rows = [l.split() for l in open(f"{w}/cmphpz.txt") if l.split() and l.split()[0] == "4"]
+rows = [(int(r[1]), r[2], r[-2]) for r in rows]
+assert rows == [(z, o, "hpz:2" if z == 3 else "flat") for z in range(4) for o in ("no", "yes")] + \
+    [(z, "no", "hsdp:2") for z in (1, 2, 3)], rows
+nm = json.load(open(f"{w}/cmpnm.json"))
+assert [(p["zero"], p["offload"]) for p in nm] == [(z, False) for z in range(4)], nm
+PY
+"$expect" 2 "an --inference plan has one layout (a full replica of the weights per rank): drop --compare or --inference" "$shardlab" plan --preset gpt2 --compare --inference
 "$expect" 2 "--shard-group 3 does not divide N = 4 ranks" "$shardlab" plan --preset tiny --zero 3 --ranks 4 --shard-group 3
 "$expect" 2 "--shard-group node needs the nodes" "$shardlab" plan --preset tiny --zero 3 --ranks 4 --shard-group node
 "$expect" 2 "--secondary-shard applies to ZeRO-3 only" "$shardlab" plan --preset tiny --zero 2 --nodes 2 --gpus-per-node 2 --secondary-shard node
@@ -210,7 +241,21 @@ cmp = json.load(open(f"{w}/tcmp.json"))
 assert all("time" in c and c["time"]["predicted_step_ms"] > 0 for c in cmp)
 print("ok: plan --time JSON, its sums, the plan's bytes, the inter-node pace")
 PY
-"$expect" 2 "--time needs rates: give --profile FILE" "$shardlab" plan --preset gpt2 --time
+# Bad input is refused before the plan is printed: nothing on stdout, exit 2 (a usage error: no
+# "rank 0:" for an unwritable --json).
+refused_first() {
+  local want=$1 out
+  shift
+  "$expect" 2 "$want" "$@"
+  if out=$("$@" 2>/dev/null); then echo "expected a failure: $*"; exit 1; fi
+  [ -z "$out" ] || { echo "printed before refusing ($*):"; echo "$out"; exit 1; }
+}
+refused_first "--time needs rates: give --profile FILE" "$shardlab" plan --preset gpt2 --time
+refused_first "unknown profile 'nosuch': not a built-in" "$shardlab" plan --preset gpt2 --compare --profile nosuch
+refused_first "--time predicts a training step; drop --inference" "$shardlab" plan --preset gpt2 --inference --profile h100-sxm
+refused_first "shardlab: error: --json $work/one.json/p.json: $work/one.json is not a directory" "$shardlab" plan --preset gpt2 --json "$work/one.json/p.json"
+refused_first "shardlab: error: --json /proc/p.json: cannot write in /proc" "$shardlab" plan --preset gpt2 --json /proc/p.json
+refused_first "--json $work is a directory; give a file name" "$shardlab" plan --preset gpt2 --json "$work"
 "$expect" 2 "the time model needs the model's shape" "$shardlab" plan --params 7e9 --profile h100-sxm
 # A Llama has its own kernel counts (section 5.2): a preset gets a prediction; --fit over a Llama's
 # fields ranks by it and prints a train command naming the family and its own widths.
@@ -219,7 +264,6 @@ PY
   --seq 64 -n 2 --gpu 30e6 --global-batch 8 --profile h100-sxm --fit --top 1 |
   grep -q "shardlab train --arch llama --layers 2 --hidden 64 --heads 4 --kv-heads 2 --ffn 160 "
 "$expect" 2 "llama runs flash attention only" "$shardlab" plan --preset tiny-llama --attention materialize --profile h100-sxm
-"$expect" 2 "--time predicts a training step; drop --inference" "$shardlab" plan --preset gpt2 --inference --profile h100-sxm
 
 # --fit (docs/TIME.md section 12): what fits the budget, ranked, with the train command that runs
 # it; nothing fits: exit 1 naming the smallest; the flags it needs.

@@ -346,6 +346,22 @@ TEST(Plan, BadInputIsAClearError) {
     EXPECT_EQ(parse_gpu("80e9"), 80000000000u);
 }
 
+// A byte count must be finite and below 2^63 (llround's range): inf and 1e30 were taken as
+// 2^63 bytes through an overflowing llround.
+TEST(Plan, GpuBytesAreFiniteAndBelowTwoToThe63) {
+    EXPECT_EQ(parse_gpu("9223372036854774784"), 9223372036854774784u); // the largest double < 2^63
+    for (const char* bad : {"inf", "1e30", "2e19", "9223372036854775808", "1e400", "0.4", "-5"}) {
+        try {
+            parse_gpu(bad);
+            ADD_FAILURE() << bad << " was taken as " << parse_gpu(bad) << " B";
+        } catch (const UsageError& e) {
+            EXPECT_EQ(std::string(e.what()), "GPU memory '" + std::string(bad) +
+                                                 "' is not a byte count in [1, 2^63): give a "
+                                                 "finite count of bytes, e.g. 80e9");
+        }
+    }
+}
+
 namespace {
 struct Expected {
     int stage;

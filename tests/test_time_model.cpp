@@ -152,6 +152,26 @@ TEST(TimeModel, OneRankStepIsComputePlusUpdate) {
     EXPECT_REL(c.step_s, 2 * (135936e-9 + 271360e-9 + 2 * 58112e-9) + 216832e-9);
 }
 
+// The device update's bytes follow the run's states (section 7): with an fp32 master 8 + 2 es
+// beside m and v; without one (fp32, --no-master) the parameters read and written in the dtype,
+// 2 es; the gradient read, es; m and v read and written in their format (8-bit: one fp32 absmax
+// per 2048 of each unit's m and of its v).
+TEST(TimeModel, DeviceUpdateBytesFollowMasterAndMomentFormat) {
+    MachineProfile p = round_profile();
+    p.gemm["fp32"].flop_per_s = 1e9;
+    auto update = [&](Precision precision, bool master, OptimizerStates states) {
+        PlanOptions o = options(1, 0);
+        o.precision = precision, o.master = master, o.optimizer_states = states;
+        return predict_time(make_plan(tiny_model(), o), p).optimizer_s;
+    };
+    EXPECT_REL(update(Precision::bf16, true, OptimizerStates::fp32), 7744 * 28e-9);  // 8+16+4
+    EXPECT_REL(update(Precision::fp32, true, OptimizerStates::fp32), 7744 * 28e-9);  // 8+16+4
+    EXPECT_REL(update(Precision::bf16, false, OptimizerStates::fp32), 7744 * 22e-9); // 4+16+2
+    EXPECT_REL(update(Precision::bf16, true, OptimizerStates::bf16), 7744 * 20e-9);  // 12+8
+    // 7744 x 12 + 4 x (7744 + 4 x (1 + 2 + 2 + 1)): units 1152, 3280, 3280, 32
+    EXPECT_REL(update(Precision::bf16, true, OptimizerStates::int8), 124000e-9);
+}
+
 // Attention at its own measured rates (section 5): the block's 2304 forward FLOPs at 5e8 FLOP/s,
 // its 5760 backward (flash) at 2.5e8; the materialising kernels' entry is not this run's.
 TEST(TimeModel, AttentionAtItsOwnRateWhenTheProfileHasOne) {
