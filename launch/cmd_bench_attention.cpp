@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "core/timer.h"
 #include "launch/commands.h"
+#include "launch/flag_checks.h"
 #include "model/kernels/cpu/attention.h"
 #include "model/kernels/cpu/flash_attention.h"
 #include "model/kernels/cpu/threads.h"
@@ -75,13 +76,13 @@ nlohmann::json bench(const AttentionBenchOptions& o) {
 
 CommandRunner add_bench_attention_command(CLI::App& cmd) {
     auto o = std::make_shared<AttentionBenchOptions>();
-    cmd.add_option("--batch", o->batch, "B")->check(CLI::PositiveNumber);
-    cmd.add_option("--seq-len", o->seq, "T")->check(CLI::PositiveNumber);
-    cmd.add_option("--heads", o->heads, "H")->check(CLI::PositiveNumber);
-    cmd.add_option("--head-dim", o->head_dim, "hd")->check(CLI::PositiveNumber);
+    cmd.add_option("--batch", o->batch, "B")->check(at_least(1));
+    cmd.add_option("--seq-len", o->seq, "T")->check(at_least(1));
+    cmd.add_option("--heads", o->heads, "H")->check(at_least(1));
+    cmd.add_option("--head-dim", o->head_dim, "hd")->check(at_least(1));
     cmd.add_option("--precision", o->precision, "fp32 | bf16 | fp16");
     cmd.add_option("--iters", o->iters, "Timed runs per kind (the median, best of 2 rounds)")
-        ->check(CLI::PositiveNumber);
+        ->check(at_least(1));
     cmd.add_option("--threads", o->threads, "Threads (default: this rank's share of the cores)");
     return [o] {
         cpu::set_threads(o->threads > 0 ? o->threads : cpu::default_threads());

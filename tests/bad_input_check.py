@@ -142,6 +142,7 @@ with tempfile.TemporaryDirectory() as tmp:
          'was written with attention = "flash", this run has "materialize"'),
         ("resume adding --reproducible", train + ["--resume", run, "--reproducible"],
          "was written with reproducible = false, this run has true"),
+        ("bench attention --seq-len 0", [SHARDLAB, "bench", "attention", "--seq-len", "0"], "--seq-len: 0 is below 1; use 1 or more"),
         ("plan --params nan", [SHARDLAB, "plan", "--params", "nan"], "--params: nan is not in [1, 1e+15]"),
         ("plan --params -5", [SHARDLAB, "plan", "--params", "-5"], "--params: -5 is not in [1, 1e+15]"),
         ("plan --ranks 0", [SHARDLAB, "plan", "--preset", "gpt2", "--ranks", "0"], "--ranks: 0 is below 1; use 1 or more"),
