@@ -16,7 +16,7 @@ namespace shardlab {
 
 Communicator::Communicator(MPI_Comm control, std::unique_ptr<Transport> transport,
                            ElementOps& elements, DeviceContext& context)
-    : transport_(std::move(transport)), device_(context),
+    : names_(control), transport_(std::move(transport)), device_(context),
       stream_(context.comm()), context_{*transport_,       elements, stream_,
                                         context.tracker(), nullptr,  &layout_} {
     check_mpi(MPI_Comm_dup(control, &control_), "MPI_Comm_dup");
@@ -28,6 +28,12 @@ void Communicator::set_node_layout(const NodeLayout& layout) {
                                        " ranks for a communicator of " + std::to_string(size()));
     layout_ = layout;
     transport_->set_nodes(layout_);
+}
+
+void Communicator::set_name(std::string name) {
+    name_ = std::move(name);
+    names_.set_group(name_);
+    transport_->set_group_name(name_);
 }
 
 Communicator::~Communicator() {
@@ -58,7 +64,7 @@ void Communicator::timed(const std::string& key, bool measured, std::size_t byte
     CollectiveId id{++seq_, key, bytes, std::move(next_what_)};
     if (auto* w = dynamic_cast<WatchedStream*>(&stream_))
         w->note_activity(
-            fmt::format("{} on rank {} with ranks 0-{}", describe(id), rank(), size() - 1));
+            fmt::format("{} on {} with {}", describe(id), names_.one(rank()), names_.members()));
     transport_->begin_call(std::move(id));
     next_what_.clear();
     const auto sent0 = transport_->bytes_sent(), recv0 = transport_->bytes_received();

@@ -14,6 +14,7 @@
 #include "comm/comm_stats.h"
 #include "comm/element_ops.h"
 #include "comm/transport.h"
+#include "comm/world_ranks.h"
 #include "core/device_context.h"
 #include "core/dtype.h"
 
@@ -71,8 +72,9 @@ class Communicator {
     const NodeLayout& node_layout() const { return layout_; }
 
     // The group's name in trace spans ("world", or "node", "shard", "replicate" for the process
-    // groups: comm/process_groups.h).
-    void set_name(std::string name) { name_ = std::move(name); }
+    // groups: comm/process_groups.h) and in the watchdogs' reports, which name a group's ranks by
+    // world rank ("world rank 3 (rank 1 of the replicate group)").
+    void set_name(std::string name);
     const std::string& name() const { return name_; }
 
     // What the next call is for ("unit h.3"): named if the watchdog reports it
@@ -98,6 +100,7 @@ class Communicator {
         EventPtr start, end;
     };
     MPI_Comm control_ = MPI_COMM_NULL;
+    RankNames names_; // this communicator's ranks as world ranks, for messages
     std::unique_ptr<Transport> transport_;
     DeviceContext& device_; // its tracer, if any, gets a span per call
     Stream& stream_;

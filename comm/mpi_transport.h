@@ -29,6 +29,7 @@ class MpiTransport : public Transport {
     void native(Stream& s, const CollectiveCall& call) override;
     void native_barrier(Stream& s) override;
     void set_timeout(double seconds) override { watchdog_->set_timeout(seconds); }
+    void set_group_name(const std::string& name) override { watchdog_->set_group_name(name); }
 
   protected:
     void post(Stream& s, const std::vector<Transfer>& transfers) override;

@@ -64,31 +64,27 @@ bool same_call(const CollectiveId& a, const CollectiveId& b) {
     return a.seq == b.seq && a.op == b.op && a.bytes == b.bytes;
 }
 
-std::string rank_list(const std::vector<int>& ranks) {
-    std::string s = ranks.size() == 1 ? "rank " : "ranks ";
-    for (std::size_t i = 0; i < ranks.size(); ++i) s += (i ? "," : "") + std::to_string(ranks[i]);
-    return s;
-}
-
 // When another rank's report was already waiting as this rank arrived (or as it ran again after a
 // pause), the others gave up while this rank was not there: it was the one missing — stopped
 // (SIGSTOP, a debugger) or too slow (swapping, a slow disk) — and is only now reading their
 // reports. The network is not to blame then, whatever the answers look like.
-std::string late_arrival(const std::vector<std::optional<RankWait>>& seen, int me) {
+std::string late_arrival(const std::vector<std::optional<RankWait>>& seen, int me,
+                         const RankNames& names) {
     int longest = me;
     for (std::size_t r = 0; r < seen.size(); ++r)
         if (seen[r] && seen[r]->waited > seen[std::size_t(longest)]->waited) longest = int(r);
     return fmt::format("the other ranks gave up on this collective while this rank was not there "
-                       "(rank {} waited {:.1f} s): this rank was stopped or too slow (SIGSTOP, "
+                       "({} waited {:.1f} s): this rank was stopped or too slow (SIGSTOP, "
                        "a debugger, swapping, a slow disk), and the others ended the job",
-                       longest, seen[std::size_t(longest)]->waited);
+                       names.one(longest), seen[std::size_t(longest)]->waited);
 }
 
 // The verdict from what every rank said (nullopt: no answer): a schedule mismatch when two ranks
 // wait in different collectives under one sequence number; otherwise the ranks that did not
 // answer have not arrived (sequence numbers may differ by one then: a ring lets a rank finish a
 // collective its successor is still in).
-std::string verdict(const std::vector<std::optional<RankWait>>& seen, int me, bool late) {
+std::string verdict(const std::vector<std::optional<RankWait>>& seen, int me, bool late,
+                    const RankNames& names) {
     std::vector<int> missing;
     bool conflict = false, out_of_step = false;
     for (std::size_t r = 0; r < seen.size(); ++r) {
@@ -103,12 +99,12 @@ std::string verdict(const std::vector<std::optional<RankWait>>& seen, int me, bo
                 out_of_step = out_of_step || seen[q]->id.seq != seen[r]->id.seq;
             }
     }
-    if (late) return late_arrival(seen, me);
+    if (late) return late_arrival(seen, me, names);
     std::vector<int> late_ranks; // those that answered only after being continued
     for (std::size_t r = 0; r < seen.size(); ++r)
         if (seen[r] && seen[r]->late) late_ranks.push_back(int(r));
     if (!late_ranks.empty())
-        return rank_list(late_ranks) + (late_ranks.size() == 1 ? " was" : " were") +
+        return names.list(late_ranks) + (late_ranks.size() == 1 ? " was" : " were") +
                " not there when the ranks gave up, and answered only after being continued: a "
                "stopped process (SIGSTOP, a debugger) or one too slow; look there";
     const CollectiveId& mine = seen[std::size_t(me)]->id;
@@ -117,7 +113,7 @@ std::string verdict(const std::vector<std::optional<RankWait>>& seen, int me, bo
                "code paths, or a collective was skipped on some rank); this is a bug in the "
                "program, not a slow rank — the table above says who is where";
     if (!missing.empty())
-        return rank_list(missing) + (missing.size() == 1 ? " has" : " have") +
+        return names.list(missing) + (missing.size() == 1 ? " has" : " have") +
                " not arrived: a stopped process (SIGSTOP, a debugger), a hung node or a lost "
                "link; look there";
     if (out_of_step)
@@ -135,14 +131,15 @@ bool peer_gave_up(const std::vector<std::optional<RankWait>>& seen, int me, doub
     return false;
 }
 
-std::string table(const std::vector<std::optional<RankWait>>& seen, double grace) {
+std::string table(const std::vector<std::optional<RankWait>>& seen, double grace,
+                  const RankNames& names) {
     std::string s;
     for (std::size_t r = 0; r < seen.size(); ++r)
-        s += seen[r] ? fmt::format("  rank {}: waiting {:.1f} s in {}\n", r, seen[r]->waited,
-                                   describe(seen[r]->id))
-                     : fmt::format("  rank {}: no answer within {:.1f} s (stopped, stuck outside "
+        s += seen[r] ? fmt::format("  {}: waiting {:.1f} s in {}\n", names.one(int(r)),
+                                   seen[r]->waited, describe(seen[r]->id))
+                     : fmt::format("  {}: no answer within {:.1f} s (stopped, stuck outside "
                                    "a collective, or dead)\n",
-                                   r, grace);
+                                   names.one(int(r)), grace);
     return s;
 }
 } // namespace
@@ -158,8 +155,14 @@ int collective_tag(const CollectiveId& id) {
     return 2 + int(h % 32000); // MPI guarantees tags up to 32767; 0 and 1 are left alone
 }
 
-Watchdog::Watchdog(MPI_Comm comm, double timeout_s) : timeout_s_(timeout_s) {
-    check_mpi(MPI_Comm_dup(comm, &comm_), "MPI_Comm_dup");
+MPI_Comm Watchdog::duplicate(MPI_Comm comm) {
+    MPI_Comm dup = MPI_COMM_NULL;
+    check_mpi(MPI_Comm_dup(comm, &dup), "MPI_Comm_dup");
+    return dup;
+}
+
+Watchdog::Watchdog(MPI_Comm comm, double timeout_s)
+    : comm_(duplicate(comm)), names_(comm_), timeout_s_(timeout_s) {
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
 }
@@ -240,20 +243,20 @@ void Watchdog::investigate(const CollectiveId& id, double waited) {
     int first = 0;
     while (!seen[std::size_t(first)]) ++first;
     const std::string line = fmt::format(
-        "shardlab: rank {}: collective watchdog: waited {:.1f} s in {}: {} (--collective-timeout "
+        "shardlab: {}: collective watchdog: waited {:.1f} s in {}: {} (--collective-timeout "
         "{:g} s; 0 waits forever)\n",
-        rank_, waited, describe(id), verdict(seen, rank_, late), timeout_s_.load());
+        names_.one(rank_), waited, describe(id), verdict(seen, rank_, late, names_),
+        timeout_s_.load());
     const std::string text =
         (first == rank_
-             ? "shardlab: collective watchdog: where every rank is:\n" + table(seen, grace)
+             ? "shardlab: collective watchdog: where every rank is:\n" + table(seen, grace, names_)
              : std::string()) +
         line;
     std::fputs(text.c_str(), stderr);
     std::fflush(stderr);
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    throw Error(fmt::format("collective watchdog: rank {} ends the job (where every rank is: "
-                            "above)",
-                            rank_));
+    throw Error(fmt::format("collective watchdog: {} ends the job (where every rank is: above)",
+                            names_.one(rank_)));
 }
 
 } // namespace shardlab

@@ -3,13 +3,15 @@
 // which collective it waits in. Each then prints where it is and who did not answer, and the job
 // ends (an Error, so the usual path prints it and calls MPI_Abort). A stopped or dead rank never
 // answers and is named as "not arrived"; ranks waiting in different collectives at the same
-// sequence number are named as a schedule mismatch, not a hang.
+// sequence number are named as a schedule mismatch, not a hang. Ranks are named by their world
+// rank, and inside a process group by their rank in the group too (comm/world_ranks.h).
 //
 // It talks over a communicator of its own, from the one thread that waits (a comm stream's
 // worker), so its messages never meet the collectives' traffic.
 #pragma once
 
 #include "comm/collective_id.h"
+#include "comm/world_ranks.h"
 
 #include <mpi.h>
 
@@ -38,6 +40,9 @@ class Watchdog {
 
     void set_timeout(double seconds) { timeout_s_ = seconds; }
     double timeout() const { return timeout_s_; }
+    // The group's name for the report, which names ranks by world rank and this group's rank
+    // ("world rank 3 (rank 1 of the replicate group)"); set before the first wait.
+    void set_group_name(std::string name) { names_.set_group(std::move(name)); }
 
     // Completes every request, yielding the core between tests (MPI_Waitall spins, and the
     // waiting thread shares the cores with compute). Throws Error after the investigation when
@@ -48,7 +53,10 @@ class Watchdog {
     [[noreturn]] void investigate(const CollectiveId& id, double waited);
     bool peer_is_asking();
 
+    static MPI_Comm duplicate(MPI_Comm comm);
+
     MPI_Comm comm_ = MPI_COMM_NULL;
+    RankNames names_; // translates comm_'s ranks, the ones the messages use, for the report
     int rank_ = 0, size_ = 1;
     std::atomic<double> timeout_s_;
     bool arrived_late_ = false; // another rank's report was waiting when this rank arrived

@@ -44,7 +44,10 @@ NodeLayout NodeLayout::detect(MPI_Comm comm) {
 }
 
 NodeLayout NodeLayout::from_flag(MPI_Comm comm, int ranks_per_node) {
-    if (ranks_per_node <= 0) return detect(comm);
+    if (ranks_per_node < 0)
+        throw UsageError("--ranks-per-node " + std::to_string(ranks_per_node) +
+                         " is negative; give K >= 1 ranks per node, or 0 to detect the nodes");
+    if (ranks_per_node == 0) return detect(comm);
     int n = 1;
     MPI_Comm_size(comm, &n);
     return blocks(n, ranks_per_node);

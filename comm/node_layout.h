@@ -22,7 +22,7 @@ class NodeLayout {
     static NodeLayout blocks(int n, int ranks_per_node);
     // Collective over comm: ranks that MPI_COMM_TYPE_SHARED puts together are one node.
     static NodeLayout detect(MPI_Comm comm);
-    // ranks_per_node > 0: blocks(size of comm, K); otherwise detect(comm).
+    // ranks_per_node > 0: blocks(size of comm, K); 0: detect(comm); negative: a UsageError.
     static NodeLayout from_flag(MPI_Comm comm, int ranks_per_node);
 
     int size() const { return int(node_.size()); }

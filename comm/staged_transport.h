@@ -38,6 +38,7 @@ class StagedTransport : public Transport {
         host_->begin_call(id);
     }
     void set_timeout(double seconds) override { host_->set_timeout(seconds); }
+    void set_group_name(const std::string& name) override { host_->set_group_name(name); }
 
   protected:
     void post(Stream& s, const std::vector<Transfer>& transfers) override;

@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace shardlab {
@@ -51,6 +52,8 @@ class Transport {
     // forever). The MPI transports have a watchdog (comm/mpi_watchdog.h); NCCL's waits are on the
     // GPU.
     virtual void set_timeout(double /*seconds*/) {}
+    // The group's name for the watchdog's report (comm/process_groups.h: "replicate").
+    virtual void set_group_name(const std::string& /*name*/) {}
 
     std::uint64_t bytes_sent() const { return bytes_sent_; }
     std::uint64_t bytes_received() const { return bytes_received_; }

@@ -1,5 +1,6 @@
 // The blocking MPI calls outside the training collectives — a checkpoint save's barrier and
-// agreement, the resume broadcast, the error agreement, the report gathers — made non-blocking
+// agreement, the resume broadcast, the error agreement, the report gathers (report.json,
+// --log-memory's samples, --trace's events and its starting barrier) — made non-blocking
 // (MPI_Ibarrier, MPI_Iallreduce, MPI_Ibcast, MPI_Igather(v)) and waited by a Watchdog, so that a
 // rank stopped or stuck in any of them (a SIGSTOP, a debugger, a slow NFS write) is named with
 // where every rank is, and the job ends after --collective-timeout instead of hanging forever.

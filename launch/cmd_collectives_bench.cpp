@@ -11,6 +11,7 @@
 #include "launch/collective_check.h"
 #include "launch/commands.h"
 #include "launch/device_options.h"
+#include "launch/flag_checks.h"
 #include "launch/sweep_options.h"
 #include "measure/collective_timing.h"
 #include "measure/copy_rate.h"
@@ -148,6 +149,20 @@ double memcpy_gbps(Communicator& comm, MemoryTracker& tracker, std::size_t bytes
     return double(bytes) / slowest_rank(seconds, comm.mpi_comm()) / 1e9;
 }
 
+// The sweep's sizes, refusing a -b below one element: it would run 0-element benchmarks, and
+// sizes that round to the same count would repeat rows. Above one element, sizes a factor >= 2
+// apart always differ in count.
+std::vector<std::size_t> bench_sizes(const BenchOptions& o) {
+    std::vector<std::size_t> sizes = sweep_sizes(o.sweep);
+    const DType dtype = parse_dtype(o.dtype);
+    if (sizes.front() < dtype_size(dtype))
+        throw UsageError(fmt::format("-b {} is smaller than one {} element ({} B); the sweep "
+                                     "measures whole elements: give -b {} or more",
+                                     o.sweep.min_bytes, dtype_name(dtype), dtype_size(dtype),
+                                     dtype_size(dtype)));
+    return sizes;
+}
+
 int run_bench(const BenchOptions& o) {
     // Validate everything before the first message, so a bad flag exits cleanly on every rank.
     std::vector<CollectiveOp> ops;
@@ -155,7 +170,7 @@ int run_bench(const BenchOptions& o) {
     std::vector<Algo> algos;
     for (const auto& name : split_list(o.algos)) algos.push_back(parse_algo(name));
     const DType dtype = parse_dtype(o.dtype);
-    const std::vector<std::size_t> sizes = sweep_sizes(o.sweep);
+    const std::vector<std::size_t> sizes = bench_sizes(o);
     const std::size_t hi = sizes.back();
     if (ops.empty() || algos.empty())
         throw UsageError("--op and --algo need at least one name each");
@@ -232,16 +247,27 @@ CommandRunner add_collectives_bench_command(CLI::App& cmd) {
     auto o = std::make_shared<BenchOptions>();
     cmd.add_option("--op", o->ops,
                    "Operations, comma-separated: allgather, reduce_scatter, "
-                   "allreduce, broadcast, reduce, gather, scatter");
+                   "allreduce, broadcast, reduce, gather, scatter")
+        ->check(parsed_by([](const std::string& s) { parse_op(s); }, "OPS", true));
     cmd.add_option("--algo", o->algos,
                    "Algorithms, comma-separated: ring (shardlab's plain ring), hd "
                    "(halving-doubling all-reduce), hier (two-level), native (the transport's: "
-                   "MPI's or NCCL's)");
-    cmd.add_option("--dtype", o->dtype, "fp32 | bf16 | fp16");
+                   "MPI's or NCCL's)")
+        ->check(parsed_by([](const std::string& s) { parse_algo(s); }, "ALGOS", true));
+    cmd.add_option("--dtype", o->dtype, "fp32 | bf16 | fp16")
+        ->check(parsed_by([](const std::string& s) { parse_dtype(s); }, "DTYPE"));
     add_sweep_options(cmd, o->sweep);
-    cmd.add_option("--root", o->root, "Root rank of rooted operations");
+    cmd.add_option("--root", o->root, "Root rank of rooted operations")->check(at_least(0));
     cmd.add_option("--json", o->json_path, "Also write the rows to this JSON file");
     add_device_options(cmd, o->device);
+    // The sizes against the dtype, before MPI starts: one message, not one per rank.
+    cmd.parse_complete_callback([o] {
+        try {
+            bench_sizes(*o);
+        } catch (const std::exception& e) { // a UsageError; nothing may escape CLI11's parse
+            throw CLI::ValidationError(e.what());
+        }
+    });
     return [o] { return run_bench(*o); };
 }
 

@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "launch/cli_util.h"
 #include "launch/commands.h"
+#include "launch/flag_checks.h"
 #include "model/backend.h"
 
 #include <fmt/format.h>
@@ -20,6 +21,7 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 namespace shardlab {
@@ -27,11 +29,13 @@ namespace shardlab {
 namespace {
 struct ShowOptions {
     std::string op = "allreduce";
-    std::size_t count = 0; // 0: two elements per rank
+    std::optional<std::size_t> count; // not given: two elements per rank; 0 is the empty case
     int root = 0;
     std::string algo = "ring";
     int ranks_per_node = 0; // 0: detect
 };
+
+constexpr std::size_t kMaxShown = 64; // elements: more do not fit a terminal's line
 
 // Elements print as numbers; never-written ones (still NaN) as ".". Chunk borders as "|".
 std::string format_buffer(const void* data, std::size_t count, DType t, const Chunking* ch) {
@@ -137,11 +141,16 @@ int run_show(const ShowOptions& o) {
     const int n = comm.size(), r = comm.rank();
     comm.set_node_layout(NodeLayout::from_flag(comm.mpi_comm(), o.ranks_per_node));
     const NodeLayout& layout = comm.node_layout();
-    const std::size_t count = o.count ? o.count : std::size_t(2 * n);
-    if (count > 64)
+    const std::size_t count = o.count.value_or(std::size_t(2 * n));
+    if (count > kMaxShown && o.count)
         throw UsageError("--count " + std::to_string(count) +
                          " is too long to print; the walkthrough takes at most 64 elements (use "
                          "`collectives bench` for large buffers)");
+    if (count > kMaxShown)
+        throw UsageError(fmt::format("the default buffer of 2 elements per rank is {} elements on "
+                                     "{} ranks, too long to print (at most 64); give a smaller "
+                                     "--count, or run on at most 32 ranks",
+                                     count, n));
     if (o.root < 0 || o.root >= n)
         throw UsageError(
             fmt::format("--root {} does not exist with N={} ranks; use 0..{}", o.root, n, n - 1));
@@ -226,14 +235,19 @@ CommandRunner add_collectives_show_command(CLI::App& cmd) {
     auto o = std::make_shared<ShowOptions>();
     cmd.add_option("--op", o->op,
                    "allgather, reduce_scatter, allreduce, broadcast, reduce, gather, scatter")
-        ->required();
-    cmd.add_option("--count", o->count, "Elements in the whole buffer S (default: 2 per rank)");
-    cmd.add_option("--root", o->root, "Root rank of rooted operations");
+        ->required()
+        ->check(parsed_by([](const std::string& s) { parse_op(s); }, "OP"));
+    cmd.add_option("--count", o->count,
+                   "Elements in the whole buffer S, 0 to 64 (default: 2 per rank)")
+        ->check(at_least(0));
+    cmd.add_option("--root", o->root, "Root rank of rooted operations")->check(at_least(0));
     cmd.add_option("--algo", o->algo,
                    "ring (default), hd (halving-doubling all-reduce) or hier (two-level "
-                   "all-gather / reduce-scatter / all-reduce)");
+                   "all-gather / reduce-scatter / all-reduce)")
+        ->check(parsed_by([](const std::string& s) { parse_algo(s); }, "ALGO"));
     cmd.add_option("--ranks-per-node", o->ranks_per_node,
-                   "Declare nodes of K consecutive ranks (default: detect shared memory)");
+                   "Declare nodes of K consecutive ranks (default: detect shared memory)")
+        ->check(at_least(0));
     return [o] { return run_show(*o); };
 }
 

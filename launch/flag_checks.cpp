@@ -1,6 +1,8 @@
 // The validators' arithmetic and their messages.
 #include "launch/flag_checks.h"
 
+#include "launch/cli_util.h"
+
 #include <cmath>
 #include <limits>
 #include <sstream>
@@ -57,6 +59,22 @@ CLI::Validator zero_or_in_range(double lo, double hi, const std::string& zero_me
                             ") or a number in " + range;
         },
         "0 or in " + range);
+}
+
+CLI::Validator parsed_by(const std::function<void(const std::string&)>& parse,
+                         const std::string& what, bool list) {
+    return CLI::Validator(
+        [=](std::string& text) -> std::string {
+            try {
+                if (!list) parse(text);
+                for (const std::string& name : list ? split_list(text) : std::vector<std::string>{})
+                    parse(name);
+                return "";
+            } catch (const std::exception& e) {
+                return e.what();
+            }
+        },
+        what);
 }
 
 } // namespace shardlab

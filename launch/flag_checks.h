@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <functional>
 #include <string>
 
 namespace shardlab {
@@ -16,5 +17,11 @@ CLI::Validator in_range(double lo, double hi, bool lo_open = false, bool hi_open
 CLI::Validator at_least(long long lo);
 // 0 (which means `zero_means`) or a number in [lo, hi]: e.g. a timeout too short to be sane.
 CLI::Validator zero_or_in_range(double lo, double hi, const std::string& zero_means);
+
+// A name (or with `list`, comma-separated names) that `parse` accepts: parse_op, parse_algo,
+// parse_dtype. Checked as the flags are parsed, before MPI starts, so a bad name is one message
+// and not one per rank followed by MPI_Abort's banner.
+CLI::Validator parsed_by(const std::function<void(const std::string&)>& parse,
+                         const std::string& what, bool list = false);
 
 } // namespace shardlab

@@ -2,12 +2,14 @@
 
 #include "core/error.h"
 #include "launch/cli_util.h"
+#include "launch/flag_checks.h"
 
 namespace shardlab {
 
 void add_sweep_options(CLI::App& cmd, SweepOptions& o) {
     cmd.add_option("--ranks-per-node", o.ranks_per_node,
-                   "Declare nodes of K consecutive ranks (default: detect shared memory)");
+                   "Declare nodes of K consecutive ranks (default: detect shared memory)")
+        ->check(at_least(0));
     cmd.add_option("-b,--minbytes", o.min_bytes, "Smallest buffer S (K/M/G suffixes)");
     cmd.add_option("-e,--maxbytes", o.max_bytes, "Largest buffer S (K/M/G suffixes)");
     cmd.add_option("-f,--stepfactor", o.factor, "Size multiplier between rows");

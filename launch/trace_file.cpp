@@ -1,15 +1,17 @@
-// Gathers each rank's events as text (plain MPI, outside the collectives' statistics) and writes
-// them as one file on rank 0.
+// Gathers each rank's events as text (a watched gather, outside the collectives' statistics) and
+// writes them as one file on rank 0.
 #include "launch/trace_file.h"
 
-#include "comm/gather_to_root.h"
 #include "launch/cli_util.h"
 
 namespace shardlab {
 
-void write_trace(const std::string& path, Tracer& tracer, const nlohmann::json& about,
-                 MPI_Comm comm) {
-    const std::vector<std::string> parts = gather_to_root(tracer.events().dump(), comm);
+std::vector<std::string> gather_trace(Tracer& tracer, WatchedComm& comm) {
+    return comm.gather(tracer.events().dump(), 0, "--trace: every rank's events to rank 0");
+}
+
+void write_trace(const std::string& path, const std::vector<std::string>& parts,
+                 const nlohmann::json& about) {
     if (parts.empty()) return; // not rank 0
     nlohmann::json events = nlohmann::json::array();
     for (const std::string& part : parts)

@@ -1,7 +1,6 @@
 // Measured vs predicted, per rank.
 #include "launch/train_report.h"
 
-#include "comm/gather_to_root.h"
 #include "core/heap_trim.h"
 #include "launch/cli_util.h"
 #include "launch/train_time.h"
@@ -338,12 +337,12 @@ void reset_peak_resident() {
     std::ofstream("/proc/self/clear_refs") << "5";
 }
 
-nlohmann::json memory_sample(const MemoryTracker& tracker, MPI_Comm comm) {
+nlohmann::json memory_sample(const MemoryTracker& tracker, WatchedComm& comm) {
     nlohmann::json mine{{"rss", status_bytes("VmRSS:")}, {"tracked", nlohmann::json::object()}};
     for (std::size_t c = 0; c < kNumCategories; ++c)
         mine["tracked"][category_name(Category(c))] =
             tracker.current(Category(c), Arena::device) + tracker.current(Category(c), Arena::host);
-    const auto all = gather_to_root(mine.dump(), comm);
+    const auto all = comm.gather(mine.dump(), 0, "--log-memory: every rank's memory to rank 0");
     if (all.empty()) return nullptr;
     nlohmann::json out{{"tracked", nlohmann::json::array()}, {"rss", nlohmann::json::array()}};
     for (const std::string& text : all) {

@@ -111,7 +111,7 @@ void print_rank_report(const nlohmann::json& r, bool by_link = false);
 
 // This moment's memory on every rank, for steps.jsonl (--log-memory): on rank 0
 // {"tracked": [{category: current bytes, ...} per rank], "rss": [resident bytes per rank]}, where
-// tracked counts both arenas; elsewhere null. A collective over `comm`.
-nlohmann::json memory_sample(const MemoryTracker& tracker, MPI_Comm comm);
+// tracked counts both arenas; elsewhere null. A watched gather over `comm`.
+nlohmann::json memory_sample(const MemoryTracker& tracker, WatchedComm& comm);
 
 } // namespace shardlab

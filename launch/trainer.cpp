@@ -329,10 +329,11 @@ struct TraceSession {
     std::unique_ptr<Tracer> tracer;
     std::unique_ptr<TracedOps> ops;
     DeviceContext* ctx = nullptr;
-    TraceSession(const TrainOptions& o, Backend& backend, int rank, MPI_Comm comm) {
+    TraceSession(const TrainOptions& o, Backend& backend, int rank, WatchedComm& outside) {
         if (o.trace.empty()) return;
         ctx = &backend.context();
-        MPI_Barrier(comm); // every rank's time zero at the same moment, within leaving the barrier
+        // Every rank's time zero at the same moment, within leaving the barrier.
+        outside.barrier("--trace: every rank's time zero");
         tracer = std::make_unique<Tracer>(rank, ctx->compute(), ctx->tracker());
         ops = std::make_unique<TracedOps>(backend.ops(), *tracer);
         ctx->set_tracer(tracer.get());
@@ -396,7 +397,7 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
     resident.baseline = current_resident_bytes();
     resident.baseline_file = current_resident_file_bytes();
     reset_peak_resident();
-    const TraceSession trace(o, backend, rank, comm.mpi_comm());
+    const TraceSession trace(o, backend, rank, outside);
     Ops& ops = trace.ops ? static_cast<Ops&>(*trace.ops) : backend.ops();
     // Each rank makes or reads only what it holds; a bad value in a rank's part of an --init
     // file stops every rank alike. The session drops the reader once the engine holds its part.
@@ -485,7 +486,7 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
         const bool last = step + 1 == end;
         if ((o.val_every && (step + 1) % o.val_every == 0) || (last && o.val_every == 0))
             row["val_loss"] = session.validate(val, o.val_batches);
-        if (o.log_memory) row["memory"] = memory_sample(tracker, comm.mpi_comm());
+        if (o.log_memory) row["memory"] = memory_sample(tracker, outside);
         if (lead) {
             steps_log->append(row);
             if (progress) progress->step(step_line(s.precision, row, so, tracker));
@@ -544,9 +545,11 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
         trace.tracer->enable(false);
         ctx.synchronize();
         const int last_traced = std::min(end, trace_from + o.trace_steps);
-        // A trace that cannot be written costs the trace, not the run's report and weights.
+        // A rank missing from the gather ends the job (the watchdog's Error is not a write
+        // failure); a trace that cannot be written costs the trace, not the report and weights.
+        const std::vector<std::string> parts = gather_trace(*trace.tracer, outside);
         try {
-            write_trace(o.trace, *trace.tracer, config, comm.mpi_comm());
+            write_trace(o.trace, parts, config);
             if (lead && last_traced > trace_from)
                 fmt::print("trace of steps {}-{}: {} (open it in ui.perfetto.dev or "
                            "chrome://tracing)\n",

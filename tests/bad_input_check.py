@@ -153,7 +153,32 @@ with tempfile.TemporaryDirectory() as tmp:
          "describes a model of 2.54e+13 parameters, but its rank files hold only"),
         ("checkpoint inspect of it", [SHARDLAB, "checkpoint", "inspect", huge_ckpt], "describes a model of 2.54e+13 parameters"),
         ("checkpoint inspect without a checkpoint", [SHARDLAB, "checkpoint", "inspect", config_dir], "no checkpoint in"),
+        ("collectives show --ranks-per-node -1", [SHARDLAB, "collectives", "show", "--op", "allreduce", "--ranks-per-node", "-1"],
+         "--ranks-per-node: -1 is below 0; use 0 or more"),
+        ("collectives bench --ranks-per-node -1", [SHARDLAB, "collectives", "bench", "--ranks-per-node", "-1"],
+         "--ranks-per-node: -1 is below 0; use 0 or more"),
+        ("calibrate --ranks-per-node -1", [SHARDLAB, "calibrate", "--ranks-per-node", "-1"],
+         "--ranks-per-node: -1 is below 0; use 0 or more"),
+        ("collectives show --count -1", [SHARDLAB, "collectives", "show", "--op", "allreduce", "--count", "-1"],
+         "--count: -1 is below 0; use 0 or more"),
+        ("collectives bench -b 1 (below one fp32 element)", [SHARDLAB, "collectives", "bench", "-b", "1", "-e", "64"],
+         "-b 1 is smaller than one fp32 element (4 B); the sweep measures whole elements: give -b 4 or more"),
+        ("collectives bench -b 1 --dtype bf16", [SHARDLAB, "collectives", "bench", "-b", "1", "-e", "64", "--dtype", "bf16"],
+         "-b 1 is smaller than one bf16 element (2 B)"),
+        # Names checked as the flags are parsed: one message on 3 ranks, not 3 and an MPI_Abort.
+        ("collectives show --op bogus, 3 ranks", MPIRUN + ["-np", "3", SHARDLAB, "collectives", "show", "--op", "bogus"],
+         "--op: unknown collective 'bogus'; use one of allgather, reduce_scatter"),
+        ("collectives show --algo bogus, 3 ranks", MPIRUN + ["-np", "3", SHARDLAB, "collectives", "show", "--op", "allreduce", "--algo", "bogus"],
+         "--algo: unknown algorithm 'bogus'; use ring, hd, hier or native"),
+        ("collectives bench --algo ring,bogus, 3 ranks", MPIRUN + ["-np", "3", SHARDLAB, "collectives", "bench", "--algo", "ring,bogus"],
+         "--algo: unknown algorithm 'bogus'; use ring, hd, hier or native"),
+        ("collectives bench --dtype fp64, 3 ranks", MPIRUN + ["-np", "3", SHARDLAB, "collectives", "bench", "--dtype", "fp64"],
+         "--dtype: unknown dtype 'fp64'; use one of fp32, bf16, fp16"),
+        ("collectives bench --root -1, 3 ranks", MPIRUN + ["-np", "3", SHARDLAB, "collectives", "bench", "--root", "-1"],
+         "--root: -1 is below 0; use 0 or more"),
     ]
+    # Cases whose message must appear exactly once, and no MPI_Abort banner.
+    once = {what for what, _, _ in cases if ", 3 ranks" in what}
     before = snapshot(run)
     failures = 0
     for what, cmd, text in cases:
@@ -174,6 +199,8 @@ with tempfile.TemporaryDirectory() as tmp:
             problems.append(f"exit {p.returncode}, not 2")
         if text not in out:
             problems.append(f"no '{text}' in the output")
+        if what in once and (out.count(text) != 1 or "MPI_ABORT" in out):
+            problems.append(f"'{text}' {out.count(text)} times, not once without MPI_ABORT")
         if seconds >= 5:
             problems.append(f"took {seconds:.1f} s")
         if rss_mb >= 1024:

@@ -16,6 +16,7 @@ MPI_ALLOWED = {"comm/mpi_transport.h", "comm/mpi_watchdog.h", "comm/mpi_collecti
                "comm/agreement.h", "comm/gather_to_root.h",  # the ranks agree over an MPI communicator
                "comm/mpi_session.h",     # MPI_Init / MPI_Finalize
                "comm/node_layout.h",     # nodes found with MPI_COMM_TYPE_SHARED
+               "comm/world_ranks.h",     # a group's ranks translated to MPI_COMM_WORLD's
                "comm/process_groups.h"}  # groups split from the world's MPI communicator
 root = pathlib.Path(sys.argv[1])
 bad = []

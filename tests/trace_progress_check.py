@@ -10,7 +10,8 @@
    directory given as the trace file is refused up front. The same run of a Llama (GQA 4:2,
    untied head) gives a trace of the same structure whose ops are the Llama's, each as many
    times as its layers call it (RMSNorm, RoPE, SwiGLU, flash attention naming its KV heads) and
-   none of GPT-2's, under the same "block l forward/backward" spans as GPT-2's.
+   none of GPT-2's, under the same "block l forward/backward" spans as GPT-2's. It also logs
+   --log-memory: every step's row holds both ranks' memory.
 2. Progress, not on a terminal: log lines exactly at the first step, every --log-every K steps,
    every validation and the last step — and the default K gives about 20 lines per run; no
    terminal control characters.
@@ -144,7 +145,11 @@ try:
     check_trace(trace_path, "gpt2")
     llama_path = os.path.join(work, "llama.json")
     train(2, *traced, "--val-every", "0", "--trace", llama_path, "--out", os.path.join(work, "l"),
-          model=larger_llama)
+          "--log-memory", model=larger_llama)
+    # --log-memory's samples, a watched gather beside the trace's: both ranks in every step's row.
+    rows = [json.loads(l) for l in open(os.path.join(work, "l", "steps.jsonl"))]
+    assert [r["step"] for r in rows] == [1, 2, 3, 4, 5], rows
+    assert all(len(r["memory"]["rss"]) == 2 and len(r["memory"]["tracked"]) == 2 for r in rows), rows
     check_llama_ops(check_trace(llama_path, "llama"), layers=2, hidden=256, heads=4, kv_heads=2,
                     ffn=512, batch=4, seq=128, micro_batches=1)
     # A directory is not a trace file: refused before step 1, not after the run.

@@ -3,6 +3,8 @@
 # within the timeout + 10 s, every live rank naming the collective it waits in and the verdict:
 #   1. tests/watchdog_main.cpp's stopped rank (ring and native collectives): "rank 2 has not arrived"
 #   2. its schedule mismatch: "schedule mismatch", both calls in the table
+#   1b. its "group" mode: the stopped rank is world rank 2 but rank 1 of a replicate group of world
+#      ranks {1,2}: world rank 1 must name it by its world rank, never as "rank 1" (alive)
 #   3. its slow rank (sleeps below the timeout): no false alarm, exit 0
 #   4. `shardlab train --collective-timeout 3` with one rank stopped by SIGSTOP from outside; no
 #      rank blames the network once mpirun continues the stopped one
@@ -36,6 +38,16 @@ for algo in ring native; do
   done
   echo "ok: stop/$algo: exit $code after ${secs} s, rank 2 named by ranks 0 and 1"
 done
+
+timed_run "${mpirun[@]}" -np 3 "$prog" group ring
+[ "$code" -ne 0 ] || fail "group: exit 0 with a stopped rank"
+[ "$secs" -le 13 ] || fail "group: took ${secs} s (timeout 3 s + 10 s)"
+expect_text "world rank 2 (rank 1 of the replicate group): no answer"
+expect_text "world rank 1 (rank 0 of the replicate group): waiting"
+grep -q "shardlab: world rank 1 (rank 0 of the replicate group): collective watchdog: .* in #3 allgather.* (call 3): world rank 2 (rank 1 of the replicate group) has not arrived" \
+  "$work/out" || fail "group: world rank 1 does not name world rank 2 as not arrived"
+! grep -q "rank [01] has not arrived" "$work/out" || fail "group: a live rank is named as not arrived"
+echo "ok: group: the stopped world rank 2 named by its world rank and its rank in the group"
 
 timed_run "${mpirun[@]}" -np 3 "$prog" mismatch ring
 [ "$code" -ne 0 ] || fail "mismatch: exit 0"

@@ -4,6 +4,8 @@
 //   stop      the last rank stops itself (SIGSTOP) before the third call: a hang
 //   mismatch  rank 1 reduce-scatters where the others all-gather in the third call
 //   slow      rank 1 sleeps 1 s (below the timeout) before the third call: must finish, exit 0
+//   group     as stop, but the calls run in a "replicate" group of world ranks 1..N-1 (rank 0
+//             alone in its own): the report must name the stopped rank by its world rank
 #include "comm/mpi_session.h"
 #include "core/error.h"
 #include "launch/cli_util.h"
@@ -25,16 +27,23 @@ int main(int argc, char** argv) {
     const std::string mode = argc > 1 ? argv[1] : "";
     const Algo algo = parse_algo(argc > 2 ? argv[2] : "ring");
     return run_guarded([&] {
-        check(mode == "stop" || mode == "mismatch" || mode == "slow",
-              "usage: watchdog stop|mismatch|slow [ring|native]");
+        check(mode == "stop" || mode == "mismatch" || mode == "slow" || mode == "group",
+              "usage: watchdog stop|mismatch|slow|group [ring|native]");
         const auto backend = make_cpu_backend(1);
-        const auto comm = backend->communicator(MPI_COMM_WORLD);
+        int rank = 0, n = 1;
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        MPI_Comm_size(MPI_COMM_WORLD, &n);
+        MPI_Comm group = MPI_COMM_NULL;
+        MPI_Comm_split(MPI_COMM_WORLD, mode == "group" && rank > 0 ? 1 : 0, rank, &group);
+        const auto comm = backend->communicator(mode == "group" ? group : MPI_COMM_WORLD);
+        MPI_Comm_free(&group); // the communicator holds duplicates
+        if (mode == "group") comm->set_name("replicate");
         comm->set_collective_timeout(3.0);
-        const int rank = comm->rank(), n = comm->size();
         const std::size_t count = 1000;
         std::vector<float> mine(count, float(rank)), all(count); // chunk-sized use of `mine`
         for (int call = 1; call <= 6; ++call) {
-            if (call == 3 && mode == "stop" && rank == n - 1) std::raise(SIGSTOP);
+            if (call == 3 && (mode == "stop" || mode == "group") && rank == n - 1)
+                std::raise(SIGSTOP);
             if (call == 3 && mode == "slow" && rank == 1)
                 std::this_thread::sleep_for(std::chrono::milliseconds(1000));
             comm->label_next("call " + std::to_string(call));
