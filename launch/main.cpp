@@ -76,7 +76,9 @@ int main(int argc, char** argv) {
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
-        if (launcher_rank() != 0) return e.get_exit_code() == 0 ? 0 : 2;
+        // Rank 0 prints the message and its exit code is the job's; the others leave quietly
+        // with 0: one leaving non-zero first would have mpirun kill rank 0 before it printed.
+        if (launcher_rank() != 0) return 0;
         int code = app.exit(e);
         return code == 0 ? 0 : 2;
     }
