@@ -13,7 +13,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 
 namespace shardlab {
 
@@ -37,15 +36,6 @@ std::size_t parse_size(const std::string& text) {
     else if (!suffix.empty())
         throw UsageError("bad size suffix in '" + text + "'; use K, M or G (powers of 1024)");
     return std::size_t(value) * scale;
-}
-
-std::vector<std::string> split_list(const std::string& text) {
-    std::vector<std::string> out;
-    std::stringstream ss(text);
-    std::string item;
-    while (std::getline(ss, item, ','))
-        if (!item.empty()) out.push_back(item);
-    return out;
 }
 
 int launcher_rank() {

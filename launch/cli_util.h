@@ -15,7 +15,6 @@ namespace shardlab {
 
 // "1M" -> 1048576; suffixes K, M, G (powers of 1024, as nccl-tests), optional trailing B.
 std::size_t parse_size(const std::string& text);
-std::vector<std::string> split_list(const std::string& text);
 // This process's rank as the launcher (mpirun, Slurm) announced it; 0 when run alone.
 int launcher_rank();
 // Writes j (indented) to path; throws Error naming the path when it cannot.

@@ -1,8 +1,6 @@
 // The validators' arithmetic and their messages.
 #include "launch/flag_checks.h"
 
-#include "launch/cli_util.h"
-
 #include <cmath>
 #include <limits>
 #include <sstream>
@@ -59,6 +57,15 @@ CLI::Validator zero_or_in_range(double lo, double hi, const std::string& zero_me
                             ") or a number in " + range;
         },
         "0 or in " + range);
+}
+
+std::vector<std::string> split_list(const std::string& text) {
+    std::vector<std::string> out;
+    std::stringstream ss(text);
+    std::string item;
+    while (std::getline(ss, item, ','))
+        if (!item.empty()) out.push_back(item);
+    return out;
 }
 
 CLI::Validator parsed_by(const std::function<void(const std::string&)>& parse,

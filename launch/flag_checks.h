@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace shardlab {
 
@@ -17,6 +18,9 @@ CLI::Validator in_range(double lo, double hi, bool lo_open = false, bool hi_open
 CLI::Validator at_least(long long lo);
 // 0 (which means `zero_means`) or a number in [lo, hi]: e.g. a timeout too short to be sane.
 CLI::Validator zero_or_in_range(double lo, double hi, const std::string& zero_means);
+
+// A comma-separated flag value's items ("ring,hd" -> ring, hd; empty items dropped).
+std::vector<std::string> split_list(const std::string& text);
 
 // A name (or with `list`, comma-separated names) that `parse` accepts: parse_op, parse_algo,
 // parse_dtype. Checked as the flags are parsed, before MPI starts, so a bad name is one message
