@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "launch/cli_util.h"
 #include "launch/commands.h"
+#include "launch/config_file.h"
 #include "launch/flag_checks.h"
 #include "launch/model_options.h"
 #include "launch/plan_deepspeed.h"
@@ -29,6 +30,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <set>
 #include <unistd.h>
 
 namespace shardlab {
@@ -48,11 +50,11 @@ struct PlanFlags {
         grad_accum = 1, prefetch = 0, rank = 0, global_batch = 0, top = 5;
     bool offload = false, no_master = false, inference = false, compare = false, time = false,
          reproducible = false, fit = false;
-    std::vector<std::string> given; // the long flags on the command line, "--rank", ...
+    std::set<std::string> given; // the flags on the command line, "--rank", ...
 };
 
 bool given(const PlanFlags& f, const std::string& flag) {
-    return std::find(f.given.begin(), f.given.end(), flag) != f.given.end();
+    return f.given.count(flag) > 0;
 }
 
 PlanModel build_model(const PlanFlags& f) {
@@ -690,9 +692,7 @@ CommandRunner add_plan_command(CLI::App& cmd) {
                    "Draw the per-rank memory (device and host, by component) into FILE.png");
     cmd.add_option("--python", f->python, "The interpreter for --plot (one with matplotlib)");
     return [f, &cmd] {
-        for (const CLI::Option* opt : cmd.get_options())
-            if (opt->count() > 0)
-                for (const std::string& name : opt->get_lnames()) f->given.push_back("--" + name);
+        f->given = command_line_flags(cmd);
         return run_plan(*f);
     };
 }

@@ -92,14 +92,22 @@ void check_shard_group(const TrainOptions& o, int ranks, RunSetup& s) {
     s.shard_group = S;
 }
 
+// What a run leaves in its directory: its report, log and checkpoints.
+constexpr const char* kRunFiles[] = {"report.json", "steps.jsonl", "checkpoint", "checkpoint.prev",
+                                     "checkpoint.diverged"};
+
+// Whether the run continues the one in its own --out (--resume names that run or its checkpoint).
+bool resumes_in_place(const TrainOptions& o) {
+    std::error_code ec;
+    return !o.resume.empty() && std::filesystem::equivalent(o.out, run_directory_of(o.resume), ec);
+}
+
 // A run directory holding another run (its report, log or checkpoint) is not overwritten unless
 // asked: --resume continues it, --overwrite replaces it.
 void check_run_directory(const TrainOptions& o) {
     namespace fs = std::filesystem;
     const fs::path out(o.out);
     std::error_code ec;
-    const bool resuming_here =
-        !o.resume.empty() && fs::equivalent(out, run_directory_of(o.resume), ec);
     if (!o.resume.empty() && !has_checkpoint(o.resume))
         throw UsageError(!fs::is_directory(o.resume, ec)
                              ? "--resume " + o.resume + ": no such directory"
@@ -112,9 +120,8 @@ void check_run_directory(const TrainOptions& o) {
     if (fs::exists(out / "meta.json"))
         throw UsageError("--out " + o.out + " is a checkpoint directory (it holds meta.json); " +
                          "give --out the run's directory, " + run_directory_of(o.out));
-    if (o.overwrite || resuming_here) return;
-    for (const char* f :
-         {"report.json", "steps.jsonl", "checkpoint", "checkpoint.prev", "checkpoint.diverged"})
+    if (o.overwrite || resumes_in_place(o)) return;
+    for (const char* f : kRunFiles)
         if (fs::exists(out / f))
             throw UsageError("--out " + o.out + " holds another run (" + f +
                              "); continue it with --resume " + o.out +
@@ -126,17 +133,16 @@ void check_run_directory(const TrainOptions& o) {
 // pointed at after a failed save). Nothing is removed when the run continues from that directory.
 void clear_replaced_run(const TrainOptions& o) {
     namespace fs = std::filesystem;
-    std::error_code ec;
-    if (!o.overwrite ||
-        (!o.resume.empty() && fs::equivalent(o.out, run_directory_of(o.resume), ec)))
-        return;
-    for (const char* f : {"report.json", "steps.jsonl", "checkpoint", "checkpoint.prev",
-                          "checkpoint.diverged", "checkpoint.tmp"}) {
-        fs::remove_all(fs::path(o.out) / f, ec);
+    if (!o.overwrite || resumes_in_place(o)) return;
+    auto remove = [&](const fs::path& path) {
+        std::error_code ec;
+        fs::remove_all(path, ec);
         if (ec)
-            throw Error("--overwrite: cannot remove " + (fs::path(o.out) / f).string() + " (" +
-                        ec.message() + "); remove it, or choose another --out");
-    }
+            throw Error("--overwrite: cannot remove " + path.string() + " (" + ec.message() +
+                        "); remove it, or choose another --out");
+    };
+    for (const char* f : kRunFiles) remove(fs::path(o.out) / f);
+    remove(fs::path(o.out) / "checkpoint.tmp"); // a save that died half-way
 }
 
 // Can this process create a file at `path` (and remove it again)?
