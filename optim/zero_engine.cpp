@@ -420,8 +420,11 @@ void ZeroEngine::for_each_consolidated_piece(
     Allocation mine = ctx_.tracker().allocate(shard * 4, Category::workspace, cs);
     cs.upload(mine.data(), master.data(), shard * 4);
     cs.synchronize();
-    master = {}; // the host copy of the shard goes before the gather
+    // The host copy of the shard goes before the gather, and back to the system: glibc would
+    // keep its pages resident beside the gathered unit, no longer declared.
+    master = {};
     staging.reset();
+    release_free_heap();
     // Reserved once the staging is gone, as it is first written then: reserved beside the
     // staging it was counted with bytes never resident together (GPT-2 N=1 end: -4.5%).
     Allocation all = ctx_.tracker().allocate(padded_[u] * 4, Category::workspace, cs);

@@ -14,8 +14,9 @@ bench/resident_matrix.py runs the full matrices, tiny at its default shape (docs
 Why 5% and not less: RSS counts 4 KiB pages, and some of what it holds is nobody's to track —
 glibc's per-allocation overhead, thread stacks, MPI's shared-memory windows and code first run
 after a phase's peak. Measured (2-vCPU Zen 3, docs/MEMORY.md section 11, docs/BENCHMARKS.md "Every byte of a rank explained")
-that is 1-4 MB a rank: the tiny preset at 4 x 128 tokens reads -1% to +4% (the most at the end
-phase of ZeRO 1-3, where each unit is gathered in fp32), GPT-2 124M within 1.5%. 5% leaves ~1% for
+that is 1-4 MB a rank: the tiny preset at 4 x 128 tokens reads -0.7% to +3.0% (the most at the
+end phase of ZeRO 1-3, where each unit is gathered in fp32; it read +5.2% at ZeRO-3 N=2 until the
+consolidation gave each unit's freed host copy back), GPT-2 124M within 2.5%. 5% leaves ~1% for
 another libc or MPI build on the smallest run while still failing if a tensor-sized buffer (a
 gathered unit or a step's activations is several % of the tiny run) went untracked, staging were
 declared that is not made (the -5% to -16% this test was written against), or the baseline were
