@@ -53,4 +53,8 @@ GpuQuery query_gpus(bool measure_free) {
     return cuda::query(measure_free);
 }
 
+std::string cuda_libraries() {
+    return cuda::blas_libraries();
+}
+
 } // namespace shardlab

@@ -1,7 +1,7 @@
 // `shardlab device`: what this machine computes with. For the CPU: its model, vector ISA and the
 // GEMM library, kernel and ISA each dtype uses (as `--gemm` chooses them); for CUDA: what the
-// runtime sees. Says plainly when there is no GPU (or no CUDA in this build), which is the normal
-// state of a laptop or CI machine.
+// runtime sees and, with a GPU, the cuBLAS files the backend would open. Says plainly when there is
+// no GPU (or no CUDA in this build), which is the normal state of a laptop or CI machine.
 #include "core/device.h"
 #include "launch/commands.h"
 #include "model/kernels/cpu/cpu_gemm.h"
@@ -42,6 +42,8 @@ void print_cuda() {
                    g.name, g.cc_major, g.cc_minor, g.multiprocessors,
                    double(g.total_bytes) / double(1ull << 30),
                    double(g.free_bytes) / double(1ull << 30));
+    // Opened when the backend is made, not at start: whether they load is known only by trying.
+    fmt::print("cuBLAS: {}\n", cuda_libraries());
 }
 } // namespace
 

@@ -29,14 +29,8 @@ int rows(const Tensor& t) {
 class CudaOps : public Ops {
   public:
     CudaOps(MemoryTracker& tracker, LinearPath path, cuda::TensorCoreFlash flash)
-        : tracker_(tracker), epilogues_(path == LinearPath::cublaslt), flash_(flash) {
-        cuda::check_cublas(cublasCreate(&blas_), "cublasCreate");
-        if (epilogues_) cuda::check_cublas(cublasLtCreate(&lt_), "cublasLtCreate");
-    }
-    ~CudaOps() override {
-        if (lt_) cublasLtDestroy(lt_);
-        cublasDestroy(blas_);
-    }
+        : tracker_(tracker), epilogues_(path == LinearPath::cublaslt), flash_(flash),
+          blas_(epilogues_) {}
     CudaOps(const CudaOps&) = delete;
     CudaOps& operator=(const CudaOps&) = delete;
 
@@ -300,7 +294,7 @@ class CudaOps : public Ops {
         if (e.aux && e.aux_ld % 8 != 0) return false; // cuBLASLt's rule for aux
         const int M = int(c.dim(0)), N = int(c.dim(1)), K = ta ? int(a.dim(0)) : int(a.dim(1));
         if (M == 0 || N == 0 || K == 0) return false;
-        return cuda::gemm_epilogue(lt_, stream_of(s), c.dtype, ta, tb, M, N, K, alpha,
+        return cuda::gemm_epilogue(blas_, stream_of(s), c.dtype, ta, tb, M, N, K, alpha,
                                    {a.data, last_dim(a)}, {b.data, last_dim(b)}, beta, c.data, N,
                                    e);
     }
@@ -313,8 +307,7 @@ class CudaOps : public Ops {
     MemoryTracker& tracker_;
     bool epilogues_;
     cuda::TensorCoreFlash flash_;
-    cublasHandle_t blas_ = nullptr;
-    cublasLtHandle_t lt_ = nullptr;
+    cuda::Cublas blas_; // opened here: a CPU-only process never loads cuBLAS
 };
 
 // $var picks one of two ways: unset or `first` gives a, `second` gives b, anything else is a usage

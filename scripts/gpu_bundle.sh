@@ -44,7 +44,10 @@ if grep -q '^SHARDLAB_CUDA:STRING=EMU' "$build/CMakeCache.txt"; then
   kind=emulator
 else
   kind=cuda
-  ldd "$build/shardlab" | grep -q libcublas || die "$build/shardlab is not a CUDA build (no cuBLAS in ldd): configure with -DSHARDLAB_CUDA=ON"
+  ldd "$build/shardlab" | grep -q libnccl || die "$build/shardlab is not a CUDA build (no NCCL in ldd): configure with -DSHARDLAB_CUDA=ON"
+  # cuBLAS is opened when the CUDA backend starts (dlopen), so ldd does not list it: the build
+  # wrote its sonames down.
+  dlopened=$(cat "$build/dlopened.txt") || die "$build/dlopened.txt is missing: reconfigure the build (cmake $build)"
   # The machine code in the binary (cuobjdump), or, where the toolkit here has no cuobjdump, what
   # the build told nvcc to generate (build.ninja's --generate-code ... code=[compute_90,sm_90]).
   if command -v cuobjdump >/dev/null; then
@@ -160,6 +163,7 @@ commit=$(git -C "$repo" rev-parse --short HEAD)$(git -C "$repo" diff --quiet HEA
   echo "- needs at most $need_glibc (GPU machine: Ubuntu 24.04, glibc $device_glibc) and $need_glibcxx (there: $device_glibcxx): ok"
   echo "- Open MPI / PMIx: $mpi_source: $mpi_versions"
   echo "- from the GPU machine, not packed: glibc, libstdc++, libgcc_s, zlib, libcuda (driver), cuBLAS/cuBLASLt (CUDA toolkit), NCCL (the PyTorch venv's nvidia/nccl/lib)"
+  [ "$kind" = cuda ] && echo "- opened at run time, from the GPU machine: $dlopened"
   echo "- packed libraries ($(ls "$root/lib" | grep -c '\.so')): $(ls "$root/lib" | grep '\.so' | tr '\n' ' ')"
 } > "$root/MANIFEST.md"
 mkdir -p "$out"

@@ -257,7 +257,8 @@ tar -C "$work" -xzf "$bundle" || { echo "gpu_lease: cannot unpack $bundle" >&2; 
 B=$work/shardlab-gpu LOGS=$work/logs
 . "$B/env.sh"
 # The libraries the machine provides (MANIFEST.md): the toolkit's cuBLAS, the venv's NCCL. Find
-# the folder of each that the loader does not, and say where it came from.
+# the folder of each that the loader does not find (and of cuBLAS, always: dlopen's search is not
+# ldd's to check), and say where it came from.
 lib_dir() {
   local d
   for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib /usr/local/cuda-*/lib \
@@ -266,7 +267,8 @@ lib_dir() {
   done
   find /opt /usr/local -name "$1" -printf '%h\n' -quit 2>/dev/null
 }
-for lib in $(ldd "$B/bin/shardlab" | awk '/not found/ {print $1}' | sort -u); do
+dlopened=$(sed -n 's/^- opened at run time, from the GPU machine: //p' "$B/MANIFEST.md")
+for lib in $(ldd "$B/bin/shardlab" | awk '/not found/ {print $1}' | sort -u) $dlopened; do
   dir=$(lib_dir "$lib")
   [ -n "$dir" ] && export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$dir && echo "gpu_lease: $lib from $dir"
 done

@@ -6,6 +6,7 @@
 #include "core/device.h"
 
 #include <cstddef>
+#include <string>
 
 namespace shardlab::cuda {
 
@@ -16,6 +17,7 @@ void* host_malloc_pinned(std::size_t bytes);
 void host_free_pinned(void* p) noexcept;
 void copy(void* dst, const void* src, std::size_t bytes); // cudaMemcpyDefault, synchronous
 GpuQuery query(bool measure_free);                        // see query_gpus
+std::string blas_libraries();                             // see cuda_libraries
 
 // Throws the "built without CUDA" error; defined only in a build without nvcc, where every CUDA
 // entry point (here and in model/kernels/cuda/) calls it.

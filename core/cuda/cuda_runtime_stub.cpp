@@ -32,6 +32,10 @@ GpuQuery query(bool) {
     return q;
 }
 
+std::string blas_libraries() {
+    return "";
+}
+
 } // namespace shardlab::cuda
 
 namespace shardlab {

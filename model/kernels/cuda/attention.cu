@@ -24,7 +24,7 @@ Heads heads_of(const void* qkv, int b, int T, int C, std::size_t es) {
 }
 } // namespace
 
-void attention_forward(cublasHandle_t h, cudaStream_t s, void* out, void* att, const void* qkv,
+void attention_forward(const Cublas& blas, cudaStream_t s, void* out, void* att, const void* qkv,
                        int B, int T, int C, int H, DType t, float* scores) {
     const int hd = C / H;
     const std::size_t es = dtype_size(t), tt = std::size_t(T) * T;
@@ -34,16 +34,16 @@ void attention_forward(cublasHandle_t h, cudaStream_t s, void* out, void* att, c
         char* att_b = static_cast<char*>(att) + std::size_t(b) * H * tt * es;
         char* out_b = static_cast<char*>(out) + std::size_t(b) * T * C * es;
         // scores_h = scale * Q_h K_h^T
-        gemm(h, s, t, DType::f32, false, true, T, T, hd, scale, {x.q, 3 * C, hd}, {x.k, 3 * C, hd},
-             0.0f, scores, T, (long long)tt, H);
+        gemm(blas, s, t, DType::f32, false, true, T, T, hd, scale, {x.q, 3 * C, hd},
+             {x.k, 3 * C, hd}, 0.0f, scores, T, (long long)tt, H);
         causal_softmax(s, att_b, scores, H, T, t);
         // out_h = P_h V_h, written into columns h * hd of out's rows
-        gemm(h, s, t, t, false, false, T, hd, T, 1.0f, {att_b, T, (long long)tt}, {x.v, 3 * C, hd},
-             0.0f, out_b, C, hd, H);
+        gemm(blas, s, t, t, false, false, T, hd, T, 1.0f, {att_b, T, (long long)tt},
+             {x.v, 3 * C, hd}, 0.0f, out_b, C, hd, H);
     }
 }
 
-void attention_backward(cublasHandle_t h, cudaStream_t s, void* dqkv, const void* dout,
+void attention_backward(const Cublas& blas, cudaStream_t s, void* dqkv, const void* dout,
                         const void* qkv, const void* att, int B, int T, int C, int H, DType t,
                         float* dprob, void* dscore) {
     const int hd = C / H;
@@ -57,15 +57,15 @@ void attention_backward(cublasHandle_t h, cudaStream_t s, void* dqkv, const void
         char* dk = dq + std::size_t(C) * es;
         char* dv = dq + std::size_t(2) * C * es;
         // dP_h = dO_h V_h^T, then dS_h = softmax'(P_h, dP_h) * scale
-        gemm(h, s, t, DType::f32, false, true, T, T, hd, 1.0f, {dout_b, C, hd}, {x.v, 3 * C, hd},
+        gemm(blas, s, t, DType::f32, false, true, T, T, hd, 1.0f, {dout_b, C, hd}, {x.v, 3 * C, hd},
              0.0f, dprob, T, (long long)tt, H);
         causal_softmax_backward(s, dscore, dprob, att_b, H, T, scale, t);
         // dQ_h = dS_h K_h;  dK_h = dS_h^T Q_h;  dV_h = P_h^T dO_h
-        gemm(h, s, t, t, false, false, T, hd, T, 1.0f, {dscore, T, (long long)tt}, {x.k, 3 * C, hd},
-             0.0f, dq, 3 * C, hd, H);
-        gemm(h, s, t, t, true, false, T, hd, T, 1.0f, {dscore, T, (long long)tt}, {x.q, 3 * C, hd},
-             0.0f, dk, 3 * C, hd, H);
-        gemm(h, s, t, t, true, false, T, hd, T, 1.0f, {att_b, T, (long long)tt}, {dout_b, C, hd},
+        gemm(blas, s, t, t, false, false, T, hd, T, 1.0f, {dscore, T, (long long)tt},
+             {x.k, 3 * C, hd}, 0.0f, dq, 3 * C, hd, H);
+        gemm(blas, s, t, t, true, false, T, hd, T, 1.0f, {dscore, T, (long long)tt},
+             {x.q, 3 * C, hd}, 0.0f, dk, 3 * C, hd, H);
+        gemm(blas, s, t, t, true, false, T, hd, T, 1.0f, {att_b, T, (long long)tt}, {dout_b, C, hd},
              0.0f, dv, 3 * C, hd, H);
     }
 }

@@ -4,9 +4,9 @@
 // bf16 and fp16 storage, one rounding into C. Included by .cu files only.
 #pragma once
 
+#include "core/cuda/cublas_library.h"
 #include "core/dtype.h"
 
-#include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 namespace shardlab::cuda {
@@ -21,14 +21,11 @@ struct Operand {
 
 // For each of `batch` matrices: C[M, N] = alpha * op(A)[M, K] op(B)[K, N] + beta * C, with
 // A and B of type `in` and C of type `out` (out may be fp32 when in is 16-bit).
-void gemm(cublasHandle_t h, cudaStream_t s, DType in, DType out, bool trans_a, bool trans_b, int M,
-          int N, int K, float alpha, Operand a, Operand b, float beta, void* c, int ldc,
+void gemm(const Cublas& blas, cudaStream_t s, DType in, DType out, bool trans_a, bool trans_b,
+          int M, int N, int K, float alpha, Operand a, Operand b, float beta, void* c, int ldc,
           long long stride_c, int batch);
 
 // cuBLAS's name for a storage type.
 cudaDataType_t data_type(DType t);
-
-// The error text for a cuBLAS status, naming the call.
-void check_cublas(cublasStatus_t status, const char* what);
 
 } // namespace shardlab::cuda

@@ -24,32 +24,34 @@ cublasLtEpilogue_t lt_epilogue(Epilogue e) {
 
 // The descriptors of one call, destroyed with it.
 struct Descriptors {
+    const CublasApi& api;
     cublasLtMatmulDesc_t op = nullptr;
     cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
     cublasLtMatmulPreference_t pref = nullptr;
-    Descriptors() = default;
+    explicit Descriptors(const CublasApi& api) : api(api) {}
     Descriptors(const Descriptors&) = delete;
     Descriptors& operator=(const Descriptors&) = delete;
     ~Descriptors() {
-        if (pref) cublasLtMatmulPreferenceDestroy(pref);
-        if (c) cublasLtMatrixLayoutDestroy(c);
-        if (b) cublasLtMatrixLayoutDestroy(b);
-        if (a) cublasLtMatrixLayoutDestroy(a);
-        if (op) cublasLtMatmulDescDestroy(op);
+        if (pref) api.cublasLtMatmulPreferenceDestroy(pref);
+        if (c) api.cublasLtMatrixLayoutDestroy(c);
+        if (b) api.cublasLtMatrixLayoutDestroy(b);
+        if (a) api.cublasLtMatrixLayoutDestroy(a);
+        if (op) api.cublasLtMatmulDescDestroy(op);
     }
 };
 
 template <typename V>
-void set_attribute(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t attr, const V& v) {
-    check_cublas(cublasLtMatmulDescSetAttribute(d, attr, &v, sizeof(V)),
-                 "cublasLtMatmulDescSetAttribute");
+void set_attribute(const Cublas& blas, cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t attr,
+                   const V& v) {
+    blas.check(blas.api().cublasLtMatmulDescSetAttribute(d, attr, &v, sizeof(V)),
+               "cublasLtMatmulDescSetAttribute");
 }
 
 // The column-major layout of a row-major operand: stored [rows, cols] is column-major cols x rows.
-void layout(cublasLtMatrixLayout_t* l, DType t, int rows, int cols, int ld) {
-    check_cublas(
-        cublasLtMatrixLayoutCreate(l, data_type(t), std::uint64_t(cols), std::uint64_t(rows), ld),
-        "cublasLtMatrixLayoutCreate");
+void layout(const Cublas& blas, cublasLtMatrixLayout_t* l, DType t, int rows, int cols, int ld) {
+    blas.check(blas.api().cublasLtMatrixLayoutCreate(l, data_type(t), std::uint64_t(cols),
+                                                     std::uint64_t(rows), ld),
+               "cublasLtMatrixLayoutCreate");
 }
 // The largest power of two up to 256 that divides the address.
 std::uint32_t alignment(const void* p) {
@@ -60,34 +62,36 @@ std::uint32_t alignment(const void* p) {
 }
 } // namespace
 
-bool gemm_epilogue(cublasLtHandle_t h, cudaStream_t s, DType t, bool trans_a, bool trans_b, int M,
+bool gemm_epilogue(const Cublas& blas, cudaStream_t s, DType t, bool trans_a, bool trans_b, int M,
                    int N, int K, float alpha, Operand a, Operand b, float beta, void* c, int ldc,
                    const EpilogueArgs& e) {
-    Descriptors d;
-    check_cublas(cublasLtMatmulDescCreate(&d.op, CUBLAS_COMPUTE_32F, CUDA_R_32F),
-                 "cublasLtMatmulDescCreate");
+    const CublasApi& api = blas.api();
+    Descriptors d(api);
+    blas.check(api.cublasLtMatmulDescCreate(&d.op, CUBLAS_COMPUTE_32F, CUDA_R_32F),
+               "cublasLtMatmulDescCreate");
     // Column-major: D^T [N x M] = op(B)^T [N x K] op(A)^T [K x M].
     const std::int32_t ta = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
     const std::int32_t tb = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-    set_attribute(d.op, CUBLASLT_MATMUL_DESC_TRANSA, ta);
-    set_attribute(d.op, CUBLASLT_MATMUL_DESC_TRANSB, tb);
-    set_attribute(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE, std::uint32_t(lt_epilogue(e.kind)));
-    set_attribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, e.bias);
-    set_attribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, std::int32_t(data_type(e.bias_type)));
+    set_attribute(blas, d.op, CUBLASLT_MATMUL_DESC_TRANSA, ta);
+    set_attribute(blas, d.op, CUBLASLT_MATMUL_DESC_TRANSB, tb);
+    set_attribute(blas, d.op, CUBLASLT_MATMUL_DESC_EPILOGUE, std::uint32_t(lt_epilogue(e.kind)));
+    set_attribute(blas, d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, e.bias);
+    set_attribute(blas, d.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
+                  std::int32_t(data_type(e.bias_type)));
     if (e.aux) {
-        set_attribute(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, e.aux);
-        set_attribute(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, std::int64_t(e.aux_ld));
+        set_attribute(blas, d.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, e.aux);
+        set_attribute(blas, d.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, std::int64_t(e.aux_ld));
     }
     // Row-major B is trans_b ? [N, K] : [K, N]; A is trans_a ? [K, M] : [M, K]; C is [M, N].
-    layout(&d.a, t, trans_b ? N : K, trans_b ? K : N, b.ld);
-    layout(&d.b, t, trans_a ? K : M, trans_a ? M : K, a.ld);
-    layout(&d.c, t, M, N, ldc);
-    check_cublas(cublasLtMatmulPreferenceCreate(&d.pref), "cublasLtMatmulPreferenceCreate");
+    layout(blas, &d.a, t, trans_b ? N : K, trans_b ? K : N, b.ld);
+    layout(blas, &d.b, t, trans_a ? K : M, trans_a ? M : K, a.ld);
+    layout(blas, &d.c, t, M, N, ldc);
+    blas.check(api.cublasLtMatmulPreferenceCreate(&d.pref), "cublasLtMatmulPreferenceCreate");
     const std::uint64_t no_workspace = 0;
-    check_cublas(cublasLtMatmulPreferenceSetAttribute(d.pref,
-                                                      CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                      &no_workspace, sizeof(no_workspace)),
-                 "cublasLtMatmulPreferenceSetAttribute");
+    blas.check(api.cublasLtMatmulPreferenceSetAttribute(d.pref,
+                                                        CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                        &no_workspace, sizeof(no_workspace)),
+               "cublasLtMatmulPreferenceSetAttribute");
     // The heuristic assumes 256-byte aligned matrices unless told: views into a parameter unit
     // may be less aligned, so say what each pointer is.
     const std::uint32_t align[] = {alignment(b.data), alignment(a.data), alignment(c),
@@ -96,19 +100,19 @@ bool gemm_epilogue(cublasLtHandle_t h, cudaStream_t s, DType t, bool trans_a, bo
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
     for (int i = 0; i < 4; ++i)
-        check_cublas(
-            cublasLtMatmulPreferenceSetAttribute(d.pref, which[i], &align[i], sizeof(align[i])),
+        blas.check(
+            api.cublasLtMatmulPreferenceSetAttribute(d.pref, which[i], &align[i], sizeof(align[i])),
             "cublasLtMatmulPreferenceSetAttribute");
     cublasLtMatmulHeuristicResult_t algo{};
     int found = 0;
-    const cublasStatus_t st =
-        cublasLtMatmulAlgoGetHeuristic(h, d.op, d.a, d.b, d.c, d.c, d.pref, 1, &algo, &found);
+    const cublasStatus_t st = api.cublasLtMatmulAlgoGetHeuristic(blas.lt(), d.op, d.a, d.b, d.c,
+                                                                 d.c, d.pref, 1, &algo, &found);
     if (st == CUBLAS_STATUS_NOT_SUPPORTED || (st == CUBLAS_STATUS_SUCCESS && found == 0))
         return false;
-    check_cublas(st, "cublasLtMatmulAlgoGetHeuristic");
-    check_cublas(cublasLtMatmul(h, d.op, &alpha, b.data, d.a, a.data, d.b, &beta, c, d.c, c, d.c,
-                                &algo.algo, nullptr, 0, s),
-                 "cublasLtMatmul");
+    blas.check(st, "cublasLtMatmulAlgoGetHeuristic");
+    blas.check(api.cublasLtMatmul(blas.lt(), d.op, &alpha, b.data, d.a, a.data, d.b, &beta, c, d.c,
+                                  c, d.c, &algo.algo, nullptr, 0, s),
+               "cublasLtMatmul");
     return true;
 }
 

@@ -9,7 +9,6 @@
 #include "core/dtype.h"
 #include "model/kernels/cuda/gemm.h"
 
-#include <cublasLt.h>
 #include <cuda_runtime.h>
 
 namespace shardlab::cuda {
@@ -39,7 +38,7 @@ struct EpilogueArgs {
 // Enqueues C = epilogue(alpha op(A)[M, K] op(B)[K, N] + beta C) on s, all of type t, and returns
 // true; or returns false, enqueuing nothing, when cuBLASLt has no algorithm for the combination
 // (its heuristic says NOT_SUPPORTED): the caller then runs the separate kernels instead.
-bool gemm_epilogue(cublasLtHandle_t h, cudaStream_t s, DType t, bool trans_a, bool trans_b, int M,
+bool gemm_epilogue(const Cublas& blas, cudaStream_t s, DType t, bool trans_a, bool trans_b, int M,
                    int N, int K, float alpha, Operand a, Operand b, float beta, void* c, int ldc,
                    const EpilogueArgs& e);
 
