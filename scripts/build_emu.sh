@@ -13,4 +13,4 @@ command -v ninja >/dev/null && generator=(-G Ninja)
 [ -f "$dir/CMakeCache.txt" ] || cmake -S . -B "$dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DSHARDLAB_CUDA=EMU "$@" >/dev/null
 [ $# -eq 0 ] || cmake -S . -B "$dir" "$@" >/dev/null
 cmake --build "$dir" -j "$(nproc)" --target shardlab test_cuda_ops test_simt test_emu_schedule test_emu_cublas test_emu_cublaslt test_emu_nccl \
-  test_nccl_transport test_emu_device_query
+  test_nccl_transport test_emu_device_query test_cublas_library
