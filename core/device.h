@@ -50,7 +50,7 @@ struct GpuQuery {
 GpuQuery query_gpus(bool measure_free = false);
 
 // The libraries the CUDA backend opens when it is made (cuBLAS, cuBLASLt), as the loader finds them
-// now: their files, or why they do not load; "" in a build without CUDA. Loading takes ~0.7 s
+// now: their files, or why they do not load; "" in a build without CUDA. Loading takes 0.4-0.9 s
 // the first time in a process, so only `shardlab device` asks.
 std::string cuda_libraries();
 

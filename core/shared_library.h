@@ -1,5 +1,5 @@
 // A shared library opened when it is first needed (dlopen), not when the process starts: cuBLAS
-// takes ~0.7 s and ~150 MB to load, and a process that never makes a CUDA backend (a CPU rank,
+// takes 0.4-0.9 s and ~200 MB to load, and a process that never makes a CUDA backend (a CPU rank,
 // `plan`, most tests) should not pay that.
 #pragma once
 

@@ -1,7 +1,7 @@
 // cuBLAS and cuBLASLt as a table of the functions the kernels call, opened when a CUDA backend is
-// made rather than linked into the binary: loading them costs ~0.7 s and ~150 MB a process, which
-// a CPU-only process (a CPU rank, `plan`, a test) never needs. The emulator build fills the table
-// with its own functions. Included by the CUDA sources and their tests.
+// made rather than linked into the binary: loading them costs 0.4-0.9 s and ~200 MB a process,
+// which a CPU-only process (a CPU rank, `plan`, a test) never needs. The emulator build fills the
+// table with its own functions. Included by the CUDA sources and their tests.
 #pragma once
 
 #include <cublasLt.h>
