@@ -1,12 +1,14 @@
 // `shardlab bench attention`: causal attention alone, forward + backward, on B x T x H x hd, flash
 // and materialize side by side on the CPU kernels (model/kernels/cpu): the median time of each
 // and the bytes each keeps for backward (flash: the fp32 log-sum-exps; materialize: the T x T
-// probabilities). bench/attention_cpu.sh sets PyTorch's matmul-softmax-matmul beside it.
+// probabilities). The tile products run on the library a training run would use (--gemm, as the
+// backend: cpu_gemm.h). bench/attention_cpu.sh sets PyTorch's matmul-softmax-matmul beside it.
 #include "core/error.h"
 #include "core/timer.h"
 #include "launch/commands.h"
 #include "launch/flag_checks.h"
 #include "model/kernels/cpu/attention.h"
+#include "model/kernels/cpu/cpu_gemm.h"
 #include "model/kernels/cpu/flash_attention.h"
 #include "model/kernels/cpu/threads.h"
 #include "model/precision.h"
@@ -25,10 +27,11 @@ namespace {
 struct AttentionBenchOptions {
     int batch = 1, seq = 1024, heads = 12, head_dim = 64, iters = 5, threads = 0;
     std::string precision = "fp32";
+    std::string gemm = cpu::default_gemm_request();
 };
 
 template <typename T>
-nlohmann::json bench(const AttentionBenchOptions& o) {
+nlohmann::json bench(const AttentionBenchOptions& o, const cpu::TileGemm& tiles) {
     const int B = o.batch, T_ = o.seq, H = o.heads, C = H * o.head_dim;
     std::mt19937 rng(1);
     std::uniform_real_distribution<float> u(-1, 1);
@@ -51,14 +54,14 @@ nlohmann::json bench(const AttentionBenchOptions& o) {
     std::vector<double> f, m;
     for (int rep = 0; rep < 2; ++rep) {
         f.push_back(median([&] {
-            cpu::flash_attention_forward<T>(out.data(), lse.data(), qkv.data(), B, T_, C, H);
+            cpu::flash_attention_forward<T>(out.data(), lse.data(), qkv.data(), B, T_, C, H, tiles);
             cpu::flash_attention_backward<T>(dqkv.data(), dout.data(), qkv.data(), out.data(),
-                                             lse.data(), B, T_, C, H);
+                                             lse.data(), B, T_, C, H, tiles);
         }));
         m.push_back(median([&] {
-            cpu::attention_forward<T>(out.data(), att.data(), qkv.data(), B, T_, C, H);
+            cpu::attention_forward<T>(out.data(), att.data(), qkv.data(), B, T_, C, H, tiles);
             cpu::attention_backward<T>(dqkv.data(), dout.data(), qkv.data(), att.data(), B, T_, C,
-                                       H);
+                                       H, tiles);
         }));
     }
     return {{"batch", B},
@@ -67,6 +70,7 @@ nlohmann::json bench(const AttentionBenchOptions& o) {
             {"head_dim", o.head_dim},
             {"precision", o.precision},
             {"threads", cpu::current_threads()},
+            {"tile_gemm", tiles.library()},
             {"flash_ms", *std::min_element(f.begin(), f.end()) * 1e3},
             {"materialize_ms", *std::min_element(m.begin(), m.end()) * 1e3},
             {"flash_kept_bytes", lse.size() * sizeof(float)},
@@ -84,12 +88,17 @@ CommandRunner add_bench_attention_command(CLI::App& cmd) {
     cmd.add_option("--iters", o->iters, "Timed runs per kind (the median, best of 2 rounds)")
         ->check(at_least(1));
     cmd.add_option("--threads", o->threads, "Threads (default: this rank's share of the cores)");
+    cmd.add_option("--gemm", o->gemm,
+                   "auto | openblas | onednn — the library of the tile products, as for training "
+                   "(default $SHARDLAB_GEMM or auto)");
     return [o] {
         cpu::set_threads(o->threads > 0 ? o->threads : cpu::default_threads());
         const Precision p = parse_precision(o->precision);
-        const nlohmann::json r = p == Precision::fp32   ? bench<float>(*o)
-                                 : p == Precision::bf16 ? bench<bf16_t>(*o)
-                                                        : bench<f16_t>(*o);
+        cpu::CpuGemm gemm(o->gemm);
+        const cpu::TileGemm tiles = gemm.tiles();
+        const nlohmann::json r = p == Precision::fp32   ? bench<float>(*o, tiles)
+                                 : p == Precision::bf16 ? bench<bf16_t>(*o, tiles)
+                                                        : bench<f16_t>(*o, tiles);
         fmt::print("{}\n", r.dump());
         return 0;
     };

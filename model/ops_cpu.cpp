@@ -121,9 +121,9 @@ void CpuOps::attention_forward(Stream& s, const Tensor& out, const Tensor& att, 
                                int heads) {
     for_dtype(qkv.dtype, [&](auto tag) {
         using T = decltype(tag);
-        s.enqueue([o = out.as<T>(), p = att.as<T>(), q = qkv.as<const T>(), B = int(qkv.dim(0)),
-                   T_ = int(qkv.dim(1)), C = int(qkv.dim(2)) / 3,
-                   heads] { cpu::attention_forward(o, p, q, B, T_, C, heads); });
+        s.enqueue([g = gemm_, o = out.as<T>(), p = att.as<T>(), q = qkv.as<const T>(),
+                   B = int(qkv.dim(0)), T_ = int(qkv.dim(1)), C = int(qkv.dim(2)) / 3,
+                   heads] { cpu::attention_forward(o, p, q, B, T_, C, heads, g->tiles()); });
     });
 }
 
@@ -131,10 +131,10 @@ void CpuOps::attention_backward(Stream& s, const Tensor& dqkv, const Tensor& dou
                                 const Tensor& qkv, const Tensor& att, int heads) {
     for_dtype(qkv.dtype, [&](auto tag) {
         using T = decltype(tag);
-        s.enqueue([dq = dqkv.as<T>(), d = dout.as<const T>(), q = qkv.as<const T>(),
+        s.enqueue([g = gemm_, dq = dqkv.as<T>(), d = dout.as<const T>(), q = qkv.as<const T>(),
                    p = att.as<const T>(), B = int(qkv.dim(0)), T_ = int(qkv.dim(1)),
                    C = int(qkv.dim(2)) / 3,
-                   heads] { cpu::attention_backward(dq, d, q, p, B, T_, C, heads); });
+                   heads] { cpu::attention_backward(dq, d, q, p, B, T_, C, heads, g->tiles()); });
     });
 }
 
@@ -143,9 +143,10 @@ void CpuOps::flash_attention_forward(Stream& s, const Tensor& out, const Tensor&
     const int C = grouped_qkv_width(qkv, heads, kv_heads);
     for_dtype(qkv.dtype, [&](auto tag) {
         using T = decltype(tag);
-        s.enqueue([o = out.as<T>(), l = lse.as<float>(), q = qkv.as<const T>(), B = int(qkv.dim(0)),
-                   T_ = int(qkv.dim(1)), C, heads,
-                   kv_heads] { cpu::flash_attention_forward(o, l, q, B, T_, C, heads, kv_heads); });
+        s.enqueue([g = gemm_, o = out.as<T>(), l = lse.as<float>(), q = qkv.as<const T>(),
+                   B = int(qkv.dim(0)), T_ = int(qkv.dim(1)), C, heads, kv_heads] {
+            cpu::flash_attention_forward(o, l, q, B, T_, C, heads, kv_heads, g->tiles());
+        });
     });
 }
 
@@ -155,10 +156,10 @@ void CpuOps::flash_attention_backward(Stream& s, const Tensor& dqkv, const Tenso
     const int C = grouped_qkv_width(qkv, heads, kv_heads);
     for_dtype(qkv.dtype, [&](auto tag) {
         using T = decltype(tag);
-        s.enqueue([dq = dqkv.as<T>(), d = dout.as<const T>(), q = qkv.as<const T>(),
+        s.enqueue([g = gemm_, dq = dqkv.as<T>(), d = dout.as<const T>(), q = qkv.as<const T>(),
                    o = out.as<const T>(), l = lse.as<const float>(), B = int(qkv.dim(0)),
                    T_ = int(qkv.dim(1)), C, heads, kv_heads] {
-            cpu::flash_attention_backward(dq, d, q, o, l, B, T_, C, heads, kv_heads);
+            cpu::flash_attention_backward(dq, d, q, o, l, B, T_, C, heads, kv_heads, g->tiles());
         });
     });
 }

@@ -1,6 +1,7 @@
 // The CPU backend's Ops: each op becomes one task on the given stream that runs the templated
 // kernel of model/kernels/cpu for the tensors' dtype (OpenMP threads inside the task). GEMMs go
-// to oneDNN or OpenBLAS (cpu::CpuGemm); their workspace (oneDNN's scratchpad, or the widened
+// to oneDNN or OpenBLAS (cpu::CpuGemm; the attention kernels' tile products too, on the fp32
+// library: cpu::TileGemm); their workspace (oneDNN's scratchpad, or the widened
 // operands of a 16-bit OpenBLAS product) is allocated per call from the tracker (`workspace`) and
 // released in stream order, so calls in flight never share it.
 #pragma once

@@ -3,10 +3,11 @@
 // Jacobian), for out, lse and dqkv, at sizes that are not multiples of the tiles (T = 1, 7, 65,
 // 130, and 300, 520 past one 256-key tile, so the online softmax rescales), one head and several,
 // head sizes 16 and 64; against the materialising kernel; and bitwise the same for 1, 2 and 3
-// threads. Grouped-query attention (Hkv kv heads shared by H query heads, issue 25) against the
-// same float64 reference, which reads each query head's kv head from the grouped row, and against
-// multi-head flash run on the kv heads repeated (Hugging Face's repeat_kv): out, lse and dq the
-// same bits, dk and dv the repeated heads' sums.
+// threads — all of it twice, the tile products on OpenBLAS and on oneDNN (tile_gemm.h).
+// Grouped-query attention (Hkv kv heads shared by H query heads, issue 25) against the same float64
+// reference, which reads each query head's kv head from the grouped row, and against multi-head
+// flash run on the kv heads repeated (Hugging Face's repeat_kv): out, lse and dq the same bits, dk
+// and dv the repeated heads' sums.
 //
 // Tolerances, as relative norms ||got - ref|| / ||ref||. Inputs are rounded to the storage type
 // first, so the reference sees the same values and only the kernel's arithmetic differs.
@@ -27,6 +28,7 @@
 #include "model/kernels/cpu/flash_attention.h"
 #include "model/kernels/cpu/numeric.h"
 #include "model/kernels/cpu/threads.h"
+#include "model/kernels/cpu/tile_gemm.h"
 
 #include <gtest/gtest.h>
 
@@ -167,43 +169,50 @@ Result reference(const Problem& p) {
 }
 
 template <typename S>
-Result run_flash(const Problem& p) {
+Result run_flash(const Problem& p, const TileGemm& tiles) {
     const Shape& s = p.s;
     const std::vector<S> qkv = store<S>(p.qkv), dout = store<S>(p.dout);
     std::vector<S> out(p.dout.size()), dqkv(p.qkv.size());
     std::vector<acc_t<S>> lse(std::size_t(s.B) * s.H * s.T);
-    flash_attention_forward<S>(out.data(), lse.data(), qkv.data(), s.B, s.T, s.C(), s.H, s.kv());
+    flash_attention_forward<S>(out.data(), lse.data(), qkv.data(), s.B, s.T, s.C(), s.H, s.kv(),
+                               tiles);
     flash_attention_backward<S>(dqkv.data(), dout.data(), qkv.data(), out.data(), lse.data(), s.B,
-                                s.T, s.C(), s.H, s.kv());
+                                s.T, s.C(), s.H, s.kv(), tiles);
     Vec l(lse.begin(), lse.end());
     return {load(out), l, load(dqkv)};
 }
 
 template <typename S>
-Result run_materialize(const Problem& p) {
+Result run_materialize(const Problem& p, const TileGemm& tiles) {
     const Shape& s = p.s;
     const std::vector<S> qkv = store<S>(p.qkv), dout = store<S>(p.dout);
     std::vector<S> out(p.dout.size()), dqkv(p.qkv.size()), att(std::size_t(s.B) * s.H * s.T * s.T);
-    attention_forward<S>(out.data(), att.data(), qkv.data(), s.B, s.T, s.C(), s.H);
-    attention_backward<S>(dqkv.data(), dout.data(), qkv.data(), att.data(), s.B, s.T, s.C(), s.H);
+    attention_forward<S>(out.data(), att.data(), qkv.data(), s.B, s.T, s.C(), s.H, tiles);
+    attention_backward<S>(dqkv.data(), dout.data(), qkv.data(), att.data(), s.B, s.T, s.C(), s.H,
+                          tiles);
     return {load(out), {}, load(dqkv)};
 }
 
-// Runs on 1, 2 and 3 threads from here on; the caller's count is restored after each test.
-class FlashAttention : public ::testing::Test {
+// Every test runs twice, its tile products on OpenBLAS and on oneDNN (tile_gemm.h): the bounds
+// argue from fp32 sums in any order, so they hold for both. The tests that run on 1, 2 and 3
+// threads restore the caller's count after each test.
+class FlashAttention : public ::testing::TestWithParam<std::string> {
   protected:
     void SetUp() override { saved_ = current_threads(); }
     void TearDown() override { set_threads(saved_); }
+    TileGemm tiles() { return GetParam() == "oneDNN" ? TileGemm(onednn_) : TileGemm(); }
     int saved_ = 1;
+    OneDnnMatmul onednn_;
 };
 
 template <typename S, std::size_t N>
-void expect_matches_reference(double tol, const char* type_name, const Shape (&shapes)[N]) {
+void expect_matches_reference(const TileGemm& tiles, double tol, const char* type_name,
+                              const Shape (&shapes)[N]) {
     const double lse_tol = std::is_same_v<S, double> ? tol : 1e-6;
     double worst = 0;
     for (const Shape& s : shapes) {
         const Problem p = rounded<S>(make_problem(s, unsigned(s.T * 31 + s.H)));
-        const Result ref = reference(p), got = run_flash<S>(p);
+        const Result ref = reference(p), got = run_flash<S>(p, tiles);
         const double eo = rel_diff(got.out, ref.out), el = rel_diff(got.lse, ref.lse),
                      ed = rel_diff(got.dqkv, ref.dqkv);
         EXPECT_LE(eo, tol) << type_name << " out " << s.name();
@@ -216,53 +225,53 @@ void expect_matches_reference(double tol, const char* type_name, const Shape (&s
 }
 } // namespace
 
-TEST_F(FlashAttention, DoubleMatchesTheNaiveReference) {
-    expect_matches_reference<double>(1e-12, "double", kShapes);
+TEST_P(FlashAttention, DoubleMatchesTheNaiveReference) {
+    expect_matches_reference<double>(tiles(), 1e-12, "double", kShapes);
 }
-TEST_F(FlashAttention, Fp32MatchesTheNaiveReference) {
-    expect_matches_reference<float>(2e-5, "fp32", kShapes);
+TEST_P(FlashAttention, Fp32MatchesTheNaiveReference) {
+    expect_matches_reference<float>(tiles(), 2e-5, "fp32", kShapes);
 }
-TEST_F(FlashAttention, Bf16MatchesTheNaiveReference) {
-    expect_matches_reference<bf16_t>(1e-2, "bf16", kShapes);
+TEST_P(FlashAttention, Bf16MatchesTheNaiveReference) {
+    expect_matches_reference<bf16_t>(tiles(), 1e-2, "bf16", kShapes);
 }
-TEST_F(FlashAttention, Fp16MatchesTheNaiveReference) {
-    expect_matches_reference<f16_t>(2.5e-3, "fp16", kShapes);
+TEST_P(FlashAttention, Fp16MatchesTheNaiveReference) {
+    expect_matches_reference<f16_t>(tiles(), 2.5e-3, "fp16", kShapes);
 }
 
 // Grouped-query attention, the same bounds: a kv head's dk, dv sum its group's G query heads, G
 // times the terms of one head's (up to G T ~ 1600 here), whose errors of random sign grow the
 // norm's relative error by about sqrt(G) <= 2 over one head's, within the bounds' headroom (the
 // multi-head shapes above reach about a fifth of them: see the printed worst).
-TEST_F(FlashAttention, GroupedQueryMatchesTheNaiveReference) {
-    expect_matches_reference<double>(1e-12, "double", kGroupedShapes);
-    expect_matches_reference<float>(2e-5, "fp32", kGroupedShapes);
-    expect_matches_reference<bf16_t>(1e-2, "bf16", kGroupedShapes);
-    expect_matches_reference<f16_t>(2.5e-3, "fp16", kGroupedShapes);
+TEST_P(FlashAttention, GroupedQueryMatchesTheNaiveReference) {
+    expect_matches_reference<double>(tiles(), 1e-12, "double", kGroupedShapes);
+    expect_matches_reference<float>(tiles(), 2e-5, "fp32", kGroupedShapes);
+    expect_matches_reference<bf16_t>(tiles(), 1e-2, "bf16", kGroupedShapes);
+    expect_matches_reference<f16_t>(tiles(), 2.5e-3, "fp16", kGroupedShapes);
 }
 
 // A wrong tile boundary or a missed rescale would be off by O(1) here, far past these bounds.
 template <typename S>
-void expect_matches_materialize(double tol, const char* type_name) {
+void expect_matches_materialize(const TileGemm& tiles, double tol, const char* type_name) {
     for (const Shape& s : kShapes) {
         const Problem p = rounded<S>(make_problem(s, unsigned(s.T * 17 + 5)));
-        const Result f = run_flash<S>(p), m = run_materialize<S>(p);
+        const Result f = run_flash<S>(p, tiles), m = run_materialize<S>(p, tiles);
         EXPECT_LE(rel_diff(f.out, m.out), tol) << type_name << " out " << s.name();
         EXPECT_LE(rel_diff(f.dqkv, m.dqkv), tol) << type_name << " dqkv " << s.name();
     }
 }
 
-TEST_F(FlashAttention, MatchesTheMaterializingKernel) {
-    expect_matches_materialize<double>(2e-12, "double");
-    expect_matches_materialize<float>(3e-5, "fp32");
-    expect_matches_materialize<bf16_t>(3e-2, "bf16");
-    expect_matches_materialize<f16_t>(7.5e-3, "fp16");
+TEST_P(FlashAttention, MatchesTheMaterializingKernel) {
+    expect_matches_materialize<double>(tiles(), 2e-12, "double");
+    expect_matches_materialize<float>(tiles(), 3e-5, "fp32");
+    expect_matches_materialize<bf16_t>(tiles(), 3e-2, "bf16");
+    expect_matches_materialize<f16_t>(tiles(), 7.5e-3, "fp16");
 }
 
 // Masked keys contribute exact zeros: row 0 of every head is v_0 itself and its lse is s_00.
-TEST_F(FlashAttention, FirstRowIsTheFirstValueExactly) {
+TEST_P(FlashAttention, FirstRowIsTheFirstValueExactly) {
     const Shape s{2, 130, 2, 16};
     const Problem p = rounded<float>(make_problem(s, 3));
-    const Result got = run_flash<float>(p);
+    const Result got = run_flash<float>(p, tiles());
     for (int b = 0; b < s.B; ++b)
         for (int h = 0; h < s.H; ++h)
             for (int e = 0; e < s.hd; ++e)
@@ -296,11 +305,11 @@ Problem repeat_kv(const Problem& p) {
 // terms in different orders, each within the float64 reference bound of the tests above (2e-5
 // fp32, 1e-2 bf16, 2.5e-3 fp16, 1e-12 double), so they differ by at most twice that.
 template <typename S>
-void expect_equals_repeated_multi_head(double tol, const char* type_name) {
+void expect_equals_repeated_multi_head(const TileGemm& tiles, double tol, const char* type_name) {
     for (const Shape& g : kGroupedShapes) {
         const Problem p = rounded<S>(make_problem(g, unsigned(g.T * 7 + g.H)));
         const Problem m = repeat_kv(p);
-        const Result got = run_flash<S>(p), want = run_flash<S>(m);
+        const Result got = run_flash<S>(p, tiles), want = run_flash<S>(m, tiles);
         EXPECT_EQ(got.out, want.out) << type_name << " out " << g.name();
         EXPECT_EQ(got.lse, want.lse) << type_name << " lse " << g.name();
         const int group = g.H / g.kv(), C = g.C();
@@ -329,26 +338,30 @@ void expect_equals_repeated_multi_head(double tol, const char* type_name) {
     }
 }
 
-TEST_F(FlashAttention, GroupedQueryIsMultiHeadOnRepeatedKvHeads) {
-    expect_equals_repeated_multi_head<double>(2e-12, "double");
-    expect_equals_repeated_multi_head<float>(4e-5, "fp32");
-    expect_equals_repeated_multi_head<bf16_t>(2e-2, "bf16");
-    expect_equals_repeated_multi_head<f16_t>(5e-3, "fp16");
+TEST_P(FlashAttention, GroupedQueryIsMultiHeadOnRepeatedKvHeads) {
+    expect_equals_repeated_multi_head<double>(tiles(), 2e-12, "double");
+    expect_equals_repeated_multi_head<float>(tiles(), 4e-5, "fp32");
+    expect_equals_repeated_multi_head<bf16_t>(tiles(), 2e-2, "bf16");
+    expect_equals_repeated_multi_head<f16_t>(tiles(), 5e-3, "fp16");
 }
 
 template <typename S>
-void expect_same_bits_on_1_2_3_threads(const char* type_name, const Shape& s) {
+void expect_same_bits_on_1_2_3_threads(bool onednn, const char* type_name, const Shape& s) {
     const Problem p = rounded<S>(make_problem(s, 9));
     const std::vector<S> qkv = store<S>(p.qkv), dout = store<S>(p.dout);
     std::vector<std::vector<char>> outs;
     for (int threads : {1, 2, 3}) {
         set_threads(threads);
+        // oneDNN plans a primitive for the thread count it is built under: a fresh cache each time,
+        // as a process started with that --threads builds it.
+        OneDnnMatmul fresh;
+        const TileGemm tiles = onednn ? TileGemm(fresh) : TileGemm();
         std::vector<S> out(p.dout.size()), dqkv(p.qkv.size());
         std::vector<acc_t<S>> lse(std::size_t(s.B) * s.H * s.T);
-        flash_attention_forward<S>(out.data(), lse.data(), qkv.data(), s.B, s.T, s.C(), s.H,
-                                   s.kv());
+        flash_attention_forward<S>(out.data(), lse.data(), qkv.data(), s.B, s.T, s.C(), s.H, s.kv(),
+                                   tiles);
         flash_attention_backward<S>(dqkv.data(), dout.data(), qkv.data(), out.data(), lse.data(),
-                                    s.B, s.T, s.C(), s.H, s.kv());
+                                    s.B, s.T, s.C(), s.H, s.kv(), tiles);
         std::vector<char> bytes(out.size() * sizeof(S) + lse.size() * sizeof(acc_t<S>) +
                                 dqkv.size() * sizeof(S));
         char* w = bytes.data();
@@ -363,14 +376,18 @@ void expect_same_bits_on_1_2_3_threads(const char* type_name, const Shape& s) {
     EXPECT_TRUE(outs[0] == outs[2]) << type_name << ": 1 and 3 threads differ";
 }
 
-TEST_F(FlashAttention, SameBitsOnOneTwoAndThreeThreads) {
+TEST_P(FlashAttention, SameBitsOnOneTwoAndThreeThreads) {
     // Multi-head: 6 (batch, head) pairs, split differently by 2 and 3 threads. Grouped (6 query
-    // heads on 2 kv heads): backward's 4 (batch, kv head) pairs and forward's 12 likewise.
-    for (const Shape& s : {Shape{2, 300, 3, 16}, Shape{2, 300, 6, 16, 2}}) {
+    // heads on 2 kv heads): backward's 4 (batch, kv head) pairs and forward's 12 likewise. And
+    // GPT-2's head size, 64, whose tiles are the model's (oneDNN plans them by shape).
+    for (const Shape& s : {Shape{2, 300, 3, 16}, Shape{2, 300, 6, 16, 2}, Shape{1, 300, 3, 64}}) {
         SCOPED_TRACE(s.name());
-        expect_same_bits_on_1_2_3_threads<float>("fp32", s);
-        expect_same_bits_on_1_2_3_threads<bf16_t>("bf16", s);
-        expect_same_bits_on_1_2_3_threads<f16_t>("fp16", s);
-        expect_same_bits_on_1_2_3_threads<double>("double", s);
+        expect_same_bits_on_1_2_3_threads<float>(GetParam() == "oneDNN", "fp32", s);
+        expect_same_bits_on_1_2_3_threads<bf16_t>(GetParam() == "oneDNN", "bf16", s);
+        expect_same_bits_on_1_2_3_threads<f16_t>(GetParam() == "oneDNN", "fp16", s);
+        expect_same_bits_on_1_2_3_threads<double>(GetParam() == "oneDNN", "double", s);
     }
 }
+
+INSTANTIATE_TEST_SUITE_P(TileLibraries, FlashAttention, ::testing::Values("OpenBLAS", "oneDNN"),
+                         [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });

@@ -1,12 +1,11 @@
 // Attention, one (batch, head) pair per OpenMP iteration, computed in tiles of kTile query rows
-// with small single-threaded GEMMs (OpenBLAS runs one thread inside a parallel region): a tile
+// with small single-threaded GEMMs on the backend's fp32 library (tile_gemm.h): a tile
 // of rows i0 .. i1 needs only keys 0 .. i1 (causal), so the tiles skip most of the masked half.
 // Each pair first copies its q, k, v into fp32 (or double) buffers (attention_heads.h). Every sum
 // runs in a fixed order on one thread, so results do not depend on the thread count.
 #include "model/kernels/cpu/attention.h"
 
 #include "model/kernels/cpu/attention_heads.h"
-#include "model/kernels/cpu/gemm.h"
 #include "model/kernels/cpu/vec_math.h"
 
 #include <algorithm>
@@ -35,6 +34,7 @@ void softmax_row(A* s, int i, int cols, int T_, T* a, A* p) {
 template <typename A>
 struct HeadBuffers {
     std::vector<A> q, k, v, o, s, p;
+    std::vector<std::byte> scratch; // the tile products' (tile_gemm.h)
     HeadBuffers(int T_, int hd)
         : q(std::size_t(T_) * hd), k(q.size()), v(q.size()), o(q.size()),
           s(std::size_t(kTile) * T_), p(s.size()) {}
@@ -42,7 +42,8 @@ struct HeadBuffers {
 } // namespace
 
 template <typename T>
-void attention_forward(T* out, T* att, const T* qkv, int B, int T_, int C, int H) {
+void attention_forward(T* out, T* att, const T* qkv, int B, int T_, int C, int H,
+                       const TileGemm& tiles) {
     using A = acc_t<T>;
     const int hd = C / H;
     const float scale = float(1 / std::sqrt(double(hd)));
@@ -56,16 +57,16 @@ void attention_forward(T* out, T* att, const T* qkv, int B, int T_, int C, int H
                 for (int i0 = 0; i0 < T_; i0 += kTile) {
                     const int rows = std::min(kTile, T_ - i0), cols = i0 + rows;
                     // S = scale * Q_tile K[0 .. cols)^T, then row-wise causal softmax.
-                    gemm<A>(false, true, rows, cols, hd, scale, w.q.data() + std::size_t(i0) * hd,
-                            hd, w.k.data(), hd, 0.0f, w.s.data(), cols, nullptr);
+                    tiles(false, true, rows, cols, hd, scale, w.q.data() + std::size_t(i0) * hd, hd,
+                          w.k.data(), hd, 0.0f, w.s.data(), cols, w.scratch);
                     for (int r = 0; r < rows; ++r) {
                         T* a = att + ((std::size_t(b) * H + h) * T_ + i0 + r) * T_;
                         softmax_row(w.s.data() + std::size_t(r) * cols, i0 + r, cols, T_, a,
                                     w.p.data() + std::size_t(r) * cols);
                     }
                     // O_tile = P V[0 .. cols): the masked probabilities are exact zeros.
-                    gemm<A>(false, false, rows, hd, cols, 1.0f, w.p.data(), cols, w.v.data(), hd,
-                            0.0f, w.o.data(), hd, nullptr);
+                    tiles(false, false, rows, hd, cols, 1.0f, w.p.data(), cols, w.v.data(), hd,
+                          0.0f, w.o.data(), hd, w.scratch);
                     for (int r = 0; r < rows; ++r) {
                         T* y = out + (std::size_t(b) * T_ + i0 + r) * C + h * hd;
                         for (int e = 0; e < hd; ++e)
@@ -78,7 +79,7 @@ void attention_forward(T* out, T* att, const T* qkv, int B, int T_, int C, int H
 
 template <typename T>
 void attention_backward(T* dqkv, const T* dout, const T* qkv, const T* att, int B, int T_, int C,
-                        int H) {
+                        int H, const TileGemm& tiles) {
     using A = acc_t<T>;
     const int hd = C / H;
     const A scale = A(1 / std::sqrt(double(hd)));
@@ -99,8 +100,8 @@ void attention_backward(T* dqkv, const T* dout, const T* qkv, const T* att, int 
                     const A* go = w.o.data() + std::size_t(i0) * hd;
                     const A* qt = w.q.data() + std::size_t(i0) * hd;
                     // dP = dO_tile V[0 .. cols)^T
-                    gemm<A>(false, true, rows, cols, hd, 1.0f, go, hd, w.v.data(), hd, 0.0f,
-                            w.s.data(), cols, nullptr);
+                    tiles(false, true, rows, cols, hd, 1.0f, go, hd, w.v.data(), hd, 0.0f,
+                          w.s.data(), cols, w.scratch);
                     for (int r = 0; r < rows; ++r) { // dS = P (dP - sum_j P dP) * scale
                         const T* a = att + ((std::size_t(b) * H + h) * T_ + i0 + r) * T_;
                         A* p = w.p.data() + std::size_t(r) * cols;
@@ -111,12 +112,12 @@ void attention_backward(T* dqkv, const T* dout, const T* qkv, const T* att, int 
                         for (int j = 0; j < cols; ++j) ds[j] = p[j] * (ds[j] - dot) * scale;
                     }
                     // dQ_tile = dS K; dK += dS^T Q_tile; dV += P^T dO_tile.
-                    gemm<A>(false, false, rows, hd, cols, 1.0f, w.s.data(), cols, w.k.data(), hd,
-                            0.0f, dq.data() + std::size_t(i0) * hd, hd, nullptr);
-                    gemm<A>(true, false, cols, hd, rows, 1.0f, w.s.data(), cols, qt, hd, 1.0f,
-                            dk.data(), hd, nullptr);
-                    gemm<A>(true, false, cols, hd, rows, 1.0f, w.p.data(), cols, go, hd, 1.0f,
-                            dv.data(), hd, nullptr);
+                    tiles(false, false, rows, hd, cols, 1.0f, w.s.data(), cols, w.k.data(), hd,
+                          0.0f, dq.data() + std::size_t(i0) * hd, hd, w.scratch);
+                    tiles(true, false, cols, hd, rows, 1.0f, w.s.data(), cols, qt, hd, 1.0f,
+                          dk.data(), hd, w.scratch);
+                    tiles(true, false, cols, hd, rows, 1.0f, w.p.data(), cols, go, hd, 1.0f,
+                          dv.data(), hd, w.scratch);
                 }
                 store_dqkv_head(dqkv, b, h, T_, C, hd, dq.data(), dk.data(), dv.data());
             }
@@ -124,8 +125,9 @@ void attention_backward(T* dqkv, const T* dout, const T* qkv, const T* att, int 
 }
 
 #define SHARDLAB_INSTANTIATE(T)                                                                    \
-    template void attention_forward<T>(T*, T*, const T*, int, int, int, int);                      \
-    template void attention_backward<T>(T*, const T*, const T*, const T*, int, int, int, int);
+    template void attention_forward<T>(T*, T*, const T*, int, int, int, int, const TileGemm&);     \
+    template void attention_backward<T>(T*, const T*, const T*, const T*, int, int, int, int,      \
+                                        const TileGemm&);
 SHARDLAB_FOR_EACH_STORAGE_TYPE(SHARDLAB_INSTANTIATE)
 #undef SHARDLAB_INSTANTIATE
 

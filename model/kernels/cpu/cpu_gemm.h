@@ -5,6 +5,7 @@
 #pragma once
 
 #include "model/kernels/cpu/onednn_matmul.h"
+#include "model/kernels/cpu/tile_gemm.h"
 
 #include <cstddef>
 #include <cstdlib>
@@ -46,6 +47,8 @@ class CpuGemm {
              void* workspace);
 
     const GemmPaths& paths() const { return paths_; }
+    // The attention kernels' tile products, on this backend's fp32 library (tile_gemm.h).
+    TileGemm tiles() { return paths_.f32 == GemmLibrary::onednn ? TileGemm(onednn_) : TileGemm(); }
     // One line per dtype: library, kernel and ISA, e.g. "fp32: oneDNN 2.6.3 brg:avx2 (avx2)".
     std::string describe();
 

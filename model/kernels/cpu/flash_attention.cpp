@@ -3,7 +3,7 @@
 // group of query heads that share it, so that its dK, dV are summed on one thread in head order: no
 // atomics, no reduction across threads); q, k, v are copied once into fp32 (double for double)
 // rows, and the work done in query tiles of kRows x key tiles of kCols with small single-threaded
-// GEMMs (OpenBLAS runs one thread inside a parallel region). Causal: a query tile needs only the
+// GEMMs on the backend's fp32 library (tile_gemm.h). Causal: a query tile needs only the
 // key tiles up to its last row, so tiles above the diagonal are never computed. Forward keeps a
 // running max m and sum l per row and rescales the output tile as larger scores arrive (the online
 // softmax); it stores out and lse = m + log l only. Backward recomputes each probability tile as
@@ -13,7 +13,6 @@
 #include "model/kernels/cpu/flash_attention.h"
 
 #include "model/kernels/cpu/attention_heads.h"
-#include "model/kernels/cpu/gemm.h"
 #include "model/kernels/cpu/target_clones.h"
 #include "model/kernels/cpu/vec_math.h"
 
@@ -77,6 +76,7 @@ SHARDLAB_TARGET_CLONES void grad_scores_row(A* __restrict s, A* __restrict dp, i
 template <typename A>
 struct FlashBuffers {
     std::vector<A> q, k, v, o, s, p, m, l;
+    std::vector<std::byte> scratch; // the tile products' (tile_gemm.h)
     FlashBuffers(int T_, int hd)
         : q(std::size_t(T_) * hd), k(q.size()), v(q.size()), o(q.size()),
           s(std::size_t(kRows) * kCols), p(s.size()), m(kRows), l(kRows) {}
@@ -84,8 +84,8 @@ struct FlashBuffers {
 // One query head's share of backward, on the buffers of w (q, k, v loaded; o holding dO): adds its
 // dQ into dq and its dK, dV into dk, dv ([T_, hd] each), tile by tile in a fixed order.
 template <typename A>
-void head_backward(FlashBuffers<A>& w, A* dq, A* dk, A* dv, const A* D, const A* head_lse, int T_,
-                   int hd, A scale) {
+void head_backward(const TileGemm& tiles, FlashBuffers<A>& w, A* dq, A* dk, A* dv, const A* D,
+                   const A* head_lse, int T_, int hd, A scale) {
     for (int i0 = 0; i0 < T_; i0 += kRows) {
         const int rows = std::min(kRows, T_ - i0), i1 = i0 + rows;
         const A* qt = w.q.data() + std::size_t(i0) * hd;
@@ -95,21 +95,21 @@ void head_backward(FlashBuffers<A>& w, A* dq, A* dk, A* dv, const A* D, const A*
             const A* kt = w.k.data() + std::size_t(j0) * hd;
             const A* vt = w.v.data() + std::size_t(j0) * hd;
             // S = scale * Q_tile K_tile^T; dP = dO_tile V_tile^T
-            gemm<A>(false, true, rows, cols, hd, float(scale), qt, hd, kt, hd, 0.0f, w.s.data(),
-                    cols, nullptr);
-            gemm<A>(false, true, rows, cols, hd, 1.0f, go, hd, vt, hd, 0.0f, w.p.data(), cols,
-                    nullptr);
+            tiles(false, true, rows, cols, hd, float(scale), qt, hd, kt, hd, 0.0f, w.s.data(), cols,
+                  w.scratch);
+            tiles(false, true, rows, cols, hd, 1.0f, go, hd, vt, hd, 0.0f, w.p.data(), cols,
+                  w.scratch);
             for (int r = 0; r < rows; ++r)
                 grad_scores_row(w.s.data() + std::size_t(r) * cols,
                                 w.p.data() + std::size_t(r) * cols, visible(i0 + r, j0, cols), cols,
                                 head_lse[i0 + r], D[i0 + r], scale);
             // dQ_tile += dS K_tile; dK_tile += dS^T Q_tile; dV_tile += P^T dO_tile.
-            gemm<A>(false, false, rows, hd, cols, 1.0f, w.p.data(), cols, kt, hd, 1.0f,
-                    dq + std::size_t(i0) * hd, hd, nullptr);
-            gemm<A>(true, false, cols, hd, rows, 1.0f, w.p.data(), cols, qt, hd, 1.0f,
-                    dk + std::size_t(j0) * hd, hd, nullptr);
-            gemm<A>(true, false, cols, hd, rows, 1.0f, w.s.data(), cols, go, hd, 1.0f,
-                    dv + std::size_t(j0) * hd, hd, nullptr);
+            tiles(false, false, rows, hd, cols, 1.0f, w.p.data(), cols, kt, hd, 1.0f,
+                  dq + std::size_t(i0) * hd, hd, w.scratch);
+            tiles(true, false, cols, hd, rows, 1.0f, w.p.data(), cols, qt, hd, 1.0f,
+                  dk + std::size_t(j0) * hd, hd, w.scratch);
+            tiles(true, false, cols, hd, rows, 1.0f, w.s.data(), cols, go, hd, 1.0f,
+                  dv + std::size_t(j0) * hd, hd, w.scratch);
         }
     }
 }
@@ -117,7 +117,7 @@ void head_backward(FlashBuffers<A>& w, A* dq, A* dk, A* dv, const A* D, const A*
 
 template <typename T>
 void flash_attention_forward(T* out, acc_t<T>* lse, const T* qkv, int B, int T_, int C, int H,
-                             int Hkv) {
+                             int Hkv, const TileGemm& tiles) {
     using A = acc_t<T>;
     const int hd = C / H;
     const QkvLayout at{H, Hkv, hd};
@@ -141,10 +141,9 @@ void flash_attention_forward(T* out, acc_t<T>* lse, const T* qkv, int B, int T_,
                     for (int j0 = 0; j0 < i1; j0 += kCols) {
                         const int cols = std::min(kCols, i1 - j0);
                         // S = scale * Q_tile K_tile^T
-                        gemm<A>(false, true, rows, cols, hd, scale,
-                                w.q.data() + std::size_t(i0) * hd, hd,
-                                w.k.data() + std::size_t(j0) * hd, hd, 0.0f, w.s.data(), cols,
-                                nullptr);
+                        tiles(false, true, rows, cols, hd, scale, w.q.data() + std::size_t(i0) * hd,
+                              hd, w.k.data() + std::size_t(j0) * hd, hd, 0.0f, w.s.data(), cols,
+                              w.scratch);
                         for (int r = 0; r < rows; ++r) {
                             const A alpha =
                                 online_softmax_row(w.s.data() + std::size_t(r) * cols,
@@ -153,9 +152,9 @@ void flash_attention_forward(T* out, acc_t<T>* lse, const T* qkv, int B, int T_,
                             for (int e = 0; e < hd; ++e) o[e] *= alpha;
                         }
                         // O_tile += P V_tile (the masked probabilities are exact zeros)
-                        gemm<A>(false, false, rows, hd, cols, 1.0f, w.s.data(), cols,
-                                w.v.data() + std::size_t(j0) * hd, hd, 1.0f, w.o.data(), hd,
-                                nullptr);
+                        tiles(false, false, rows, hd, cols, 1.0f, w.s.data(), cols,
+                              w.v.data() + std::size_t(j0) * hd, hd, 1.0f, w.o.data(), hd,
+                              w.scratch);
                     }
                     for (int r = 0; r < rows; ++r) {
                         const A inv = A(1) / w.l[r];
@@ -171,7 +170,8 @@ void flash_attention_forward(T* out, acc_t<T>* lse, const T* qkv, int B, int T_,
 
 template <typename T>
 void flash_attention_backward(T* dqkv, const T* dout, const T* qkv, const T* out,
-                              const acc_t<T>* lse, int B, int T_, int C, int H, int Hkv) {
+                              const acc_t<T>* lse, int B, int T_, int C, int H, int Hkv,
+                              const TileGemm& tiles) {
     using A = acc_t<T>;
     const int hd = C / H;
     const QkvLayout at{H, Hkv, hd};
@@ -208,7 +208,7 @@ void flash_attention_backward(T* dqkv, const T* dout, const T* qkv, const T* out
                         D[t] = d;
                     }
                     std::fill(dq.begin(), dq.end(), A(0));
-                    head_backward(w, dq.data(), dk.data(), dv.data(), D.data(),
+                    head_backward(tiles, w, dq.data(), dk.data(), dv.data(), D.data(),
                                   lse + (std::size_t(b) * H + h) * T_, T_, hd, scale);
                     store_head(drows, at.row(), at.q_col(h), T_, hd, dq.data());
                 }
@@ -219,9 +219,10 @@ void flash_attention_backward(T* dqkv, const T* dout, const T* qkv, const T* out
 }
 
 #define SHARDLAB_INSTANTIATE(T)                                                                    \
-    template void flash_attention_forward<T>(T*, acc_t<T>*, const T*, int, int, int, int, int);    \
+    template void flash_attention_forward<T>(T*, acc_t<T>*, const T*, int, int, int, int, int,     \
+                                             const TileGemm&);                                     \
     template void flash_attention_backward<T>(T*, const T*, const T*, const T*, const acc_t<T>*,   \
-                                              int, int, int, int, int);
+                                              int, int, int, int, int, const TileGemm&);
 SHARDLAB_FOR_EACH_STORAGE_TYPE(SHARDLAB_INSTANTIATE)
 #undef SHARDLAB_INSTANTIATE
 

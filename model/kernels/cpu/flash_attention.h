@@ -6,32 +6,37 @@
 // Forward writes out [B, T, C] and lse [B, H, T] (fp32, natural log of each query row's sum of
 // exp(scaled scores)); backward recomputes the probabilities tile by tile from lse and overwrites
 // dqkv. lse is acc_t<T>: fp32 for the stored dtypes (the Ops contract), double for the float64
-// finite-difference checks.
+// finite-difference checks. tiles: the library of the tile products (tile_gemm.h; default
+// OpenBLAS, the backend passes its own choice).
 #pragma once
 
 #include "model/kernels/cpu/numeric.h"
+#include "model/kernels/cpu/tile_gemm.h"
 
 namespace shardlab::cpu {
 
 template <typename T>
 void flash_attention_forward(T* out, acc_t<T>* lse, const T* qkv, int B, int T_, int C, int H,
-                             int Hkv);
+                             int Hkv, const TileGemm& tiles = TileGemm());
 
 // out is forward's stored (rounded) output: backward's D_i = rowsum(dO_i * O_i) reads it. dqkv is
 // overwritten; a kv head's dk, dv are the sums over its group's query heads, in head order.
 template <typename T>
 void flash_attention_backward(T* dqkv, const T* dout, const T* qkv, const T* out,
-                              const acc_t<T>* lse, int B, int T_, int C, int H, int Hkv);
+                              const acc_t<T>* lse, int B, int T_, int C, int H, int Hkv,
+                              const TileGemm& tiles = TileGemm());
 
 // Multi-head attention (Hkv = H), for callers that know no grouping.
 template <typename T>
-void flash_attention_forward(T* out, acc_t<T>* lse, const T* qkv, int B, int T_, int C, int H) {
-    flash_attention_forward(out, lse, qkv, B, T_, C, H, H);
+void flash_attention_forward(T* out, acc_t<T>* lse, const T* qkv, int B, int T_, int C, int H,
+                             const TileGemm& tiles = TileGemm()) {
+    flash_attention_forward(out, lse, qkv, B, T_, C, H, H, tiles);
 }
 template <typename T>
 void flash_attention_backward(T* dqkv, const T* dout, const T* qkv, const T* out,
-                              const acc_t<T>* lse, int B, int T_, int C, int H) {
-    flash_attention_backward(dqkv, dout, qkv, out, lse, B, T_, C, H, H);
+                              const acc_t<T>* lse, int B, int T_, int C, int H,
+                              const TileGemm& tiles = TileGemm()) {
+    flash_attention_backward(dqkv, dout, qkv, out, lse, B, T_, C, H, H, tiles);
 }
 
 } // namespace shardlab::cpu

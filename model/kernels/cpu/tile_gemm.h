@@ -1,0 +1,37 @@
+// The small products of the CPU attention kernels (attention.cpp, flash_attention.cpp): fp32 (or,
+// for the finite-difference checks, double) tiles, each product single-threaded on the thread that
+// asks, inside the kernel's parallel region. Two libraries, as the backend's GEMMs (cpu_gemm.h):
+// OpenBLAS's sgemm (gemm.h; the default, and what --reproducible keeps), or oneDNN's matmul with
+// one primitive per tile shape, chosen where the backend runs its fp32 GEMMs on oneDNN (AVX-512):
+// about 2x OpenBLAS's Haswell kernel on a 64 x 256 x 64 tile (docs/BENCHMARKS.md). double is
+// always dgemm. Both sum in fp32 over exactly widened inputs; only the order of the sums differs.
+#pragma once
+
+#include "model/kernels/cpu/onednn_matmul.h"
+
+#include <cstddef>
+#include <vector>
+
+namespace shardlab::cpu {
+
+class TileGemm {
+  public:
+    TileGemm() = default; // OpenBLAS
+    explicit TileGemm(OneDnnMatmul& onednn) : onednn_(&onednn) {}
+
+    // C = alpha op(A) op(B) + beta C on row-major tiles. scratch: the calling thread's own
+    // scratchpad for oneDNN, grown here when a shape needs more (OpenBLAS needs none).
+    void operator()(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
+                    int lda, const float* B, int ldb, float beta, float* C, int ldc,
+                    std::vector<std::byte>& scratch) const;
+    void operator()(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const double* A,
+                    int lda, const double* B, int ldb, float beta, double* C, int ldc,
+                    std::vector<std::byte>& scratch) const;
+
+    const char* library() const { return onednn_ ? "oneDNN" : "OpenBLAS"; }
+
+  private:
+    OneDnnMatmul* onednn_ = nullptr; // shared with the backend's other GEMMs; its cache is locked
+};
+
+} // namespace shardlab::cpu
