@@ -18,8 +18,12 @@
 // - bf16 / fp16 compute in fp32 and round what they store once (out, dqkv: 2^-9 ~ 2e-3 and
 //   2^-11 ~ 5e-4 per element). Backward's D_i = rowsum(dO_i * O_i) reads the stored (rounded) out,
 //   which moves every dS_ij of row i by P_ij * dD_i * scale: a second error of the same order.
-//   Unlike the materialising path, the probabilities are never rounded to the storage type.
-//   So about two roundings: bounds 1e-2 (bf16) and 2.5e-3 (fp16), 2.5x headroom.
+//   Unlike the materialising path, the probabilities are never rounded to the storage type —
+//   except with bf16 operands (the oneDNNbf16 runs), where P and dS are rounded to bf16 before
+//   they enter a product (relative 2^-9 each; flash_attention_wmma.h's argument): out and dqkv
+//   gain one more rounding of their terms, about 2^-9 in the norm, the row sum l is not rounded.
+//   So two roundings, three with bf16 operands: bounds 1e-2 (bf16; measured 1.8e-3, and 2.5e-3 with
+//   bf16 operands) and 2.5e-3 (fp16), 2.5x headroom or more.
 // - lse is fp32 in every storage type (the Ops contract): bound 1e-6 relative, fp32 log-sum-exp
 //   of at most 520 terms.
 // Flash against materialize in the same dtype: by the triangle inequality, the flash bound plus
@@ -193,14 +197,23 @@ Result run_materialize(const Problem& p, const TileGemm& tiles) {
     return {load(out), {}, load(dqkv)};
 }
 
-// Every test runs twice, its tile products on OpenBLAS and on oneDNN (tile_gemm.h): the bounds
-// argue from fp32 sums in any order, so they hold for both. The tests that run on 1, 2 and 3
-// threads restore the caller's count after each test.
+// Every test runs three times, its tile products (tile_gemm.h) on OpenBLAS, on oneDNN in fp32, and
+// on oneDNN with bf16 operands (where the CPU has oneDNN's bf16 matmul; only bf16 storage differs
+// from the fp32 run). The tests that run on 1, 2 and 3 threads restore the caller's count.
+TileGemm make_tiles(const std::string& library, OneDnnMatmul& onednn) {
+    if (library == "OpenBLAS") return TileGemm();
+    return TileGemm(onednn, library == "oneDNNbf16");
+}
+
 class FlashAttention : public ::testing::TestWithParam<std::string> {
   protected:
-    void SetUp() override { saved_ = current_threads(); }
+    void SetUp() override {
+        saved_ = current_threads();
+        if (GetParam() == "oneDNNbf16" && onednn_.implementation(DType::bf16).empty())
+            GTEST_SKIP() << "oneDNN has no bf16 matmul on this CPU (it needs AVX-512)";
+    }
     void TearDown() override { set_threads(saved_); }
-    TileGemm tiles() { return GetParam() == "oneDNN" ? TileGemm(onednn_) : TileGemm(); }
+    TileGemm tiles() { return make_tiles(GetParam(), onednn_); }
     int saved_ = 1;
     OneDnnMatmul onednn_;
 };
@@ -346,7 +359,8 @@ TEST_P(FlashAttention, GroupedQueryIsMultiHeadOnRepeatedKvHeads) {
 }
 
 template <typename S>
-void expect_same_bits_on_1_2_3_threads(bool onednn, const char* type_name, const Shape& s) {
+void expect_same_bits_on_1_2_3_threads(const std::string& library, const char* type_name,
+                                       const Shape& s) {
     const Problem p = rounded<S>(make_problem(s, 9));
     const std::vector<S> qkv = store<S>(p.qkv), dout = store<S>(p.dout);
     std::vector<std::vector<char>> outs;
@@ -355,7 +369,7 @@ void expect_same_bits_on_1_2_3_threads(bool onednn, const char* type_name, const
         // oneDNN plans a primitive for the thread count it is built under: a fresh cache each time,
         // as a process started with that --threads builds it.
         OneDnnMatmul fresh;
-        const TileGemm tiles = onednn ? TileGemm(fresh) : TileGemm();
+        const TileGemm tiles = make_tiles(library, fresh);
         std::vector<S> out(p.dout.size()), dqkv(p.qkv.size());
         std::vector<acc_t<S>> lse(std::size_t(s.B) * s.H * s.T);
         flash_attention_forward<S>(out.data(), lse.data(), qkv.data(), s.B, s.T, s.C(), s.H, s.kv(),
@@ -382,12 +396,13 @@ TEST_P(FlashAttention, SameBitsOnOneTwoAndThreeThreads) {
     // GPT-2's head size, 64, whose tiles are the model's (oneDNN plans them by shape).
     for (const Shape& s : {Shape{2, 300, 3, 16}, Shape{2, 300, 6, 16, 2}, Shape{1, 300, 3, 64}}) {
         SCOPED_TRACE(s.name());
-        expect_same_bits_on_1_2_3_threads<float>(GetParam() == "oneDNN", "fp32", s);
-        expect_same_bits_on_1_2_3_threads<bf16_t>(GetParam() == "oneDNN", "bf16", s);
-        expect_same_bits_on_1_2_3_threads<f16_t>(GetParam() == "oneDNN", "fp16", s);
-        expect_same_bits_on_1_2_3_threads<double>(GetParam() == "oneDNN", "double", s);
+        expect_same_bits_on_1_2_3_threads<float>(GetParam(), "fp32", s);
+        expect_same_bits_on_1_2_3_threads<bf16_t>(GetParam(), "bf16", s);
+        expect_same_bits_on_1_2_3_threads<f16_t>(GetParam(), "fp16", s);
+        expect_same_bits_on_1_2_3_threads<double>(GetParam(), "double", s);
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(TileLibraries, FlashAttention, ::testing::Values("OpenBLAS", "oneDNN"),
+INSTANTIATE_TEST_SUITE_P(TileLibraries, FlashAttention,
+                         ::testing::Values("OpenBLAS", "oneDNN", "oneDNNbf16"),
                          [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });

@@ -48,7 +48,11 @@ class CpuGemm {
 
     const GemmPaths& paths() const { return paths_; }
     // The attention kernels' tile products, on this backend's fp32 library (tile_gemm.h).
-    TileGemm tiles() { return paths_.f32 == GemmLibrary::onednn ? TileGemm(onednn_) : TileGemm(); }
+    // bf16 tiles are multiplied as they are where bf16 GEMMs run on oneDNN too.
+    TileGemm tiles() {
+        if (paths_.f32 != GemmLibrary::onednn) return TileGemm();
+        return TileGemm(onednn_, paths_.bf16 == GemmLibrary::onednn);
+    }
     // One line per dtype: library, kernel and ISA, e.g. "fp32: oneDNN 2.6.3 brg:avx2 (avx2)".
     std::string describe();
 

@@ -1,15 +1,17 @@
 // Flash attention (FlashAttention-2's scheme) in the style of attention.cpp: forward takes one
 // (batch, query head) pair per OpenMP iteration, backward one (batch, kv head) pair (the whole
 // group of query heads that share it, so that its dK, dV are summed on one thread in head order: no
-// atomics, no reduction across threads); q, k, v are copied once into fp32 (double for double)
-// rows, and the work done in query tiles of kRows x key tiles of kCols with small single-threaded
-// GEMMs on the backend's fp32 library (tile_gemm.h). Causal: a query tile needs only the
-// key tiles up to its last row, so tiles above the diagonal are never computed. Forward keeps a
-// running max m and sum l per row and rescales the output tile as larger scores arrive (the online
-// softmax); it stores out and lse = m + log l only. Backward recomputes each probability tile as
-// exp(S - lse) and accumulates dQ, dK, dV in per-pair fp32 buffers. Every sum runs in a fixed order
-// on one thread, so the bits do not depend on the thread count. Per-thread scratch is O(T * hd +
-// kRows * kCols), never T x T.
+// atomics, no reduction across threads), and the work is done in query tiles of kRows x key tiles
+// of kCols with small single-threaded GEMMs on the backend's library (tile_gemm.h). Their operands:
+// q, k, v copied once into fp32 (double for double) rows; or, for bf16 where the library multiplies
+// bf16 as it is (oneDNN on AVX512-BF16), the bf16 rows read in place and the probability and dS
+// tiles rounded to bf16 before they enter a product, as the CUDA tensor-core kernels do (fp32
+// sums either way). Causal: a query tile needs only the key tiles up to its last row, so tiles
+// above the diagonal are never computed. Forward keeps a running max m and sum l per row and
+// rescales the output tile as larger scores arrive (the online softmax); it stores out and
+// lse = m + log l only. Backward recomputes each probability tile as exp(S - lse) and accumulates
+// dQ, dK, dV in per-pair fp32 buffers. Every sum runs in a fixed order on one thread, so the bits
+// do not depend on the thread count. Per-thread scratch is O(T * hd + kRows * kCols), never T x T.
 #include "model/kernels/cpu/flash_attention.h"
 
 #include "model/kernels/cpu/attention_heads.h"
@@ -20,6 +22,7 @@
 #include <cmath>
 #include <cstddef>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 namespace shardlab::cpu {
@@ -73,65 +76,117 @@ SHARDLAB_TARGET_CLONES void grad_scores_row(A* __restrict s, A* __restrict dp, i
     for (int j = n; j < cols; ++j) s[j] = dp[j] = 0;
 }
 
-template <typename A>
+// A head's rows as the tile products read them: ld elements from one row to the next.
+template <typename X>
+struct Rows {
+    const X* data;
+    int ld;
+    const X* at(int row) const { return data + std::size_t(row) * ld; }
+};
+
+// Scratch of one thread. X is the products' operand type: A, with q, k, v (and dO) copied into
+// dense rows; or bf16 multiplied as it is (tile_gemm.h), read in place, with the probability and
+// dS tiles rounded to it (ps, pp) before they enter a product.
+template <typename A, typename X>
 struct FlashBuffers {
+    static constexpr bool kCopies = std::is_same_v<X, A>;
     std::vector<A> q, k, v, o, s, p, m, l;
+    std::vector<X> ps, pp;
     std::vector<std::byte> scratch; // the tile products' (tile_gemm.h)
     FlashBuffers(int T_, int hd)
-        : q(std::size_t(T_) * hd), k(q.size()), v(q.size()), o(q.size()),
-          s(std::size_t(kRows) * kCols), p(s.size()), m(kRows), l(kRows) {}
+        : q(kCopies ? std::size_t(T_) * hd : 0), k(q.size()), v(q.size()), o(std::size_t(T_) * hd),
+          s(std::size_t(kRows) * kCols), p(s.size()), m(kRows), l(kRows),
+          ps(kCopies ? 0 : s.size()), pp(ps.size()) {}
 };
-// One query head's share of backward, on the buffers of w (q, k, v loaded; o holding dO): adds its
-// dQ into dq and its dK, dV into dk, dv ([T_, hd] each), tile by tile in a fixed order.
+
+// Rows [T_, hd] at column col of base (row elements apart) for the products: copied into copy
+// (accumulation type, ld hd), or in place.
+template <typename X, typename T, typename A>
+Rows<X> head_rows(const T* base, std::size_t row, int col, int T_, int hd, std::vector<A>& copy) {
+    if constexpr (std::is_same_v<X, A>) {
+        load_head(base, row, col, T_, hd, copy.data());
+        return {copy.data(), hd};
+    } else {
+        static_assert(std::is_same_v<X, T>);
+        return {base + col, int(row)};
+    }
+}
+
+template <typename X, typename A>
+SHARDLAB_TARGET_CLONES void round_to(const A* __restrict src, X* __restrict dst, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) dst[i] = from_acc<X>(src[i]);
+}
+
 template <typename A>
-void head_backward(const TileGemm& tiles, FlashBuffers<A>& w, A* dq, A* dk, A* dv, const A* D,
-                   const A* head_lse, int T_, int hd, A scale) {
+SHARDLAB_TARGET_CLONES void scale_row(A* __restrict row, int n, A factor) {
+    for (int e = 0; e < n; ++e) row[e] *= factor;
+}
+
+// A rows x cols tile (probabilities or dS) as a product's operand: itself, or rounded to X (the
+// tensor-core kernels' rounding: flash_attention_wmma.h argues its cost).
+template <typename X, typename A>
+const X* tile_operand(const A* tile, std::vector<X>& rounded, int rows, int cols) {
+    if constexpr (std::is_same_v<X, A>) {
+        return tile;
+    } else {
+        round_to(tile, rounded.data(), std::size_t(rows) * cols);
+        return rounded.data();
+    }
+}
+
+// One query head's share of backward, on the buffers of w: adds its dQ into dq and its dK, dV into
+// dk, dv ([T_, hd] each, dense), tile by tile in a fixed order.
+template <typename A, typename X>
+void head_backward(const TileGemm& tiles, FlashBuffers<A, X>& w, Rows<X> q, Rows<X> k, Rows<X> v,
+                   Rows<X> dout, A* dq, A* dk, A* dv, const A* D, const A* head_lse, int T_, int hd,
+                   A scale) {
     for (int i0 = 0; i0 < T_; i0 += kRows) {
         const int rows = std::min(kRows, T_ - i0), i1 = i0 + rows;
-        const A* qt = w.q.data() + std::size_t(i0) * hd;
-        const A* go = w.o.data() + std::size_t(i0) * hd;
+        const X* qt = q.at(i0);
+        const X* go = dout.at(i0);
         for (int j0 = 0; j0 < i1; j0 += kCols) {
             const int cols = std::min(kCols, i1 - j0);
-            const A* kt = w.k.data() + std::size_t(j0) * hd;
-            const A* vt = w.v.data() + std::size_t(j0) * hd;
+            const X* kt = k.at(j0);
+            const X* vt = v.at(j0);
             // S = scale * Q_tile K_tile^T; dP = dO_tile V_tile^T
-            tiles(false, true, rows, cols, hd, float(scale), qt, hd, kt, hd, 0.0f, w.s.data(), cols,
-                  w.scratch);
-            tiles(false, true, rows, cols, hd, 1.0f, go, hd, vt, hd, 0.0f, w.p.data(), cols,
+            tiles(false, true, rows, cols, hd, float(scale), qt, q.ld, kt, k.ld, 0.0f, w.s.data(),
+                  cols, w.scratch);
+            tiles(false, true, rows, cols, hd, 1.0f, go, dout.ld, vt, v.ld, 0.0f, w.p.data(), cols,
                   w.scratch);
             for (int r = 0; r < rows; ++r)
                 grad_scores_row(w.s.data() + std::size_t(r) * cols,
                                 w.p.data() + std::size_t(r) * cols, visible(i0 + r, j0, cols), cols,
                                 head_lse[i0 + r], D[i0 + r], scale);
+            const X* P = tile_operand(w.s.data(), w.ps, rows, cols);
+            const X* dS = tile_operand(w.p.data(), w.pp, rows, cols);
             // dQ_tile += dS K_tile; dK_tile += dS^T Q_tile; dV_tile += P^T dO_tile.
-            tiles(false, false, rows, hd, cols, 1.0f, w.p.data(), cols, kt, hd, 1.0f,
+            tiles(false, false, rows, hd, cols, 1.0f, dS, cols, kt, k.ld, 1.0f,
                   dq + std::size_t(i0) * hd, hd, w.scratch);
-            tiles(true, false, cols, hd, rows, 1.0f, w.p.data(), cols, qt, hd, 1.0f,
+            tiles(true, false, cols, hd, rows, 1.0f, dS, cols, qt, q.ld, 1.0f,
                   dk + std::size_t(j0) * hd, hd, w.scratch);
-            tiles(true, false, cols, hd, rows, 1.0f, w.s.data(), cols, go, hd, 1.0f,
+            tiles(true, false, cols, hd, rows, 1.0f, P, cols, go, dout.ld, 1.0f,
                   dv + std::size_t(j0) * hd, hd, w.scratch);
         }
     }
 }
-} // namespace
 
-template <typename T>
-void flash_attention_forward(T* out, acc_t<T>* lse, const T* qkv, int B, int T_, int C, int H,
-                             int Hkv, const TileGemm& tiles) {
+template <typename T, typename X>
+void forward(T* out, acc_t<T>* lse, const T* qkv, int B, int T_, int C, int H, int Hkv,
+             const TileGemm& tiles) {
     using A = acc_t<T>;
     const int hd = C / H;
     const QkvLayout at{H, Hkv, hd};
     const float scale = float(1 / std::sqrt(double(hd)));
 #pragma omp parallel
     {
-        FlashBuffers<A> w(T_, hd); // o: the output tile being accumulated (kRows x hd used)
+        FlashBuffers<A, X> w(T_, hd); // o: the output tile being accumulated (kRows x hd used)
 #pragma omp for collapse(2) schedule(static)
         for (int b = 0; b < B; ++b)
             for (int h = 0; h < H; ++h) {
-                const T* rows = qkv + std::size_t(b) * T_ * at.row();
-                load_head(rows, at.row(), at.q_col(h), T_, hd, w.q.data());
-                load_head(rows, at.row(), at.k_col(at.kv_of(h)), T_, hd, w.k.data());
-                load_head(rows, at.row(), at.v_col(at.kv_of(h)), T_, hd, w.v.data());
+                const T* base = qkv + std::size_t(b) * T_ * at.row();
+                const Rows<X> q = head_rows<X>(base, at.row(), at.q_col(h), T_, hd, w.q);
+                const Rows<X> k = head_rows<X>(base, at.row(), at.k_col(at.kv_of(h)), T_, hd, w.k);
+                const Rows<X> v = head_rows<X>(base, at.row(), at.v_col(at.kv_of(h)), T_, hd, w.v);
                 A* head_lse = lse + (std::size_t(b) * H + h) * T_;
                 for (int i0 = 0; i0 < T_; i0 += kRows) {
                     const int rows = std::min(kRows, T_ - i0), i1 = i0 + rows;
@@ -141,20 +196,19 @@ void flash_attention_forward(T* out, acc_t<T>* lse, const T* qkv, int B, int T_,
                     for (int j0 = 0; j0 < i1; j0 += kCols) {
                         const int cols = std::min(kCols, i1 - j0);
                         // S = scale * Q_tile K_tile^T
-                        tiles(false, true, rows, cols, hd, scale, w.q.data() + std::size_t(i0) * hd,
-                              hd, w.k.data() + std::size_t(j0) * hd, hd, 0.0f, w.s.data(), cols,
-                              w.scratch);
+                        tiles(false, true, rows, cols, hd, scale, q.at(i0), q.ld, k.at(j0), k.ld,
+                              0.0f, w.s.data(), cols, w.scratch);
                         for (int r = 0; r < rows; ++r) {
                             const A alpha =
                                 online_softmax_row(w.s.data() + std::size_t(r) * cols,
                                                    visible(i0 + r, j0, cols), cols, w.m[r], w.l[r]);
-                            A* o = w.o.data() + std::size_t(r) * hd;
-                            for (int e = 0; e < hd; ++e) o[e] *= alpha;
+                            scale_row(w.o.data() + std::size_t(r) * hd, hd, alpha);
                         }
-                        // O_tile += P V_tile (the masked probabilities are exact zeros)
-                        tiles(false, false, rows, hd, cols, 1.0f, w.s.data(), cols,
-                              w.v.data() + std::size_t(j0) * hd, hd, 1.0f, w.o.data(), hd,
-                              w.scratch);
+                        // O_tile += P V_tile (the masked probabilities are exact zeros); l was
+                        // summed from P before any rounding.
+                        tiles(false, false, rows, hd, cols, 1.0f,
+                              tile_operand(w.s.data(), w.ps, rows, cols), cols, v.at(j0), v.ld,
+                              1.0f, w.o.data(), hd, w.scratch);
                     }
                     for (int r = 0; r < rows; ++r) {
                         const A inv = A(1) / w.l[r];
@@ -168,47 +222,46 @@ void flash_attention_forward(T* out, acc_t<T>* lse, const T* qkv, int B, int T_,
     }
 }
 
-template <typename T>
-void flash_attention_backward(T* dqkv, const T* dout, const T* qkv, const T* out,
-                              const acc_t<T>* lse, int B, int T_, int C, int H, int Hkv,
-                              const TileGemm& tiles) {
+template <typename T, typename X>
+void backward(T* dqkv, const T* dout, const T* qkv, const T* out, const acc_t<T>* lse, int B,
+              int T_, int C, int H, int Hkv, const TileGemm& tiles) {
     using A = acc_t<T>;
     const int hd = C / H;
     const QkvLayout at{H, Hkv, hd};
     const A scale = A(float(1 / std::sqrt(double(hd)))); // forward's scale, exactly
+    const std::size_t head = std::size_t(T_) * hd;
 #pragma omp parallel
     {
-        FlashBuffers<A> w(T_, hd); // o holds dO; s the scores, then P; p holds dP, then dS
-        std::vector<A> dq(w.q.size()), dk(w.q.size()), dv(w.q.size()),
-            D(static_cast<std::size_t>(T_));
+        FlashBuffers<A, X> w(T_, hd); // o holds dO's copy; s the scores, then P; p dP, then dS
+        std::vector<A> dq(head), dk(head), dv(head), D(static_cast<std::size_t>(T_));
         // One kv head and its group of query heads per iteration: dK and dV accumulate over the
         // group's heads in order, then the key tiles' order within each, all on this thread.
 #pragma omp for collapse(2) schedule(static)
         for (int b = 0; b < B; ++b)
             for (int g = 0; g < Hkv; ++g) {
-                const T* rows = qkv + std::size_t(b) * T_ * at.row();
+                const T* base = qkv + std::size_t(b) * T_ * at.row();
+                const T* dbase = dout + std::size_t(b) * T_ * C;
                 T* drows = dqkv + std::size_t(b) * T_ * at.row();
-                load_head(rows, at.row(), at.k_col(g), T_, hd, w.k.data());
-                load_head(rows, at.row(), at.v_col(g), T_, hd, w.v.data());
+                const Rows<X> k = head_rows<X>(base, at.row(), at.k_col(g), T_, hd, w.k);
+                const Rows<X> v = head_rows<X>(base, at.row(), at.v_col(g), T_, hd, w.v);
                 std::fill(dk.begin(), dk.end(), A(0));
                 std::fill(dv.begin(), dv.end(), A(0));
                 for (int h = g * at.group(); h < (g + 1) * at.group(); ++h) {
-                    load_head(rows, at.row(), at.q_col(h), T_, hd, w.q.data());
-                    load_head(dout + std::size_t(b) * T_ * C, std::size_t(C), h * hd, T_, hd,
-                              w.o.data());
+                    const Rows<X> q = head_rows<X>(base, at.row(), at.q_col(h), T_, hd, w.q);
+                    const Rows<X> go = head_rows<X>(dbase, std::size_t(C), h * hd, T_, hd, w.o);
                     // D_i = rowsum(dO_i * O_i) = sum_j P_ij dP_ij, from the out forward stored
                     // (rounded to T), as FlashAttention-2 does: it is the output the loss saw, and
                     // the exact one differs by one rounding of O (relative 2^-9 in bf16), the same
                     // order as the probabilities the materialising path stores in T.
                     for (int t = 0; t < T_; ++t) {
                         const T* y = out + (std::size_t(b) * T_ + t) * C + h * hd;
-                        const A* go = w.o.data() + std::size_t(t) * hd;
-                        A d = 0;
-                        for (int e = 0; e < hd; ++e) d += go[e] * to_acc(y[e]);
-                        D[t] = d;
+                        const T* d = dbase + std::size_t(t) * C + h * hd;
+                        A sum = 0;
+                        for (int e = 0; e < hd; ++e) sum += to_acc(d[e]) * to_acc(y[e]);
+                        D[t] = sum;
                     }
                     std::fill(dq.begin(), dq.end(), A(0));
-                    head_backward(tiles, w, dq.data(), dk.data(), dv.data(), D.data(),
+                    head_backward(tiles, w, q, k, v, go, dq.data(), dk.data(), dv.data(), D.data(),
                                   lse + (std::size_t(b) * H + h) * T_, T_, hd, scale);
                     store_head(drows, at.row(), at.q_col(h), T_, hd, dq.data());
                 }
@@ -216,6 +269,27 @@ void flash_attention_backward(T* dqkv, const T* dout, const T* qkv, const T* out
                 store_head(drows, at.row(), at.v_col(g), T_, hd, dv.data());
             }
     }
+}
+} // namespace
+
+// bf16 is multiplied as it is where the tile products take bf16 operands; everything else in the
+// accumulation type.
+template <typename T>
+void flash_attention_forward(T* out, acc_t<T>* lse, const T* qkv, int B, int T_, int C, int H,
+                             int Hkv, const TileGemm& tiles) {
+    if constexpr (std::is_same_v<T, bf16_t>)
+        if (tiles.bf16_operands()) return forward<T, T>(out, lse, qkv, B, T_, C, H, Hkv, tiles);
+    forward<T, acc_t<T>>(out, lse, qkv, B, T_, C, H, Hkv, tiles);
+}
+
+template <typename T>
+void flash_attention_backward(T* dqkv, const T* dout, const T* qkv, const T* out,
+                              const acc_t<T>* lse, int B, int T_, int C, int H, int Hkv,
+                              const TileGemm& tiles) {
+    if constexpr (std::is_same_v<T, bf16_t>)
+        if (tiles.bf16_operands())
+            return backward<T, T>(dqkv, dout, qkv, out, lse, B, T_, C, H, Hkv, tiles);
+    backward<T, acc_t<T>>(dqkv, dout, qkv, out, lse, B, T_, C, H, Hkv, tiles);
 }
 
 #define SHARDLAB_INSTANTIATE(T)                                                                    \

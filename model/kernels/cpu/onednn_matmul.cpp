@@ -29,7 +29,7 @@ memory::desc matrix(DType t, int rows, int cols, int ld, bool transposed) {
 
 auto key_of(const MatmulShape& s) {
     return std::make_tuple(int(s.dtype), s.trans_a, s.trans_b, s.M, s.N, s.K, s.lda, s.ldb, s.ldc,
-                           s.alpha, s.beta, s.bias);
+                           s.alpha, s.beta, s.bias, s.f32_out);
 }
 using Key = decltype(key_of(MatmulShape{}));
 
@@ -61,7 +61,7 @@ struct OneDnnMatmul::Impl {
         if (auto it = cache.find(k); it != cache.end()) return it->second;
         const memory::desc a = matrix(s.dtype, s.M, s.K, s.lda, s.trans_a);
         const memory::desc b = matrix(s.dtype, s.K, s.N, s.ldb, s.trans_b);
-        const memory::desc c = matrix(s.dtype, s.M, s.N, s.ldc, false);
+        const memory::desc c = matrix(s.f32_out ? DType::f32 : s.dtype, s.M, s.N, s.ldc, false);
         const memory::desc bias = s.bias ? matrix(s.dtype, 1, s.N, s.N, false) : memory::desc();
         dnnl::primitive_attr attr;
         attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);

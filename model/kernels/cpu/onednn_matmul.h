@@ -1,8 +1,8 @@
 // GEMM through oneDNN's matmul primitive: C = alpha * op(A) * op(B) + beta * C (+ bias, unscaled)
-// on row-major fp32 or bf16 matrices, fp32 accumulation, C rounded once on store. A primitive is
-// built once per shape (transposes, leading dimensions, alpha, beta, bias) and kept; the caller
-// provides the scratchpad (scratchpad_bytes), so every byte it uses is tracked and calls in flight
-// on different streams never share one. oneDNN runs on the calling thread's OpenMP team.
+// on row-major fp32 or bf16 matrices, fp32 accumulation, C rounded once on store (or kept fp32). A
+// primitive is built once per shape (transposes, leading dimensions, alpha, beta, bias) and kept;
+// the caller provides the scratchpad (scratchpad_bytes), so every byte it uses is tracked and calls
+// in flight on different streams never share one. oneDNN runs on the calling thread's OpenMP team.
 #pragma once
 
 #include "core/dtype.h"
@@ -18,7 +18,8 @@ struct MatmulShape {
     bool trans_a = false, trans_b = false;
     int M = 0, N = 0, K = 0, lda = 0, ldb = 0, ldc = 0;
     float alpha = 1.0f, beta = 0.0f;
-    bool bias = false; // bias [N] added to every row of the product
+    bool bias = false;    // bias [N] added to every row of the product
+    bool f32_out = false; // C fp32 whatever A and B are (bf16 tiles summed into fp32: tile_gemm.h)
 };
 
 class OneDnnMatmul {

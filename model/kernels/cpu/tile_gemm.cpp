@@ -1,30 +1,50 @@
 // TileGemm: a tile product on the library the backend chose (tile_gemm.h).
 #include "model/kernels/cpu/tile_gemm.h"
 
+#include "core/error.h"
 #include "model/kernels/cpu/gemm.h"
 
 namespace shardlab::cpu {
 
-void TileGemm::operator()(bool ta, bool tb, int M, int N, int K, float alpha, const float* A,
-                          int lda, const float* B, int ldb, float beta, float* C, int ldc,
-                          std::vector<std::byte>& scratch) const {
-    if (!onednn_) {
-        gemm<float>(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, nullptr);
-        return;
-    }
+namespace {
+MatmulShape tile_shape(DType dtype, bool ta, bool tb, int M, int N, int K, float alpha, int lda,
+                       int ldb, float beta, int ldc) {
     MatmulShape s;
+    s.dtype = dtype, s.f32_out = true;
     s.trans_a = ta, s.trans_b = tb, s.M = M, s.N = N, s.K = K;
     s.lda = lda, s.ldb = ldb, s.ldc = ldc, s.alpha = alpha, s.beta = beta;
+    return s;
+}
+} // namespace
+
+void TileGemm::onednn_run(const MatmulShape& s, const void* A, const void* B, void* C,
+                          std::vector<std::byte>& scratch) const {
     const std::size_t need = onednn_->scratchpad_bytes(s);
     if (scratch.size() < need) scratch.resize(need);
     // Inside the kernel's parallel region oneDNN runs the product on this thread alone.
     onednn_->run(s, A, B, nullptr, C, scratch.data());
 }
 
+void TileGemm::operator()(bool ta, bool tb, int M, int N, int K, float alpha, const float* A,
+                          int lda, const float* B, int ldb, float beta, float* C, int ldc,
+                          std::vector<std::byte>& scratch) const {
+    if (!onednn_) return gemm<float>(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, nullptr);
+    onednn_run(tile_shape(DType::f32, ta, tb, M, N, K, alpha, lda, ldb, beta, ldc), A, B, C,
+               scratch);
+}
+
 void TileGemm::operator()(bool ta, bool tb, int M, int N, int K, float alpha, const double* A,
                           int lda, const double* B, int ldb, float beta, double* C, int ldc,
                           std::vector<std::byte>&) const {
     gemm<double>(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, nullptr);
+}
+
+void TileGemm::operator()(bool ta, bool tb, int M, int N, int K, float alpha, const bf16_t* A,
+                          int lda, const bf16_t* B, int ldb, float beta, float* C, int ldc,
+                          std::vector<std::byte>& scratch) const {
+    check(bf16_operands_, "internal: bf16 tile products need oneDNN's bf16 matmul");
+    onednn_run(tile_shape(DType::bf16, ta, tb, M, N, K, alpha, lda, ldb, beta, ldc), A, B, C,
+               scratch);
 }
 
 } // namespace shardlab::cpu
