@@ -9,12 +9,13 @@
 #      it materialises the probabilities too). The row names which one ran;
 #   2. a whole training step (`shardlab bench step --attention ...`): tokens/s and the tracked
 #      activation and device peaks — tiny at T = 256 and T = 1024, GPT-2 124M at T = 1024.
-# Writes bench/results/attention_cpu.jsonl. About four minutes on a 2-vCPU machine.
-# Usage: bench/attention_cpu.sh [SHARDLAB]   (default build/shardlab)
+# Writes bench/results/attention_cpu.jsonl (another name: NAME=attention_cpu_avx512, one per CPU
+# kind). About four minutes on a 2-vCPU machine.
+# Usage: [NAME=...] bench/attention_cpu.sh [SHARDLAB]   (default build/shardlab)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 shardlab=${1:-build/shardlab}
-out=bench/results/attention_cpu.jsonl
+out=bench/results/${NAME:-attention_cpu}.jsonl
 mkdir -p bench/results
 : > "$out"
 "$shardlab" device | sed -n '1,4p' >&2

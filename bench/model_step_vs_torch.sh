@@ -4,11 +4,12 @@
 # one after the other by `shardlab bench step --peer pytorch` — preset tiny at micro-batch 8 x 256
 # and GPT-2 124M at 4 x 256, fp32 and bf16 — with GFLOP/s against the GEMM rate measured in the
 # same run; then the activation bytes the tracker measured, checkpointed and not.
-# Writes bench/results/model_step.{jsonl,png}. Target: shardlab >= 1.5x PyTorch in every row.
-# Usage: bench/model_step_vs_torch.sh [--quick]   (--quick: tiny only)
+# Writes bench/results/model_step.{jsonl,png} (another name: NAME=model_step_avx512, one per CPU
+# kind). Target: shardlab >= 1.5x PyTorch in every row.
+# Usage: [NAME=...] bench/model_step_vs_torch.sh [--quick]   (--quick: tiny only)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=bench/results/model_step.jsonl
+out=bench/results/${NAME:-model_step}.jsonl
 mkdir -p bench/results
 : > "$out"
 build/shardlab device | sed -n '1,4p' >&2
@@ -33,4 +34,4 @@ for ck in none all; do
   build/shardlab bench step --preset tiny --batch 8 --precision bf16 --threads 2 --steps 1 --warmup 0 --checkpoint $ck --json \
     | sed 's/^{/{"model":"tiny-activations",/' | tee -a "$out"
 done
-/usr/bin/python3 tools/plot_step_bench.py "$out" bench/results/model_step.png
+/usr/bin/python3 tools/plot_step_bench.py "$out" "${out%.jsonl}.png"

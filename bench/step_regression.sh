@@ -1,28 +1,45 @@
 #!/usr/bin/env bash
-# No-slowdown check: `shardlab bench step` (tiny, 8 x 256 tokens, 2 threads, fp32 and bf16) of two
-# binaries, alternating, seven rounds each — e.g. the previous commit's build against this one:
+# Before/after check: `shardlab bench step` of two binaries, alternating (base new base new ...),
+# ROUNDS rounds (default 7) per configuration, so both see the same phases of a noisy machine —
+# e.g. the previous commit's build against this one:
 #   git worktree add /tmp/base <commit> && (cd /tmp/base && scripts/build.sh)
 #   bench/step_regression.sh /tmp/base/build/shardlab build/shardlab
-# Prints every run and the median tokens/s of each binary, with their ratio.
+# Configurations: tiny, 8 x 256 tokens, 2 threads, fp32 and bf16; LONG=1 adds tiny at 2 x 1024
+# and GPT-2 124M at 1 x 1024 in bf16 (attention's share grows with T). Prints each configuration's
+# median tokens/s for both binaries and the median of the per-round ratios new/base; every run
+# goes to bench/results/${NAME:-step_regression}.jsonl.
 set -euo pipefail
-base=$1 new=${2:-build/shardlab}
-declare -A runs
-for round in 1 2 3 4 5 6 7; do
-  for p in fp32 bf16; do
+cd "$(dirname "$0")/.."
+base=$1 new=${2:-build/shardlab} rounds=${ROUNDS:-7}
+out=bench/results/${NAME:-step_regression}.jsonl
+mkdir -p bench/results
+: >"$out"
+configs=("--preset tiny --batch 8 --precision fp32 --steps 10"
+  "--preset tiny --batch 8 --precision bf16 --steps 10")
+if [ "${LONG:-0}" = 1 ]; then
+  configs+=("--preset tiny --seq 1024 --batch 2 --precision bf16 --steps 6"
+    "--preset gpt2 --batch 1 --seq-len 1024 --precision bf16 --steps 3 --warmup 1")
+fi
+for c in "${configs[@]}"; do
+  for round in $(seq "$rounds"); do
     for which in base new; do
-      bin=$base; [ $which = new ] && bin=$new
-      tps=$("$bin" bench step --preset tiny --precision $p --batch 8 --threads 2 --steps 10 --json |
-            /usr/bin/python3 -c 'import json,sys; print(round(json.load(sys.stdin)["tokens_per_s"]))')
-      echo "round $round $p $which: $tps tokens/s"
-      runs[$p-$which]+="$tps "
+      bin=$base
+      [ $which = new ] && bin=$new
+      # shellcheck disable=SC2086 # a configuration is a list of flags
+      "$bin" bench step $c --threads 2 --json |
+        sed "s|^{|{\"binary\":\"$which\",\"round\":$round,\"config\":\"$c\",|" | tee -a "$out" |
+        /usr/bin/python3 -c "import json,sys; print('$c, round $round, $which:', round(json.load(sys.stdin)['tokens_per_s']), 'tokens/s')"
     done
   done
 done
-for p in fp32 bf16; do
-  /usr/bin/python3 - "$p" "${runs[$p-base]}" "${runs[$p-new]}" <<'PY'
-import statistics, sys
-p, base, new = sys.argv[1], [float(x) for x in sys.argv[2].split()], [float(x) for x in sys.argv[3].split()]
-b, n = statistics.median(base), statistics.median(new)
-print(f"{p}: base {b:.0f} tokens/s, new {n:.0f} tokens/s, new/base = {n / b:.3f}")
+/usr/bin/python3 - "$out" <<'PY'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+for c in dict.fromkeys(r["config"] for r in rows):
+    tps = {w: [r["tokens_per_s"] for r in rows if r["config"] == c and r["binary"] == w]
+           for w in ("base", "new")}
+    ratios = [n / b for b, n in zip(tps["base"], tps["new"])]
+    print(f"{c}: base {statistics.median(tps['base']):.0f} tokens/s, new "
+          f"{statistics.median(tps['new']):.0f} tokens/s, new/base = {statistics.median(ratios):.3f}"
+          f" (rounds {min(ratios):.3f}-{max(ratios):.3f})")
 PY
-done
