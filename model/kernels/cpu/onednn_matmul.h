@@ -1,8 +1,10 @@
 // GEMM through oneDNN's matmul primitive: C = alpha * op(A) * op(B) + beta * C (+ bias, unscaled)
 // on row-major fp32 or bf16 matrices, fp32 accumulation, C rounded once on store (or kept fp32). A
 // primitive is built once per shape (transposes, leading dimensions, alpha, beta, bias) and kept;
-// the caller provides the scratchpad (scratchpad_bytes), so every byte it uses is tracked and calls
-// in flight on different streams never share one. oneDNN runs on the calling thread's OpenMP team.
+// the caller provides the scratchpad (scratchpad_bytes), so calls in flight on different streams
+// or threads never share one, and the backend's GEMMs track every byte of theirs (the attention
+// tiles' few KiB sit in the kernel's untracked per-thread scratch: tile_gemm.h). oneDNN runs on the
+// calling thread's OpenMP team.
 #pragma once
 
 #include "core/dtype.h"

@@ -24,7 +24,8 @@ class TileGemm {
         : onednn_(&onednn), bf16_operands_(bf16_operands) {}
 
     // C = alpha op(A) op(B) + beta C on row-major tiles. scratch: the calling thread's own
-    // scratchpad for oneDNN, grown here when a shape needs more (OpenBLAS needs none).
+    // scratchpad for oneDNN, grown here when a shape needs more (OpenBLAS needs none); a part of
+    // the kernel's per-thread scratch, untracked as the rest of it (17 KiB for GPT-2's tiles).
     void operator()(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
                     int lda, const float* B, int ldb, float beta, float* C, int ldc,
                     std::vector<std::byte>& scratch) const;
