@@ -3,7 +3,8 @@
 // Jacobian), for out, lse and dqkv, at sizes that are not multiples of the tiles (T = 1, 7, 65,
 // 130, and 300, 520 past one 256-key tile, so the online softmax rescales), one head and several,
 // head sizes 16 and 64; against the materialising kernel; and bitwise the same for 1, 2 and 3
-// threads — all of it twice, the tile products on OpenBLAS and on oneDNN (tile_gemm.h).
+// threads — all of it three times, the tile products (tile_gemm.h) on OpenBLAS, on oneDNN in fp32
+// and on oneDNN with bf16 operands (the last where this CPU has oneDNN's bf16 matmul).
 // Grouped-query attention (Hkv kv heads shared by H query heads, issue 25) against the same float64
 // reference, which reads each query head's kv head from the grouped row, and against multi-head
 // flash run on the kv heads repeated (Hugging Face's repeat_kv): out, lse and dq the same bits, dk
