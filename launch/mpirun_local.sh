@@ -12,7 +12,13 @@
 # second later (odls_base_sigkill_timeout), too soon for a save. It does forward SIGUSR1 and kills
 # nothing, so this script turns the first stop signal into SIGUSR1 to mpirun, and runs mpirun in a
 # session of its own so that a Ctrl-C at the terminal reaches only this script.
+#
+# MPIRUN names another mpirun (default: the one on PATH). A launcher that outlives all of its ranks
+# by 5 s is killed and the ranks' exit returned (launch/launcher_guard.sh: Open MPI 4.1's finalize
+# hang).
 set -euo pipefail
+# shellcheck source=launch/launcher_guard.sh
+source "$(dirname "${BASH_SOURCE[0]}")/launcher_guard.sh"
 np=1
 for ((i = 1; i <= $#; i++)); do
   case "${!i}" in -np | -n) j=$((i + 1)); np=${!j} ;; esac
@@ -49,14 +55,11 @@ trap 'on_stop TERM 143' TERM
 trap 'on_stop HUP 129' HUP
 session=()
 ! command -v setsid >/dev/null || session=(setsid)
-${session[@]+"${session[@]}"} mpirun "${flags[@]}" "$@" &
+${session[@]+"${session[@]}"} "${MPIRUN:-mpirun}" "${flags[@]}" "$@" &
 pid=$!
 [ -z "$stop" ] || kill -USR1 "$pid" 2>/dev/null # a signal while mpirun started
-while :; do
-  rc=0
-  wait "$pid" || rc=$?
-  kill -0 "$pid" 2>/dev/null || break # else wait was cut short by a trapped signal
-done
+launcher_wait "$pid" 5 mpirun_local
+rc=$launcher_rc
 # Stopped on request with a checkpoint, the ranks exit 138 (128 + SIGUSR1): report the signal this
 # script got, as a shell would.
 [ -n "$stop" ] && [ "$rc" -eq 138 ] && rc=$stop

@@ -8,6 +8,9 @@
 #   3. for real, 2 ranks on the CPU: SIGUSR1 to the script (Slurm's time-limit warning) reaches the
 #      ranks, which checkpoint and stop; the script requeues its job; run again as the requeued job,
 #      it resumes from its own run directory
+#   4. launch/mpirun_local.sh's guard (launch/launcher_guard.sh) with a stand-in mpirun (MPIRUN):
+#      one that never reaps its exited ranks is killed after 5 s and the ranks' exit returned
+#      (a rank's code, a rank's signal); one that reaps them and takes 2 s to finish is waited for
 # Usage: launch_scripts_check.sh SHARDLAB MPIRUN...
 set -uo pipefail
 shardlab=$(realpath "$1")
@@ -83,3 +86,38 @@ step=$(sed -n 's/.*"iteration": *\([0-9]*\).*/\1/p' runs/gpt-42/checkpoint/meta.
   fail "3: the requeued job failed"
 grep -q "resumed from .* at step $step" "$work/log" || fail "3: the requeued job did not resume at step $step"
 echo "ok: 3. SIGUSR1 to the script: checkpoint at step $step, job requeued, resumed at step $step"
+
+# --- 4. the launcher guard: a stand-in mpirun whose ranks exit at once with the codes given after
+# -np N (a negative one: killed by that signal); HANG=1 never reaps them (Open MPI 4.1's finalize
+# hang), HANG=0 reaps them and takes 2 s more before its exit 7
+cat >bin/fake_mpirun <<'PY'
+#!/usr/bin/env python3
+import os, signal, sys, time
+codes = [int(c) for c in sys.argv[sys.argv.index("-np") + 2:]]
+for c in codes:
+    if os.fork() == 0:
+        os.kill(os.getpid(), -c) if c < 0 else os._exit(c)
+if os.environ["HANG"] == "1":
+    time.sleep(60)
+for _ in codes:
+    os.wait()
+time.sleep(2)
+sys.exit(7)
+PY
+chmod +x bin/fake_mpirun
+guarded() { # guarded HANG CODES...: runs mpirun_local.sh with the stand-in; sets $code and $secs
+  local t0=$SECONDS hang=$1
+  shift
+  MPIRUN=$work/bin/fake_mpirun HANG=$hang "$here/launch/mpirun_local.sh" -np $# "$@" >"$work/log" 2>&1
+  code=$? secs=$((SECONDS - t0))
+}
+guarded 1 0 3 0
+{ [ $code -eq 3 ] && grep -q "mpirun_local: every rank exited 5 s ago and mpirun has not" "$work/log"; } ||
+  fail "4: a launcher that never reaps its ranks: exit $code, expected 3 and the guard's message"
+((secs <= 10)) || fail "4: the hung launcher was killed after $secs s, expected 5 to 6"
+guarded 1 0 -9
+[ $code -eq 137 ] || fail "4: a rank killed by SIGKILL, the launcher hung: exit $code, expected 137"
+guarded 0 0 0
+{ [ $code -eq 7 ] && ! grep -q "every rank exited" "$work/log"; } ||
+  fail "4: a launcher that reaps its ranks and exits 7: exit $code, or it was killed"
+echo "ok: 4. mpirun_local.sh kills a launcher that never reaps its ranks (exit 3, 137 from the ranks) and waits for one that does"
