@@ -16,19 +16,37 @@ std::string bound_text(double v) {
 }
 } // namespace
 
-CLI::Validator in_range(double lo, double hi, bool lo_open, bool hi_open) {
+namespace {
+// in_range and in_fp32_range: `fp32` checks the value once rounded to fp32, how it is kept.
+CLI::Validator range_check(double lo, double hi, bool lo_open, bool hi_open, bool fp32) {
     const std::string range = std::string(lo_open ? "(" : "[") + bound_text(lo) + ", " +
                               bound_text(hi) + (hi_open || std::isinf(hi) ? ")" : "]");
+    const auto inside = [=](double v) {
+        return std::isfinite(v) && (lo_open ? v > lo : v >= lo) && (hi_open ? v < hi : v <= hi);
+    };
     return CLI::Validator(
         [=](std::string& text) -> std::string {
             double v = 0;
             if (!CLI::detail::lexical_cast(text, v))
                 return "'" + text + "' is not a number; use a number in " + range;
-            const bool ok =
-                std::isfinite(v) && (lo_open ? v > lo : v >= lo) && (hi_open ? v < hi : v <= hi);
-            return ok ? "" : text + " is not in " + range + "; use a number in " + range;
+            if (!inside(v)) return text + " is not in " + range + "; use a number in " + range;
+            const double kept = double(float(v));
+            if (fp32 && !inside(kept))
+                return text + " is " + bound_text(kept) + " in fp32, the type it is kept in, " +
+                       "which is not in " + range + "; use a number in " + range +
+                       " that fp32 holds";
+            return "";
         },
         "in " + range);
+}
+} // namespace
+
+CLI::Validator in_range(double lo, double hi, bool lo_open, bool hi_open) {
+    return range_check(lo, hi, lo_open, hi_open, false);
+}
+
+CLI::Validator in_fp32_range(double lo, double hi, bool lo_open, bool hi_open) {
+    return range_check(lo, hi, lo_open, hi_open, true);
 }
 
 CLI::Validator at_least(long long lo) {

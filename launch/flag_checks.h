@@ -13,6 +13,9 @@ namespace shardlab {
 // Finite and within [lo, hi]; lo_open / hi_open exclude the end (e.g. beta in [0, 1)). hi may be
 // infinity (no upper end).
 CLI::Validator in_range(double lo, double hi, bool lo_open = false, bool hi_open = false);
+// The same for a flag kept in fp32 (the optimizer's settings): the value is checked as fp32 holds
+// it, so 1e-50 (0 in fp32) is no epsilon, 0.99999999999 (1 in fp32) no beta, 1e39 (inf) no rate.
+CLI::Validator in_fp32_range(double lo, double hi, bool lo_open = false, bool hi_open = false);
 
 // An integer flag of at least `lo` (e.g. --heads 1 and up).
 CLI::Validator at_least(long long lo);

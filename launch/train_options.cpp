@@ -55,20 +55,21 @@ void add_train_options(CLI::App& cmd, TrainOptions& o) {
                    "Sequences per step over all ranks (sets --grad-accum)")
         ->check(at_least(0));
     cmd.add_option("--steps", o.steps, "Optimizer steps");
-    cmd.add_option("--lr", o.lr, "Peak learning rate")->check(in_range(0, kInf));
+    cmd.add_option("--lr", o.lr, "Peak learning rate")->check(in_fp32_range(0, kInf));
     cmd.add_option("--warmup", o.warmup, "Linear warmup steps")->check(at_least(0));
     cmd.add_option("--schedule", o.schedule, "cosine | linear | constant (after warmup)");
     cmd.add_option("--min-lr-ratio", o.min_lr_ratio, "Decay floor as a fraction of --lr")
-        ->check(in_range(0, 1));
+        ->check(in_fp32_range(0, 1));
     cmd.add_option("--weight-decay", o.weight_decay, "AdamW decoupled weight decay (2-D weights)")
-        ->check(in_range(0, kInf));
-    cmd.add_option("--beta1", o.beta1, "AdamW beta1")->check(in_range(0, 1, false, true));
-    cmd.add_option("--beta2", o.beta2, "AdamW beta2")->check(in_range(0, 1, false, true));
-    cmd.add_option("--eps", o.eps, "AdamW epsilon")->check(in_range(0, kInf, true));
+        ->check(in_fp32_range(0, kInf));
+    cmd.add_option("--beta1", o.beta1, "AdamW beta1")->check(in_fp32_range(0, 1, false, true));
+    cmd.add_option("--beta2", o.beta2, "AdamW beta2")->check(in_fp32_range(0, 1, false, true));
+    cmd.add_option("--eps", o.eps, "AdamW epsilon")->check(in_fp32_range(0, kInf, true));
     cmd.add_option("--grad-clip", o.grad_clip, "Global gradient-norm clip (0: off)")
-        ->check(in_range(0, kInf));
-    cmd.add_option("--loss-scale", o.loss_scale, "fp16: initial dynamic loss scale")
-        ->check(in_range(0, kInf, true));
+        ->check(in_fp32_range(0, kInf));
+    cmd.add_option("--loss-scale", o.loss_scale,
+                   "fp16: initial dynamic loss scale (halved on an overflow, never below 1)")
+        ->check(in_fp32_range(1, kInf));
     cmd.add_option("--seed", o.seed, "Initialisation and sampling seed (0 to 2^64 - 1)")
         ->check(CLI::Validator(
             [](std::string& text) -> std::string { // an unsigned parse would wrap "-1"

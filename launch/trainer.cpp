@@ -28,6 +28,7 @@
 #include "model/token_windows.h"
 #include "model/traced_ops.h"
 #include "model/weights_io.h"
+#include "optim/adamw.h"
 #include "optim/checkpoint.h"
 #include "optim/lr_schedule.h"
 #include "optim/zero_engine.h"
@@ -247,6 +248,14 @@ RunSetup prepare(const TrainOptions& o, int ranks, int rank) {
         throw UsageError("--calibrate measures the profile the run is priced with; drop it or "
                          "--profile " +
                          o.profile);
+    // Step 1 at the peak rate is AdamW's largest update (1 - beta1^t is smallest at t = 1): its
+    // settings either hold there or the run stops now, not at the end of warmup.
+    adamw_step(AdamWConfig{o.lr, o.beta1, o.beta2, o.eps, o.weight_decay}, o.lr, 1, true, 1.0f);
+    // A changed --loss-scale (its default cannot be told from one given) would do nothing.
+    if (s.precision != Precision::fp16 && o.loss_scale != TrainOptions{}.loss_scale)
+        throw UsageError(fmt::format("--loss-scale {} applies to --precision fp16 only ({} "
+                                     "needs no loss scaling); drop it or use --precision fp16",
+                                     o.loss_scale, o.precision));
     if (o.prefetch < 0 || (o.prefetch > 0 && o.zero != 3))
         throw UsageError("--prefetch applies to --zero 3 only");
     if (o.micro_batch < 1 || o.steps < 1 || o.grad_accum < 1)

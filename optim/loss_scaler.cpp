@@ -1,6 +1,8 @@
 // LossScaler bookkeeping and the overflow scan (an exponent-bits test, no float compares).
 #include "optim/loss_scaler.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -8,13 +10,13 @@ namespace shardlab {
 
 bool LossScaler::update(bool found_overflow) {
     if (found_overflow) {
-        if (dynamic_) scale_ = scale_ > 1.0f ? scale_ / 2 : 1.0f;
+        if (dynamic_) scale_ = std::max(scale_ / 2, 1.0f); // DeepSpeed's floor (min_loss_scale 1)
         good_steps_ = 0;
         ++skipped_;
         return false;
     }
     if (dynamic_ && ++good_steps_ == growth_interval_) {
-        scale_ *= 2;
+        if (std::isfinite(scale_ * 2)) scale_ *= 2; // an Inf scale would overflow every step
         good_steps_ = 0;
     }
     return true;

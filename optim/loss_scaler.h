@@ -1,7 +1,8 @@
 // Loss scaling, and the rule that a non-finite gradient never reaches the weights. The loss — and
 // so every gradient — is multiplied by scale(). When any gradient is Inf or NaN the step is
 // skipped (and counted). Dynamic scaling (fp16, whose range is narrow) also halves the scale on
-// such a step and doubles it after `growth_interval` good steps in a row; a static scaler (fp32,
+// such a step, never below 1, and doubles it after `growth_interval` good steps in a row (while it
+// stays finite); a static scaler (fp32,
 // bf16) keeps its scale. (With several ranks, overflow is read from the all-reduced gradient
 // norm, so every rank skips alike.)
 #pragma once

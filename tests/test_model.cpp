@@ -11,6 +11,7 @@
 #include "model/model_presets.h"
 #include "model/safetensors.h"
 #include "model/weights_io.h"
+#include "optim/adamw.h"
 #include "optim/loss_scaler.h"
 
 #include <gtest/gtest.h>
@@ -328,6 +329,37 @@ TEST(LossScaler, SkipsHalvesAndGrows) {
     EXPECT_TRUE(has_non_finite(h, DType::f16, 3));
     float f[2] = {1.0f, NAN};
     EXPECT_TRUE(has_non_finite(f, DType::f32, 2));
+}
+
+TEST(LossScaler, NeverHalvesBelowOneNorGrowsToInfinity) {
+    LossScaler s(3.0f, 1);
+    EXPECT_FALSE(s.update(true));
+    EXPECT_EQ(s.scale(), 1.5f);
+    EXPECT_FALSE(s.update(true));
+    EXPECT_EQ(s.scale(), 1.0f); // not 0.75: the floor is 1
+    EXPECT_FALSE(s.update(true));
+    EXPECT_EQ(s.scale(), 1.0f);
+    LossScaler big(std::ldexp(1.0f, 127), 1); // the largest power of two fp32 holds
+    EXPECT_TRUE(big.update(false));
+    EXPECT_EQ(big.scale(), std::ldexp(1.0f, 127)); // doubling would make it Inf
+}
+
+TEST(AdamWStep, RefusesSettingsWhoseProductsOverflow) {
+    AdamWConfig c;
+    c.weight_decay = 1e10f;
+    EXPECT_NO_THROW(adamw_step(c, 1e-3f, 1, true, 1.0f));
+    try { // 1 - lr wd = 1 - 1e40: -Inf in fp32
+        adamw_step(c, 1e30f, 1, true, 1.0f);
+        ADD_FAILURE() << "no error";
+    } catch (const UsageError& e) {
+        EXPECT_NE(std::string(e.what()).find("gives a non-finite update (1 - lr wd = -inf"),
+                  std::string::npos)
+            << e.what();
+        EXPECT_NE(std::string(e.what()).find("lower --lr or --weight-decay"), std::string::npos);
+    }
+    AdamWConfig near_one; // beta1 just below 1: lr / (1 - beta1) = 3e38 / 6e-8 overflows
+    near_one.beta1 = std::nextafter(1.0f, 0.0f);
+    EXPECT_THROW(adamw_step(near_one, 3e38f, 1, false, 1.0f), UsageError);
 }
 
 TEST(LossScaler, AFixedScaleSkipsAndCountsButNeverChanges) {

@@ -27,11 +27,12 @@ checkpointing_bitwise() {
   done
 }
 
-# replay_args WEIGHTS MICRO_BATCH STEPS WARMUP: sets `run` (shardlab train's flags) and `ref_run`
-# (the reference's) for one schedule: accumulation 2, clipping, warmup + cosine, decay groups.
+# replay_args WEIGHTS MICRO_BATCH STEPS WARMUP DECAY: sets `run` (shardlab train's flags) and
+# `ref_run` (the reference's) for one schedule: accumulation 2, clipping, warmup + DECAY (cosine or
+# linear), decay groups.
 replay_args() {
   local schedule=(--data data.txt --micro-batch "$2" --grad-accum 2 --steps "$3" --lr 1e-3
-    --warmup "$4" --schedule cosine --min-lr-ratio 0.1 --grad-clip 1.0 --beta1 0.9 --beta2 0.95
+    --warmup "$4" --schedule "$5" --min-lr-ratio 0.1 --grad-clip 1.0 --beta1 0.9 --beta2 0.95
     --eps 1e-8 --weight-decay 0.1)
   run=(--init "$1" "${schedule[@]}")
   ref_run=(--weights "$1" "${schedule[@]}")

@@ -32,6 +32,6 @@ echo "== activation checkpointing changes no bit"
 checkpointing_bitwise w.safetensors
 
 echo "== shardlab train against PyTorch, step by step"
-replay_args w.safetensors 3 12 3
+replay_args w.safetensors 3 12 3 linear
 train_replay
 echo "torch llama reference: ok"

@@ -34,7 +34,7 @@ if [ "$kernels_only" = --kernels ]; then
 fi
 
 echo "== shardlab train against PyTorch, step by step: accumulation, clipping, warmup + cosine, decay groups"
-replay_args w.safetensors 4 30 5
+replay_args w.safetensors 4 30 5 cosine
 train_replay
 
 echo "== fp16: an absurd loss scale overflows; shardlab skips those steps (PyTorch skips them too) and the scale halves until training proceeds"

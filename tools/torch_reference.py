@@ -144,13 +144,15 @@ def make_optimizer(model, args):
 
 
 def learning_rate(step, args):
-    """shardlab's schedule: linear warmup from 0, then cosine to min_lr_ratio * peak."""
+    """shardlab's schedule: linear warmup from 0, then cosine or linear to min_lr_ratio * peak, or
+    constant."""
     if step < args.warmup:
         return args.lr * (step + 1) / args.warmup
-    if args.schedule != "cosine" or args.steps <= args.warmup + 1:
+    if args.schedule == "constant" or args.steps <= args.warmup + 1:
         return args.lr
     progress = min((step - args.warmup) / (args.steps - args.warmup - 1), 1.0)
-    return args.lr * (args.min_lr_ratio + (1 - args.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
+    left = 0.5 * (1 + math.cos(math.pi * progress)) if args.schedule == "cosine" else 1 - progress
+    return args.lr * (args.min_lr_ratio + (1 - args.min_lr_ratio) * left)
 
 
 def training_windows(args, seq):
@@ -257,7 +259,7 @@ def build_parser():
     t.add_argument("--grad-accum", type=int, default=1)
     t.add_argument("--lr", type=float, required=True)
     t.add_argument("--warmup", type=int, default=0)
-    t.add_argument("--schedule", choices=["cosine", "constant"], default="cosine")
+    t.add_argument("--schedule", choices=["cosine", "linear", "constant"], default="cosine")
     t.add_argument("--min-lr-ratio", type=float, default=0.1)
     t.add_argument("--grad-clip", type=float, default=1.0)
     t.add_argument("--beta1", type=float, default=0.9)
