@@ -24,6 +24,9 @@ namespace {
 using json = nlohmann::json;
 
 constexpr std::size_t kLengthBytes = 8; // the little-endian uint64 header length
+// The format's own bound on the header (safetensors' MAX_HEADER_SIZE): a corrupt length field in
+// a large file must not make the reader allocate and read gigabytes before any check.
+constexpr std::uint64_t kMaxHeaderBytes = 100'000'000;
 
 // Every reader error names the file first: a model may span many shards.
 [[noreturn]] void fail_read(const std::string& path, const std::string& problem) {
@@ -314,6 +317,10 @@ SafeTensorsFile read_safetensors_index(std::istream& in, std::uint64_t size,
         fail_read(path, "header length " + std::to_string(n) + " is beyond the file size (" +
                             std::to_string(size) +
                             " bytes); the file is truncated or not safetensors");
+    if (n > kMaxHeaderBytes)
+        fail_read(path, "header length " + std::to_string(n) +
+                            " is above the format's limit of 100 MB (100000000 bytes); the "
+                            "length field is corrupt — copy or export the file again");
     std::string text(n, '\0');
     read_exact(in, path, kLengthBytes, text.data(), n);
     const json header = parse_header(path, text);

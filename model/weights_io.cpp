@@ -15,8 +15,10 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <optional>
+#include <regex>
 
 namespace shardlab {
 
@@ -90,6 +92,16 @@ ModelConfig config_of(const SafeTensorsFile& f, const std::string& path,
     }
 }
 
+// One shard of a sharded save (model-00002-of-00005.safetensors), given alone, lacks most of the
+// model by design: said so, instead of calling its metadata wrong. Called when tensors are missing.
+void refuse_lone_shard(const std::string& path) {
+    const std::string name = std::filesystem::path(path).filename().string();
+    if (std::regex_match(name, std::regex(R"(.*-\d+-of-\d+\.safetensors)")))
+        throw UsageError(fmt::format("'{}' is one shard of a sharded checkpoint: give its folder, "
+                                     "or the model.safetensors.index.json beside it",
+                                     path));
+}
+
 // A config describing far more parameters than the file's tensors hold (over twice what 2-byte
 // tensors could: most of the model absent) is corrupt metadata, refused in floating point before
 // anything is allocated for it — a config claiming 2e9 layers stops here, not after 13 GB. A few
@@ -99,12 +111,13 @@ void check_config_fits_file(const ModelConfig& c, const SafeTensorsFile& f,
     const double params = c.num_params_f64();
     double bytes = 0;
     for (const SafeTensor& t : f.tensors) bytes += double(t.numel() * dtype_size(t.dtype));
-    if (params > bytes)
-        throw UsageError(
-            fmt::format("'{}': its config ({} layers, hidden {}, vocab {}, context {}) "
-                        "describes {:.3g} parameters, but the file holds only {:.0f} bytes "
-                        "of tensors; the config metadata is wrong — re-export the file",
-                        path, c.layers, c.hidden, c.vocab, c.context, params, bytes));
+    if (params <= bytes) return;
+    refuse_lone_shard(path);
+    throw UsageError(
+        fmt::format("'{}': its config ({} layers, hidden {}, vocab {}, context {}) "
+                    "describes {:.3g} parameters, but the file holds only {:.0f} bytes "
+                    "of tensors; the config metadata is wrong — re-export the file",
+                    path, c.layers, c.hidden, c.vocab, c.context, params, bytes));
 }
 
 // A weight that is NaN or infinite would poison every step: refused, naming the tensor.
@@ -127,7 +140,7 @@ std::vector<std::vector<std::size_t>> match_tensors(const SafeTensorsFile& f,
                                                     const std::string& path) {
     std::vector<std::vector<std::size_t>> where;
     for (const auto& u : layout.units()) where.emplace_back(u.params.size(), SIZE_MAX);
-    std::vector<std::string> extra, misshaped;
+    std::vector<std::string> extra, misshaped, twice;
     const Family& fam = family(config.arch);
     for (std::size_t i = 0; i < f.tensors.size(); ++i) {
         const SafeTensor& t = f.tensors[i];
@@ -143,20 +156,28 @@ std::vector<std::vector<std::size_t>> match_tensors(const SafeTensorsFile& f,
                                             fmt::join(t.shape, ", "), fmt::join(p->shape, ", ")));
             continue;
         }
-        where[std::size_t(unit)][std::size_t(p - layout.units()[std::size_t(unit)].params.data())] =
-            i;
+        std::size_t& at = where[std::size_t(unit)]
+                               [std::size_t(p - layout.units()[std::size_t(unit)].params.data())];
+        // Two spellings of one parameter ("transformer.wte.weight", "wte.weight"): neither wins.
+        if (at != SIZE_MAX)
+            twice.push_back(
+                fmt::format("{} and {} are both {}", f.tensors[at].name, t.name, p->name));
+        at = i;
     }
     std::vector<std::string> missing;
     for (std::size_t u = 0; u < layout.num_units(); ++u)
         for (std::size_t k = 0; k < where[u].size(); ++k)
             if (where[u][k] == SIZE_MAX) missing.push_back(layout.units()[u].params[k].name);
-    if (!missing.empty() || !extra.empty() || !misshaped.empty()) {
+    if (!missing.empty()) refuse_lone_shard(path);
+    if (!missing.empty() || !extra.empty() || !misshaped.empty() || !twice.empty()) {
         std::string msg =
             fmt::format("'{}' does not match its model config ({})", path, config.describe());
         if (!missing.empty()) msg += fmt::format("; missing tensors: {}", fmt::join(missing, ", "));
         if (!extra.empty()) msg += fmt::format("; unexpected tensors: {}", fmt::join(extra, ", "));
         if (!misshaped.empty())
             msg += fmt::format("; wrong shapes: {}", fmt::join(misshaped, "; "));
+        if (!twice.empty())
+            msg += fmt::format("; one parameter held twice: {}", fmt::join(twice, "; "));
         throw UsageError(msg +
                          ". Re-export the weights for this config, or fix the config metadata");
     }

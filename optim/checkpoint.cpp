@@ -232,6 +232,28 @@ namespace {
 // meta.json's model, and its rank count, against the rank files beside it: a model far larger
 // than the files could hold (fp32 master, m and v: 12 bytes a parameter) is corrupt metadata,
 // refused before anything — `checkpoint export`'s layout, say — is sized by it.
+// The top-level fields read without further checks, by type: a hand-edited "ranks": "1" must
+// be named, not surface as the JSON library's type error.
+void check_meta_types(const std::string& cdir, const nlohmann::json& meta) {
+    if (!meta.is_object())
+        throw UsageError("checkpoint '" + cdir + "/meta.json' is not a JSON object; it is corrupt");
+    const auto expect = [&](const char* key, bool ok, const char* what) {
+        if (meta.contains(key) && !ok)
+            throw UsageError(fmt::format("checkpoint '{}/meta.json': \"{}\" is {} {}, not {}; it "
+                                         "is corrupt",
+                                         cdir, key, meta[key].type_name(), meta[key].dump(), what));
+    };
+    const auto integer = [&](const char* key) { return meta[key].is_number_integer(); };
+    expect("format", meta.contains("format") && integer("format"), "an integer");
+    expect("ranks", meta.contains("ranks") && integer("ranks"), "an integer");
+    expect("iteration", meta.contains("iteration") && integer("iteration"), "an integer");
+    expect("config", meta.contains("config") && meta["config"].is_object(), "an object");
+    bool counts = meta.contains("units") && meta["units"].is_array();
+    if (counts)
+        for (const auto& n : meta["units"]) counts = counts && n.is_number_unsigned();
+    expect("units", counts, "a list of element counts");
+}
+
 void check_meta_fits_files(const std::string& cdir, const nlohmann::json& meta, int ranks) {
     const auto corrupt = [&](const std::string& why) {
         return UsageError("checkpoint '" + cdir + "/meta.json' " + why + "; it is corrupt");
@@ -241,6 +263,7 @@ void check_meta_fits_files(const std::string& cdir, const nlohmann::json& meta, 
         throw corrupt(fmt::format("says {} ranks wrote it, but there is no {}", ranks,
                                   last.filename().string()));
     double bytes = 0;
+    std::string sizes;
     for (int q = 0; q < ranks; ++q) {
         std::error_code ec;
         const auto n = fs::file_size(fs::path(cdir) / fmt::format("rank-{}.bin", q), ec);
@@ -248,7 +271,18 @@ void check_meta_fits_files(const std::string& cdir, const nlohmann::json& meta, 
             throw corrupt(
                 fmt::format("says {} ranks wrote it, but rank-{}.bin is missing", ranks, q));
         bytes += double(n);
+        sizes += fmt::format("{}rank-{}.bin {} bytes", q ? ", " : "", q, n);
     }
+    // The units' element counts are what the rank files were written from: fewer bytes than they
+    // need means a file was cut short (an interrupted copy), not a wrong model config.
+    double elements = 0;
+    for (const auto& n : meta["units"]) elements += n.get<double>();
+    if (12 * elements > bytes)
+        throw UsageError(fmt::format(
+            "checkpoint '{}': its rank files hold {:.0f} bytes, fewer than the 12 a parameter "
+            "that meta.json's {:.0f} elements need: a rank file is truncated ({}); copy the run "
+            "again, or resume from checkpoint.prev",
+            cdir, bytes, elements, sizes));
     double params = 0;
     try {
         params = config_from_json(meta["config"].value("model", nlohmann::json{})).num_params_f64();
@@ -273,6 +307,7 @@ nlohmann::json read_checkpoint_meta(const std::string& cdir) {
     } catch (const nlohmann::json::exception& e) {
         throw UsageError("checkpoint '" + cdir + "/meta.json' is corrupt: " + e.what());
     }
+    check_meta_types(cdir, meta);
     if (meta.value("format", 1) != 2)
         throw UsageError("checkpoint '" + cdir +
                          "' was written by an older shardlab (format 1); resume it with that "

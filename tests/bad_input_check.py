@@ -65,6 +65,11 @@ with tempfile.TemporaryDirectory() as tmp:
     nan_data = bytearray(data)
     nan_data[entry["data_offsets"][0]:entry["data_offsets"][0] + 4] = struct.pack("<f", float("nan"))
     nan_weights = write("nan.safetensors", header, bytes(nan_data))
+    # One shard of a sharded save given alone: the config metadata and one tensor of the model.
+    b, e = entry["data_offsets"]
+    one_shard = write("model-00002-of-00003.safetensors",
+                      {"__metadata__": header["__metadata__"], name: dict(entry, data_offsets=[0, e - b])},
+                      data[b:e])
     shard = os.path.join(tmp, "bad_magic.bin")
     tokens = [i % 64 for i in range(5000)]
     hdr = [20240521, 1, len(tokens)] + [0] * 253
@@ -90,6 +95,13 @@ with tempfile.TemporaryDirectory() as tmp:
     meta = json.load(open(os.path.join(huge_ckpt, "meta.json")))
     meta["config"]["model"]["layers"] = 2_000_000_000
     json.dump(meta, open(os.path.join(huge_ckpt, "meta.json"), "w"))
+    # Copies with a field of the wrong type, and with a rank file cut short by a copy.
+    typed_ckpt = os.path.join(tmp, "typed_ckpt")
+    shutil.copytree(os.path.join(run, "checkpoint"), typed_ckpt)
+    json.dump(dict(meta, ranks="1"), open(os.path.join(typed_ckpt, "meta.json"), "w"))
+    cut_ckpt = os.path.join(tmp, "cut_ckpt")
+    shutil.copytree(os.path.join(run, "checkpoint"), cut_ckpt)
+    os.truncate(os.path.join(cut_ckpt, "rank-0.bin"), os.path.getsize(os.path.join(cut_ckpt, "rank-0.bin")) // 2)
     small_text = os.path.join(tmp, "small.txt")
     open(small_text, "wb").write(open("/usr/share/common-licenses/GPL-3", "rb").read()[:12000])
     cases = [
@@ -129,6 +141,8 @@ with tempfile.TemporaryDirectory() as tmp:
         ("header length off by one", eval_ + ["--weights", off_by_one], "trailing bytes mean a corrupt header length"),
         ("trailing garbage", eval_ + ["--weights", trailing], "the tensors end at byte"),
         ("a NaN weight", eval_ + ["--weights", nan_weights], f"tensor '{name}' holds nan at element 0"),
+        ("one shard of a sharded save, alone", eval_ + ["--weights", one_shard],
+         "model-00002-of-00003.safetensors' is one shard of a sharded checkpoint"),
         ("a shard with a corrupted magic", [SHARDLAB, "eval", "--weights", weights, "--data", shard], "whose magic is 20240521, not 20240520"),
         ("eval --batch 100000000 on 12 KB", [SHARDLAB, "eval", "--weights", weights, "--data", small_text, "--batch", "100000000"],
          "--batch 100000000 is more than the"),
@@ -161,6 +175,10 @@ with tempfile.TemporaryDirectory() as tmp:
         ("checkpoint export of a meta.json claiming 2e9 layers", [SHARDLAB, "checkpoint", "export", huge_ckpt, "--out", os.path.join(tmp, "x.safetensors")],
          "describes a model of 2.54e+13 parameters, but its rank files hold only"),
         ("checkpoint inspect of it", [SHARDLAB, "checkpoint", "inspect", huge_ckpt], "describes a model of 2.54e+13 parameters"),
+        ("checkpoint inspect of a meta.json with \"ranks\": \"1\"", [SHARDLAB, "checkpoint", "inspect", typed_ckpt],
+         "typed_ckpt/meta.json': \"ranks\" is string \"1\", not an integer; it is corrupt"),
+        ("checkpoint inspect of a rank file cut in half", [SHARDLAB, "checkpoint", "inspect", cut_ckpt],
+         "a rank file is truncated (rank-0.bin "),
         ("checkpoint inspect without a checkpoint", [SHARDLAB, "checkpoint", "inspect", config_dir], "no checkpoint in"),
         ("collectives show --ranks-per-node -1", [SHARDLAB, "collectives", "show", "--op", "allreduce", "--ranks-per-node", "-1"],
          "--ranks-per-node: -1 is below 0; use 0 or more"),

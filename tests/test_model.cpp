@@ -163,8 +163,15 @@ TEST(WeightsIO, RoundTripsAndNamesEveryMismatch) {
     const ModelWeights wb = load_weights(path);
     EXPECT_EQ(wb.units[1][5], bf16_to_f32(f32_to_bf16(w.units[1][5])));
 
-    // Damage the file: drop one tensor, add a stranger, reshape another.
+    // Damage the file: drop one tensor, add a stranger, reshape another, hold one twice (under
+    // both spellings the reader accepts).
     SafeTensorsFile f = read_safetensors(path);
+    for (const SafeTensor& t : f.tensors)
+        if (t.name == "transformer.wte.weight") {
+            f.tensors.push_back(t);
+            f.tensors.back().name = "wte.weight";
+            break;
+        }
     f.tensors.erase(f.tensors.begin() + 2);
     f.tensors.push_back(
         {"transformer.h.9.attn.c_attn.weight", DType::f32, {1}, std::vector<unsigned char>(4)});
@@ -181,6 +188,10 @@ TEST(WeightsIO, RoundTripsAndNamesEveryMismatch) {
                   std::string::npos)
             << m;
         EXPECT_NE(m.find("transformer.ln_f.bias is [2, 16], expected [32]"), std::string::npos)
+            << m;
+        EXPECT_NE(m.find("one parameter held twice: transformer.wte.weight and wte.weight are "
+                         "both transformer.wte.weight"),
+                  std::string::npos)
             << m;
     }
     std::filesystem::remove(path);

@@ -297,6 +297,15 @@ TEST_F(SafeTensorsTest, HeaderLengthBeyondFile) {
                       {"l.safetensors", "header length 1000", "beyond the file size (10 bytes)"});
 }
 
+TEST_F(SafeTensorsTest, HeaderLengthAboveTheFormatsLimit) {
+    // A 300 MB sparse file whose length field says 200 MB: refused before a byte is allocated.
+    write_raw(path("h.safetensors"), le64(200'000'000) + "{}");
+    fs::resize_file(path("h.safetensors"), 300'000'000);
+    expect_read_error(path("h.safetensors"),
+                      {"h.safetensors", "header length 200000000 is above the format's limit",
+                       "copy or export the file again"});
+}
+
 TEST_F(SafeTensorsTest, InvalidJson) {
     write_raw(path("j.safetensors"), raw_file("{\"a\": ", ""));
     expect_read_error(path("j.safetensors"), {"j.safetensors", "not valid JSON"});
