@@ -23,7 +23,8 @@ void* host_allocate(std::size_t bytes) {
     void* p = std::aligned_alloc(kAlign, rounded == 0 ? kAlign : rounded);
     if (!p)
         throw Error("out of host memory allocating " + std::to_string(bytes) +
-                    " bytes; use fewer ranks per node, a smaller model or ZeRO-3");
+                    " bytes; use a smaller batch (train's --micro-batch, eval's --batch), fewer "
+                    "ranks per node, a smaller model or ZeRO-3");
     return p;
 }
 } // namespace

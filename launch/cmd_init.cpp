@@ -26,7 +26,12 @@ CommandRunner add_init_command(CLI::App& cmd) {
     cmd.add_option("--out", o->out,
                    "Output .safetensors file, or a folder (ending in '/', or an existing "
                    "directory) in Hugging Face's layout")
-        ->required();
+        ->required()
+        ->check(CLI::Validator(
+            [](std::string& path) -> std::string {
+                return path.empty() ? "an empty path; give a .safetensors file or a folder" : "";
+            },
+            "a path"));
     cmd.add_option("--shard-size", o->shard_size,
                    "Largest shard of an --out folder, e.g. 5GB (the default), 500MB")
         ->transform(CLI::AsSizeValue(true))

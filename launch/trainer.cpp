@@ -103,6 +103,18 @@ bool resumes_in_place(const TrainOptions& o) {
     return !o.resume.empty() && std::filesystem::equivalent(o.out, run_directory_of(o.resume), ec);
 }
 
+// Why a --resume path holds no checkpoint, for its message.
+std::string no_checkpoint_reason(const std::string& dir) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    if (!fs::exists(dir, ec)) return ": no such directory";
+    if (!fs::is_directory(dir, ec))
+        return " is a file; give the run's --out directory (it holds checkpoint/)";
+    if (fs::exists(fs::path(dir) / "report.json", ec))
+        return ": that run saved no checkpoint (one is left by --save-every K or --stop-after K)";
+    return ": no checkpoint there (no meta.json); point at a run's --out directory";
+}
+
 // A run directory holding another run (its report, log or checkpoint) is not overwritten unless
 // asked: --resume continues it, --overwrite replaces it.
 void check_run_directory(const TrainOptions& o) {
@@ -110,14 +122,7 @@ void check_run_directory(const TrainOptions& o) {
     const fs::path out(o.out);
     std::error_code ec;
     if (!o.resume.empty() && !has_checkpoint(o.resume))
-        throw UsageError(!fs::is_directory(o.resume, ec)
-                             ? "--resume " + o.resume + ": no such directory"
-                         : fs::exists(fs::path(o.resume) / "report.json")
-                             ? "--resume " + o.resume +
-                                   ": that run saved no checkpoint (one is "
-                                   "left by --save-every K or --stop-after K)"
-                             : "--resume " + o.resume + ": no checkpoint there (no meta.json); " +
-                                   "point at a run's --out directory");
+        throw UsageError("--resume " + o.resume + no_checkpoint_reason(o.resume));
     if (fs::exists(out / "meta.json"))
         throw UsageError("--out " + o.out + " is a checkpoint directory (it holds meta.json); " +
                          "give --out the run's directory, " + run_directory_of(o.out));
@@ -300,12 +305,19 @@ RunSetup prepare(const TrainOptions& o, int ranks, int rank) {
             "data tokenized for this model",
             max_token, s.config.vocab, max_token + 1));
     const std::size_t need = std::size_t(ranks) * o.micro_batch;
-    if (TokenWindows(s.data.train, s.seq).count() < need ||
-        TokenWindows(s.data.val, s.seq).count() < 1)
+    if (TokenWindows(s.data.train, s.seq).count() < need)
         throw UsageError(fmt::format(
-            "the data ({} tokens) is too small for {} ranks x micro-batch {} of {} tokens; "
-            "use more data, a smaller --micro-batch or a shorter --seq",
-            s.data.train.size() + s.data.val.size(), ranks, o.micro_batch, s.seq + 1));
+            "the data's training part ({} of its {} tokens; the last 10% are kept for "
+            "validation) is too small for {} ranks x micro-batch {} of {} tokens; use more data, "
+            "a smaller --micro-batch or a shorter --seq",
+            s.data.train.size(), s.data.train.size() + s.data.val.size(), ranks, o.micro_batch,
+            s.seq + 1));
+    if (TokenWindows(s.data.val, s.seq).count() < 1)
+        throw UsageError(fmt::format(
+            "the data's validation part (its last 10%: {} of {} tokens) is shorter than one "
+            "sequence of {} tokens; use at least {} tokens of data, or a shorter --seq",
+            s.data.val.size(), s.data.train.size() + s.data.val.size(), s.seq + 1,
+            10 * (s.seq + 1)));
     check_outputs(o, s.config, ranks, rank); // last: it creates --out
     return s;
 }

@@ -90,7 +90,11 @@ ModelConfig config_from_hf(const nlohmann::json& j, const std::string& where) {
     ModelConfig c;
     c.arch = *arch;
     family(*arch).from_hf(j, where, c);
-    c.validate();
+    try {
+        c.validate();
+    } catch (const UsageError& e) { // its advice names train's flags; the fix is in this file
+        throw UsageError(fmt::format("{}: describes an invalid model: {}", where, e.what()));
+    }
     return c;
 }
 

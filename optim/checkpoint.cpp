@@ -108,6 +108,21 @@ nlohmann::json saved_setting(const nlohmann::json& config, const std::string& ke
     return config.value(key, nlohmann::json());
 }
 
+// The flag that gives a run the checkpoint's setting `key` (a config key, "min_lr_ratio" for
+// --min-lr-ratio), for the message refusing a resume that differs.
+std::string resume_hint(const std::string& key, const nlohmann::json& saved) {
+    if (key == "model")
+        return "resume with the model it was trained with (the same --preset or model flags)";
+    std::string flag = "--" + key;
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    if (saved.is_boolean()) return (saved.get<bool>() ? "resume with " : "resume without ") + flag;
+    if (saved.is_string()) return "resume with " + flag + " " + saved.get<std::string>();
+    // The settings are fp32 kept as doubles (0.10000000149011612): written as fp32's shortest.
+    if (saved.is_number_float() && double(float(saved.get<double>())) == saved.get<double>())
+        return fmt::format("resume with {} {}", flag, float(saved.get<double>()));
+    return "resume with " + flag + " " + saved.dump();
+}
+
 void check_compatible(const std::string& cdir, const nlohmann::json& meta,
                       const nlohmann::json& config, const std::vector<std::uint64_t>& numel) {
     if (model_of(meta["config"]) == model_of(config))
@@ -131,8 +146,9 @@ void check_compatible(const std::string& cdir, const nlohmann::json& meta,
                 cdir, saved.dump(), now.dump(), saved.dump()));
         if (saved != now)
             throw UsageError(fmt::format("checkpoint '{}' was written with {} = {}, this run has "
-                                         "{}; resume with the same setting",
-                                         cdir, key, saved.dump(), now.dump()));
+                                         "{}; {}",
+                                         cdir, key, saved.dump(), now.dump(),
+                                         resume_hint(key, saved)));
     }
     if (meta.value("units", nlohmann::json()) != nlohmann::json(numel))
         throw UsageError("checkpoint '" + cdir +

@@ -102,6 +102,9 @@ with tempfile.TemporaryDirectory() as tmp:
     cut_ckpt = os.path.join(tmp, "cut_ckpt")
     shutil.copytree(os.path.join(run, "checkpoint"), cut_ckpt)
     os.truncate(os.path.join(cut_ckpt, "rank-0.bin"), os.path.getsize(os.path.join(cut_ckpt, "rank-0.bin")) // 2)
+    big_text = os.path.join(tmp, "big.txt")  # 2.1 MB: eval batches far past memory
+    open(big_text, "wb").write(open("/usr/share/common-licenses/GPL-3", "rb").read() * 60)
+    limited = ["bash", "-c", 'ulimit -v 1500000 && exec "$0" "$@"']  # 1.5 GB of address space
     small_text = os.path.join(tmp, "small.txt")
     open(small_text, "wb").write(open("/usr/share/common-licenses/GPL-3", "rb").read()[:12000])
     cases = [
@@ -143,6 +146,10 @@ with tempfile.TemporaryDirectory() as tmp:
         ("a NaN weight", eval_ + ["--weights", nan_weights], f"tensor '{name}' holds nan at element 0"),
         ("one shard of a sharded save, alone", eval_ + ["--weights", one_shard],
          "model-00002-of-00003.safetensors' is one shard of a sharded checkpoint"),
+        ("eval --batch 100000 in 1.5 GB", limited + [SHARDLAB, "eval", "--weights", weights, "--data", big_text, "--batch", "100000"],
+         "out of host memory allocating 204800000 bytes; use a smaller batch (train's --micro-batch, eval's --batch)"),
+        ("init --out ''", [SHARDLAB, "init", "--preset", "tiny", "--out", ""],
+         "--out: an empty path; give a .safetensors file or a folder"),
         ("a shard with a corrupted magic", [SHARDLAB, "eval", "--weights", weights, "--data", shard], "whose magic is 20240521, not 20240520"),
         ("eval --batch 100000000 on 12 KB", [SHARDLAB, "eval", "--weights", weights, "--data", small_text, "--batch", "100000000"],
          "--batch 100000000 is more than the"),
@@ -162,9 +169,11 @@ with tempfile.TemporaryDirectory() as tmp:
         # silently, not bit for bit.
         ("resume of a finished run", train + ["--resume", run], "is at step 2 of 2: the run is complete, nothing to resume"),
         ("resume with another attention kernel", train + ["--resume", run, "--attention", "materialize"],
-         'was written with attention = "flash", this run has "materialize"'),
+         'was written with attention = "flash", this run has "materialize"; resume with --attention flash'),
+        ("resume with another --min-lr-ratio", train + ["--resume", run, "--min-lr-ratio", "0.5"],
+         "was written with min_lr_ratio = 0.10000000149011612, this run has 0.5; resume with --min-lr-ratio 0.1"),
         ("resume adding --reproducible", train + ["--resume", run, "--reproducible"],
-         "was written with reproducible = false, this run has true"),
+         "was written with reproducible = false, this run has true; resume without --reproducible"),
         ("bench attention --seq-len 0", [SHARDLAB, "bench", "attention", "--seq-len", "0"], "--seq-len: 0 is below 1; use 1 or more"),
         ("plan --params nan", [SHARDLAB, "plan", "--params", "nan"], "--params: nan is not in [1, 1e+15]"),
         ("plan --params -5", [SHARDLAB, "plan", "--params", "-5"], "--params: -5 is not in [1, 1e+15]"),
@@ -179,6 +188,8 @@ with tempfile.TemporaryDirectory() as tmp:
          "typed_ckpt/meta.json': \"ranks\" is string \"1\", not an integer; it is corrupt"),
         ("checkpoint inspect of a rank file cut in half", [SHARDLAB, "checkpoint", "inspect", cut_ckpt],
          "a rank file is truncated (rank-0.bin "),
+        ("--resume of a file", train + ["--resume", small_text],
+         "small.txt is a file; give the run's --out directory (it holds checkpoint/)"),
         ("checkpoint inspect without a checkpoint", [SHARDLAB, "checkpoint", "inspect", config_dir], "no checkpoint in"),
         ("collectives show --ranks-per-node -1", [SHARDLAB, "collectives", "show", "--op", "allreduce", "--ranks-per-node", "-1"],
          "--ranks-per-node: -1 is below 0; use 0 or more"),
@@ -206,6 +217,8 @@ with tempfile.TemporaryDirectory() as tmp:
     ]
     # Cases whose message must appear exactly once, and no MPI_Abort banner.
     once = {what for what, _, _ in cases if ", 3 ranks" in what}
+    # Running out of memory is no usage error (exit 1), though its message names the flags to change.
+    exit_code = {"eval --batch 100000 in 1.5 GB": 1}
     before = snapshot(run)
     failures = 0
     for what, cmd, text in cases:
@@ -222,8 +235,8 @@ with tempfile.TemporaryDirectory() as tmp:
         seconds = time.monotonic() - start
         rss_mb = usage.ru_maxrss / 1024  # Linux reports KB: the largest of the processes
         problems = []
-        if p.returncode != 2:
-            problems.append(f"exit {p.returncode}, not 2")
+        if p.returncode != exit_code.get(what, 2):
+            problems.append(f"exit {p.returncode}, not {exit_code.get(what, 2)}")
         if text not in out:
             problems.append(f"no '{text}' in the output")
         if what in once and (out.count(text) != 1 or "MPI_ABORT" in out):

@@ -115,6 +115,12 @@ TEST(HfConfig, RefusesWhatTheFamilyDoesNotComputeNamingTheField) {
     nlohmann::json gqa = smollm_135m();
     gqa["num_key_value_heads"] = 4; // does not divide 9 heads
     EXPECT_NE(refusal(gqa), "(accepted)");
+    nlohmann::json heads = smollm_135m();
+    heads["num_attention_heads"] = 7; // does not divide hidden 576: the file is named
+    EXPECT_NE(refusal(heads).find("config.json: describes an invalid model: hidden 576 is not "
+                                  "divisible by heads 7"),
+              std::string::npos)
+        << refusal(heads);
 }
 
 TEST(CheckpointFiles, ResolvesAFileAnIndexAndAFolder) {
