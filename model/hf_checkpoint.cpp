@@ -59,6 +59,19 @@ CheckpointFiles from_index(const fs::path& index) {
     return f;
 }
 
+// Shards with no index beside them: a save cut short between its renames (the writer removes the
+// earlier index first, model/weights_writer.cpp) or a copy that missed the index.
+void refuse_shards_without_index(const fs::path& dir) {
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(dir, ec)) {
+        const std::string name = entry.path().filename().string();
+        if (name.rfind("model-", 0) == 0 && name.find("-of-") != std::string::npos)
+            throw UsageError(fmt::format(
+                "'{}' holds shards ({} and others) but no model.safetensors.index.json: a save "
+                "into it was cut short, or the index was not copied; save or copy it again",
+                dir.string(), name));
+    }
+}
 } // namespace
 
 CheckpointFiles resolve_checkpoint(const std::string& path) {
@@ -68,6 +81,7 @@ CheckpointFiles resolve_checkpoint(const std::string& path) {
             return from_index(p / "model.safetensors.index.json");
         if (fs::exists(p / "model.safetensors"))
             return {{(p / "model.safetensors").string()}, {}, config_beside(p)};
+        refuse_shards_without_index(p);
         throw UsageError(fmt::format("'{}' holds neither model.safetensors nor "
                                      "model.safetensors.index.json",
                                      path));

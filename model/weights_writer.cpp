@@ -3,6 +3,7 @@
 #include "model/weights_writer.h"
 
 #include "core/error.h"
+#include "core/test_hook.h"
 #include "model/hf_checkpoint.h"
 
 #include <fmt/format.h>
@@ -15,6 +16,9 @@
 #include <map>
 #include <set>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 namespace shardlab {
 
 namespace fs = std::filesystem;
@@ -25,6 +29,15 @@ bool is_weights_folder(const std::string& path) {
 }
 
 namespace {
+// What was removed or renamed in `dir` reaches the disk before what follows (POSIX leaves a
+// directory's entries unordered across a power cut without it). Best effort: failure is no error.
+void sync_directory(const fs::path& dir) {
+    const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+    if (fd < 0) return;
+    ::fsync(fd);
+    ::close(fd);
+}
+
 // Written beside and renamed over, as the shards are: a crash leaves the old file or the new one.
 void write_text_atomically(const fs::path& p, const std::string& text) {
     const fs::path tmp = p.string() + ".tmp";
@@ -145,9 +158,21 @@ void WeightsWriter::write(int unit, std::size_t param, std::uint64_t first, cons
 }
 
 void WeightsWriter::finish() {
-    for (auto& s : shards_) s->finish();
-    if (!folder_) return;
     const fs::path dir(path_);
+    // Shards of the same names as an earlier save's replace them one rename at a time, and the
+    // shards alone cannot tell two saves apart: the earlier index goes first (durably), so a save
+    // cut short between the renames leaves shards without an index, which no reader loads,
+    // rather than new and old shards that an old index would name as one model.
+    if (folder_ && shards_.size() > 1 && fs::exists(dir / "model.safetensors.index.json")) {
+        std::error_code ec;
+        fs::remove(dir / "model.safetensors.index.json", ec);
+        sync_directory(dir);
+    }
+    for (std::size_t s = 0; s < shards_.size(); ++s) {
+        shards_[s]->finish();
+        if (s == 0) test_hook_stop("weights_rename", 0); // tests: a save cut short here
+    }
+    if (!folder_) return;
     if (shards_.size() > 1) {
         std::map<std::string, std::string> weight_map;
         std::uint64_t total = 0;

@@ -7,7 +7,8 @@
 #   --out DIR/) hold the single file's tensors bit for bit, in the shards their index names, with
 #   a config.json that describes the model, and no file of an earlier save beside them;
 # - train --init from a folder starts where the file starts (same losses, bit for bit);
-# - an index that disagrees with its shards, and a missing shard, are refused by name;
+# - an index that disagrees with its shards, and a missing shard, are refused by name; so is a
+#   folder whose save over an earlier one was cut short between its shards' renames;
 # - Llama 3.1/3.2's rope_scaling read from config.json: gradients against the float64 reference;
 # - Llama 3's vocabulary (128,256 > 65,536): its gradients against the float64 reference
 #   (tools/torch_reference.py), a run from its folder, and --sample refused (ids are uint16).
@@ -65,6 +66,24 @@ run=(--init w.safetensors --data data.txt --micro-batch 2 --steps 3 --val-every 
 "${hf[@]}" compare exported trained.safetensors
 "$shardlab" init "${model[@]}" --seed 5 --out inited/ --shard-size 50KB >/dev/null
 "${hf[@]}" compare inited w.safetensors
+
+echo "== a save over an earlier one, cut short between its shards' renames"
+# Same shard names as the earlier save: its index goes first, so the cut folder loads as nothing
+# (not as new shard 1 beside old shards 2..n that the old index would call one model).
+"$shardlab" init "${model[@]}" --seed 6 --out cut/ --shard-size 50KB >/dev/null
+SHARDLAB_TEST_STOP_AT=weights_rename:0 "$shardlab" init "${model[@]}" --seed 7 --out cut/ \
+  --shard-size 50KB >/dev/null 2>&1 &
+pid=$!
+for _ in $(seq 300); do [ "$(awk '{print $3}' /proc/$pid/stat 2>/dev/null)" = T ] && break; sleep 0.1; done
+kill -KILL $pid
+wait $pid 2>/dev/null || true # its "Killed" is this test's doing
+[ "$(ls cut/model-*-of-*.safetensors | wc -l)" -ge 2 ] || { echo "FAIL: expected >= 2 shards in cut/"; exit 1; }
+if "$shardlab" reference grads --weights cut "${batch[@]}" --out g_cut.safetensors >cut.log 2>&1; then
+  echo "FAIL: a folder cut short between its renames loaded"; exit 1
+fi
+grep -q "holds shards (model-0000.-of-0000.\.safetensors and others) but no model.safetensors.index.json: a save into it was cut short" cut.log ||
+  { echo "FAIL: no word of the cut save:"; cat cut.log; exit 1; }
+echo "ok: a save cut short between its renames is refused, not loaded as a mixture of two saves"
 
 echo "== train --init from a folder"
 "$shardlab" train "${run[@]}" --out r2 >/dev/null
