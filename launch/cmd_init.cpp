@@ -42,8 +42,7 @@ CommandRunner add_init_command(CLI::App& cmd) {
         if (t == DType::f16)
             throw UsageError("--dtype fp16 is not a storage format for weights; use fp32 or bf16");
         const ParamLayout layout(c);
-        ModelWeights w{c, init_model(c, layout, o->seed)};
-        save_weights(o->out, w, t, o->shard_size);
+        save_weights(o->out, c, initial_values(c, layout, o->seed), t, o->shard_size);
         fmt::print("wrote {}: {} seed {}, {}\n", o->out, c.describe(), o->seed, dtype_name(t));
         return 0;
     };

@@ -24,13 +24,22 @@ namespace shardlab {
 
 void save_weights(const std::string& path, const ModelWeights& w, DType store_as,
                   std::uint64_t shard_bytes) {
-    WeightsWriter out(path, w.config, store_as, shard_bytes);
-    const ParamLayout layout(w.config);
-    for (std::size_t u = 0; u < layout.num_units(); ++u)
+    save_weights(path, w.config, initial_values_from(w.units), store_as, shard_bytes);
+}
+
+void save_weights(const std::string& path, const ModelConfig& config, const InitialValues& values,
+                  DType store_as, std::uint64_t shard_bytes) {
+    WeightsWriter out(path, config, store_as, shard_bytes);
+    const ParamLayout layout(config);
+    std::vector<float> unit;
+    for (std::size_t u = 0; u < layout.num_units(); ++u) {
+        unit.resize(layout.units()[u].numel); // the largest unit's size, once
+        values(int(u), 0, unit.size(), unit.data());
         for (std::size_t k = 0; k < layout.units()[u].params.size(); ++k) {
             const ParamInfo& p = layout.units()[u].params[k];
-            out.write(int(u), k, 0, w.units[u].data() + p.offset, p.numel);
+            out.write(int(u), k, 0, unit.data() + p.offset, p.numel);
         }
+    }
     out.finish();
 }
 

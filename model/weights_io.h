@@ -8,6 +8,7 @@
 #include "core/dtype.h"
 #include "model/hf_checkpoint.h"
 #include "model/model_config.h"
+#include "model/param_init.h"
 #include "model/param_layout.h"
 #include "model/safetensors.h"
 #include "model/weights_writer.h"
@@ -31,6 +32,10 @@ struct ModelWeights {
 // (model/weights_writer.h).
 void save_weights(const std::string& path, const ModelWeights& weights, DType store_as,
                   std::uint64_t shard_bytes = kDefaultShardBytes);
+// The same for weights drawn (or read) unit by unit as they are written: only one unit is ever in
+// memory, so `shardlab init` of a 7B model needs its largest unit, not 28 GB.
+void save_weights(const std::string& path, const ModelConfig& config, const InitialValues& values,
+                  DType store_as, std::uint64_t shard_bytes = kDefaultShardBytes);
 
 // Reads weights; GPT-2 names with or without the "transformer." prefix are accepted, and the tied
 // "lm_head.weight" and the causal-mask buffers "*.attn.bias" / "*.attn.masked_bias" are ignored
