@@ -13,9 +13,9 @@
 # nothing, so this script turns the first stop signal into SIGUSR1 to mpirun, and runs mpirun in a
 # session of its own so that a Ctrl-C at the terminal reaches only this script.
 #
-# MPIRUN names another mpirun (default: the one on PATH). A launcher that outlives all of its ranks
-# by 5 s is killed and the ranks' exit returned (launch/launcher_guard.sh: Open MPI 4.1's finalize
-# hang).
+# SHARDLAB_MPIRUN_PROGRAM names another mpirun (default: the one on PATH). A launcher that
+# outlives all of its ranks by 5 s is killed and the ranks' exit returned (launch/launcher_guard.sh:
+# Open MPI 4.1's finalize hang).
 set -euo pipefail
 # shellcheck source=launch/launcher_guard.sh
 source "$(dirname "${BASH_SOURCE[0]}")/launcher_guard.sh"
@@ -55,7 +55,7 @@ trap 'on_stop TERM 143' TERM
 trap 'on_stop HUP 129' HUP
 session=()
 ! command -v setsid >/dev/null || session=(setsid)
-${session[@]+"${session[@]}"} "${MPIRUN:-mpirun}" "${flags[@]}" "$@" &
+${session[@]+"${session[@]}"} "${SHARDLAB_MPIRUN_PROGRAM:-mpirun}" "${flags[@]}" "$@" &
 pid=$!
 [ -z "$stop" ] || kill -USR1 "$pid" 2>/dev/null # a signal while mpirun started
 launcher_wait "$pid" 5 mpirun_local

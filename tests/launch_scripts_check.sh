@@ -8,9 +8,10 @@
 #   3. for real, 2 ranks on the CPU: SIGUSR1 to the script (Slurm's time-limit warning) reaches the
 #      ranks, which checkpoint and stop; the script requeues its job; run again as the requeued job,
 #      it resumes from its own run directory
-#   4. launch/mpirun_local.sh's guard (launch/launcher_guard.sh) with a stand-in mpirun (MPIRUN):
-#      one that never reaps its exited ranks is killed after 5 s and the ranks' exit returned
-#      (a rank's code, a rank's signal); one that reaps them and takes 2 s to finish is waited for
+#   4. launch/mpirun_local.sh's guard (launch/launcher_guard.sh) with a stand-in mpirun
+#      (SHARDLAB_MPIRUN_PROGRAM): one that never reaps its exited ranks is killed after 5 s and the
+#      ranks' exit returned (a rank's code, a rank's signal); one that reaps them and takes 2 s to
+#      finish is waited for
 # Usage: launch_scripts_check.sh SHARDLAB MPIRUN...
 set -uo pipefail
 shardlab=$(realpath "$1")
@@ -108,7 +109,7 @@ chmod +x bin/fake_mpirun
 guarded() { # guarded HANG CODES...: runs mpirun_local.sh with the stand-in; sets $code and $secs
   local t0=$SECONDS hang=$1
   shift
-  MPIRUN=$work/bin/fake_mpirun HANG=$hang "$here/launch/mpirun_local.sh" -np $# "$@" >"$work/log" 2>&1
+  SHARDLAB_MPIRUN_PROGRAM=$work/bin/fake_mpirun HANG=$hang "$here/launch/mpirun_local.sh" -np $# "$@" >"$work/log" 2>&1
   code=$? secs=$((SECONDS - t0))
 }
 guarded 1 0 3 0
