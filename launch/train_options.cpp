@@ -82,7 +82,9 @@ void add_train_options(CLI::App& cmd, TrainOptions& o) {
                    "Text file or llm.c token shard (default: /usr/share/common-licenses)");
     cmd.add_option("--val-every", o.val_every,
                    "Validation loss every K steps (0: only at the end)");
-    cmd.add_option("--val-batches", o.val_batches, "Micro-batches per rank per validation");
+    cmd.add_option("--val-batches", o.val_batches,
+                   "Global batches of validation windows per validation (each window once: "
+                   "fewer where the validation split is shorter)");
     cmd.add_option("--out", o.out, "Run directory: report.json, steps.jsonl, checkpoint/");
     cmd.add_option("--save-weights", o.save_weights,
                    "Write the trained fp32 weights: a .safetensors file, or a folder (a path "

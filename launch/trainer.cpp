@@ -304,20 +304,28 @@ RunSetup prepare(const TrainOptions& o, int ranks, int rank) {
             "the data holds token id {} but the model's vocabulary is {}; use --vocab {} or "
             "data tokenized for this model",
             max_token, s.config.vocab, max_token + 1));
-    const std::size_t need = std::size_t(ranks) * o.micro_batch;
-    if (TokenWindows(s.data.train, s.seq).count() < need)
+    // A step reads a global batch of distinct windows; validation at least one pass of N x B
+    // (one sequence under --reproducible, which validates a sequence at a time).
+    const std::size_t batch = std::size_t(ranks) * o.micro_batch,
+                      global = batch * effective_grad_accum(o, ranks),
+                      total = s.data.train.size() + s.data.val.size();
+    if (TokenWindows(s.data.train, s.seq).count() < global)
         throw UsageError(fmt::format(
             "the data's training part ({} of its {} tokens; the last 10% are kept for "
-            "validation) is too small for {} ranks x micro-batch {} of {} tokens; use more data, "
-            "a smaller --micro-batch or a shorter --seq",
-            s.data.train.size(), s.data.train.size() + s.data.val.size(), ranks, o.micro_batch,
-            s.seq + 1));
-    if (TokenWindows(s.data.val, s.seq).count() < 1)
+            "validation) is too small for a global batch of {} ranks x micro-batch {} x "
+            "grad-accum {} sequences of {} tokens, each once; use more data, a smaller batch or a "
+            "shorter --seq",
+            s.data.train.size(), total, ranks, o.micro_batch, global / batch, s.seq + 1));
+    const std::size_t val_need = o.reproducible ? 1 : batch;
+    if (TokenWindows(s.data.val, s.seq).count() < val_need)
         throw UsageError(fmt::format(
-            "the data's validation part (its last 10%: {} of {} tokens) is shorter than one "
-            "sequence of {} tokens; use at least {} tokens of data, or a shorter --seq",
-            s.data.val.size(), s.data.train.size() + s.data.val.size(), s.seq + 1,
-            10 * (s.seq + 1)));
+            "the data's validation part (its last 10%: {} of {} tokens) is shorter than {} "
+            "sequence(s) of {} tokens{}; use at least {} tokens of data, or a shorter --seq",
+            s.data.val.size(), total, val_need, s.seq + 1,
+            o.reproducible
+                ? ""
+                : fmt::format(" (one pass of {} ranks x micro-batch {})", ranks, o.micro_batch),
+            10 * val_need * (s.seq + 1)));
     check_outputs(o, s.config, ranks, rank); // last: it creates --out
     return s;
 }

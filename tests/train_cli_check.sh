@@ -19,11 +19,11 @@ printf 'attention = "materialize"\n' >"$work/att.toml"
 "$expect" 2 "bad --checkpoint 'sometimes'" "${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --checkpoint sometimes
 "$expect" 2 "--prefetch applies to --zero 3 only" "${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --zero 2 --prefetch 1
 head -c 100 /usr/share/common-licenses/GPL-3 > "$work/tiny.txt"
-"$expect" 2 "the data's validation part (its last 10%: 10 of 100 tokens) is shorter than one sequence of 17 tokens; use at least 170 tokens" \
+"$expect" 2 "the data's validation part (its last 10%: 10 of 100 tokens) is shorter than 2 sequence(s) of 17 tokens (one pass of 2 ranks x micro-batch 1); use at least 340 tokens" \
   "${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --data "$work/tiny.txt" --micro-batch 1
 head -c 400 /usr/share/common-licenses/GPL-3 > "$work/small.txt"
-"$expect" 2 "the data's training part (360 of its 400 tokens; the last 10% are kept for validation) is too small for 2 ranks x micro-batch 16" \
-  "${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --data "$work/small.txt" --micro-batch 16
+"$expect" 2 "the data's training part (360 of its 400 tokens; the last 10% are kept for validation) is too small for a global batch of 2 ranks x micro-batch 4 x grad-accum 3 sequences of 17 tokens, each once" \
+  "${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --data "$work/small.txt" --micro-batch 4 --grad-accum 3
 # A file only one rank can see (node-local paths): every rank stops with rank 1's message, no hang.
 mkdir -p "$work/a" "$work/b"
 head -c 20000 /usr/share/common-licenses/GPL-3 > "$work/a/d.txt"

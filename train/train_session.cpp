@@ -187,33 +187,40 @@ StepOutcome TrainSession::step(int step, const TokenWindows& train, float lr) {
         lr);
 }
 
+// The first `batches` global batches of validation windows, each window once: a window past the
+// split's end is not taken (its wrapped copy would count twice). The same windows at any rank
+// count; outside --reproducible the ranks run whole micro-batches, so a split too short for the
+// request is cut to a multiple of N x micro-batch instead (docs/DECISIONS.md).
 double TrainSession::validate(const TokenWindows& val, int batches) {
     const StatsKeeper keep(comm_, groups_.get());
-    if (spec_.reproducible) return exact_validate(val, batches);
-    const int B = spec_.micro_batch;
+    const std::uint64_t wanted = std::uint64_t(batches) * global_sequences();
+    if (spec_.reproducible)
+        return exact_validate(val, std::min<std::uint64_t>(wanted, val.count()));
+    const std::uint64_t round = std::uint64_t(ranks_) * spec_.micro_batch; // windows a pass
+    const std::uint64_t passes = std::min<std::uint64_t>(wanted, val.count()) / round;
     const TraceScope span(backend_.context().tracer(), backend_.context().compute(), "validation",
                           "step");
     double sum = 0;
-    for (int k = 0; k < batches; ++k) {
-        val.fill_wrapped((std::size_t(k) * ranks_ + rank_) * B, B, in_.data(), tg_.data());
+    for (std::uint64_t k = 0; k < passes; ++k) {
+        val.fill((k * ranks_ + rank_) * spec_.micro_batch, spec_.micro_batch, in_.data(),
+                 tg_.data());
         engine_->begin_micro_batch(false);
         model_->forward(*engine_, in_.data(), tg_.data());
         sum += model_->take_losses().front();
     }
-    const double loss = engine_->average(sum / batches);
+    const double loss = engine_->average(sum / double(passes)); // every rank ran `passes`
     engine_->take_exposed_comm_seconds();
     backend_.context().tracker().snapshot("validation");
     return loss;
 }
 
-// --reproducible: `batches` global batches of windows (the same set at any N), this rank's
-// contiguous share one sequence at a time, the losses summed exactly.
-double TrainSession::exact_validate(const TokenWindows& val, int batches) {
+// --reproducible: the first V windows, each rank a contiguous share (uneven where N does not
+// divide V), one sequence at a time, the losses summed exactly.
+double TrainSession::exact_validate(const TokenWindows& val, std::uint64_t V) {
     const TraceScope span(backend_.context().tracer(), backend_.context().compute(), "validation",
                           "step");
-    const std::uint64_t V = std::uint64_t(batches) * global_sequences(), share = V / ranks_;
-    for (std::uint64_t j = share * rank_; j < share * (rank_ + 1); ++j) {
-        val.fill_wrapped(j, 1, in_.data(), tg_.data());
+    for (std::uint64_t j = V * rank_ / ranks_; j < V * (rank_ + 1) / ranks_; ++j) {
+        val.fill(j, 1, in_.data(), tg_.data());
         engine_->begin_micro_batch(false);
         model_->forward(*engine_, in_.data(), tg_.data());
     }

@@ -83,8 +83,8 @@ class TrainSession {
     // The step of `shardlab train`: micro-batch a of step s on this rank starts at window
     // first_window(s, a, rank, N, A, B) of `train` (model/token_windows.h), wrapping around.
     StepOutcome step(int step, const TokenWindows& train, float lr);
-    // Mean validation loss over `batches` batches of `val`; its traffic is kept out of the
-    // statistics.
+    // Mean validation loss over the first `batches` global batches of `val`'s windows (fewer where
+    // the split is shorter; each window once); its traffic is kept out of the statistics.
     double validate(const TokenWindows& val, int batches);
     // The signal every rank stops for after this step, the same on all (0: go on). Each step
     // asks the engine whether any rank was signalled (an all-reduce kept out of the statistics,
@@ -119,7 +119,7 @@ class TrainSession {
 
   private:
     StepOutcome exact_step(int step, const BatchFill& fill, float lr);
-    double exact_validate(const TokenWindows& val, int batches);
+    double exact_validate(const TokenWindows& val, std::uint64_t windows);
     std::uint64_t global_sequences() const {
         return std::uint64_t(spec_.micro_batch) * spec_.grad_accum * ranks_;
     }
