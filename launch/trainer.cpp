@@ -52,6 +52,7 @@ struct RunSetup {
     ModelConfig config;
     std::unique_ptr<WeightsReader> init; // --init: read piece by piece (null: GPT-2's draws)
     TrainValSplit data;
+    bool byte_level = true; // the tokens are bytes (text files, the default corpus); else ids
     int seq = 0, grad_accum = 1;
     Precision precision = Precision::bf16;
     CheckpointPolicy checkpoint;
@@ -295,6 +296,7 @@ RunSetup prepare(const TrainOptions& o, int ranks, int rank) {
     } else {
         const TokenData tokens = load_tokens(o.data);
         s.data = split_train_val(tokens.tokens, 0.1);
+        s.byte_level = tokens.byte_level;
     }
     int max_token = -1;
     for (const auto* part : {&s.data.train, &s.data.val})
@@ -338,8 +340,15 @@ std::string data_fingerprint(const TrainValSplit& d) {
     return h.hex();
 }
 
-std::string printable(const std::vector<std::uint16_t>& tokens) {
+// Byte tokens as text; the ids of a tokenizer's tokens (llm.c shards) as numbers: shardlab has no
+// tokenizer to decode them, and ids read as bytes would be another text.
+std::string printable(const std::vector<std::uint16_t>& tokens, bool byte_level) {
     std::string s;
+    if (!byte_level) {
+        s = "token ids (the data is not text; decode them with its tokenizer):";
+        for (auto t : tokens) s += " " + std::to_string(t);
+        return s;
+    }
     for (auto t : tokens) s += (t == '\n' || (t >= 32 && t < 127)) ? char(t) : '?';
     return s;
 }
@@ -612,7 +621,7 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
         if (lead)
             fmt::print("\nsample ({} tokens after a {}-token prompt from the validation "
                        "text):\n---\n{}\n---\n",
-                       o.sample, prompt.size(), printable(text));
+                       o.sample, prompt.size(), printable(text, s.byte_level));
     }
 
     tracker.snapshot("end");

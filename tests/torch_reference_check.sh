@@ -69,3 +69,15 @@ open("four_windows.bin", "wb").write(header + struct.pack(f"<{len(data)}H", *dat
 PY
 got=$("$shardlab" eval --weights w.safetensors --data four_windows.bin --seq 64 --batch 4 --json)
 /usr/bin/python3 -c "import json; g=json.loads('$got'); assert abs(g['loss']-$want) < 1e-5*abs($want), (g, $want); print('ok: llm.c shard', g)"
+# A shard's tokens are a tokenizer's ids, not bytes: --sample prints them as ids.
+/usr/bin/python3 - <<'PY'
+import struct
+data = open("/usr/share/common-licenses/GPL-3", "rb").read()[:20000]
+header = struct.pack("<256i", 20240520, 1, len(data), *([0] * 253))
+open("gpl.bin", "wb").write(header + struct.pack(f"<{len(data)}H", *data))
+PY
+"$shardlab" train --init w.safetensors --data gpl.bin --micro-batch 1 --steps 1 --sample 5 --quiet \
+  --out sampled >sample.txt
+grep -Eq "^token ids \(the data is not text; decode them with its tokenizer\):( [0-9]+){69}$" sample.txt ||
+  { echo "FAIL: --sample on an llm.c shard does not print the ids:"; cat sample.txt; exit 1; }
+echo "ok: --sample on an llm.c shard prints token ids"
