@@ -115,21 +115,37 @@ nlohmann::json reproducible_cost_json(const Plan& p) {
             {"memory_ratio", ratio(p.memory.device_total, c.default_device_total)}};
 }
 
-nlohmann::json rank_report(int rank, const RankMeasurements& m, const Plan& plan, int steps_run) {
+namespace {
+// What the plan predicts `op` sends in `run` steps of which `applied` applied their update: a
+// skipped step sends none of the op's applied-only part (plan/memory_plan.h).
+LinkBytes predicted_bytes(const CommPlan& c, const std::string& op, std::uint64_t run,
+                          std::uint64_t applied) {
+    const auto a = c.applied_only.find(op);
+    const LinkBytes only = a == c.applied_only.end() ? LinkBytes{} : a->second;
+    const LinkBytes every = c.by_op_link.at(op) - only;
+    return {every.intra_node * run + only.intra_node * applied,
+            every.inter_node * run + only.inter_node * applied};
+}
+std::uint64_t predicted_calls(const CommPlan& c, const std::string& op, std::uint64_t run,
+                              std::uint64_t applied) {
+    const auto a = c.applied_only_calls.find(op);
+    const std::uint64_t only = a == c.applied_only_calls.end() ? 0 : a->second;
+    return (c.calls.at(op) - only) * run + only * applied;
+}
+} // namespace
+
+nlohmann::json rank_report(int rank, const RankMeasurements& m, const Plan& plan, int steps_run,
+                           int steps_applied) {
     nlohmann::json ops = nlohmann::json::object();
-    const std::uint64_t steps = std::uint64_t(steps_run);
+    const std::uint64_t run = std::uint64_t(steps_run), applied = std::uint64_t(steps_applied);
     for (const auto& [op, bytes] : plan.comm.by_op) {
-        const auto link = plan.comm.by_op_link.find(op);
-        const nlohmann::json by_link =
-            link == plan.comm.by_op_link.end()
-                ? nlohmann::json(nullptr)
-                : link_json({link->second.intra_node * steps, link->second.inter_node * steps});
-        ops[op] = op_json(m.comm.get(op), bytes * steps, plan.comm.calls.at(op) * steps, by_link);
+        const LinkBytes l = predicted_bytes(plan.comm, op, run, applied);
+        ops[op] = op_json(m.comm.get(op), l.total(), predicted_calls(plan.comm, op, run, applied),
+                          link_json(l));
     }
     for (const auto& [op, s] : m.comm.ops()) // anything the plan does not know of, shown too
         if (!ops.contains(op)) ops[op] = op_json(s, nullptr, nullptr, nullptr);
-    const std::uint64_t hd_pred =
-        (plan.comm.device_to_host + plan.comm.host_to_device) * std::uint64_t(steps_run);
+    const std::uint64_t hd_pred = (plan.comm.device_to_host + plan.comm.host_to_device) * applied;
     const RunTiming& t = m.timing;
     nlohmann::json out = {
         {"rank", rank},
@@ -257,10 +273,10 @@ void print_rank_report(const nlohmann::json& r, bool by_link) {
     }
     const auto& hd = r["host_device_bytes"];
     if (hd["total"].get<std::uint64_t>() || hd["predicted"].get<std::uint64_t>())
-        fmt::print("  {:<24} {:>7} {:>14} {:>14}           device->host {} + host->device {}\n",
+        fmt::print("  {:<24} {:>7} {:>14} {:>14}           device->host {} + host->device {} {}\n",
                    "offload copies", "", hd["total"].get<std::uint64_t>(),
                    hd["predicted"].get<std::uint64_t>(), hd["device_to_host"].get<std::uint64_t>(),
-                   hd["host_to_device"].get<std::uint64_t>());
+                   hd["host_to_device"].get<std::uint64_t>(), mark(hd["total"], hd["predicted"]));
     const auto& t = r["time"];
     const double step_s = t["step_seconds"].get<double>(),
                  exposed = t["exposed_comm_seconds"].get<double>();

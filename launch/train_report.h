@@ -100,8 +100,10 @@ struct RankMeasurements {
 nlohmann::json reproducible_cost_json(const Plan& p);
 
 // This rank's part of report.json: {"rank", "device", "memory", "reserved", "phases", "comm",
-// "host_device_bytes", "time", "skipped_steps", "resident"}, and "gpu_driver" on a GPU.
-nlohmann::json rank_report(int rank, const RankMeasurements& m, const Plan& plan, int steps_run);
+// "host_device_bytes", "time", "skipped_steps", "resident"}, and "gpu_driver" on a GPU. The
+// predictions are for `steps_run` steps, `steps_applied` of which applied their update.
+nlohmann::json rank_report(int rank, const RankMeasurements& m, const Plan& plan, int steps_run,
+                           int steps_applied);
 
 // Every rank's report, on rank 0 (empty elsewhere); a watched gather.
 std::vector<nlohmann::json> gather_reports(const nlohmann::json& mine, WatchedComm& comm);

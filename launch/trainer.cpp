@@ -492,6 +492,7 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
                    o.precision, B, T_, A, o.steps, attention_name(s.attention));
 
     RunTiming timing;
+    const long skipped_before = engine.skipped_steps(); // a resumed run's count includes earlier
     std::unique_ptr<Progress> progress;
     int end = o.stop_after > 0 ? std::min(o.stop_after, o.steps) : o.steps;
     if (lead && !o.quiet)
@@ -629,7 +630,8 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
     const RankMeasurements measured{
         backend.describe(),     driver,  memory, stats, phases, reserved, traffic, timing,
         engine.skipped_steps(), resident};
-    nlohmann::json mine = rank_report(rank, measured, plan, steps_run);
+    const int steps_applied = steps_run - int(engine.skipped_steps() - skipped_before);
+    nlohmann::json mine = rank_report(rank, measured, plan, steps_run, steps_applied);
     if (predicted) add_time_prediction(mine, *predicted, profile_name);
     const auto reports = gather_reports(mine, outside);
     if (lead) {

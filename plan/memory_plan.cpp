@@ -339,8 +339,12 @@ CommPlan communication(const PlanModel& m, const PlanOptions& o, int rank,
             if (hybrid(o)) add_op(c, across_op, times(A, across(P)), A);
             break;
         }
-        if (policy.gathers_after_update())
-            add_op(c, shard_op("allgather"), sent(CollectiveOp::allgather, P, pb), 1);
+        if (policy.gathers_after_update()) {
+            const LinkBytes b = sent(CollectiveOp::allgather, P, pb);
+            add_op(c, shard_op("allgather"), b, 1);
+            c.applied_only[shard_op("allgather")] += b;
+            c.applied_only_calls[shard_op("allgather")] += 1;
+        }
     }
     if (policy.shards_parameters && sim)
         for (std::size_t i = 0; i < sim->gathers.size(); ++i) {
@@ -369,7 +373,7 @@ CommPlan communication(const PlanModel& m, const PlanOptions& o, int rank,
         for (auto n : m.unit_numel)
             owned += policy.shards_optimizer_state ? padded_numel(n, N) / N : padded_numel(n, N);
         // (N: the sharding ranks)
-        c.device_to_host = owned * gb; // gradients of the owned range, once per step
+        c.device_to_host = owned * pb; // the owned range's gradients, as the params' dtype
         c.host_to_device = owned * pb; // updated parameters back
     }
     return c;

@@ -94,8 +94,13 @@ struct CommPlan {
     std::map<std::string, std::uint64_t> by_op;
     std::map<std::string, LinkBytes> by_op_link; // the same bytes split by link class
     std::uint64_t bytes_per_step = 0;
-    std::map<std::string, std::uint64_t> calls;           // calls per step, per collective
-    std::uint64_t host_to_device = 0, device_to_host = 0; // offload traffic per step
+    std::map<std::string, std::uint64_t> calls; // calls per step, per collective
+    // The part of by_op / by_op_link / calls sent only when a step's update is applied (stages
+    // 1-2's all-gather of the updated parameters): a skipped step (a non-finite gradient norm)
+    // sends none of it, nor any offload copy.
+    std::map<std::string, LinkBytes> applied_only;
+    std::map<std::string, std::uint64_t> applied_only_calls;
+    std::uint64_t host_to_device = 0, device_to_host = 0; // offload traffic per applied step
     double ratio_to_dp = 0;                               // bytes_per_step / stage 0's
 };
 

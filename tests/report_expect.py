@@ -27,7 +27,8 @@ def llama_units(L, D, H, HKV, F, T, V):
 
 
 def measured_equals_predicted(check, name, rank):
-    """One rank's memory per category and each collective's bytes and calls equal the plan's."""
+    """One rank's memory per category, each collective's bytes and calls, and the offload copies'
+    bytes equal the plan's."""
     r = rank["rank"]
     for cat, m in rank["memory"].items():
         if m["predicted_bytes"] is not None:
@@ -37,3 +38,6 @@ def measured_equals_predicted(check, name, rank):
         check(s["bytes_sent"] == s["predicted_bytes"] and s["calls"] == s["predicted_calls"],
               f"{name} rank {r} {op}: sent {s['bytes_sent']} in {s['calls']} calls, "
               f"predicted {s['predicted_bytes']} in {s['predicted_calls']}")
+    hd = rank["host_device_bytes"]
+    check(hd["total"] == hd["predicted"],
+          f"{name} rank {r} offload copies: {hd['total']} bytes, predicted {hd['predicted']}")

@@ -110,6 +110,15 @@ with tempfile.TemporaryDirectory() as tmp:
         check(worst < 1e-5, f"grad-accum 2, zero {z} vs 0: relative loss difference {worst:.2e} >= 1e-5")
     print(f"ok: grad-accum 2, stages within 1e-5 of each other: {acc_losses[0]}")
 
+    # fp16 from a loss scale too large: the first steps overflow and are skipped, sending no
+    # all-gather of updated parameters and no offload copy; the report predicts the applied ones.
+    skip = run(["--micro-batch", "2", "--steps", "6", "--precision", "fp16", "--loss-scale", "1048576",
+                "--zero", "1", "--offload"], os.path.join(tmp, "fp16-skipped"))
+    for r in skip["ranks"]:
+        measured_equals_predicted(check, "fp16-skipped", r)
+        check(0 < r["skipped_steps"] < 6, f"fp16-skipped rank {r['rank']}: {r['skipped_steps']} of 6 skipped")
+    print(f"ok: fp16, {skip['ranks'][0]['skipped_steps']} of 6 steps skipped: measured == predicted")
+
     # Resume: 6 steps straight, or stopped after 3 and resumed — the same bits.
     tail = runs.resume_bitwise(train_args + ["--zero", "3", "--offload"],
                                os.path.join(tmp, "straight"), os.path.join(tmp, "halves"))
