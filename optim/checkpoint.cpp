@@ -335,6 +335,17 @@ nlohmann::json read_checkpoint_meta(const std::string& cdir) {
     return meta;
 }
 
+std::uint64_t largest_rank_file_bytes(const std::string& cdir) {
+    std::uint64_t largest = 0;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(cdir, ec)) {
+        const std::string name = e.path().filename().string();
+        if (name.rfind("rank-", 0) == 0 && e.path().extension() == ".bin")
+            largest = std::max<std::uint64_t>(largest, e.file_size(ec));
+    }
+    return largest;
+}
+
 ModelConfig checkpoint_model(const nlohmann::json& meta) {
     ModelConfig c = config_from_json(meta["config"]["model"]);
     c.vocab_multiple = vocab_multiple_of(meta["config"]);

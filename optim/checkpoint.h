@@ -64,6 +64,10 @@ std::string agree_checkpoint_dir(const std::string& dir, WatchedComm& comm);
 // meta.json of checkpoint directory `cdir`; UsageError when there is none or it is unreadable.
 nlohmann::json read_checkpoint_meta(const std::string& cdir);
 
+// The size of the largest rank-*.bin in `cdir` (0 if none): what loading holds of one file at a
+// time, twice (read whole, then decoded), beside the owned state.
+std::uint64_t largest_rank_file_bytes(const std::string& cdir);
+
 // The model a checkpoint holds, laid out as it was saved: its units have wte padded to the run's
 // "vocab_multiple" (1 when absent: checkpoints from before padding existed).
 ModelConfig checkpoint_model(const nlohmann::json& meta);

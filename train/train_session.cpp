@@ -244,11 +244,16 @@ int TrainSession::resume(const std::string& dir, const nlohmann::json& config, i
                          WatchedComm& outside) {
     const std::string cdir = agree_checkpoint_dir(dir, outside);
     ZeroEngine::OwnedState saved;
+    // The load's host copies: the owned state until the engine has it, and while it is filled one
+    // rank file at a time, read whole and decoded beside it.
+    MemoryTracker& tracker = backend_.context().tracker();
+    const HostStaging state(tracker, owned_state_bytes());
     collectively(
         [&] {
             std::vector<ElementRange> want;
             for (std::size_t u = 0; u < numel_.size(); ++u)
                 want.push_back({engine_->owned_offset(int(u)), engine_->owned_count(int(u))});
+            const HostStaging file(tracker, 2 * largest_rank_file_bytes(cdir));
             saved = load_checkpoint(cdir, config, numel_, want);
             const int steps = config.value("steps", 0);
             if (saved.iteration >= steps)
@@ -279,15 +284,34 @@ int TrainSession::resume(const std::string& dir, const nlohmann::json& config, i
     return first;
 }
 
+std::uint64_t TrainSession::owned_state_bytes() const {
+    std::uint64_t n = 0;
+    for (std::size_t u = 0; u < numel_.size(); ++u) n += engine_->owned_count(int(u));
+    return 12 * n; // master, m, v in fp32
+}
+
 void TrainSession::save(const std::string& dir, const nlohmann::json& config, int step,
                         WatchedComm& outside) {
     const StatsKeeper keep(comm_, groups_.get());
-    ZeroEngine::OwnedState st = engine_->save_owned();
-    st.iteration = step;
     // A hybrid run saves as the S ranks of one replica would (the first group writes, the
     // others hold the same state): the files are global element ranges, any N resumes them.
     const int S = shard_size();
-    save_checkpoint(dir, config, S, rank_ % S, st, numel_, outside, true, rank_ < S);
+    const bool writes = rank_ < S;
+    MemoryTracker& tracker = backend_.context().tracker();
+    {
+        // The save's host copies, declared for its duration: the owned state, and on a rank that
+        // writes, its file's slices and their encoding (12 bytes an element each), all three
+        // alive as the encoding ends.
+        std::uint64_t file = 0;
+        for (std::uint64_t n : numel_) file += 12 * stored_range(n, S, rank_ % S).count;
+        const HostStaging copies(tracker, owned_state_bytes() + (writes ? 2 * file : 0));
+        ZeroEngine::OwnedState st = engine_->save_owned();
+        st.iteration = step;
+        save_checkpoint(dir, config, S, rank_ % S, st, numel_, outside, true, writes);
+    }
+    // A phase of its own, after the copies are gone: its peak is the save's, and the phase after
+    // it (the next step, or the run's end) starts without them.
+    tracker.snapshot("checkpoint");
 }
 
 CommStats TrainSession::comm_stats() {

@@ -120,6 +120,7 @@ class TrainSession {
   private:
     StepOutcome exact_step(int step, const BatchFill& fill, float lr);
     double exact_validate(const TokenWindows& val, std::uint64_t windows);
+    std::uint64_t owned_state_bytes() const; // this rank's master, m and v
     std::uint64_t global_sequences() const {
         return std::uint64_t(spec_.micro_batch) * spec_.grad_accum * ranks_;
     }
