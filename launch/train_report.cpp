@@ -208,8 +208,8 @@ void print_link_rows(const nlohmann::json& s) {
 
 // Max RSS per phase beside what explains it: explained = runtime baseline + code paged in + the
 // peak of the allocators' reserve and declared host staging at one moment (report.json has each
-// part; the columns do not add up to it); tracked and the reserve above it at the phase's end
-// size the reserve; untracked = max RSS - explained.
+// part; the columns do not add up to it); tracked (its peak) and the reserve above it (at the
+// phase's end) size the reserve; untracked = max RSS - explained.
 void print_resident(const nlohmann::json& r) {
     const auto& res = r["resident"];
     fmt::print("rank {} resident (bytes)   {:>14} {:>14} {:>14} {:>14} {:>14}\n",
