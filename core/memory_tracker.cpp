@@ -1,6 +1,8 @@
 // MemoryTracker bookkeeping: counts move on allocate and on Allocation's destruction.
 #include "core/memory_tracker.h"
 
+#include "core/cuda/cuda_runtime_api.h"
+
 #include <algorithm>
 #include <utility>
 
@@ -100,9 +102,13 @@ void MemoryTracker::stage(std::size_t bytes, bool add) noexcept {
     update_ram();
 }
 
+bool MemoryTracker::device_in_ram() const {
+    return device_.kind == DeviceKind::cpu || cuda::device_memory_in_ram();
+}
+
 void MemoryTracker::update_ram() noexcept {
     std::size_t held = host_alloc_.reserved() + counts_.staging.current;
-    if (device_.kind == DeviceKind::cpu) held += device_alloc_.reserved();
+    if (device_in_ram()) held += device_alloc_.reserved();
     for (MemoryCounts* m : {&counts_, &since_snapshot_}) {
         m->ram.current = held;
         m->ram.peak = std::max(m->ram.peak, held);

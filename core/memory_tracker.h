@@ -122,6 +122,9 @@ class MemoryTracker {
     Allocation allocate(std::size_t bytes, Category c, Stream& stream, Arena a = Arena::device);
 
     const Device& device() const { return device_; }
+    // Whether the device arena is this process's RAM: on the CPU backend, and under the CUDA
+    // emulator; a GPU's memory is not.
+    bool device_in_ram() const;
     Device device_of(Arena a) const { return a == Arena::device ? device_ : Device::cpu(); }
     const MemoryCounts& counts() const { return counts_; }
     std::size_t current(Category c, Arena a = Arena::device) const {

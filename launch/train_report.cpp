@@ -335,7 +335,7 @@ std::uint64_t explained_peak_bytes(const ResidentPeaks& r, const ResidentPhase& 
 
 ResidentPhase resident_phase(const MemoryTracker& tracker, const MemoryCounts& peaks) {
     // On a GPU the device arena is not in this process's RAM (gpu_driver accounts for it there).
-    const bool device_in_ram = tracker.device().kind == DeviceKind::cpu;
+    const bool device_in_ram = tracker.device_in_ram();
     ResidentPhase p;
     p.rss_peak = peak_resident_bytes();
     p.file = current_resident_file_bytes();

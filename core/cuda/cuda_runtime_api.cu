@@ -20,6 +20,14 @@ bool runtime_built() {
     return true;
 }
 
+bool device_memory_in_ram() {
+#ifdef SHARDLAB_CUDA_EMU
+    return true;
+#else
+    return false;
+#endif
+}
+
 void* device_malloc(int device, std::size_t bytes) {
     check_cuda(cudaSetDevice(device), "cudaSetDevice");
     void* p = nullptr;

@@ -11,6 +11,9 @@
 namespace shardlab::cuda {
 
 bool runtime_built();
+// Whether "device" memory is this process's RAM: the emulator's (-DSHARDLAB_CUDA=EMU) is; a GPU's
+// is not; false without CUDA. The resident-memory report counts the device arena in RSS by it.
+bool device_memory_in_ram();
 void* device_malloc(int device, std::size_t bytes);
 void device_free(int device, void* p) noexcept;
 void* host_malloc_pinned(std::size_t bytes);

@@ -14,6 +14,9 @@ void not_built() {
 bool runtime_built() {
     return false;
 }
+bool device_memory_in_ram() {
+    return false;
+}
 void* device_malloc(int, std::size_t) {
     not_built();
 }
