@@ -198,6 +198,9 @@ double TrainSession::validate(const TokenWindows& val, int batches) {
         return exact_validate(val, std::min<std::uint64_t>(wanted, val.count()));
     const std::uint64_t round = std::uint64_t(ranks_) * spec_.micro_batch; // windows a pass
     const std::uint64_t passes = std::min<std::uint64_t>(wanted, val.count()) / round;
+    check(passes > 0, fmt::format("validation needs {} windows (N x micro-batch), the split holds "
+                                  "{}; use more data or a smaller --micro-batch",
+                                  round, val.count()));
     const TraceScope span(backend_.context().tracer(), backend_.context().compute(), "validation",
                           "step");
     double sum = 0;
