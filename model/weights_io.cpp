@@ -18,7 +18,6 @@
 #include <filesystem>
 #include <map>
 #include <optional>
-#include <regex>
 
 namespace shardlab {
 
@@ -104,8 +103,7 @@ ModelConfig config_of(const SafeTensorsFile& f, const std::string& path,
 // One shard of a sharded save (model-00002-of-00005.safetensors), given alone, lacks most of the
 // model by design: said so, instead of calling its metadata wrong. Called when tensors are missing.
 void refuse_lone_shard(const std::string& path) {
-    const std::string name = std::filesystem::path(path).filename().string();
-    if (std::regex_match(name, std::regex(R"(.*-\d+-of-\d+\.safetensors)")))
+    if (is_shard_name(std::filesystem::path(path).filename().string()))
         throw UsageError(fmt::format("'{}' is one shard of a sharded checkpoint: give its folder, "
                                      "or the model.safetensors.index.json beside it",
                                      path));

@@ -69,7 +69,13 @@ std::string shard_name(std::size_t i, std::size_t n) {
                   : fmt::format("model-{:05d}-of-{:05d}.safetensors", i + 1, n);
 }
 
-// "model-#####-of-#####.safetensors" (# a digit): a shard's name as shard_name writes it.
+// A weights file of an earlier save in this folder (another shard count leaves other names).
+bool is_weights_file(const std::string& name) {
+    return name == "model.safetensors" || name == "model.safetensors.index.json" ||
+           is_shard_name(name);
+}
+} // namespace
+
 bool is_shard_name(const std::string& name) {
     const std::string shape = "model-#####-of-#####.safetensors";
     if (name.size() != shape.size()) return false;
@@ -79,13 +85,6 @@ bool is_shard_name(const std::string& name) {
             return false;
     return true;
 }
-
-// A weights file of an earlier save in this folder (another shard count leaves other names).
-bool is_weights_file(const std::string& name) {
-    return name == "model.safetensors" || name == "model.safetensors.index.json" ||
-           is_shard_name(name);
-}
-} // namespace
 
 WeightsWriter::WeightsWriter(const std::string& path, const ModelConfig& config, DType store_as,
                              std::uint64_t shard_bytes)
