@@ -245,31 +245,37 @@ std::string agree_checkpoint_dir(const std::string& dir, WatchedComm& comm) {
 }
 
 namespace {
-// meta.json's model, and its rank count, against the rank files beside it: a model far larger
-// than the files could hold (fp32 master, m and v: 12 bytes a parameter) is corrupt metadata,
-// refused before anything — `checkpoint export`'s layout, say — is sized by it.
 // The top-level fields read without further checks, by type: a hand-edited "ranks": "1" must
-// be named, not surface as the JSON library's type error.
+// be named, not surface as the JSON library's type error. Absent fields are left to the callers.
 void check_meta_types(const std::string& cdir, const nlohmann::json& meta) {
+    using json = nlohmann::json;
     if (!meta.is_object())
         throw UsageError("checkpoint '" + cdir + "/meta.json' is not a JSON object; it is corrupt");
-    const auto expect = [&](const char* key, bool ok, const char* what) {
-        if (meta.contains(key) && !ok)
+    const auto expect = [&](const char* key, bool (*ok)(const json&), const char* what) {
+        if (meta.contains(key) && !ok(meta[key]))
             throw UsageError(fmt::format("checkpoint '{}/meta.json': \"{}\" is {} {}, not {}; it "
                                          "is corrupt",
                                          cdir, key, meta[key].type_name(), meta[key].dump(), what));
     };
-    const auto integer = [&](const char* key) { return meta[key].is_number_integer(); };
-    expect("format", meta.contains("format") && integer("format"), "an integer");
-    expect("ranks", meta.contains("ranks") && integer("ranks"), "an integer");
-    expect("iteration", meta.contains("iteration") && integer("iteration"), "an integer");
-    expect("config", meta.contains("config") && meta["config"].is_object(), "an object");
-    bool counts = meta.contains("units") && meta["units"].is_array();
-    if (counts)
-        for (const auto& n : meta["units"]) counts = counts && n.is_number_unsigned();
-    expect("units", counts, "a list of element counts");
+    const auto integer = [](const json& v) { return v.is_number_integer(); };
+    expect("format", integer, "an integer");
+    expect("ranks", integer, "an integer");
+    expect("iteration", integer, "an integer");
+    expect(
+        "config", [](const json& v) { return v.is_object(); }, "an object");
+    expect(
+        "units",
+        [](const json& v) {
+            return v.is_array() && std::all_of(v.begin(), v.end(), [](const json& n) {
+                       return n.is_number_unsigned();
+                   });
+        },
+        "a list of element counts");
 }
 
+// meta.json's model, and its rank count, against the rank files beside it: a model far larger
+// than the files could hold (fp32 master, m and v: 12 bytes a parameter) is corrupt metadata,
+// refused before anything — `checkpoint export`'s layout, say — is sized by it.
 void check_meta_fits_files(const std::string& cdir, const nlohmann::json& meta, int ranks) {
     const auto corrupt = [&](const std::string& why) {
         return UsageError("checkpoint '" + cdir + "/meta.json' " + why + "; it is corrupt");
