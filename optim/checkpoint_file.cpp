@@ -68,11 +68,26 @@ ElementRange stored_range(std::uint64_t numel, int ranks, int q) {
     return {begin, std::min(numel, begin + shard) - begin};
 }
 
+namespace {
+// The file's layout in bytes: magic, rank, ranks, units, step, iteration, loss scale, good steps,
+// skipped; the checksum at the end; each unit's numel, begin, count and its master, m, v.
+constexpr std::uint64_t kFixedBytes = 8 + 4 * 3 + 4 * 2 + 4 + 4 + 8 + 8;
+std::uint64_t section_bytes(std::uint64_t count) {
+    return 3 * 8 + 3 * 4 * count;
+}
+} // namespace
+
+std::uint64_t checkpoint_file_bytes(const std::vector<std::uint64_t>& numel, int ranks, int q) {
+    std::uint64_t size = kFixedBytes;
+    for (std::uint64_t n : numel) size += section_bytes(stored_range(n, ranks, q).count);
+    return size;
+}
+
 std::string encode_checkpoint_file(const CheckpointFile& f) {
     // Sized once: appending into a growing string held up to three times the file while it
     // reallocated, memory no report declared (docs/MEMORY.md).
-    std::size_t size = 8 + 4 * 3 + 4 * 2 + 4 + 4 + 8 + 8; // magic, header fields, checksum
-    for (const CheckpointSection& s : f.units) size += 3 * 8 + 3 * s.range.count * 4;
+    std::uint64_t size = kFixedBytes;
+    for (const CheckpointSection& s : f.units) size += section_bytes(s.range.count);
     std::string bytes;
     bytes.reserve(size);
     bytes.append(kMagic, 8);

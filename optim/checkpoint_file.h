@@ -25,6 +25,10 @@ struct ElementRange {
 // multiple of ranks, cut into equal shards, the padding left out (so the count may be 0).
 ElementRange stored_range(std::uint64_t numel, int ranks, int q);
 
+// The bytes of rank q's file (encode_checkpoint_file's output) for units of `numel` elements:
+// its header and checksum, and per unit the range and 12 bytes an element (master, m, v).
+std::uint64_t checkpoint_file_bytes(const std::vector<std::uint64_t>& numel, int ranks, int q);
+
 struct CheckpointSection {
     std::uint64_t numel = 0; // the whole unit
     ElementRange range;      // what this file holds of it

@@ -12,6 +12,7 @@
 #include "model/safetensors.h"
 #include "model/weights_io.h"
 #include "optim/adamw.h"
+#include "optim/checkpoint_file.h"
 #include "optim/loss_scaler.h"
 
 #include <gtest/gtest.h>
@@ -371,6 +372,23 @@ TEST(AdamWStep, RefusesSettingsWhoseProductsOverflow) {
     AdamWConfig near_one; // beta1 just below 1: lr / (1 - beta1) = 3e38 / 6e-8 overflows
     near_one.beta1 = std::nextafter(1.0f, 0.0f);
     EXPECT_THROW(adamw_step(near_one, 3e38f, 1, false, 1.0f), UsageError);
+}
+
+// checkpoint_file_bytes is what the save declares for the file before it is encoded: exact, at
+// every rank of uneven and empty slices.
+TEST(CheckpointFile, EncodedSizeIsCheckpointFileBytes) {
+    const std::vector<std::uint64_t> numel{10, 7, 1};
+    for (int N : {1, 2, 3, 4})
+        for (int q = 0; q < N; ++q) {
+            CheckpointFile f{q, N, 3, 4, 1024.0f, 2, 1, {}};
+            for (std::uint64_t n : numel) {
+                const ElementRange r = stored_range(n, N, q);
+                const std::vector<float> slice(r.count, 0.5f);
+                f.units.push_back({n, r, slice, slice, slice});
+            }
+            EXPECT_EQ(encode_checkpoint_file(f).size(), checkpoint_file_bytes(numel, N, q))
+                << "rank " << q << " of " << N;
+        }
 }
 
 TEST(LossScaler, AFixedScaleSkipsAndCountsButNeverChanges) {

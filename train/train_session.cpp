@@ -305,8 +305,7 @@ void TrainSession::save(const std::string& dir, const nlohmann::json& config, in
         // The save's host copies, declared for its duration: the owned state, and on a rank that
         // writes, its file's slices and their encoding (12 bytes an element each), all three
         // alive as the encoding ends.
-        std::uint64_t file = 0;
-        for (std::uint64_t n : numel_) file += 12 * stored_range(n, S, rank_ % S).count;
+        const std::uint64_t file = checkpoint_file_bytes(numel_, S, rank_ % S);
         const HostStaging copies(tracker, owned_state_bytes() + (writes ? 2 * file : 0));
         ZeroEngine::OwnedState st = engine_->save_owned();
         st.iteration = step;
