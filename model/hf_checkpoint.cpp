@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -65,7 +66,7 @@ void refuse_shards_without_index(const fs::path& dir) {
     std::error_code ec;
     for (const auto& entry : fs::directory_iterator(dir, ec)) {
         const std::string name = entry.path().filename().string();
-        if (name.rfind("model-", 0) == 0 && name.find("-of-") != std::string::npos)
+        if (is_shard_name(name))
             throw UsageError(fmt::format(
                 "'{}' holds shards ({} and others) but no model.safetensors.index.json: a save "
                 "into it was cut short, or the index was not copied; save or copy it again",
@@ -73,6 +74,16 @@ void refuse_shards_without_index(const fs::path& dir) {
     }
 }
 } // namespace
+
+bool is_shard_name(const std::string& name) {
+    const std::string shape = "model-#####-of-#####.safetensors";
+    if (name.size() != shape.size()) return false;
+    for (std::size_t i = 0; i < shape.size(); ++i)
+        if (shape[i] == '#' ? !std::isdigit(static_cast<unsigned char>(name[i]))
+                            : name[i] != shape[i])
+            return false;
+    return true;
+}
 
 CheckpointFiles resolve_checkpoint(const std::string& path) {
     const fs::path p(path);

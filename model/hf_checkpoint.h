@@ -23,6 +23,10 @@ struct CheckpointFiles {
     std::optional<std::string> config_json;        // config.json beside them, when present
 };
 
+// "model-#####-of-#####.safetensors" (# a digit): a shard's file name, as save_pretrained and
+// model/weights_writer.h name them.
+bool is_shard_name(const std::string& name);
+
 // `path`: a .safetensors file, an index .json, or a folder holding model.safetensors or
 // model.safetensors.index.json. Throws UsageError naming what is missing and what was looked for.
 CheckpointFiles resolve_checkpoint(const std::string& path);

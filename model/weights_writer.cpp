@@ -8,7 +8,6 @@
 
 #include <fmt/format.h>
 
-#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -75,16 +74,6 @@ bool is_weights_file(const std::string& name) {
            is_shard_name(name);
 }
 } // namespace
-
-bool is_shard_name(const std::string& name) {
-    const std::string shape = "model-#####-of-#####.safetensors";
-    if (name.size() != shape.size()) return false;
-    for (std::size_t i = 0; i < shape.size(); ++i)
-        if (shape[i] == '#' ? !std::isdigit(static_cast<unsigned char>(name[i]))
-                            : name[i] != shape[i])
-            return false;
-    return true;
-}
 
 WeightsWriter::WeightsWriter(const std::string& path, const ModelConfig& config, DType store_as,
                              std::uint64_t shard_bytes)

@@ -23,10 +23,6 @@ inline constexpr std::uint64_t kDefaultShardBytes = 5'000'000'000;
 // A path names a folder when it ends in '/' or is an existing directory; else a .safetensors file.
 bool is_weights_folder(const std::string& path);
 
-// "model-#####-of-#####.safetensors" (# a digit): a shard's file name, as save_pretrained and this
-// writer name them.
-bool is_shard_name(const std::string& name);
-
 class WeightsWriter {
   public:
     // Creates the file(s) as temporaries (a folder is created if missing). Tensors keep the
