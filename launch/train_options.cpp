@@ -202,4 +202,8 @@ LrSchedule lr_schedule(const TrainOptions& o) {
     return {o.lr, o.warmup, o.steps, o.min_lr_ratio, decay};
 }
 
+AdamWConfig adamw_config(const TrainOptions& o) {
+    return AdamWConfig{o.lr, o.beta1, o.beta2, o.eps, o.weight_decay};
+}
+
 } // namespace shardlab

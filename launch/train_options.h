@@ -7,6 +7,7 @@
 #include "launch/device_options.h"
 #include "launch/model_options.h"
 #include "model/weights_writer.h"
+#include "optim/adamw.h"
 #include "optim/lr_schedule.h"
 
 #include <CLI/CLI.hpp>
@@ -69,5 +70,7 @@ nlohmann::json train_options_json(const TrainOptions& o, const nlohmann::json& m
                                   int grad_accum);
 // --lr, --warmup, --steps, --min-lr-ratio and --schedule as the schedule the run follows.
 LrSchedule lr_schedule(const TrainOptions& o);
+// --lr, --beta1, --beta2, --eps and --weight-decay as the run's AdamW settings.
+AdamWConfig adamw_config(const TrainOptions& o);
 
 } // namespace shardlab

@@ -28,7 +28,6 @@
 #include "model/token_windows.h"
 #include "model/traced_ops.h"
 #include "model/weights_io.h"
-#include "optim/adamw.h"
 #include "optim/checkpoint.h"
 #include "optim/lr_schedule.h"
 #include "optim/zero_engine.h"
@@ -256,7 +255,7 @@ RunSetup prepare(const TrainOptions& o, int ranks, int rank) {
                          o.profile);
     // Step 1 at the peak rate is AdamW's largest update (1 - beta1^t is smallest at t = 1): its
     // settings either hold there or the run stops now, not at the end of warmup.
-    adamw_step(AdamWConfig{o.lr, o.beta1, o.beta2, o.eps, o.weight_decay}, o.lr, 1, true, 1.0f);
+    adamw_step(adamw_config(o), o.lr, 1, true, 1.0f);
     // A changed --loss-scale (its default cannot be told from one given) would do nothing.
     if (s.precision != Precision::fp16 && o.loss_scale != TrainOptions{}.loss_scale)
         throw UsageError(fmt::format("--loss-scale {} applies to --precision fp16 only ({} "
@@ -413,7 +412,7 @@ SessionSpec session_spec(const TrainOptions& o, const RunSetup& s) {
     spec.micro_batch = o.micro_batch, spec.seq = s.seq, spec.grad_accum = s.grad_accum;
     spec.precision = s.precision, spec.checkpoint = s.checkpoint, spec.attention = s.attention;
     spec.zero = ZeroOptions{o.zero, s.precision, o.prefetch, o.grad_clip, o.loss_scale};
-    spec.adam = AdamWConfig{o.lr, o.beta1, o.beta2, o.eps, o.weight_decay};
+    spec.adam = adamw_config(o);
     spec.offload = o.offload;
     spec.reproducible = o.reproducible;
     spec.shard_group = s.shard_group;
