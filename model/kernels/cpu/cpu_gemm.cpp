@@ -31,13 +31,6 @@ std::string cpu_isa() {
     return "sse41";
 }
 
-namespace {
-bool has_kernel(OneDnnMatmul& onednn, DType t) {
-    const std::string impl = onednn.implementation(t);
-    return !impl.empty() && impl.find("ref") == std::string::npos;
-}
-} // namespace
-
 GemmPaths choose_gemm_paths(const std::string& request, OneDnnMatmul& onednn) {
     if (request != "auto" && request != "openblas" && request != "onednn")
         throw UsageError("--gemm '" + request + "': choose auto, openblas or onednn");
@@ -45,8 +38,8 @@ GemmPaths choose_gemm_paths(const std::string& request, OneDnnMatmul& onednn) {
     if (request == "openblas") return p;
     // "onednn": oneDNN for every dtype it has a kernel for on this CPU (bf16 needs AVX-512).
     if (request == "onednn") {
-        if (has_kernel(onednn, DType::f32)) p.f32 = GemmLibrary::onednn;
-        if (has_kernel(onednn, DType::bf16)) p.bf16 = GemmLibrary::onednn;
+        if (onednn.has_kernel(DType::f32)) p.f32 = GemmLibrary::onednn;
+        if (onednn.has_kernel(DType::bf16)) p.bf16 = GemmLibrary::onednn;
         return p;
     }
     // "auto", from measurements: on a Zen 5 with AVX-512 (issue 12's), oneDNN's fp32 matmul beat
@@ -54,8 +47,8 @@ GemmPaths choose_gemm_paths(const std::string& request, OneDnnMatmul& onednn) {
     // forces) and its AVX512-BF16 bf16 matmul doubled fp32, where OpenBLAS has to widen; on AVX2
     // (Zen 3, docs/BENCHMARKS.md) OpenBLAS's sgemm is level or ahead and oneDNN has no bf16 kernel.
     const std::string isa = cpu_isa();
-    if (isa.rfind("avx512", 0) == 0 && has_kernel(onednn, DType::f32)) p.f32 = GemmLibrary::onednn;
-    if (isa == "avx512_core_bf16" && has_kernel(onednn, DType::bf16)) p.bf16 = GemmLibrary::onednn;
+    if (isa.rfind("avx512", 0) == 0 && onednn.has_kernel(DType::f32)) p.f32 = GemmLibrary::onednn;
+    if (isa == "avx512_core_bf16" && onednn.has_kernel(DType::bf16)) p.bf16 = GemmLibrary::onednn;
     return p;
 }
 

@@ -74,6 +74,24 @@ struct OneDnnMatmul::Impl {
         dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, bias_arg, c), attr, engine);
         return cache.emplace(k, Entry{pd, dnnl::matmul(pd)}).first->second;
     }
+
+    void execute(Entry& e, const MatmulShape& s, const void* A, const void* B, const void* bias,
+                 void* C, void* scratchpad) {
+        // oneDNN takes non-const handles; it does not write the inputs.
+        std::unordered_map<int, memory> args{
+            {DNNL_ARG_SRC, memory(e.pd.src_desc(), engine, const_cast<void*>(A))},
+            {DNNL_ARG_WEIGHTS, memory(e.pd.weights_desc(), engine, const_cast<void*>(B))},
+            {DNNL_ARG_DST, memory(e.pd.dst_desc(), engine, C)},
+            {DNNL_ARG_SCRATCHPAD, memory(e.pd.scratchpad_desc(), engine, scratchpad)}};
+        if (bias_as_post_op(s))
+            args.emplace(bias_post_op_arg(s), memory(matrix(s.dtype, 1, s.N, s.N, false), engine,
+                                                     const_cast<void*>(bias)));
+        else if (s.bias)
+            args.emplace(DNNL_ARG_BIAS, memory(e.pd.bias_desc(), engine, const_cast<void*>(bias)));
+        dnnl::stream stream(engine); // CPU streams are cheap; this one runs on the calling thread
+        e.prim.execute(stream, args);
+        stream.wait();
+    }
 };
 
 OneDnnMatmul::OneDnnMatmul() : impl_(std::make_unique<Impl>()) {}
@@ -85,22 +103,15 @@ std::size_t OneDnnMatmul::scratchpad_bytes(const MatmulShape& s) {
 
 void OneDnnMatmul::run(const MatmulShape& s, const void* A, const void* B, const void* bias,
                        void* C, void* scratchpad) {
-    Entry& e = impl_->get(s);
-    const dnnl::engine& eng = impl_->engine;
-    // oneDNN takes non-const handles; it does not write the inputs.
-    std::unordered_map<int, memory> args{
-        {DNNL_ARG_SRC, memory(e.pd.src_desc(), eng, const_cast<void*>(A))},
-        {DNNL_ARG_WEIGHTS, memory(e.pd.weights_desc(), eng, const_cast<void*>(B))},
-        {DNNL_ARG_DST, memory(e.pd.dst_desc(), eng, C)},
-        {DNNL_ARG_SCRATCHPAD, memory(e.pd.scratchpad_desc(), eng, scratchpad)}};
-    if (bias_as_post_op(s))
-        args.emplace(bias_post_op_arg(s),
-                     memory(matrix(s.dtype, 1, s.N, s.N, false), eng, const_cast<void*>(bias)));
-    else if (s.bias)
-        args.emplace(DNNL_ARG_BIAS, memory(e.pd.bias_desc(), eng, const_cast<void*>(bias)));
-    dnnl::stream stream(eng); // CPU streams are cheap; this one runs on the calling thread
-    e.prim.execute(stream, args);
-    stream.wait();
+    impl_->execute(impl_->get(s), s, A, B, bias, C, scratchpad);
+}
+
+void OneDnnMatmul::run(const MatmulShape& s, const void* A, const void* B, void* C,
+                       std::vector<std::byte>& scratchpad) {
+    Entry& e = impl_->get(s); // one lookup for the size and the product: tiles run thousands a step
+    const std::size_t need = e.pd.scratchpad_desc().get_size();
+    if (scratchpad.size() < need) scratchpad.resize(need);
+    impl_->execute(e, s, A, B, nullptr, C, scratchpad.data());
 }
 
 std::string OneDnnMatmul::implementation(DType dtype) {
@@ -112,6 +123,11 @@ std::string OneDnnMatmul::implementation(DType dtype) {
     } catch (const dnnl::error&) { // e.g. bf16 on a CPU without AVX-512: no kernel at all
         return "";
     }
+}
+
+bool OneDnnMatmul::has_kernel(DType dtype) {
+    const std::string impl = implementation(dtype);
+    return !impl.empty() && impl.find("ref") == std::string::npos;
 }
 
 std::string onednn_version() {

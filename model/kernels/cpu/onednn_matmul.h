@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace shardlab::cpu {
 
@@ -36,10 +37,17 @@ class OneDnnMatmul {
     // Runs the product; scratchpad holds scratchpad_bytes(s) bytes, bias is null unless s.bias.
     void run(const MatmulShape& s, const void* A, const void* B, const void* bias, void* C,
              void* scratchpad);
+    // The same without a bias, with a scratchpad grown here to what the shape needs (the tile
+    // products: one cache lookup a call instead of two).
+    void run(const MatmulShape& s, const void* A, const void* B, void* C,
+             std::vector<std::byte>& scratchpad);
     // oneDNN's name for the implementation it picks for a square-ish product of this dtype,
     // e.g. "brg:avx512_core_bf16" or "gemm:jit"; "" when it has none on this CPU (bf16 without
     // AVX-512), and a name with "ref" when only its slow reference code would run.
     std::string implementation(DType dtype);
+    // Whether oneDNN has a real kernel (not only its reference code) for this dtype on this CPU:
+    // what the backend needs before it routes a GEMM here.
+    bool has_kernel(DType dtype);
 
   private:
     struct Impl;

@@ -19,10 +19,8 @@ MatmulShape tile_shape(DType dtype, bool ta, bool tb, int M, int N, int K, float
 
 void TileGemm::onednn_run(const MatmulShape& s, const void* A, const void* B, void* C,
                           std::vector<std::byte>& scratch) const {
-    const std::size_t need = onednn_->scratchpad_bytes(s);
-    if (scratch.size() < need) scratch.resize(need);
     // Inside the kernel's parallel region oneDNN runs the product on this thread alone.
-    onednn_->run(s, A, B, nullptr, C, scratch.data());
+    onednn_->run(s, A, B, C, scratch);
 }
 
 void TileGemm::operator()(bool ta, bool tb, int M, int N, int K, float alpha, const float* A,
