@@ -15,8 +15,10 @@
 #ifndef SHARDLAB_CUBLAS_DIR
 #define SHARDLAB_CUBLAS_DIR ""
 #endif
-// A macro's value as a string: SHARDLAB_NAME_OF(cublasCreate) is "cublasCreate_v2",
-// SHARDLAB_NAME_OF(CUBLAS_VER_MAJOR) "13".
+#if !defined(SHARDLAB_CUDA_EMU) && !defined(SHARDLAB_CUBLAS_SONAME)
+#error "the build defines SHARDLAB_CUBLAS_SONAME and SHARDLAB_CUBLASLT_SONAME (CMakeLists.txt)"
+#endif
+// A macro's value as a string: SHARDLAB_NAME_OF(cublasCreate) is "cublasCreate_v2".
 #define SHARDLAB_NAME_OF(fn) SHARDLAB_QUOTE(fn)
 #define SHARDLAB_QUOTE(fn) #fn
 
@@ -35,12 +37,10 @@ CublasApi load_cublas() {
 }
 #else
 CublasApi load_cublas() {
-    const auto blas =
-        SharedLibrary::open("libcublas.so." SHARDLAB_NAME_OF(CUBLAS_VER_MAJOR), SHARDLAB_CUBLAS_DIR,
-                            "cuBLAS, which the CUDA backend needs");
-    const auto lt =
-        SharedLibrary::open("libcublasLt.so." SHARDLAB_NAME_OF(CUBLAS_VER_MAJOR),
-                            SHARDLAB_CUBLAS_DIR, "cuBLASLt, which the CUDA backend needs");
+    const auto blas = SharedLibrary::open(SHARDLAB_CUBLAS_SONAME, SHARDLAB_CUBLAS_DIR,
+                                          "cuBLAS, which the CUDA backend needs");
+    const auto lt = SharedLibrary::open(SHARDLAB_CUBLASLT_SONAME, SHARDLAB_CUBLAS_DIR,
+                                        "cuBLASLt, which the CUDA backend needs");
     CublasApi api;
 #define SHARDLAB_FROM_BLAS(fn) api.fn = blas.function<decltype(api.fn)>(SHARDLAB_NAME_OF(fn));
 #define SHARDLAB_FROM_LT(fn) api.fn = lt.function<decltype(api.fn)>(SHARDLAB_NAME_OF(fn));
