@@ -2,10 +2,10 @@
 // and every function the kernels call is found. Needs no GPU: nothing here makes a handle.
 #include "core/cuda/cublas_library.h"
 #include "core/device.h"
+#include "tests/mapped_files.h"
 
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <string>
 
 using namespace shardlab;
@@ -13,9 +13,8 @@ using namespace shardlab;
 namespace {
 // Whether a file whose name starts with `prefix` is mapped into this process.
 bool mapped(const std::string& prefix) {
-    std::ifstream maps("/proc/self/maps");
-    for (std::string line; std::getline(maps, line);)
-        if (line.find("/" + prefix) != std::string::npos) return true;
+    for (const std::string& file : test::mapped_files())
+        if (file.find("/" + prefix) != std::string::npos) return true;
     return false;
 }
 } // namespace

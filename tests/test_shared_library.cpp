@@ -2,11 +2,11 @@
 // it is missing (they must name the file and the fix).
 #include "core/error.h"
 #include "core/shared_library.h"
+#include "tests/mapped_files.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
 #include <string>
 
 #include <unistd.h>
@@ -27,11 +27,8 @@ std::string error_of(F f) {
 
 // The file this process loaded `soname` from, as /proc/self/maps lists it.
 std::string loaded_path(const std::string& soname) {
-    std::ifstream maps("/proc/self/maps");
-    for (std::string line; std::getline(maps, line);) {
-        const auto slash = line.find('/');
-        if (slash != std::string::npos && line.ends_with("/" + soname)) return line.substr(slash);
-    }
+    for (const std::string& file : test::mapped_files())
+        if (file.ends_with("/" + soname)) return file;
     ADD_FAILURE() << soname << " is not in /proc/self/maps";
     return "";
 }
