@@ -89,12 +89,13 @@ grep -q "resumed from .* at step $step" "$work/log" || fail "3: the requeued job
 echo "ok: 3. SIGUSR1 to the script: checkpoint at step $step, job requeued, resumed at step $step"
 
 # --- 4. the launcher guard: a stand-in mpirun whose ranks exit at once with the codes given after
-# -np N (a negative one: killed by that signal); HANG=1 never reaps them (Open MPI 4.1's finalize
-# hang), HANG=0 reaps them and takes 2 s more before its exit 7
+# -np N, or in CODES (a negative one: killed by that signal); HANG=1 never reaps them (Open MPI
+# 4.1's finalize hang), HANG=0 reaps them and takes 2 s more before its exit 7
 cat >bin/fake_mpirun <<'PY'
 #!/usr/bin/env python3
 import os, signal, sys, time
-codes = [int(c) for c in sys.argv[sys.argv.index("-np") + 2:]]
+codes = [int(c) for c in os.environ.get("CODES", "").split()] or \
+        [int(c) for c in sys.argv[sys.argv.index("-np") + 2:]]
 for c in codes:
     if os.fork() == 0:
         os.kill(os.getpid(), -c) if c < 0 else os._exit(c)
@@ -122,3 +123,13 @@ guarded 0 0 0
 { [ $code -eq 7 ] && ! grep -q "every rank exited" "$work/log"; } ||
   fail "4: a launcher that reaps its ranks and exits 7: exit $code, or it was killed"
 echo "ok: 4. mpirun_local.sh kills a launcher that never reaps its ranks (exit 3, 137 from the ranks) and waits for one that does"
+# The Slurm script guards its LAUNCHER=mpirun the same way (its mpirun is the one on PATH).
+mkdir guardbin && ln -s "$work/bin/fake_mpirun" guardbin/mpirun
+t0=$SECONDS
+env PATH="$work/guardbin:$PATH" "${slurm[@]}" LAUNCHER=mpirun HANG=1 CODES="0 5" \
+  bash "$script" --preset tiny >"$work/log" 2>&1
+code=$? secs=$((SECONDS - t0))
+{ [ $code -eq 5 ] && grep -q "slurm_train: every rank exited 5 s ago" "$work/log"; } ||
+  fail "4: slurm_train.sbatch with a launcher that never reaps its ranks: exit $code, expected 5 and the guard's message"
+((secs <= 10)) || fail "4: slurm_train.sbatch killed the hung launcher after $secs s, expected 5 to 6"
+echo "ok: 4. slurm_train.sbatch (LAUNCHER=mpirun) is guarded the same way"
