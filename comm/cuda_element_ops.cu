@@ -1,4 +1,5 @@
-// reduce_add as a kernel, one thread per element.
+// reduce_add (and --reproducible's int64 add) as grid-stride kernels: a thread an element up to
+// the grid's cap, several beyond it.
 #include "comm/cuda_element_ops.h"
 
 #include "core/cuda/cuda_stream.h"

@@ -30,7 +30,8 @@ void print_cpu(const std::string& gemm_request) {
 void print_cuda() {
     GpuQuery q = query_gpus(/*measure_free=*/true);
     if (!q.cuda_built) {
-        fmt::print("CUDA: not built (nvcc was not found at configure time); running on CPU\n");
+        fmt::print("CUDA: not built (no nvcc or no NCCL at configure time, or "
+                   "-DSHARDLAB_CUDA=OFF); running on CPU\n");
         return;
     }
     if (q.gpus.empty()) {

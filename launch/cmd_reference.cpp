@@ -97,7 +97,9 @@ CommandRunner add_reference_command(CLI::App& cmd) {
     grads->add_option("--precision", o->precision, "fp32 | bf16 | fp16");
     grads->add_option("--checkpoint", o->checkpoint, "none | all | every:K");
     grads->add_option("--attention", o->attention, "flash | materialize");
-    grads->add_option("--threads", o->threads, "Threads (default: cores / ranks on this node)");
+    grads->add_option(
+        "--threads", o->threads,
+        "Threads (default: the CPUs the rank is bound to, else cores / ranks on this node)");
     grads->add_option("--out", o->out, "Output file")->required();
     return [o] {
         parse_precision(o->precision); // a bad name is a usage error before any work

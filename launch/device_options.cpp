@@ -12,7 +12,8 @@ void add_device_options(CLI::App& cmd, DeviceOptions& o, bool comm_cpus) {
                    "cpu | cuda (one GPU per rank, by its place on the node; a GPU build, or the "
                    "CPU emulator of one: -DSHARDLAB_CUDA=EMU)");
     cmd.add_option("--threads", o.threads,
-                   "CPU: threads per rank (default: cores / ranks on this node)");
+                   "CPU: threads per rank (default: the CPUs the rank is bound to, else cores / "
+                   "ranks on this node)");
     cmd.add_option("--gemm", o.gemm,
                    "CPU: auto | openblas | onednn — the GEMM library (auto: by the CPU's vector "
                    "ISA, see `shardlab device`; default $SHARDLAB_GEMM or auto)");

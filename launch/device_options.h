@@ -16,7 +16,7 @@ class WatchedComm; // comm/watched_calls.h
 
 struct DeviceOptions {
     std::string device = "cpu";     // cpu | cuda
-    int threads = 0;                // CPU: OpenMP threads per rank (0: cores / ranks on this node)
+    int threads = 0;                // CPU: OpenMP threads per rank (0: default_threads())
     std::string comm_cpus;          // CPU: the comm and copy streams' CPUs (empty: unpinned)
     std::string gemm;               // CPU: auto | openblas | onednn (empty: $SHARDLAB_GEMM or auto)
     bool share_gpu = false;         // CUDA: more ranks than GPUs on a node

@@ -38,8 +38,8 @@ int main(int argc, char** argv) {
     runners[show] = add_collectives_show_command(*show);
     runners[bench] = add_collectives_bench_command(*bench);
 
-    // Single-process model commands: no MPI needed.
-    CLI::App* init = app.add_subcommand("init", "Write freshly initialised GPT-2 weights");
+    // Model commands: init and reference run in one process without MPI; eval runs under it.
+    CLI::App* init = app.add_subcommand("init", "Write freshly initialised weights of any family");
     CLI::App* eval = app.add_subcommand("eval", "Mean cross-entropy of weights over a data file");
     CLI::App* ref =
         app.add_subcommand("reference", "Outputs the PyTorch reference checks compare against");

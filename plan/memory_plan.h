@@ -3,8 +3,8 @@
 // (per collective). It describes exactly what shardlab's ZeRO engine does — it uses the engine's
 // own policy: units padded to a multiple of N and full gradients held two at a time
 // (optim/unit_shards.h), the gather schedule (optim/gather_schedule.h), offload's staging tiles —
-// and the activations GPTModel keeps, so a training report can hold measurement against it byte
-// for byte. docs/MEMORY.md derives every line.
+// and the activations each family's model keeps, so a training report can hold measurement against
+// it byte for byte. docs/MEMORY.md derives every line.
 #pragma once
 
 #include "comm/link_bytes.h"

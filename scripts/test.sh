@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Sets everything up (Debian packages, build) and runs every test: unit, multi-rank (mpirun -np
-# 1..5) and command-line tests; the CUDA backend's (`ctest -L cuda`) under the SIMT emulator built
+# 1..6) and command-line tests; the CUDA backend's (`ctest -L cuda`) under the SIMT emulator built
 # with AddressSanitizer + UBSan (scripts/asan_emu.sh: its kernel tests also with the block's
 # threads in reverse and in a seeded random order); then the ThreadSanitizer build's
 # (scripts/tsan.sh: also the race detector on the kernels); then each input parser's libFuzzer

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # ThreadSanitizer: builds build-tsan/ (-DSHARDLAB_TSAN=ON, the CUDA backend under the SIMT emulator)
-# and runs under it the unit tests, the collectives and ZeRO engine tests on 2 ranks, and 2-rank
+# and runs under it nine core unit tests (streams, allocator, tracker, dtypes, comm model, model,
+# plan, token data, safetensors), the collectives and ZeRO engine tests on 2 ranks, and 2-rank
 # training in the stages and modes whose streams interact most (ZeRO-2 and ZeRO-3 with prefetch,
 # offload, fp16, gradient accumulation, checkpointing, resume with offload). Then the race
 # detector: the CUDA kernels' tests, where two threads of a block touching one address without a

@@ -5,8 +5,9 @@ own emulated GPU, NCCL's stand-in between them), unchanged on a real GPU (label 
   2. on every rank, measured bytes equal the prediction per memory category and per collective,
      and the offload copies equal theirs;
   3. against `--device cpu` on the same seed and data: bf16 losses within 1e-2 relative and fp32
-     within 1e-5 (docs/DESIGN.md's bounds: the GEMMs accumulate in another order, the rest
-     of the kernels match the CPU's bit for bit where their order is the same);
+     within 1e-5 (the numerics contract's bounds, in the team's ../shared/DESIGN.md: the GEMMs
+     accumulate in another order, the rest of the kernels match the CPU's bit for bit where their
+     order is the same);
   4. two ranks sharing one GPU over the MPI transport (device buffers staged through pinned host
      memory) give the same bits as the NCCL transport: both run the project's ring. On a machine
      with one GPU, parts 1-3 run with the ranks sharing it, and part 4 is one rank over NCCL;

@@ -21,15 +21,16 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 DEVICE = ["params", "grads", "master", "optimizer", "activations", "buffers", "kv_cache"]
 HOST = ["host_master", "host_optimizer", "host_grads", "host_staging"]
-# report.json's device categories (core/memory_tracker.h), in the plan's order; workspace is
-# scratch memory the plan does not model.
+# report.json's device categories (core/memory_tracker.h), in the plan's order; workspace is the
+# GEMM libraries' scratch, predicted where the plan knows the library's (null otherwise) and kept
+# out of the plan's device total, so a plan's own bars leave it out.
 REPORT = ["params", "grads", "master", "optimizer", "activations", "comm_buffers", "workspace"]
 COLORS = plt.cm.tab20.colors
 # One colour per concept in every plot: the plan's "buffers" is the report's "comm_buffers".
 COLOR = {name: COLORS[k] for k, name in enumerate(DEVICE)}
 COLOR.update({"comm_buffers": COLOR["buffers"], "workspace": COLORS[14], "host": COLORS[8]})
 COLOR.update({name: COLORS[k + len(DEVICE)] for k, name in enumerate(HOST)})
-LABEL = {"workspace": "workspace (not in the plan)", "host": "host total (offload)"}
+LABEL = {"workspace": "workspace (GEMM scratch)", "host": "host total (offload)"}
 
 
 def byte_unit(largest):

@@ -1,6 +1,6 @@
 // The CUDA runtime calls the rest of shardlab needs, behind a plain C++ header so that no other
-// file includes cuda_runtime.h. Implemented in cuda_runtime_api.cu when nvcc is found, and in
-// cuda_runtime_stub.cpp (which says clearly that CUDA was not built) otherwise.
+// file includes cuda_runtime.h. Implemented in cuda_runtime_api.cu in a CUDA or emulator build,
+// and in cuda_runtime_stub.cpp (which says clearly that CUDA was not built) otherwise.
 #pragma once
 
 #include "core/device.h"

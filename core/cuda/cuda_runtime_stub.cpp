@@ -1,4 +1,5 @@
-// Built when nvcc was not found: every CUDA entry point says so, clearly, instead of linking.
+// Built when the CUDA backend is not (no nvcc or no NCCL found, or -DSHARDLAB_CUDA=OFF): every
+// CUDA entry point says so, clearly, instead of linking.
 #include "core/cuda/cuda_runtime_api.h"
 #include "core/device_context.h"
 #include "core/error.h"
