@@ -251,13 +251,28 @@ std::string fault_in(const Matrix& x) {
     return why.str();
 }
 
+// The epilogue's vectors are read and written 16 bytes at a time: a bias or aux pointer off that
+// grid is a misaligned-address fault on a GPU (seen on A100s; cuBLASLt's heuristic does not check
+// it), so shardlab's callers fall back to separate kernels instead (model/ops_cuda.cu).
+std::string misaligned(const Matrix& x) {
+    if (reinterpret_cast<std::uintptr_t>(x.data) % 16 == 0) return "";
+    std::ostringstream why;
+    why << "cuBLASLt matmul: the epilogue's " << x.name << " (" << x.data
+        << ") is not 16-byte aligned: a GPU faults (misaligned address)";
+    return why.str();
+}
+
 std::string memory_fault(const Matmul& g) {
-    std::vector<Matrix> touched = {g.a, g.b, g.d};
+    std::vector<Matrix> touched = {g.a, g.b, g.d}, vectors;
     if (g.beta != 0.0f) touched.push_back(g.c);
-    if (has_aux(g.epilogue)) touched.push_back(g.aux);
+    if (has_aux(g.epilogue)) vectors.push_back(g.aux);
     const int bias_len = g.epilogue == CUBLASLT_EPILOGUE_BGRADB ? g.n : g.m;
     if (g.epilogue != CUBLASLT_EPILOGUE_DEFAULT)
-        touched.push_back({"bias", g.bias, g.bias_type, bias_len, 1, bias_len});
+        vectors.push_back({"bias", g.bias, g.bias_type, bias_len, 1, bias_len});
+    for (const Matrix& x : vectors) {
+        if (std::string why = misaligned(x); !why.empty()) return why;
+        touched.push_back(x);
+    }
     for (const Matrix& x : touched)
         if (std::string why = fault_in(x); !why.empty()) return why;
     return "";

@@ -380,7 +380,10 @@ void work_on(Job& job) {
                 failed = job.error != nullptr;
             }
             if (!failed) {
-                dynamic_shared.assign(job.smem, 0);
+                // A GPU's shared memory starts with what an earlier block left: all-ones bytes
+                // here (NaN in every float type, -1 in every integer), so that a kernel reading
+                // it before writing it fails its tests under the emulator too.
+                dynamic_shared.assign(job.smem, char(0xFF));
                 block.dynamic_shared = &dynamic_shared;
                 run_block(block, job.kernel, idx, g, job.block, *job.body, stacks);
             }

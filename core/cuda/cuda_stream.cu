@@ -196,10 +196,11 @@ void CudaStream::memcpy(void* dst, const void* src, std::size_t bytes) {
 
 void CudaStream::upload(void* dst, const void* host_src, std::size_t bytes) {
     if (bytes == 0) return;
-    if (staging_->upload(dst, host_src, bytes, stream_)) return; // small: through pinned slots
-    // A large upload (initial parameters, once): from pageable memory CUDA stages the data before
-    // cudaMemcpyAsync returns, so the caller may reuse it at once; pinned memory is read later, so
-    // it is first copied into pageable memory.
+    auto watched = [this](cudaEvent_t e) { watched_wait(e, name_, *group_); };
+    if (staging_->upload(dst, host_src, bytes, stream_, watched)) return; // small: pinned slots
+    // A large upload (initial parameters; a micro-batch of over 128 Ki tokens): from pageable
+    // memory CUDA stages the data before cudaMemcpyAsync returns, so the caller may reuse it at
+    // once; pinned memory is read later, so it is first copied into pageable memory.
     cudaPointerAttributes a{};
     check_cuda(cudaPointerGetAttributes(&a, host_src), "cudaPointerGetAttributes");
     if (a.type == cudaMemoryTypeUnregistered) {

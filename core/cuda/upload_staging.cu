@@ -14,14 +14,14 @@ UploadStaging::~UploadStaging() {
     }
 }
 
-bool UploadStaging::upload(void* dst, const void* host_src, std::size_t bytes,
-                           cudaStream_t stream) {
+bool UploadStaging::upload(void* dst, const void* host_src, std::size_t bytes, cudaStream_t stream,
+                           const std::function<void(cudaEvent_t)>& wait) {
     if (bytes > kMaxBytes) return false;
     if (slots_.size() < kSlots) slots_.emplace_back();
     Slot& s = slots_[next_];
     next_ = (next_ + 1) % kSlots;
     if (s.copied) // the slot's previous copy must have read it (rarely waits: kSlots uploads ago)
-        check_cuda(cudaEventSynchronize(s.copied), "cudaEventSynchronize (upload staging)");
+        wait(s.copied);
     else
         check_cuda(cudaEventCreateWithFlags(&s.copied, cudaEventDisableTiming), "cudaEventCreate");
     if (!s.host)

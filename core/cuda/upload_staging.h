@@ -11,6 +11,7 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <functional>
 #include <vector>
 
 namespace shardlab::cuda {
@@ -26,8 +27,11 @@ class UploadStaging {
     UploadStaging& operator=(const UploadStaging&) = delete;
 
     // Enqueues the copy of `bytes` from `host_src` to `dst` on `stream` through a slot; false when
-    // `bytes` is over kMaxBytes (the caller uploads it another way).
-    bool upload(void* dst, const void* host_src, std::size_t bytes, cudaStream_t stream);
+    // `bytes` is over kMaxBytes (the caller uploads it another way). A slot still in use is waited
+    // for with `wait` (the owner's watched wait: a stalled stream is reported, not waited on
+    // forever).
+    bool upload(void* dst, const void* host_src, std::size_t bytes, cudaStream_t stream,
+                const std::function<void(cudaEvent_t)>& wait);
 
   private:
     struct Slot {
