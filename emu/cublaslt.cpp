@@ -52,6 +52,9 @@ struct cublasLtMatmulPreferenceOpaque_t {
 namespace shardlab::emu {
 namespace {
 
+// The workspace the emulator's algorithm asks for, when the caller offers that much or more.
+constexpr std::uint64_t kAlgoWorkspace = std::uint64_t(1) << 20;
+
 // --- what the stand-in runs ---------------------------------------------------------------------
 
 bool storage_type(cudaDataType t) {
@@ -162,6 +165,8 @@ struct Matmul {
     Matrix a, b, c, d, aux; // aux: m x n at aux_ld, when the epilogue has one
     void* bias;
     DType bias_type;
+    void* workspace;               // what the caller handed over for the algorithm
+    std::uint64_t workspace_bytes; // what the algorithm asked for (0: none)
 };
 
 float gelu(float x) { // GPT-2's tanh form, as model/kernels/cuda/gelu.cu
@@ -275,6 +280,13 @@ std::string memory_fault(const Matmul& g) {
     }
     for (const Matrix& x : touched)
         if (std::string why = fault_in(x); !why.empty()) return why;
+    const char* ws = static_cast<const char*>(g.workspace);
+    if (g.workspace_bytes && (!reachable(ws) || !reachable(ws + g.workspace_bytes - 1))) {
+        std::ostringstream why;
+        why << "cuBLASLt matmul: its workspace (" << g.workspace << ", " << g.workspace_bytes
+            << " bytes the algorithm asked for) is not device memory that long";
+        return why.str();
+    }
     return "";
 }
 
@@ -427,6 +439,10 @@ cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle, cublasLtMatmulDesc_t des
     results[0] = {};
     results[0].state = CUBLAS_STATUS_SUCCESS;
     results[0].wavesCount = 1.0f;
+    // Its one algorithm asks for workspace when offered some, as a GPU's split-K ones do, so that
+    // callers hand one over (the algorithm keeps the size: cublasLtMatmul checks it).
+    results[0].workspaceSize = std::min<std::uint64_t>(preference->max_workspace, kAlgoWorkspace);
+    results[0].algo.data[0] = results[0].workspaceSize;
     *returnAlgoCount = 1;
     return CUBLAS_STATUS_SUCCESS;
 }
@@ -435,9 +451,8 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
                               const void* A, cublasLtMatrixLayout_t Adesc, const void* B,
                               cublasLtMatrixLayout_t Bdesc, const void* beta, const void* C,
                               cublasLtMatrixLayout_t Cdesc, void* D, cublasLtMatrixLayout_t Ddesc,
-                              const cublasLtMatmulAlgo_t* /*algo: same result for any*/,
-                              void* /*workspace*/, std::size_t /*workspaceSizeInBytes*/,
-                              cudaStream_t stream) {
+                              const cublasLtMatmulAlgo_t* algo, void* workspace,
+                              std::size_t workspaceSizeInBytes, cudaStream_t stream) {
     if (!handle) return CUBLAS_STATUS_NOT_INITIALIZED;
     if (!desc || !Adesc || !Bdesc || !Cdesc || !Ddesc || !alpha || !beta)
         return CUBLAS_STATUS_INVALID_VALUE;
@@ -446,6 +461,10 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
         return CUBLAS_STATUS_NOT_SUPPORTED;
     }
     if (invalid(*desc, *Adesc, *Bdesc, *Cdesc, *Ddesc)) return CUBLAS_STATUS_INVALID_VALUE;
+    // The heuristic's algorithm needs the workspace it asked for (every algorithm computes the
+    // same result here; only that need differs).
+    const std::uint64_t need = algo ? algo->data[0] : 0;
+    if (workspaceSizeInBytes < need || (need && !workspace)) return CUBLAS_STATUS_INVALID_VALUE;
     Matmul g{};
     g.ta = desc->transa != CUBLAS_OP_N, g.tb = desc->transb != CUBLAS_OP_N;
     g.m = int(Ddesc->rows), g.n = int(Ddesc->cols), g.k = int(g.ta ? Adesc->rows : Adesc->cols);
@@ -455,6 +474,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
     g.a = matrix("A", A, *Adesc), g.b = matrix("B", B, *Bdesc);
     g.c = matrix("C", C, *Cdesc), g.d = matrix("D", D, *Ddesc);
     g.aux = {"aux", desc->aux, dtype_of(Ddesc->type), g.m, g.n, desc->aux_ld};
+    g.workspace = workspace, g.workspace_bytes = need;
     g.bias = desc->bias;
     g.bias_type = dtype_of(desc->bias_type == -1 ? int(Ddesc->type) : desc->bias_type);
     if (g.m == 0 || g.n == 0) return CUBLAS_STATUS_SUCCESS;

@@ -299,9 +299,14 @@ class CudaOps : public Ops {
         if (!cuda::aligned16(e.bias) || (e.aux && !cuda::aligned16(e.aux))) return false;
         const int M = int(c.dim(0)), N = int(c.dim(1)), K = ta ? int(a.dim(0)) : int(a.dim(1));
         if (M == 0 || N == 0 || K == 0) return false;
+        Allocation workspace; // tracked: the workspace category; released in stream order
+        auto take = [&](std::size_t bytes) {
+            workspace = scratch(s, bytes);
+            return workspace.data();
+        };
         return cuda::gemm_epilogue(blas_, stream_of(s), c.dtype, ta, tb, M, N, K, alpha,
-                                   {a.data, last_dim(a)}, {b.data, last_dim(b)}, beta, c.data, N,
-                                   e);
+                                   {a.data, last_dim(a)}, {b.data, last_dim(b)}, beta, c.data, N, e,
+                                   take);
     }
 
     // Released (reusable by later work) once the stream has passed the ops enqueued with it.

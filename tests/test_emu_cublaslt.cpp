@@ -333,6 +333,52 @@ TEST_F(EmuCublasLt, OtherComputeTypesAndMixedOperandsAreNotSupported) {
     EXPECT_EQ(heuristic(c, &found), CUBLAS_STATUS_NOT_SUPPORTED); // fp16 A with bf16 B
 }
 
+// The workspace an algorithm asks for is handed over or the call is refused: the heuristic's
+// answer follows the preference's maximum (the emulator's one algorithm asks for 1 MiB when
+// offered that much or more, as split-K algorithms do on a GPU), cublasLtMatmul refuses less than
+// that, and a workspace that is not device memory is the device's fault when the stream gets there.
+TEST_F(EmuCublasLt, AnAlgorithmGetsTheWorkspaceItAskedFor) {
+    std::mt19937 rng(3);
+    Spec s;
+    Matrix a(s.m, s.k, 0, s.type, rng), b(s.k, s.n, 0, s.type, rng), c(s.m, s.n, 0, s.type, rng),
+        bias(s.m, 1, 0, s.type, rng);
+    Call call;
+    describe(call, s, a.ld, b.ld, c.ld, bias.dev, nullptr, 0);
+    auto offer = [&](std::uint64_t bytes) {
+        EXPECT_EQ(cublasLtMatmulPreferenceSetAttribute(
+                      call.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &bytes, sizeof(bytes)),
+                  CUBLAS_STATUS_SUCCESS);
+        cublasLtMatmulHeuristicResult_t r{};
+        int found = 0;
+        EXPECT_EQ(cublasLtMatmulAlgoGetHeuristic(handle, call.op, call.a, call.b, call.c, call.c,
+                                                 call.pref, 1, &r, &found),
+                  CUBLAS_STATUS_SUCCESS);
+        EXPECT_EQ(found, 1);
+        return r;
+    };
+    auto matmul = [&](const cublasLtMatmulHeuristicResult_t& r, void* ws, std::size_t bytes) {
+        return cublasLtMatmul(handle, call.op, &s.alpha, a.dev, call.a, b.dev, call.b, &s.beta,
+                              c.dev, call.c, c.dev, call.c, &r.algo, ws, bytes, nullptr);
+    };
+    const cublasLtMatmulHeuristicResult_t none = offer(0), some = offer(32 << 20);
+    EXPECT_EQ(none.workspaceSize, 0u);
+    EXPECT_EQ(some.workspaceSize, std::size_t(1) << 20);
+    EXPECT_EQ(matmul(none, nullptr, 0), CUBLAS_STATUS_SUCCESS);
+    EXPECT_EQ(matmul(some, nullptr, 0), CUBLAS_STATUS_INVALID_VALUE);
+    void* ws = nullptr;
+    ASSERT_EQ(cudaMalloc(&ws, some.workspaceSize), cudaSuccess);
+    EXPECT_EQ(matmul(some, ws, some.workspaceSize - 1), CUBLAS_STATUS_INVALID_VALUE);
+    EXPECT_EQ(matmul(some, ws, some.workspaceSize), CUBLAS_STATUS_SUCCESS);
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    cudaFree(ws);
+    std::vector<char> host(some.workspaceSize); // host memory: a GPU cannot reach it
+    EXPECT_EQ(matmul(some, host.data(), host.size()), CUBLAS_STATUS_SUCCESS);
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaErrorLaunchFailure);
+    EXPECT_NE(std::string(shardlab::emu::last_fault()).find("its workspace"), std::string::npos)
+        << shardlab::emu::last_fault();
+    shardlab::emu::reset_device(); // the fault is sticky: the device afresh for the next test
+}
+
 TEST_F(EmuCublasLt, ShapesThatDoNotChainOrAMissingBiasAreInvalid) {
     std::mt19937 rng(2);
     Matrix buf(64, 8, 0, CUDA_R_32F, rng);

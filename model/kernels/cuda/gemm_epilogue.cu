@@ -1,6 +1,7 @@
 // Row-major GEMMs with a cuBLASLt epilogue (see gemm_epilogue.h for the operand swap). Each call
-// builds its descriptors, asks the heuristic for one algorithm (no workspace) and enqueues the
-// matmul; the descriptors are freed by RAII whichever way the call ends.
+// builds its descriptors, asks the heuristic for one algorithm (offering up to
+// kMaxEpilogueWorkspace), takes the workspace that algorithm needs and enqueues the matmul; the
+// descriptors are freed by RAII whichever way the call ends.
 #include "model/kernels/cuda/gemm_epilogue.h"
 
 #include <cstdint>
@@ -64,7 +65,7 @@ std::uint32_t alignment(const void* p) {
 
 bool gemm_epilogue(const Cublas& blas, cudaStream_t s, DType t, bool trans_a, bool trans_b, int M,
                    int N, int K, float alpha, Operand a, Operand b, float beta, void* c, int ldc,
-                   const EpilogueArgs& e) {
+                   const EpilogueArgs& e, const Workspace& workspace) {
     const CublasApi& api = blas.api();
     Descriptors d(api);
     blas.check(api.cublasLtMatmulDescCreate(&d.op, CUBLAS_COMPUTE_32F, CUDA_R_32F),
@@ -87,10 +88,12 @@ bool gemm_epilogue(const Cublas& blas, cudaStream_t s, DType t, bool trans_a, bo
     layout(blas, &d.b, t, trans_a ? K : M, trans_a ? M : K, a.ld);
     layout(blas, &d.c, t, M, N, ldc);
     blas.check(api.cublasLtMatmulPreferenceCreate(&d.pref), "cublasLtMatmulPreferenceCreate");
-    const std::uint64_t no_workspace = 0;
+    // Without workspace the heuristic leaves out the algorithms that need some (split-K among
+    // them: a weight gradient's small M x N over K = B T rows fills few SMs without it).
+    const std::uint64_t max_workspace = kMaxEpilogueWorkspace;
     blas.check(api.cublasLtMatmulPreferenceSetAttribute(d.pref,
                                                         CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                        &no_workspace, sizeof(no_workspace)),
+                                                        &max_workspace, sizeof(max_workspace)),
                "cublasLtMatmulPreferenceSetAttribute");
     // The heuristic assumes 256-byte aligned matrices unless told: views into a parameter unit
     // may be less aligned, so say what each pointer is.
@@ -110,8 +113,9 @@ bool gemm_epilogue(const Cublas& blas, cudaStream_t s, DType t, bool trans_a, bo
     if (st == CUBLAS_STATUS_NOT_SUPPORTED || (st == CUBLAS_STATUS_SUCCESS && found == 0))
         return false;
     blas.check(st, "cublasLtMatmulAlgoGetHeuristic");
+    void* ws = algo.workspaceSize ? workspace(algo.workspaceSize) : nullptr;
     blas.check(api.cublasLtMatmul(blas.lt(), d.op, &alpha, b.data, d.a, a.data, d.b, &beta, c, d.c,
-                                  c, d.c, &algo.algo, nullptr, 0, s),
+                                  c, d.c, &algo.algo, ws, algo.workspaceSize, s),
                "cublasLtMatmul");
     return true;
 }

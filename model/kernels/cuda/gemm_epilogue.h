@@ -11,6 +11,9 @@
 
 #include <cuda_runtime.h>
 
+#include <cstddef>
+#include <functional>
+
 namespace shardlab::cuda {
 
 enum class Epilogue {
@@ -35,11 +38,19 @@ struct EpilogueArgs {
     int aux_ld = 0; // elements between aux's rows; a multiple of 8
 };
 
+// Device memory of `bytes` for the call, valid until s has passed it (the caller's caching
+// allocator, stream-ordered).
+using Workspace = std::function<void*(std::size_t bytes)>;
+
+// The most workspace offered to cuBLASLt's heuristic: what cuBLAS itself takes on Hopper. The
+// algorithm picked says how much of it it needs (often none), and only that is taken.
+constexpr std::size_t kMaxEpilogueWorkspace = std::size_t(32) << 20;
+
 // Enqueues C = epilogue(alpha op(A)[M, K] op(B)[K, N] + beta C) on s, all of type t, and returns
 // true; or returns false, enqueuing nothing, when cuBLASLt has no algorithm for the combination
 // (its heuristic says NOT_SUPPORTED): the caller then runs the separate kernels instead.
 bool gemm_epilogue(const Cublas& blas, cudaStream_t s, DType t, bool trans_a, bool trans_b, int M,
                    int N, int K, float alpha, Operand a, Operand b, float beta, void* c, int ldc,
-                   const EpilogueArgs& e);
+                   const EpilogueArgs& e, const Workspace& workspace);
 
 } // namespace shardlab::cuda
