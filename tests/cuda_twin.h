@@ -108,6 +108,21 @@ inline double ulp(DType t, double x) {
     return std::ldexp(1.0, std::ilogb(a) - mantissa);
 }
 
+// One rounding to a 16-bit type of values that close (they may land on neighbouring values);
+// none for fp32, whose results are compared before any rounding of their own.
+inline double rounding(DType t, double x) {
+    return t == DType::f32 ? 0.0 : ulp(t, x);
+}
+
+// Whether the GPU is the emulator: its cuBLASLt uses the kernels' formulas and order of sums, and
+// its device maths (pow, cos, sin, tanh) is the C library's, so results a GPU computes its own
+// way are the CPU's bits here.
+#ifdef SHARDLAB_CUDA_EMU
+inline constexpr bool kEmulated = true;
+#else
+inline constexpr bool kEmulated = false;
+#endif
+
 inline void expect_within(const std::vector<float>& got, const std::vector<float>& want,
                           const std::vector<double>& bound, const char* what) {
     ASSERT_EQ(got.size(), want.size());

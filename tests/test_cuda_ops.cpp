@@ -82,7 +82,7 @@ TEST(CudaOps, GemmMatchesTheCpuWithinTheAccumulationBound) {
                                 const double rest =
                                     c.bias ? std::fabs(bias[n]) : 0.5 * std::fabs(c0[o]);
                                 bound[o] = 2.0 * (K + 2) * 0x1p-24 * (alpha * mag + rest) +
-                                           (dt == DType::f32 ? 0.0 : ulp(dt, out[0][o]));
+                                           rounding(dt, out[0][o]);
                             }
                     expect_within(out[1], out[0], bound, "gemm");
                 }
@@ -125,8 +125,7 @@ TEST(CudaOps, BiasGradOverManyChunksIsWithinTheReassociationBound) {
         for (int c = 0; c < C; ++c) {
             double abs_sum = std::fabs(db0[c]);
             for (int r = 0; r < R; ++r) abs_sum += std::fabs(dout[std::size_t(r) * C + c]);
-            bound[c] =
-                2.0 * (R + 1) * 0x1p-24 * abs_sum + (dt == DType::f32 ? 0.0 : ulp(dt, got[0][c]));
+            bound[c] = 2.0 * (R + 1) * 0x1p-24 * abs_sum + rounding(dt, got[0][c]);
         }
         expect_within(got[1], got[0], bound, "dbias");
     }
@@ -177,10 +176,8 @@ TEST(CudaOps, LayerNormForwardAndBackward) {
                 rstd_bound[r] = 4.0 * C * 0x1p-24 * std::fabs(rstd[0][r]);
             }
             for (std::size_t i = 0; i < out_bound.size(); ++i) {
-                out_bound[i] =
-                    8.0 * C * 0x1p-24 * 4.0 + (dt == DType::f32 ? 0.0 : ulp(dt, out[0][i]));
-                din_bound[i] =
-                    8.0 * C * 0x1p-24 * 16.0 + (dt == DType::f32 ? 0.0 : ulp(dt, din[0][i]));
+                out_bound[i] = 8.0 * C * 0x1p-24 * 4.0 + rounding(dt, out[0][i]);
+                din_bound[i] = 8.0 * C * 0x1p-24 * 16.0 + rounding(dt, din[0][i]);
             }
             expect_within(mean[1], mean[0], stat_bound, "mean");
             expect_within(rstd[1], rstd[0], rstd_bound, "rstd");
@@ -229,7 +226,7 @@ TEST(CudaOps, ResidualLayerNormIsTheTwoOpsBitForBit) {
             EXPECT_EQ(rbits[1], rbits[0]);
             std::vector<double> bound(out[0].size()); // |residual| <= 4: as LayerNormForward's
             for (std::size_t i = 0; i < bound.size(); ++i)
-                bound[i] = 8.0 * C * 0x1p-24 * 8.0 + (dt == DType::f32 ? 0.0 : ulp(dt, out[0][i]));
+                bound[i] = 8.0 * C * 0x1p-24 * 8.0 + rounding(dt, out[0][i]);
             expect_within(out[1], out[0], bound, "out");
         }
 }
@@ -264,9 +261,8 @@ TEST(CudaOps, LayerNormParamGradsOverManyChunksAreWithinTheReassociationBound) {
                 sw += std::fabs(dy * (in[std::size_t(r) * C + c] - mean[r]) * rstd[r]) * 1.01;
                 sb += std::fabs(dy);
             }
-            const bool f32 = dt == DType::f32;
-            bw[c] = 2.0 * (N + 1) * 0x1p-24 * sw + (f32 ? 0.0 : ulp(dt, dw[0][c]));
-            bb[c] = 2.0 * (N + 1) * 0x1p-24 * sb + (f32 ? 0.0 : ulp(dt, db[0][c]));
+            bw[c] = 2.0 * (N + 1) * 0x1p-24 * sw + rounding(dt, dw[0][c]);
+            bb[c] = 2.0 * (N + 1) * 0x1p-24 * sb + rounding(dt, db[0][c]);
         }
         expect_within(dw[1], dw[0], bw, "dweight");
         expect_within(db[1], db[0], bb, "dbias");
@@ -348,7 +344,6 @@ ExactAttention exact_attention(const std::vector<float>& qkv, const std::vector<
     const double p_round = !tensor_cores ? 0.0 : dt == DType::bf16 ? 0x1p-8 : 0x1p-11;
     const double p_floor = tensor_cores && dt == DType::f16 ? 0x1p-25 : 0.0;
     const double eps = u * (2.0 * (hd + 1) * std::sqrt(double(hd)) + 2.0 * T + 32.0);
-    auto rounding = [&](double x) { return dt == DType::f32 ? 0.0 : ulp(dt, x); };
     ExactAttention r;
     r.out.assign(std::size_t(B) * T * C, 0.0), r.out_bound = r.out;
     r.lse.assign(std::size_t(B) * H * T, 0.0), r.lse_bound = r.lse;
@@ -394,7 +389,7 @@ ExactAttention exact_attention(const std::vector<float>& qkv, const std::vector<
                     const std::size_t oi = (std::size_t(b) * T + i) * C + h * hd + c;
                     r.out[oi] = o;
                     r.out_bound[oi] =
-                        2.0 * ((eps + T * u + p_round) * mag + p_floor * (i + 1)) + rounding(o);
+                        2.0 * ((eps + T * u + p_round) * mag + p_floor * (i + 1)) + rounding(dt, o);
                     D += dO(i, c) * o;
                     D_err += std::fabs(dO(i, c)) * (r.out_bound[oi] + (hd + 1) * u * std::fabs(o));
                 }
@@ -439,7 +434,7 @@ ExactAttention exact_attention(const std::vector<float>& qkv, const std::vector<
                         2.0 * ((eps + G * T * u + p_round) * dv_mag + p_floor * (T - n));
                 }
         }
-    for (std::size_t i = 0; i < r.dqkv.size(); ++i) r.dqkv_bound[i] += rounding(r.dqkv[i]);
+    for (std::size_t i = 0; i < r.dqkv.size(); ++i) r.dqkv_bound[i] += rounding(dt, r.dqkv[i]);
     return r;
 }
 
@@ -702,8 +697,8 @@ TEST(CudaOps, GeluForwardAndBackward) {
                 }
                 std::vector<double> bo(n), bd(n);
                 for (std::size_t i = 0; i < n; ++i) {
-                    bo[i] = 16 * 0x1p-24 * 4.0 + (dt == DType::f32 ? 0.0 : ulp(dt, out[0][i]));
-                    bd[i] = 16 * 0x1p-24 * 2.0 + (dt == DType::f32 ? 0.0 : ulp(dt, din[0][i]));
+                    bo[i] = 16 * 0x1p-24 * 4.0 + rounding(dt, out[0][i]);
+                    bd[i] = 16 * 0x1p-24 * 2.0 + rounding(dt, din[0][i]);
                 }
                 expect_within(out[1], out[0], bo, "gelu");
                 expect_within(din[1], din[0], bd, "gelu'");
@@ -820,9 +815,8 @@ TEST(CudaOps, CrossEntropyLossAndFusedGradient) {
                 EXPECT_NEAR(loss[1], loss[0], 8.0 * V * 0x1p-24 * std::fabs(loss[0]));
                 std::vector<double> bound(grad[0].size());
                 for (std::size_t i = 0; i < bound.size(); ++i)
-                    bound[i] = scale == 0.0f ? 0.0
-                                             : 8.0 * V * 0x1p-24 * scale +
-                                                   (dt == DType::f32 ? 0.0 : ulp(dt, grad[0][i]));
+                    bound[i] =
+                        scale == 0.0f ? 0.0 : 8.0 * V * 0x1p-24 * scale + rounding(dt, grad[0][i]);
                 expect_within(grad[1], grad[0], bound, "dlogits");
                 for (int r = 0; r < N && scale != 0.0f; ++r)
                     for (int v = V; v < ld; ++v)
@@ -1087,17 +1081,6 @@ struct LinearOut {
 
 constexpr double kU = 0x1p-24; // fp32's unit roundoff
 
-// Whether cuBLASLt is the emulator's (emu/cublaslt.cpp: the kernels' formulas, their order of
-// sums) or a GPU's own.
-#ifdef SHARDLAB_CUDA_EMU
-constexpr bool kEmulated = true;
-#else
-constexpr bool kEmulated = false;
-#endif
-
-double rounding(DType dt, double x) {
-    return dt == DType::f32 ? 0.0 : ulp(dt, x);
-}
 } // namespace
 
 // The fused linear steps (Ops::linear_gelu_forward, linear_param_grads, linear_gelu_backward) on
