@@ -206,25 +206,26 @@ void print_link_rows(const nlohmann::json& s) {
     }
 }
 
-// Max RSS per phase beside what explains it: explained = runtime baseline + code paged in + the
-// peak of the allocators' reserve and declared host staging at one moment (report.json has each
-// part; the columns do not add up to it); tracked (its peak) and the reserve above it (at the
-// phase's end) size the reserve; untracked = max RSS - explained.
+// Max RSS per phase, split so that the columns add up: max RSS = the runtime baseline (measured
+// before the model is built) + code paged in since + the peak of the allocators' reserve and
+// declared host staging at one moment + untracked (what nothing explains; negative when reserved
+// pages were never touched). Then what sizes the reserve: tracked (its peak) and the reserve above
+// it (at the phase's end).
 void print_resident(const nlohmann::json& r) {
     const auto& res = r["resident"];
-    fmt::print("rank {} resident (bytes)   {:>14} {:>14} {:>14} {:>14} {:>14}\n",
-               r["rank"].get<int>(), "max RSS", "explained", "tracked", "reserve above",
-               "untracked");
-    fmt::print("  {:<24} {:>14}\n", "runtime baseline",
-               res["runtime_baseline_bytes"].get<std::uint64_t>());
+    fmt::print("rank {} resident (bytes)  {:>12} {:>12} {:>12} {:>15} {:>12} | {:>12} {:>13}\n",
+               r["rank"].get<int>(), "max RSS", "= baseline", "+ code", "+ reserve/stage",
+               "+ untracked", "tracked", "reserve above");
+    const std::uint64_t baseline = res["runtime_baseline_bytes"].get<std::uint64_t>();
     for (const char* ph : {"init", "training", "end"}) {
         const auto& p = res["phases"][ph];
-        fmt::print("  {:<24} {:>14} {:>14} {:>14} {:>14} {:>14}\n", ph,
-                   p["rss_peak_bytes"].get<std::uint64_t>(),
-                   p["explained_peak_bytes"].get<std::uint64_t>(),
+        fmt::print("  {:<23} {:>12} {:>12} {:>12} {:>15} {:>12} | {:>12} {:>13}\n", ph,
+                   p["rss_peak_bytes"].get<std::uint64_t>(), baseline,
+                   p["code_mapped_bytes"].get<std::uint64_t>(),
+                   p["reserve_and_staging_peak_bytes"].get<std::uint64_t>(),
+                   p["untracked_bytes"].get<std::int64_t>(),
                    p["tracked_peak_bytes"].get<std::uint64_t>(),
-                   p["reserve_above_tracked_bytes"].get<std::int64_t>(),
-                   p["untracked_bytes"].get<std::int64_t>());
+                   p["reserve_above_tracked_bytes"].get<std::int64_t>());
     }
 }
 } // namespace
