@@ -118,7 +118,9 @@ ModelConfig config_from_hf(const nlohmann::json& j, const std::string& where) {
     try {
         c.validate();
     } catch (const UsageError& e) { // its advice names train's flags; the fix is in this file
-        throw UsageError(fmt::format("{}: describes an invalid model: {}", where, e.what()));
+        throw UsageError(fmt::format("{}: describes an invalid model: {} (the flags named are "
+                                     "train's: with a Hugging Face folder, fix its config.json)",
+                                     where, e.what()));
     }
     return c;
 }

@@ -121,6 +121,9 @@ TEST(HfConfig, RefusesWhatTheFamilyDoesNotComputeNamingTheField) {
                                   "divisible by heads 7"),
               std::string::npos)
         << refusal(heads);
+    EXPECT_NE(refusal(heads).find("with a Hugging Face folder, fix its config.json"),
+              std::string::npos)
+        << refusal(heads);
 }
 
 TEST(CheckpointFiles, ResolvesAFileAnIndexAndAFolder) {
