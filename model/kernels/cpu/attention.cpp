@@ -82,7 +82,9 @@ void attention_backward(T* dqkv, const T* dout, const T* qkv, const T* att, int 
                         int H, const TileGemm& tiles) {
     using A = acc_t<T>;
     const int hd = C / H;
-    const A scale = A(1 / std::sqrt(double(hd)));
+    // The forward's scale, exactly (fp32 there for every storage type): for double, the unrounded
+    // 1/sqrt(hd) would make this the gradient of another function (hd = 8: dq off by 1e-8).
+    const A scale = A(float(1 / std::sqrt(double(hd))));
 #pragma omp parallel
     {
         HeadBuffers<A> w(T_, hd); // o holds dO; s holds dP, then dS

@@ -22,9 +22,11 @@ SHARDLAB_TARGET_CLONES void gelu_forward_range(T* __restrict out, const T* __res
     }
 }
 
+// dinp may be dout (Ops::linear_gelu_backward runs it in place): element i is read before it is
+// written, and neither pointer is __restrict.
 template <typename T>
-SHARDLAB_TARGET_CLONES void gelu_backward_range(T* __restrict dinp, const T* __restrict inp,
-                                                const T* __restrict dout, std::size_t n) {
+SHARDLAB_TARGET_CLONES void gelu_backward_range(T* dinp, const T* __restrict inp, const T* dout,
+                                                std::size_t n) {
     using A = acc_t<T>;
     const A k = std::sqrt(A(2) / A(M_PI));
     for (std::size_t i = 0; i < n; ++i) {
