@@ -62,7 +62,7 @@ struct Shape {
     }
 };
 
-const Shape kShapes[] = {{1, 1, 1, 16},   {2, 7, 3, 16},   {1, 65, 1, 64},   {2, 7, 3, 8},
+const Shape kShapes[] = {{1, 1, 1, 16},   {2, 7, 3, 16},   {1, 65, 1, 64}, {2, 7, 3, 8},
                          {2, 130, 2, 64}, {1, 300, 2, 16}, {1, 520, 1, 64}};
 
 // Grouped-query shapes: (heads, kv heads) (4, 1), (4, 2), (3, 3) (groups of one), (6, 2); head dims
