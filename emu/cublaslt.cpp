@@ -258,7 +258,7 @@ std::string fault_in(const Matrix& x) {
 
 // The epilogue's vectors are read and written 16 bytes at a time: a bias or aux pointer off that
 // grid is a misaligned-address fault on a GPU (seen on A100s; cuBLASLt's heuristic does not check
-// it), so shardlab's callers fall back to separate kernels instead (model/ops_cuda.cu).
+// it), so shardlab falls back to separate kernels instead (model/kernels/cuda/gemm_epilogue.cu).
 std::string misaligned(const Matrix& x) {
     if (reinterpret_cast<std::uintptr_t>(x.data) % 16 == 0) return "";
     std::ostringstream why;

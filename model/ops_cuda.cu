@@ -10,7 +10,6 @@
 #include "model/kernels/cuda/gemm.h"
 #include "model/kernels/cuda/gemm_epilogue.h"
 #include "model/kernels/cuda/kernels.h"
-#include "model/kernels/cuda/packed.h"
 
 #include <cstdlib>
 #include <string>
@@ -287,16 +286,12 @@ class CudaOps : public Ops {
 
   private:
     // c = epilogue(alpha op(a) op(b) + beta c) on cuBLASLt, 2-D operands of c's dtype; false when
-    // the epilogues are off, a vector is misaligned or cuBLASLt cannot run the combination
-    // (nothing enqueued then).
+    // the epilogues are off or cuBLASLt cannot run the combination (nothing enqueued then).
     bool epilogue(Stream& s, const Tensor& a, bool ta, const Tensor& b, bool tb, const Tensor& c,
                   float alpha, float beta, const cuda::EpilogueArgs& e) {
         if (!epilogues_ || c.shape.rank != 2 || a.dtype != c.dtype || b.dtype != c.dtype)
             return false;
         if (e.aux && e.aux_ld % 8 != 0) return false; // cuBLASLt's rule for aux
-        // The epilogue moves its vectors 16 bytes at a time (emu/cublaslt.cpp: misaligned): a
-        // bias view into a unit whose offsets are not multiples of 16 bytes takes the kernels.
-        if (!cuda::aligned16(e.bias) || (e.aux && !cuda::aligned16(e.aux))) return false;
         const int M = int(c.dim(0)), N = int(c.dim(1)), K = ta ? int(a.dim(0)) : int(a.dim(1));
         if (M == 0 || N == 0 || K == 0) return false;
         Allocation workspace; // tracked: the workspace category; released in stream order

@@ -17,18 +17,12 @@ MatmulShape tile_shape(DType dtype, bool ta, bool tb, int M, int N, int K, float
 }
 } // namespace
 
-void TileGemm::onednn_run(const MatmulShape& s, const void* A, const void* B, void* C,
-                          std::vector<std::byte>& scratch) const {
-    // Inside the kernel's parallel region oneDNN runs the product on this thread alone.
-    onednn_->run(s, A, B, C, scratch);
-}
-
 void TileGemm::operator()(bool ta, bool tb, int M, int N, int K, float alpha, const float* A,
                           int lda, const float* B, int ldb, float beta, float* C, int ldc,
                           std::vector<std::byte>& scratch) const {
     if (!onednn_) return gemm<float>(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, nullptr);
-    onednn_run(tile_shape(DType::f32, ta, tb, M, N, K, alpha, lda, ldb, beta, ldc), A, B, C,
-               scratch);
+    onednn_->run(tile_shape(DType::f32, ta, tb, M, N, K, alpha, lda, ldb, beta, ldc), A, B, C,
+                 scratch);
 }
 
 void TileGemm::operator()(bool ta, bool tb, int M, int N, int K, float alpha, const double* A,
@@ -41,8 +35,8 @@ void TileGemm::operator()(bool ta, bool tb, int M, int N, int K, float alpha, co
                           int lda, const bf16_t* B, int ldb, float beta, float* C, int ldc,
                           std::vector<std::byte>& scratch) const {
     check(bf16_operands_, "internal: bf16 tile products need oneDNN's bf16 matmul");
-    onednn_run(tile_shape(DType::bf16, ta, tb, M, N, K, alpha, lda, ldb, beta, ldc), A, B, C,
-               scratch);
+    onednn_->run(tile_shape(DType::bf16, ta, tb, M, N, K, alpha, lda, ldb, beta, ldc), A, B, C,
+                 scratch);
 }
 
 } // namespace shardlab::cpu

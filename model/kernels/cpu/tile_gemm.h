@@ -41,9 +41,6 @@ class TileGemm {
     const char* library() const { return onednn_ ? "oneDNN" : "OpenBLAS"; }
 
   private:
-    void onednn_run(const MatmulShape& s, const void* A, const void* B, void* C,
-                    std::vector<std::byte>& scratch) const;
-
     OneDnnMatmul* onednn_ = nullptr; // shared with the backend's other GEMMs; its cache is locked
     bool bf16_operands_ = false;
 };

@@ -66,6 +66,10 @@ std::uint32_t alignment(const void* p) {
 bool gemm_epilogue(const Cublas& blas, cudaStream_t s, DType t, bool trans_a, bool trans_b, int M,
                    int N, int K, float alpha, Operand a, Operand b, float beta, void* c, int ldc,
                    const EpilogueArgs& e, const Workspace& workspace) {
+    // The epilogue moves its vectors 16 bytes at a time, and a GPU faults on a bias or aux off that
+    // grid (emu/cublaslt.cpp: misaligned); the heuristic's alignment preferences name A-D only.
+    // A view into a unit whose offsets are not multiples of 16 bytes takes the separate kernels.
+    if (alignment(e.bias) < 16 || (e.aux && alignment(e.aux) < 16)) return false;
     const CublasApi& api = blas.api();
     Descriptors d(api);
     blas.check(api.cublasLtMatmulDescCreate(&d.op, CUBLAS_COMPUTE_32F, CUDA_R_32F),

@@ -48,7 +48,8 @@ constexpr std::size_t kMaxEpilogueWorkspace = std::size_t(32) << 20;
 
 // Enqueues C = epilogue(alpha op(A)[M, K] op(B)[K, N] + beta C) on s, all of type t, and returns
 // true; or returns false, enqueuing nothing, when cuBLASLt has no algorithm for the combination
-// (its heuristic says NOT_SUPPORTED): the caller then runs the separate kernels instead.
+// (its heuristic says NOT_SUPPORTED) or the bias or aux is off the 16-byte grid: the caller then
+// runs the separate kernels instead.
 bool gemm_epilogue(const Cublas& blas, cudaStream_t s, DType t, bool trans_a, bool trans_b, int M,
                    int N, int K, float alpha, Operand a, Operand b, float beta, void* c, int ldc,
                    const EpilogueArgs& e, const Workspace& workspace);
