@@ -4,7 +4,8 @@ count, stage, offload, activation checkpointing, split of the batch (micro-batch
 and hybrid layout — the final weights' hash, every step's loss, gradient norm and validation loss
 equal, bit for bit, to the 1-rank run's — and a checkpoint saved at N resumes at M bitwise
 (4 -> 3, 2 -> 6). The same for a Llama (GQA 4:2, untied head, bf16): 1, 2 and 3 ranks, and
-3 -> 2. Mode `cuda`: the same on the CUDA backend under the emulator (1, 2 and 4 ranks, bf16, each
+3 -> 2. Validation over 61 windows, which 2 and 3 ranks at ZeRO-3 share unevenly, gives the
+1-rank run's bits too. Mode `cuda`: the same on the CUDA backend under the emulator (1, 2 and 4 ranks, bf16, each
 rank its own emulated GPU; a Llama at 1 and 2; label cuda, so CI runs it under ASan too). Every
 run's memory and bytes equal the plan's (int64 reductions, the int64 sums, micro-batch-1
 activations).
@@ -131,6 +132,20 @@ def cpu_checks(p):
             same(f"llama bf16 {name}", got, llama_ref)
     resumed_at_another_n(p, "llama 3 -> 2", llama_ref, (3, ["--zero", "2", "--micro-batch", "4"]),
                          (2, ["--zero", "3", "--offload", "--micro-batch", "6"]), 1, model=LLAMA)
+
+    # Validation windows that no rank count here divides: 20,130 bytes of text keep 2,013 for
+    # validation, 61 windows of 33 tokens, so 2 and 3 ranks validate uneven shares (30/31,
+    # 20/20/21). At ZeRO-3 every forward gathers every unit, so the shorter shares must run as
+    # many forwards as the longest (they once parted ways: a watchdog's schedule mismatch).
+    data = p("uneven.txt")
+    with open(data, "w") as f:
+        f.write("".join(f"line {i}: the quick brown fox {i * 7919 % 1000}\n" for i in range(700))[:20130])
+    uneven = ["--data", data, "--val-batches", "6", "--precision", "fp32"]
+    ref = train(1, p("uneven-n1"), uneven + ["--micro-batch", "12"])
+    for name, n, flags in (("n2-zero3", 2, ["--zero", "3", "--micro-batch", "6"]),
+                           ("n3-zero3-prefetch1", 3, ["--zero", "3", "--prefetch", "1",
+                                                      "--micro-batch", "4"])):
+        same(f"61 validation windows, {name}", train(n, p(f"uneven-{name}"), uneven + flags), ref)
 
     # The default is not rank-count independent: the same 1- and 2-rank runs differ.
     a = train(1, p("default-n1"), ["--precision", "fp32", "--micro-batch", "12"],

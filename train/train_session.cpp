@@ -218,16 +218,22 @@ double TrainSession::validate(const TokenWindows& val, int batches) {
 }
 
 // --reproducible: the first V windows, each rank a contiguous share (uneven where N does not
-// divide V), one sequence at a time, the losses summed exactly.
+// divide V), one sequence at a time, the losses summed exactly. Every rank runs as many forwards
+// as the largest share: at ZeRO-3 each forward gathers every unit, so a rank with a shorter share
+// forwards its first window again and drops that loss (else the ranks' collectives part ways).
 double TrainSession::exact_validate(const TokenWindows& val, std::uint64_t V) {
     const TraceScope span(backend_.context().tracer(), backend_.context().compute(), "validation",
                           "step");
-    for (std::uint64_t j = V * rank_ / ranks_; j < V * (rank_ + 1) / ranks_; ++j) {
-        val.fill(j, 1, in_.data(), tg_.data());
+    const std::uint64_t first = V * rank_ / ranks_, mine = V * (rank_ + 1) / ranks_ - first;
+    const std::uint64_t passes = (V + ranks_ - 1) / ranks_;
+    for (std::uint64_t k = 0; k < passes; ++k) {
+        val.fill(k < mine ? first + k : first, 1, in_.data(), tg_.data());
         engine_->begin_micro_batch(false);
         model_->forward(*engine_, in_.data(), tg_.data());
     }
-    const double loss = engine_->exact_average(model_->take_losses(), V);
+    std::vector<double> losses = model_->take_losses();
+    losses.resize(mine); // the repeats' losses are not the rank's share
+    const double loss = engine_->exact_average(losses, V);
     engine_->take_exposed_comm_seconds();
     backend_.context().tracker().snapshot("validation");
     return loss;
