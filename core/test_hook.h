@@ -8,7 +8,8 @@ namespace shardlab {
 
 // Points: "save" (optim/checkpoint.cpp: this rank's file written, before the ranks agree);
 // "weights_rename" (model/weights_writer.cpp: a folder save's first shard renamed into place, the
-// others not yet; rank 0, whoever writes).
+// others not yet; rank 0, whoever writes); "validation" (train/train_session.cpp: a validation
+// begun, before its first collective).
 void test_hook_stop(const char* point, int rank);
 
 } // namespace shardlab

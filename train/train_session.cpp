@@ -4,6 +4,7 @@
 
 #include "comm/agreement.h"
 #include "core/error.h"
+#include "core/test_hook.h"
 #include "core/timer.h"
 #include "core/tracer.h"
 #include "model/families.h"
@@ -13,6 +14,8 @@
 #include "plan/plan_model.h"
 
 #include <fmt/format.h>
+
+#include <exception>
 
 namespace shardlab {
 
@@ -24,7 +27,9 @@ std::unique_ptr<Updater> make_updater(const SessionSpec& s, DeviceContext& ctx, 
 }
 
 // Restores the communicators' statistics when it leaves scope: traffic that is not a training
-// step's (validation, the stop agreement, checkpoints) stays out of the report.
+// step's (validation, the stop agreement, checkpoints) stays out of the report. Not while an
+// error unwinds the scope: stats() waits for the comm stream, which rethrows the error, and a
+// destructor that throws then ends the process in std::terminate instead of the error's message.
 class StatsKeeper {
   public:
     StatsKeeper(Communicator& comm, ProcessGroups* groups) {
@@ -32,6 +37,7 @@ class StatsKeeper {
         if (groups) keep(groups->shard()), keep(groups->replicate()), keep(groups->node());
     }
     ~StatsKeeper() {
+        if (std::uncaught_exceptions() > unwinding_) return;
         for (auto& [comm, saved] : saved_) comm->stats() = saved;
     }
     StatsKeeper(const StatsKeeper&) = delete;
@@ -40,6 +46,7 @@ class StatsKeeper {
   private:
     void keep(Communicator& c) { saved_.emplace_back(&c, c.stats()); }
     std::vector<std::pair<Communicator*, CommStats>> saved_;
+    int unwinding_ = std::uncaught_exceptions();
 };
 
 // Hybrid sharding needs its groups only where the engine shards (stages 1-3) over fewer ranks
@@ -193,6 +200,7 @@ StepOutcome TrainSession::step(int step, const TokenWindows& train, float lr) {
 // request is cut to a multiple of N x micro-batch instead (docs/DECISIONS.md).
 double TrainSession::validate(const TokenWindows& val, int batches) {
     const StatsKeeper keep(comm_, groups_.get());
+    test_hook_stop("validation", rank_);
     const std::uint64_t wanted = std::uint64_t(batches) * global_sequences();
     if (spec_.reproducible)
         return exact_validate(val, std::min<std::uint64_t>(wanted, val.count()));
