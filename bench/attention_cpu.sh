@@ -19,8 +19,11 @@ out=bench/results/${NAME:-attention_cpu}.jsonl
 mkdir -p bench/results
 : > "$out"
 "$shardlab" device | sed -n '1,4p' >&2
-torch_attention() { # B T H hd: PyTorch's causal attention, forward + backward, median ms
-  /usr/bin/python3 - "$@" <<'PY'
+# PyTorch's products run on OpenBLAS (Debian's torch): on the same 2 threads, with the kernel
+# OpenBLAS picks for this CPU (an inherited OPENBLAS_CORETYPE may force an older one), as
+# tools/torch_bench_step.py runs the step's peer.
+torch_attention() { # B T H hd: PyTorch's causal attention, forward + backward, ms
+  env -u OPENBLAS_CORETYPE OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 /usr/bin/python3 - "$@" <<'PY'
 import json, sys, time, torch
 B, T, H, hd = map(int, sys.argv[1:])
 torch.set_num_threads(2)
@@ -40,12 +43,14 @@ if hasattr(F, "scaled_dot_product_attention"):
 else:  # torch 1.13: (query, key, value, attn_mask, dropout_p, need_attn_weights, is_causal)
     fused_name = "_scaled_dot_product_attention"
     fused = lambda: F._scaled_dot_product_attention(q, k, v, None, 0.0, False, True)[0]
-def median_ms(forward):
-    ts = []
-    for i in range(6):
-        t0 = time.perf_counter(); forward().backward(dout); ts.append(time.perf_counter() - t0)
-    ts = sorted(ts[1:])
-    return ts[len(ts) // 2] * 1e3
+def median_ms(forward):  # as `bench attention --iters 3`: best of 2 rounds of (warm-up, median of 3)
+    rounds = []
+    for _ in range(2):
+        ts = []
+        for i in range(4):
+            t0 = time.perf_counter(); forward().backward(dout); ts.append(time.perf_counter() - t0)
+        rounds.append(sorted(ts[1:])[1])
+    return min(rounds) * 1e3
 gap = (fused() - written_out()).abs().max().item()  # the same function, or the row means nothing
 assert gap < 1e-5, f"{fused_name} differs from causal attention by {gap}"
 print(json.dumps({"torch": torch.__version__, "torch_ms": median_ms(written_out),

@@ -109,6 +109,8 @@ nlohmann::json bench_steps(const StepBenchOptions& o, const ModelConfig& c, int 
             {"seq", seq},
             {"device", o.device.device},
             {"threads", o.device.device == "cpu" ? cpu::current_threads() : 0},
+            {"vocab", c.vocab},
+            {"padded_vocab", c.padded_vocab()},
             {"params", c.num_params()},
             {"ms_per_step", median * 1e3},
             {"tokens_per_s", tokens / median},
@@ -147,6 +149,9 @@ CommandRunner add_bench_step_command(CLI::App& cmd) {
                 run_pytorch_peer({c, o->batch, seq, r["threads"].get<int>(), o->steps, o->warmup,
                                   o->precision, o->device.device, o->python});
             r["peer"] = peer["peer"];
+            r["peer_vocab"] = peer.value("vocab", 0);
+            r["peer_adamw"] = peer.value("adamw", "");
+            r["peer_blas"] = peer.value("blas", nlohmann::json());
             r["peer_ms_per_step"] = peer["ms_per_step"];
             r["peer_tokens_per_s"] = peer["tokens_per_s"];
             r["ratio"] = r["tokens_per_s"].get<double>() / peer["tokens_per_s"].get<double>();

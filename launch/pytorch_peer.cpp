@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -16,14 +17,19 @@ std::string peer_script_path() {
     return tool_script_path("torch_bench_step.py");
 }
 
+// The peer's embedding and head get the rows shardlab's GEMMs run with (the padded V: a PyTorch
+// user pads too, as nanoGPT does 50257 -> 50304); its CPU threads at least 1 (a GPU run's own
+// count is 0: the host threads barely matter there).
 nlohmann::json run_pytorch_peer(const PeerRun& r) {
     const ModelConfig& c = r.config;
     auto n = [](auto v) { return fmt::format("{}", v); };
     std::vector<std::string> args = {
-        "--layers",    n(c.layers), "--hidden",  n(c.hidden),  "--heads", n(c.heads),
-        "--vocab",     n(c.vocab),  "--seq",     n(r.seq),     "--batch", n(r.batch),
-        "--precision", r.precision, "--threads", n(r.threads), "--steps", n(r.steps),
-        "--warmup",    n(r.warmup), "--device",  r.device};
+        "--layers",    n(c.layers), "--hidden",  n(c.hidden),
+        "--heads",     n(c.heads),  "--vocab",   n(c.padded_vocab()),
+        "--seq",       n(r.seq),    "--batch",   n(r.batch),
+        "--precision", r.precision, "--threads", n(std::max(1, r.threads)),
+        "--steps",     n(r.steps),  "--warmup",  n(r.warmup),
+        "--device",    r.device};
     const std::vector<std::string> family_args = family(c.arch).peer_args(c);
     args.insert(args.end(), family_args.begin(), family_args.end());
     const std::string output =

@@ -10,7 +10,8 @@
 #              (tests/cuda_train_check.py)
 #   bench      GPT-2 124M bf16 `bench step`, micro-batch 16 x 1024, vocabulary 50257 and 50304,
 #              and 50304 again on the WMMA flash attention kernels (SHARDLAB_CUDA_FLASH=wmma)
-#   trace      three `--trace` steps of the same model, turned into a per-op time table
+#   trace      three `--trace` steps of GPT-2 as `train` runs it by default (V = 50257 padded to
+#              50304: bench's 50304 GEMMs), turned into a per-op time table
 #   eager      the PyTorch eager peer (tools/torch_bench_step.py) on the same GPU and shapes
 #   llama      the Llama (issue 25; its kernels' tests are in test_cuda_ops): three bf16 `train`
 #              steps and a `bench step` of SmolLM-135M's shape, micro-batch 16 x 1024

@@ -23,7 +23,11 @@ GPUS = {
 # Every launch costs at least LAUNCH_S (back-to-back kernels on one stream).
 # A GEMM with a dimension that is not a multiple of 8 (GPT-2's V = 50257) cannot use the 16-byte
 # aligned tensor-core paths: ~40% (the reason for vocabulary padding, issue 24).
-EFFICIENCY = {"gemm": 0.65, "gemm_unaligned": 0.40, "attention": 0.30, "memory": 0.80}
+# fp32 operands run on the CUDA cores at the fp32 rate (the GEMMs compute in 32F without TF32,
+# model/kernels/cuda/gemm.cu; flash attention's fp32 path has no tensor-core kernel): "_fp32" kinds,
+# assumed at the same fractions of that peak.
+EFFICIENCY = {"gemm": 0.65, "gemm_unaligned": 0.40, "attention": 0.30, "memory": 0.80,
+              "gemm_fp32": 0.65, "attention_fp32": 0.30}
 LAUNCH_S = 2.5e-6
 
 SIZES = {"fp32": 4, "bf16": 2, "fp16": 2, "f64": 8}
@@ -52,6 +56,8 @@ def gemm_cost(args):
     flops = 2.0 * batch * m * n * k
     # A and B read once, C written once (read too when accumulating: dW += ..., not in the span).
     bytes_ = es * (numel(a) + numel(b) + numel(c))
+    if es == 4:
+        return flops, bytes_, "gemm_fp32"
     return flops, bytes_, "gemm" if m % 8 == 0 and n % 8 == 0 and k % 8 == 0 else "gemm_unaligned"
 
 
@@ -65,17 +71,18 @@ def attention_cost(name, args):
     causal = B * H * (T * (T + 1) / 2) * hd  # multiply-adds of one T x T x hd product, causal
     rows = B * T * C * es
     qkv = B * T * C3 * es  # 3 rows when Hkv = H
+    flash, gemm = ("attention_fp32", "gemm_fp32") if es == 4 else ("attention", "gemm")
     if name == "flash_attention_forward":  # S = QK^T, O = PV over the lower triangle
-        return 2 * 2 * causal, qkv + rows + 4 * B * H * T, "attention"
+        return 2 * 2 * causal, qkv + rows + 4 * B * H * T, flash
     if name == "flash_attention_backward":
         # dK,dV pass: S, dP, dV, dK; dQ pass: S, dP, dQ: 7 products (recomputing, no atomics).
-        return 7 * 2 * causal, qkv + 3 * rows + 4 * B * H * T + qkv, "attention"
+        return 7 * 2 * causal, qkv + 3 * rows + 4 * B * H * T + qkv, flash
     full = B * H * T * T * hd  # the materialising path: cuBLAS computes every tile
     probs = B * H * T * T
     if name == "attention_forward":  # scores fp32 written and read, P written and read
-        return 2 * 2 * full, 3 * rows + probs * (4 + 4 + es + es) + rows, "gemm"
+        return 2 * 2 * full, 3 * rows + probs * (4 + 4 + es + es) + rows, gemm
     # backward: dP fp32 written/read, dS written/read twice, P read twice
-    return 4 * 2 * full, 3 * rows + probs * (4 + 4 + 4 * es + 2 * es) + 3 * rows, "gemm"
+    return 4 * 2 * full, 3 * rows + probs * (4 + 4 + 4 * es + 2 * es) + 3 * rows, gemm
 
 
 def elementwise_cost(name, args):
@@ -132,7 +139,7 @@ def seconds(c, gpu, roofline_only=False):
     expectation (each at its kind's efficiency, plus one launch)."""
     flops, bytes_, kind = c
     g = GPUS[gpu]
-    rate = g["fp32"] if kind == "memory" else g["tensor"]
+    rate = g["fp32"] if kind == "memory" or kind.endswith("_fp32") else g["tensor"]
     if roofline_only:
         return max(flops / rate, bytes_ / g["hbm"])
     eff = EFFICIENCY[kind]

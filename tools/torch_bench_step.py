@@ -1,22 +1,73 @@
 #!/usr/bin/env python3
 """PyTorch eager peer for `shardlab bench step`: the same GPT-2 shape, batch, threads and AdamW
-(foreach), written the way a PyTorch user would (nanoGPT-style nn.Linear / nn.LayerNorm, tanh
+(foreach; fused on a GPU, as nanoGPT), written the way a PyTorch user would (nanoGPT-style nn.Linear / nn.LayerNorm, tanh
 GELU, tied head) — or with --arch llama the same Llama as Hugging Face's modules compute it (RMSNorm,
 RoPE, repeat_kv, SwiGLU, no biases); bf16 through torch.autocast. Prints one JSON object like shardlab's.
 On a GPU (--device cuda) attention is F.scaled_dot_product_attention (as nanoGPT writes it there:
 PyTorch picks its flash kernel), and --compile adds torch.compile.
+On the CPU PyTorch's fp32 products go to the BLAS it was built with (Debian's: OpenBLAS): that
+library runs on --threads threads too (OMP_NUM_THREADS, OPENBLAS_NUM_THREADS, set before torch
+loads), and with the kernel OpenBLAS picks for this CPU: an inherited OPENBLAS_CORETYPE, which may
+force an older kernel (Haswell's AVX2 on an AVX-512 machine: half the rate), is dropped and the
+JSON says so. --vocab is the rows of the embedding and head as run (`bench step` passes its
+padded V, as nanoGPT pads 50257 to 50304).
 
 Usage: torch_bench_step.py --layers L --hidden D --heads H --vocab V --seq T --batch B
                            --precision fp32|bf16 --threads N [--steps S] [--warmup W]
                            [--device cpu|cuda] [--compile]"""
 import argparse
+import ctypes
+import inspect
 import json
 import math
+import os
 import time
 
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
+
+def parse_args():
+    ap = argparse.ArgumentParser(description=__doc__)
+    for k in ("layers", "hidden", "heads", "vocab", "seq", "batch", "threads"):
+        ap.add_argument(f"--{k}", type=int, required=True)
+    ap.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
+    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    ap.add_argument("--compile", action="store_true", help="torch.compile the model")
+    ap.add_argument("--arch", choices=["gpt2", "llama"], default="gpt2")
+    ap.add_argument("--kv-heads", type=int, default=0, help="llama: key/value heads")
+    ap.add_argument("--ffn", type=int, default=0, help="llama: the MLP's width")
+    ap.add_argument("--rope-theta", type=float, default=10000.0)
+    ap.add_argument("--rms-eps", type=float, default=1e-5)
+    ap.add_argument("--tied", action="store_true", help="llama: the head is the embedding")
+    a = ap.parse_args()
+    if a.threads < 1:
+        ap.error(f"--threads {a.threads}: give the CPU threads PyTorch may use (>= 1)")
+    return a
+
+
+# Before torch loads: its BLAS reads these once, when it is loaded.
+ARGS = parse_args() if __name__ == "__main__" else None
+DROPPED_CORETYPE = None
+if ARGS is not None:
+    os.environ["OMP_NUM_THREADS"] = os.environ["OPENBLAS_NUM_THREADS"] = str(ARGS.threads)
+    DROPPED_CORETYPE = os.environ.pop("OPENBLAS_CORETYPE", None)
+
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+
+def blas_info():
+    """The BLAS PyTorch's CPU products run on, as loaded in this process (OpenBLAS: its kernel and
+    thread count; None where torch was built with another)."""
+    try:
+        lib = ctypes.CDLL("libblas.so.3")
+        lib.openblas_get_corename.restype = ctypes.c_char_p
+        return {"library": "openblas", "core": lib.openblas_get_corename().decode(),
+                "threads": lib.openblas_get_num_threads(),
+                "dropped_openblas_coretype": DROPPED_CORETYPE}
+    except (OSError, AttributeError):
+        return None
 
 
 class Block(nn.Module):
@@ -140,21 +191,7 @@ class GPT(nn.Module):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__)
-    for k in ("layers", "hidden", "heads", "vocab", "seq", "batch", "threads"):
-        ap.add_argument(f"--{k}", type=int, required=True)
-    ap.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
-    ap.add_argument("--steps", type=int, default=10)
-    ap.add_argument("--warmup", type=int, default=2)
-    ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
-    ap.add_argument("--compile", action="store_true", help="torch.compile the model")
-    ap.add_argument("--arch", choices=["gpt2", "llama"], default="gpt2")
-    ap.add_argument("--kv-heads", type=int, default=0, help="llama: key/value heads")
-    ap.add_argument("--ffn", type=int, default=0, help="llama: the MLP's width")
-    ap.add_argument("--rope-theta", type=float, default=10000.0)
-    ap.add_argument("--rms-eps", type=float, default=1e-5)
-    ap.add_argument("--tied", action="store_true", help="llama: the head is the embedding")
-    a = ap.parse_args()
+    a = ARGS
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
     if a.arch == "llama":
@@ -165,8 +202,11 @@ def main():
     step_model = torch.compile(model) if a.compile else model
     decay = [p for n, p in model.named_parameters() if p.dim() == 2]
     rest = [p for n, p in model.named_parameters() if p.dim() != 2]
+    # nanoGPT's choice: one fused kernel on a GPU where this torch has it (2.0+), else foreach.
+    fused = a.device == "cuda" and "fused" in inspect.signature(torch.optim.AdamW).parameters
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": rest, "weight_decay": 0.0}],
-                            lr=1e-4, betas=(0.9, 0.95), eps=1e-8, foreach=True)
+                            lr=1e-4, betas=(0.9, 0.95), eps=1e-8,
+                            **({"fused": True} if fused else {"foreach": True}))
     idx = torch.randint(0, a.vocab, (a.batch, a.seq), device=a.device)
     tgt = torch.randint(0, a.vocab, (a.batch, a.seq), device=a.device)
     sync = torch.cuda.synchronize if a.device == "cuda" else (lambda: None)
@@ -185,8 +225,10 @@ def main():
     median = sorted(times)[len(times) // 2]
     peer = f"pytorch {torch.__version__} {'torch.compile' if a.compile else 'eager'}"
     print(json.dumps({"peer": peer, "device": a.device, "precision": a.precision,
-                      "threads": a.threads, "ms_per_step": median * 1e3,
-                      "tokens_per_s": a.batch * a.seq / median}))
+                      "threads": a.threads, "vocab": a.vocab,
+                      "adamw": "fused" if fused else "foreach",
+                      "blas": blas_info() if a.device == "cpu" else None,
+                      "ms_per_step": median * 1e3, "tokens_per_s": a.batch * a.seq / median}))
 
 
 if __name__ == "__main__":
