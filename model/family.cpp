@@ -3,6 +3,8 @@
 
 #include "core/error.h"
 
+#include <fmt/format.h>
+
 namespace shardlab {
 
 #define SHARDLAB_FAMILY(name) extern const Family name##_family;
@@ -23,6 +25,13 @@ static_assert(kCount == int(Architecture::params_only), "one table entry per arc
 const Family& family(Architecture a) {
     require_family_built(a);
     return *kFamilies[int(a)];
+}
+
+void require_attention(const Family& f, AttentionKind attention) {
+    if (attention != AttentionKind::flash && !f.materializing_attention)
+        throw UsageError(fmt::format("{} runs flash attention only (it has no materializing "
+                                     "kernel); drop --attention materialize",
+                                     f.name));
 }
 
 std::vector<const Family*> all_families() {

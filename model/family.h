@@ -90,6 +90,8 @@ struct Family {
 // The descriptor of `a`; throws UsageError for a bare parameter count (plan --params), which has
 // no family.
 const Family& family(Architecture a);
+// Throws UsageError when the family has no kernel for `attention` (a Llama: flash only).
+void require_attention(const Family& f, AttentionKind attention);
 // Every family, in model/family_list.h's order.
 std::vector<const Family*> all_families();
 // "gpt2 or llama": the names, for messages that list the choices.

@@ -148,6 +148,7 @@ void check_options(const PlanModel& m, const PlanOptions& o) {
     if (m.arch() != Architecture::params_only && (o.seq < 0 || o.seq > m.config.context))
         throw UsageError(
             fmt::format("--seq {} exceeds the model's context {}", o.seq, m.config.context));
+    if (m.arch() != Architecture::params_only) require_attention(family(m.arch()), o.attention);
     if (m.arch() == Architecture::params_only && o.inference)
         throw UsageError("--inference needs the model's shape (layers, hidden, heads) for the KV "
                          "cache; give a preset or fields");
@@ -254,9 +255,17 @@ void buffers(const PlanModel& m, const PlanOptions& o, MemoryPlan& mem, GatherSi
     mem.buffers = stage_policy(o.zero).shards_parameters && sim
                       ? std::max(sim->peak_buffer_bytes, scalars)
                       : scratch;
-    // Staged through the host, one ring step at a time: its send and receive chunks, which for
-    // the largest unit is the reduce-scatter's scratch.
-    if (o.staged_comm) mem.host_buffers = scratch;
+    // Staged through the host, one ring step at a time: its send and receive chunks — for the
+    // largest unit the reduce-scatter's scratch, or with hpZ a gather from the secondary shards,
+    // a ring over the node's K ranks whose chunks are S/K times a sharding gather's.
+    if (!o.staged_comm) return;
+    mem.host_buffers = scratch;
+    if (stage_policy(o.zero).shards_parameters && o.secondary_shard > 0)
+        for (auto n : m.unit_numel)
+            mem.host_buffers =
+                std::max(mem.host_buffers,
+                         ring_scratch(padded_numel(n, sharding_ranks(o)), o.secondary_shard,
+                                      param_bytes_per_element(o.precision)));
 }
 
 void add_op(CommPlan& c, const std::string& op, LinkBytes bytes, std::uint64_t calls) {

@@ -22,10 +22,7 @@ KernelBytes family_kernel_bytes(const ModelConfig& c, const PlanOptions& o, doub
                          "preset or the model's fields (--arch, --layers, --hidden, ...), not a "
                          "bare --params count");
     const Family& f = family(c.arch);
-    if (o.attention != AttentionKind::flash && !f.materializing_attention)
-        throw UsageError(fmt::format("{} runs flash attention only (it has no materializing "
-                                     "kernel); drop --attention materialize",
-                                     f.name));
+    require_attention(f, o.attention);
     return f.kernel_bytes(c, N, es);
 }
 } // namespace

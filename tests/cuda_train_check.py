@@ -9,8 +9,9 @@ own emulated GPU, NCCL's stand-in between them), unchanged on a real GPU (label 
      accumulate in another order, the rest of the kernels match the CPU's bit for bit where their
      order is the same);
   4. two ranks sharing one GPU over the MPI transport (device buffers staged through pinned host
-     memory) give the same bits as the NCCL transport: both run the project's ring. On a machine
-     with one GPU, parts 1-3 run with the ranks sharing it, and part 4 is one rank over NCCL;
+     memory) give the same bits as the NCCL transport: both run the project's ring; and four with
+     hpZ (nodes of 2) use the host memory predicted. On a machine with one GPU, parts 1-3 run with
+     the ranks sharing it, and part 4 is one rank over NCCL;
   5. under the emulator, its call counts prove that a training step never synchronises the device
      nor makes a blocking copy or an upload from pageable memory (the token ids go through pinned
      staging), and allocates nothing once the caching allocator is warm: runs of 2 and 4 steps make
@@ -217,6 +218,15 @@ with tempfile.TemporaryDirectory() as tmp:
             check("transport mpi" in shared["ranks"][0]["device"], f"shared GPU device {shared['ranks'][0]['device']}")
             check_measured_equals_predicted("shared-gpu", shared)
             print("ok: two ranks sharing one GPU over the MPI transport: the same bits as over NCCL")
+            # hpZ over the staged transport: a regather from the secondary shards is a ring over
+            # the node's 2 ranks, whose chunks (half a unit) outgrow the 4-rank reduce-scatter's:
+            # the pinned host staging must be predicted from them.
+            hpz = run(["--micro-batch", "1", "--steps", "2", "--precision", "bf16", "--zero", "3",
+                       "--share-gpu", "--transport", "mpi", "--ranks-per-node", "2",
+                       "--secondary-shard", "node"] + CUDA, os.path.join(tmp, "hpz"), ranks=4, gpus=1)
+            check_measured_equals_predicted("shared-gpu-hpz", hpz)
+            print("ok: hpZ on 4 ranks sharing one GPU over the MPI transport: every byte as predicted, "
+                  "the host staging of the node's ring included")
         else:  # one rank over NCCL, against the CPU
             args = bf16 + ["--zero", "3"]
             nccl = run(args + ["--device", "cuda", "--transport", "nccl"], os.path.join(tmp, "nccl"), ranks=1)

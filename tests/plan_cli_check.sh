@@ -264,6 +264,9 @@ refused_first "--json $work is a directory; give a file name" "$shardlab" plan -
   --seq 64 -n 2 --gpu 30e6 --global-batch 8 --profile h100-sxm --fit --top 1 |
   grep -q "shardlab train --arch llama --layers 2 --hidden 64 --heads 4 --kv-heads 2 --ffn 160 "
 "$expect" 2 "llama runs flash attention only" "$shardlab" plan --preset tiny-llama --attention materialize --profile h100-sxm
+# ... and without the time model: the memory plan's activations would be flash's under a
+# "materialize" header.
+"$expect" 2 "llama runs flash attention only" "$shardlab" plan --preset tiny-llama --attention materialize
 
 # --fit (docs/TIME.md section 12): what fits the budget, ranked, with the train command that runs
 # it; nothing fits: exit 1 naming the smallest; the flags it needs.

@@ -60,6 +60,18 @@ echo "ok: 6 PNGs and summary.md, bytes by link class = the model's"
 is_png "$work/elsewhere/comm.png"
 /usr/bin/python3 "$(dirname "$0")/../tools/report.py" "$work/run" --out "$work/alone" > /dev/null
 test -s "$work/alone/summary.md"
+grep -q "^GPT-2 with 1 layers, hidden 32, 2 heads, vocabulary" "$work/alone/summary.md" || { head -5 "$work/alone/summary.md"; exit 1; }
+# The summary names the run's family: the same report as a Llama's (grouped-query) says so.
+cp -r "$work/run" "$work/llama"
+/usr/bin/python3 - "$work/llama/report.json" <<'PY'
+import json, sys
+rep = json.load(open(sys.argv[1]))
+rep["config"]["model"].update(arch="llama", kv_heads=1)
+json.dump(rep, open(sys.argv[1], "w"))
+PY
+/usr/bin/python3 "$(dirname "$0")/../tools/report.py" "$work/llama" --out "$work/llama" > /dev/null
+grep -q "^Llama with 1 layers, hidden 32, 2 heads (1 key/value), vocabulary" "$work/llama/summary.md" &&
+  ! grep -q "GPT-2" "$work/llama/summary.md" || { head -5 "$work/llama/summary.md"; exit 1; }
 
 "$expect" 2 "run \`shardlab train --out $work/nothing\` first" "$shardlab" report "$work/nothing"
 mkdir "$work/empty"

@@ -394,7 +394,10 @@ def summary(rep, steps, run_dir, plots):
     last_step = steps[-1]["step"] if steps else 0
     val = [s for s in steps if "val_loss" in s]
     lines = [f"# Training run `{os.path.abspath(run_dir)}`", ""]
-    lines += [f"GPT-2 with {m['layers']} layers, hidden {m['hidden']}, {m['heads']} heads, "
+    family = {"gpt2": "GPT-2", "llama": "Llama"}.get(m.get("arch", "gpt2"), m.get("arch"))
+    kv = m.get("kv_heads", m["heads"])
+    heads = f"{m['heads']} heads" + (f" ({kv} key/value)" if kv != m["heads"] else "")
+    lines += [f"{family} with {m['layers']} layers, hidden {m['hidden']}, {heads}, "
               f"vocabulary {m['vocab']}, context {m['context']}; {len(ranks)} rank(s), "
               f"ZeRO-{c['zero']}{' + CPU optimizer offload' if c['offload'] else ''}"
               f"{', prefetch ' + str(c['prefetch']) if c.get('prefetch') else ''}, {c['precision']}, "
