@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch eager peer for `shardlab bench step`: the same GPT-2 shape, batch, threads and AdamW
-(foreach; fused on a GPU, as nanoGPT), written the way a PyTorch user would (nanoGPT-style nn.Linear / nn.LayerNorm, tanh
-GELU, tied head) — or with --arch llama the same Llama as Hugging Face's modules compute it (RMSNorm,
+(foreach; fused on a GPU, as nanoGPT), written the way a PyTorch user would (nanoGPT-style
+nn.Linear / nn.LayerNorm, tanh GELU, tied head) — or with --arch llama the same Llama as Hugging Face's modules compute it (RMSNorm,
 RoPE, repeat_kv, SwiGLU, no biases); bf16 through torch.autocast. Prints one JSON object like shardlab's.
 On a GPU (--device cuda) attention is F.scaled_dot_product_attention (as nanoGPT writes it there:
 PyTorch picks its flash kernel), and --compile adds torch.compile.
