@@ -64,7 +64,17 @@ void* CachingAllocator::allocate(std::size_t bytes, Stream& stream) {
 void CachingAllocator::free(void* p, Stream& stream) {
     auto it = in_use_.find(p);
     check(it != in_use_.end(), "internal: freeing memory the caching allocator did not hand out");
-    cache_.emplace(it->second.size, Cached{p, it->second.owner, &stream, stream.record_untimed()});
+    EventPtr released;
+    try {
+        released = stream.record_untimed();
+    } catch (const std::exception&) {
+        // The stream has failed (a sticky CUDA error: every call reports it). Frees run in
+        // destructors, often while that error unwinds, so this one must not throw: with no point
+        // that says when the block's last use ends, the block is never handed out again.
+        in_use_.erase(it);
+        return;
+    }
+    cache_.emplace(it->second.size, Cached{p, it->second.owner, &stream, std::move(released)});
     in_use_.erase(it);
 }
 

@@ -30,7 +30,9 @@ class CachingAllocator {
 
     // A block of at least `bytes`, safe to use on `stream` in stream order; it belongs to `stream`.
     void* allocate(std::size_t bytes, Stream& stream);
-    // Returns p to the cache; its last use was enqueued on `stream`.
+    // Returns p to the cache; its last use was enqueued on `stream`. Throws only for a pointer it
+    // did not hand out: on a failed stream (recording its release point throws) the block is
+    // dropped, never reused, so a destructor may free while an error unwinds.
     void free(void* p, Stream& stream);
 
     std::size_t reserved() const { return reserved_; }           // raw bytes held now

@@ -515,6 +515,7 @@ cudaError_t cudaStreamQuery(cudaStream_t s) {
 
 cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned) {
     refuse_in_host_function("cudaStreamWaitEvent");
+    if (sticky() != cudaSuccess) return sticky();
     if (!e) return last_error = cudaErrorInvalidResourceHandle;
     if (e->mark) stream(s).wait(e->mark); // an event never recorded is complete
     return cudaSuccess;
@@ -536,6 +537,7 @@ cudaError_t cudaEventCreate(cudaEvent_t* e) {
 
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned flags) {
     refuse_in_host_function("cudaEventCreateWithFlags");
+    if (sticky() != cudaSuccess) return sticky();
     count(&Stats::event_creates);
     *e = new EmuEvent{nullptr, (flags & cudaEventDisableTiming) == 0};
     return cudaSuccess;
@@ -549,6 +551,7 @@ cudaError_t cudaEventDestroy(cudaEvent_t e) {
 
 cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
     refuse_in_host_function("cudaEventRecord");
+    if (sticky() != cudaSuccess) return sticky();
     if (!e) return last_error = cudaErrorInvalidResourceHandle;
     count(&Stats::event_records);
     e->mark = stream(s).record();

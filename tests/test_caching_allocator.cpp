@@ -5,6 +5,7 @@
 // requests down to half its size, best fit first.
 #include "core/caching_allocator.h"
 #include "core/cpu_stream.h"
+#include "core/error.h"
 
 #include <gtest/gtest.h>
 
@@ -133,4 +134,26 @@ TEST(CachingAllocator, RoundsToBlocksAndServesDownToHalfABlockBestFitFirst) {
     EXPECT_EQ(alloc.raw_allocations(), 4u);
     EXPECT_EQ(alloc.reserved(), 4096u + 1536u + 1024u + 1024u);
     EXPECT_EQ(alloc.peak_reserved(), alloc.reserved());
+}
+
+namespace {
+// A stream on a device that has failed: as after a sticky CUDA error, recording an event throws.
+struct FailedStream : CpuStream {
+    using CpuStream::CpuStream;
+    EventPtr record_untimed() override { throw Error("cudaEventRecord: an illegal memory access"); }
+};
+} // namespace
+
+TEST(CachingAllocator, AFreeOnAFailedStreamDropsTheBlockInsteadOfThrowing) {
+    // A destructor frees while the error unwinds (~Allocation): a throw there is std::terminate.
+    auto g = std::make_shared<StreamGroupState>();
+    FailedStream failed{"failed", g};
+    CachingAllocator alloc(Device::cpu(), false);
+    void* p = alloc.allocate(1000, failed);
+    EXPECT_NO_THROW(alloc.free(p, failed));
+    void* q = alloc.allocate(1000, failed);
+    EXPECT_NE(q, p); // never handed out again: nothing says when its last use ends
+    EXPECT_EQ(alloc.raw_allocations(), 2u);
+    EXPECT_THROW(alloc.free(p, failed), Error); // it is not in use either
+    alloc.free(q, failed);
 }

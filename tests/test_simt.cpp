@@ -7,8 +7,11 @@
 // layouts, pitches other than 16, CUDA's alignment and ldm rules, warp-collective calls; and PTX's
 // mma.m16n8k16 as model/kernels/cuda/mma_m16n8k16.h emulates it, in the PTX ISA's layout.
 #include "core/cuda/cuda_check.h"
+#include "core/cuda/cuda_stream.h"
 #include "core/cuda/element.h"
 #include "core/cuda/launch.h"
+#include "core/device_context.h"
+#include "core/error.h"
 #include "model/kernels/cuda/mma_m16n8k16.h"
 
 #include <gtest/gtest.h>
@@ -608,6 +611,31 @@ TEST(Simt, AMisalignedVectorLoadIsReported) {
     const std::string what = expect_fault(cudaErrorMisalignedAddress);
     EXPECT_NE(what.find("misaligned address: a float4 load"), std::string::npos) << what;
     EXPECT_NE(what.find("kernel vector_load"), std::string::npos) << what;
+}
+
+// After a fault every CUDA call reports it, cudaEventRecord included, so freeing a tracked
+// allocation cannot record its release point. ~Allocation frees while the fault's error unwinds,
+// where a throw is std::terminate: the caching allocator drops the block instead.
+TEST(Simt, AnAllocationFreedWhileAFaultUnwindsDoesNotThrow) {
+    DeviceArray<float> in(8, 1.0f), out(1);
+    {
+        const std::unique_ptr<DeviceContext> ctx = make_cuda_context(0);
+        Stream& s = ctx->compute();
+        std::string what = "nothing thrown";
+        try {
+            const Allocation a = ctx->tracker().allocate(1024, Category::workspace, s);
+            launch_faulting("vector_load", vector_load, 1, 1, 0, cuda::stream_of(s), out.p,
+                            static_cast<const float*>(in.p + 1));
+            s.synchronize(); // reports the fault; `a` is freed on the way out
+        } catch (const Error& e) {
+            what = e.what();
+        }
+        EXPECT_NE(what.find("misaligned"), std::string::npos) << what;
+        EXPECT_EQ(cudaEventRecord(nullptr, nullptr), cudaErrorMisalignedAddress)
+            << "every call reports the fault";
+        ctx->tracker().allocator(Arena::device).leak_on_destroy(); // the device has failed
+    }
+    emu::reset_device();
 }
 
 __global__ void nothing() {}
