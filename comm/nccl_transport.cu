@@ -32,11 +32,14 @@ class NcclTransport : public Transport {
     }
     ~NcclTransport() override {
         // The streams have drained (the backend's context synchronises before its transports
-        // go); after an error, abort instead: a peer may never arrive.
-        if (std::uncaught_exceptions() > 0)
+        // go); after an error, abort instead: a peer may never arrive. And then leak the barrier
+        // word: cudaFree waits for the whole device, whose streams may still wait in another
+        // communicator's collective (a process group's, or the world's, not aborted yet).
+        if (std::uncaught_exceptions() > 0) {
             ncclCommAbort(comm_);
-        else
-            ncclCommDestroy(comm_);
+            return;
+        }
+        ncclCommDestroy(comm_);
         cudaFree(barrier_word_);
     }
     NcclTransport(const NcclTransport&) = delete;
