@@ -27,9 +27,11 @@ std::unique_ptr<Updater> make_updater(const SessionSpec& s, DeviceContext& ctx, 
 }
 
 // Restores the communicators' statistics when it leaves scope: traffic that is not a training
-// step's (validation, the stop agreement, checkpoints) stays out of the report. Not while an
-// error unwinds the scope: stats() waits for the comm stream, which rethrows the error, and a
-// destructor that throws then ends the process in std::terminate instead of the error's message.
+// step's (validation, the stop agreement, checkpoints) stays out of the report. Never throws:
+// stats() waits for the comm stream, which rethrows a failed stream's error, and a destructor
+// that throws ends the process in std::terminate instead of the error's message. While an error
+// unwinds the scope it does nothing; a stream that failed since is reported by the next wait
+// (its group's error stays).
 class StatsKeeper {
   public:
     StatsKeeper(Communicator& comm, ProcessGroups* groups) {
@@ -38,7 +40,10 @@ class StatsKeeper {
     }
     ~StatsKeeper() {
         if (std::uncaught_exceptions() > unwinding_) return;
-        for (auto& [comm, saved] : saved_) comm->stats() = saved;
+        try {
+            for (auto& [comm, saved] : saved_) comm->stats() = saved;
+        } catch (const std::exception&) {
+        }
     }
     StatsKeeper(const StatsKeeper&) = delete;
     StatsKeeper& operator=(const StatsKeeper&) = delete;
