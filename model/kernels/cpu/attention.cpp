@@ -46,7 +46,7 @@ void attention_forward(T* out, T* att, const T* qkv, int B, int T_, int C, int H
                        const TileGemm& tiles) {
     using A = acc_t<T>;
     const int hd = C / H;
-    const float scale = float(1 / std::sqrt(double(hd)));
+    const float scale = softmax_scale(hd);
 #pragma omp parallel
     {
         HeadBuffers<A> w(T_, hd);
@@ -82,9 +82,7 @@ void attention_backward(T* dqkv, const T* dout, const T* qkv, const T* att, int 
                         int H, const TileGemm& tiles) {
     using A = acc_t<T>;
     const int hd = C / H;
-    // The forward's scale, exactly (fp32 there for every storage type): for double, the unrounded
-    // 1/sqrt(hd) would make this the gradient of another function (hd = 8: dq off by 1e-8).
-    const A scale = A(float(1 / std::sqrt(double(hd))));
+    const A scale = A(softmax_scale(hd)); // the forward's, exactly (float64: see softmax_scale)
 #pragma omp parallel
     {
         HeadBuffers<A> w(T_, hd); // o holds dO; s holds dP, then dS

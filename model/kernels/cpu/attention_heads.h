@@ -1,14 +1,22 @@
 // The per-(batch, head) data movement both CPU attention kernels share (attention.cpp, the
 // materialising one, and flash_attention.cpp): one head's q, k and v out of the fused qkv rows
 // [T, 3C] into dense T x hd buffers in the accumulation type, and its dq, dk, dv back into dqkv.
-// QkvLayout places the heads of a grouped-query row (flash attention serves Hkv < H too).
+// QkvLayout places the heads of a grouped-query row (flash attention serves Hkv < H too), and
+// softmax_scale the scores' scale.
 #pragma once
 
 #include "model/kernels/cpu/numeric.h"
 
+#include <cmath>
 #include <cstddef>
 
 namespace shardlab::cpu {
+
+// The scores' scale, 1/sqrt(hd) rounded to fp32 for every storage type, float64 included: forward
+// and backward must take the same value, or the backward is the gradient of another function.
+inline float softmax_scale(int hd) {
+    return float(1 / std::sqrt(double(hd)));
+}
 
 // Copies one head's slice (columns col .. col+hd of each row) into dense T_ x hd rows.
 template <typename T, typename A>

@@ -176,7 +176,7 @@ void forward(T* out, acc_t<T>* lse, const T* qkv, int B, int T_, int C, int H, i
     using A = acc_t<T>;
     const int hd = C / H;
     const QkvLayout at{H, Hkv, hd};
-    const float scale = float(1 / std::sqrt(double(hd)));
+    const float scale = softmax_scale(hd);
 #pragma omp parallel
     {
         FlashBuffers<A, X> w(T_, hd); // o: the output tile being accumulated (kRows x hd used)
@@ -228,7 +228,7 @@ void backward(T* dqkv, const T* dout, const T* qkv, const T* out, const acc_t<T>
     using A = acc_t<T>;
     const int hd = C / H;
     const QkvLayout at{H, Hkv, hd};
-    const A scale = A(float(1 / std::sqrt(double(hd)))); // forward's scale, exactly
+    const A scale = A(softmax_scale(hd)); // the forward's, exactly
     const std::size_t head = std::size_t(T_) * hd;
 #pragma omp parallel
     {
