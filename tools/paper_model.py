@@ -165,7 +165,8 @@ def table(ops, L, C, V, Vg, B, T, gpu, precision, attention):
     # Model FLOPs as `shardlab bench step` counts them (6 per matmul weight and token, causal
     # attention 6 * L * T * C per token), over the true vocabulary: the MFU convention.
     model_flops = B * T * (6.0 * (L * 12.0 * C * C + V * C) + 6.0 * L * T * C)
-    peak = roofline.GPUS[gpu]["fp32" if precision == "fp32" else "tensor"]  # the precision's peak
+    fp32 = precision == "fp32"  # its ops take the "_fp32" kinds, and MFU the fp32 peak
+    peak = roofline.GPUS[gpu]["fp32" if fp32 else "tensor"]
     padded = f" (GEMMs at {Vg})" if Vg != V else ""
     lines = [f"GPT-2 L={L} C={C} V={V}{padded}, {B}x{T} tokens, {precision}, {attention} attention, "
              f"{roofline.GPUS[gpu]['name']}: one step, one GPU, ZeRO-0",
@@ -174,7 +175,6 @@ def table(ops, L, C, V, Vg, B, T, gpu, precision, attention):
     for name, (n, fl, by, rs, es) in sorted(per.items(), key=lambda kv: -kv[1][4]):
         lines.append(f"| {name} | {n} | {fl / 1e9:,.1f} | {by / 1e9:.3f} | {rs * 1e3:.3f} | "
                      f"{es * 1e3:.3f} | {es / step_s:.1%} |")
-    fp32 = precision == "fp32"  # the kinds this precision's ops take
     eff = {k: e for k, e in roofline.EFFICIENCY.items() if k == "memory" or k.endswith("_fp32") == fp32}
     lines += ["", f"roofline (every op at peak, no launch cost): {roof_s * 1e3:.1f} ms",
               f"expected step: {step_s * 1e3:.1f} ms, {B * T / step_s:,.0f} tokens/s, "
