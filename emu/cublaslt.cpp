@@ -7,6 +7,9 @@
 // into aux (rounded to the output type) for backward; or, from aux, z * gelu'(aux) with its row
 // sums as the bias gradient. BGRADA / BGRADB sum op(A)'s rows / op(B)'s columns over k. Every sum
 // of a bias gradient is fp32 in ascending index order (a GPU reduces in its own tree order).
+// As cuBLASLt 13.1 did on an H200 (docs/BENCHMARKS.md, 2026-11-28): BIAS into a 16-bit D
+// rounds alpha p + beta c to D's type before adding the bias; an fp32 bias beside a 16-bit D is
+// INVALID_VALUE; BGRADA with both operands transposed has no algorithm.
 #include "emu/include/cublasLt.h"
 #include "core/dtype.h"
 #include "core/sgemm_blocks.h"
@@ -97,7 +100,9 @@ std::string unsupported(const cublasLtMatmulDescOpaque_t& d, const cublasLtMatri
         return "epilogue " + std::to_string(e) + " is not emulated";
     if ((has_bias_input(e) || has_bias_output(e)) &&
         !(d.bias_type == -1 || d.bias_type == out.type || d.bias_type == CUDA_R_32F))
-        return "the bias type must be D's type or fp32";
+        return "the bias type must be D's type";
+    if (e == CUBLASLT_EPILOGUE_BGRADA && d.transa != CUBLAS_OP_N && d.transb != CUBLAS_OP_N)
+        return "BGRADA with both operands transposed";
     if (has_aux(e)) {
         if (d.aux_type != -1 && d.aux_type != out.type) return "the aux type must be D's type";
         if (d.aux_ld % 8 != 0 || d.aux_ld < std::int64_t(out.rows))
@@ -108,7 +113,7 @@ std::string unsupported(const cublasLtMatmulDescOpaque_t& d, const cublasLtMatri
 }
 
 // cuBLASLt's CUBLAS_STATUS_INVALID_VALUE: shapes that do not chain, a leading dimension shorter
-// than its matrix's rows, or a pointer the epilogue needs not set.
+// than its matrix's rows, a pointer the epilogue needs not set, or an fp32 bias beside a 16-bit D.
 bool invalid(const cublasLtMatmulDescOpaque_t& d, const cublasLtMatrixLayoutOpaque_t& a,
              const cublasLtMatrixLayoutOpaque_t& b, const cublasLtMatrixLayoutOpaque_t& c,
              const cublasLtMatrixLayoutOpaque_t& out) {
@@ -120,7 +125,9 @@ bool invalid(const cublasLtMatmulDescOpaque_t& d, const cublasLtMatrixLayoutOpaq
     for (const auto* l : {&a, &b, &c, &out})
         if (l->ld < std::max<std::int64_t>(1, std::int64_t(l->rows))) return true;
     const std::uint32_t e = d.epilogue;
-    if ((has_bias_input(e) || has_bias_output(e)) && !d.bias) return true;
+    if ((has_bias_input(e) || has_bias_output(e)) &&
+        (!d.bias || (d.bias_type == CUDA_R_32F && out.type != CUDA_R_32F)))
+        return true;
     return has_aux(e) && !d.aux;
 }
 
@@ -183,6 +190,14 @@ float gelu_grad(float x, float dy) { // its derivative written out, as gelu.cu
     return grad * dy;
 }
 
+// z rounded to a 16-bit type and widened back.
+float rounded(float z, DType t) {
+    std::uint16_t h = 0;
+    convert(&z, DType::f32, &h, t, 1);
+    convert(&h, t, &z, DType::f32, 1);
+    return z;
+}
+
 // op(A) op(B), m x n column-major, accumulated in fp32.
 std::vector<float> product(const Matmul& g) {
     std::vector<float> p(std::size_t(g.m) * std::size_t(g.n), 0.0f);
@@ -218,6 +233,8 @@ void run(const Matmul& g) {
         for (int i = 0; i < g.m; ++i) {
             float z = g.alpha * p[std::size_t(j) * g.m + i];
             if (g.beta != 0.0f) z = z + g.beta * g.c.get(i, j); // beta == 0: C is not read
+            if (g.epilogue == CUBLASLT_EPILOGUE_BIAS && g.d.type != DType::f32)
+                z = rounded(z, g.d.type);
             if (has_bias_input(g.epilogue)) z = z + bias[i];
             if (g.epilogue == CUBLASLT_EPILOGUE_GELU_AUX_BIAS) {
                 g.aux.set(i, j, z);

@@ -71,27 +71,19 @@ class CudaOps : public Ops {
             Ops::linear_gelu_forward(s, a, w, bias, pre, out);
     }
 
-    // The epilogues write an fp32 bias gradient into scratch; it is added into dbias (one rounding,
-    // as bias_grad's).
+    // The epilogue writes the bias gradient into scratch of D's type (cuBLASLt refuses an fp32
+    // one beside a 16-bit D: INVALID_VALUE on the H200), which is then added into dbias: in 16-bit
+    // two roundings (the sums', then the add's), where bias_grad has one.
+    // linear_gelu_backward is not overridden: on the H200 cuBLASLt's DGELU_BGRAD took 452 us a
+    // call for GPT-2's, the separate GEMM + GELU backward + column sums 251 (docs/BENCHMARKS.md).
     void linear_param_grads(Stream& s, const Tensor& a, const Tensor& dout, const Tensor& dw,
                             const Tensor& dbias) override {
-        Allocation sums = scratch(s, dbias.numel() * sizeof(float));
-        if (!epilogue(s, a, true, dout, false, dw, 1.0f, 1.0f,
-                      {cuda::Epilogue::bias_grad_of_b, sums.data(), DType::f32}))
+        Allocation sums = scratch(s, dbias.bytes());
+        if (dbias.dtype != dw.dtype ||
+            !epilogue(s, a, true, dout, false, dw, 1.0f, 1.0f,
+                      {cuda::Epilogue::bias_grad_of_b, sums.data(), dw.dtype}))
             return Ops::linear_param_grads(s, a, dout, dw, dbias);
-        cuda::add_column_partials(stream_of(s), dbias.data, sums.as<float>(), 1, int(dbias.numel()),
-                                  dbias.dtype);
-    }
-
-    void linear_gelu_backward(Stream& s, const Tensor& dout, const Tensor& w, const Tensor& pre,
-                              const Tensor& din, const Tensor& dbias) override {
-        Allocation sums = scratch(s, dbias.numel() * sizeof(float));
-        if (!epilogue(s, dout, false, w, true, din, 1.0f, 0.0f,
-                      {cuda::Epilogue::dgelu_bias_grad, sums.data(), DType::f32,
-                       const_cast<void*>(pre.data), last_dim(pre)}))
-            return Ops::linear_gelu_backward(s, dout, w, pre, din, dbias);
-        cuda::add_column_partials(stream_of(s), dbias.data, sums.as<float>(), 1, int(dbias.numel()),
-                                  dbias.dtype);
+        cuda::accumulate(stream_of(s), dbias.data, sums.data(), dbias.numel(), dbias.dtype);
     }
 
     void layernorm_forward(Stream& s, const Tensor& out, const Tensor& mean, const Tensor& rstd,

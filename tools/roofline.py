@@ -121,10 +121,14 @@ def cost(name, args):
     """(flops, bytes, kind) of one call, or None for an op with no shapes to read (squared_norm)."""
     if name in ("gemm", "linear_param_grads"):  # the bias gradient rides on the GEMM's reads
         return gemm_cost(args)
-    if name in ("linear_gelu_forward", "linear_gelu_backward"):  # + the pre-GELU aux, C's size
+    if name == "linear_gelu_forward":  # GELU_AUX_BIAS: + the pre-GELU aux, C's size
         flops, bytes_, kind = gemm_cost(args)
         c, es, _ = parse(args["c"])
         return flops, bytes_ + numel(c) * es, kind
+    if name == "linear_gelu_backward":  # the GEMM, gelu_backward (3 passes), the column sums (1)
+        flops, bytes_, kind = gemm_cost(args)
+        c, es, _ = parse(args["c"])
+        return flops + 17 * numel(c), bytes_ + 4 * numel(c) * es, kind
     if "attention" in name:
         return attention_cost(name, args)
     try:

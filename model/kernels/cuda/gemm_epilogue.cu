@@ -4,6 +4,8 @@
 // descriptors are freed by RAII whichever way the call ends.
 #include "model/kernels/cuda/gemm_epilogue.h"
 
+#include "core/error.h"
+
 #include <cstdint>
 
 namespace shardlab::cuda {
@@ -15,8 +17,6 @@ cublasLtEpilogue_t lt_epilogue(Epilogue e) {
         return CUBLASLT_EPILOGUE_BIAS;
     case Epilogue::gelu_aux_bias:
         return CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
-    case Epilogue::dgelu_bias_grad:
-        return CUBLASLT_EPILOGUE_DGELU_BGRAD;
     case Epilogue::bias_grad_of_b:
         return CUBLASLT_EPILOGUE_BGRADA; // B is the column-major A (the swap)
     }
@@ -70,6 +70,7 @@ bool gemm_epilogue(const Cublas& blas, cudaStream_t s, DType t, bool trans_a, bo
     // grid (emu/cublaslt.cpp: misaligned); the heuristic's alignment preferences name A-D only.
     // A view into a unit whose offsets are not multiples of 16 bytes takes the separate kernels.
     if (alignment(e.bias) < 16 || (e.aux && alignment(e.aux) < 16)) return false;
+    check(e.bias_type == t, "internal: a cuBLASLt epilogue's bias has C's type");
     const CublasApi& api = blas.api();
     Descriptors d(api);
     blas.check(api.cublasLtMatmulDescCreate(&d.op, CUBLAS_COMPUTE_32F, CUDA_R_32F),

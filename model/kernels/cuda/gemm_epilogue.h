@@ -2,8 +2,10 @@
 // by the GEMM's own store instead of separate passes over its output. The operand swap of gemm.h
 // (C^T = op(B)^T op(A)^T, column-major) maps row-major terms onto cuBLASLt's: a bias over C's
 // columns is a bias over the column-major D's rows, and the column sums of the row-major B [K, N]
-// are the k-sums of the column-major A — cuBLASLt's BGRADA. fp32 accumulation, the epilogue in
-// fp32 before the one rounding into C. Included by .cu files only.
+// are the k-sums of the column-major A — cuBLASLt's BGRADA. fp32 accumulation; the bias vector
+// has C's type. Seen on an H200 (cuBLASLt 13.1): with a 16-bit C the BIAS epilogue rounds the
+// product to C's type before adding the bias (two roundings), and an fp32 bias is refused
+// (INVALID_VALUE). Included by .cu files only.
 #pragma once
 
 #include "core/dtype.h"
@@ -22,9 +24,6 @@ enum class Epilogue {
     // pre = alpha op(A) op(B) + bias, stored into aux [M, N] (row length aux_ld, C's type);
     // C = gelu(pre) (tanh form), from the fp32 pre.
     gelu_aux_bias,
-    // g = alpha op(A) op(B) + beta C; C = g * gelu'(aux), aux the forward's pre-GELU values;
-    // bias [N] = the column sums of C before rounding (written, not added).
-    dgelu_bias_grad,
     // C = alpha op(A) op(B) + beta C; bias [N] = the column sums over K of B [K, N] (trans_b false;
     // written, not added).
     bias_grad_of_b,
@@ -33,7 +32,7 @@ enum class Epilogue {
 struct EpilogueArgs {
     Epilogue kind;
     void* bias;      // input (bias) or output (bias gradients)
-    DType bias_type; // C's type, or fp32
+    DType bias_type; // C's type (cuBLASLt's rule; the call checks it)
     void* aux = nullptr;
     int aux_ld = 0; // elements between aux's rows; a multiple of 8
 };
