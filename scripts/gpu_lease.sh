@@ -17,6 +17,7 @@
 #              steps and a `bench step` of SmolLM-135M's shape, micro-batch 16 x 1024
 #   memcheck   compute-sanitizer memcheck on test_cuda_ops
 #   racecheck  compute-sanitizer racecheck on test_cuda_ops
+#   profile    Nsight Compute (ncu) on the slowest kernels of one GPT-2 layer's step
 #   compile    the torch.compile peer, with what time is left
 # A tool that is absent (nvidia-smi, compute-sanitizer, PyTorch with CUDA), or a device the
 # sanitizer refuses ("Device not supported"), makes its step SKIP with the reason, not fail.
@@ -204,10 +205,29 @@ step_llama() {
 }
 step_compile() { peer compile; }
 
+# Nsight Compute's counters for the kernels furthest from their paper time (docs/BENCHMARKS.md:
+# the flash kernels mma_* and row_dots, cross-entropy, the embedding and LayerNorm backwards) in
+# one GPT-2 layer's step; the whole report is logs/profile.txt, for the next session to read.
+step_profile() {
+  local ncu rc=0
+  ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null) || skip "ncu absent"
+  timeout --foreground -k 5 $(($(limit_of profile) - 10)) "$ncu" --clock-control none \
+    --section SpeedOfLight --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis \
+    -k "regex:mma_|row_dots|cross_entropy|embedding_backward|layernorm_backward" \
+    shardlab bench step --device cuda $(gpt2) --layers 1 --vocab "$(vocabs | cut -d' ' -f2)" \
+    --vocab-multiple 1 --precision bf16 --batch "$(batch)" --seq-len "$(seqlen)" --steps 1 --warmup 0 \
+    > "$LOGS/profile.txt" 2>&1 || rc=$?
+  local why
+  why=$(grep -m1 -o 'ERR_NVGPUCTRPERM\|LibraryNotLoaded\|Failed to initialize the profiler' "$LOGS/profile.txt") &&
+    skip "ncu: no counters here ($why)"
+  result "$(grep -c ', Context [0-9]*, Stream' "$LOGS/profile.txt") kernel launches profiled (logs/profile.txt)"
+  return $rc
+}
+
 # ---------------------------------------------------------------------------------------------
 # The runner
 # ---------------------------------------------------------------------------------------------
-ALL_STEPS="env ops train bench trace eager llama memcheck racecheck compile"
+ALL_STEPS="env ops train bench trace eager llama memcheck racecheck profile compile"
 limit_of() { # a step's time limit in seconds: LEASE_LIMITS overrides, the dry run is shorter
   local o
   for o in ${LEASE_LIMITS:-}; do [ "${o%%=*}" = "$1" ] && { echo "${o#*=}"; return; }; done
@@ -215,7 +235,7 @@ limit_of() { # a step's time limit in seconds: LEASE_LIMITS overrides, the dry r
     case $1 in env) echo 30 ;; ops | train) echo 60 ;; llama | bench) echo 45 ;; *) echo 30 ;; esac
   else
     case $1 in env) echo 40 ;; ops) echo 90 ;; train) echo 180 ;; bench | trace) echo 100 ;; eager | llama) echo 120 ;;
-      memcheck | racecheck) echo 100 ;; compile) echo 240 ;; *) echo 60 ;; esac
+      memcheck | racecheck) echo 100 ;; profile) echo 90 ;; compile) echo 240 ;; *) echo 60 ;; esac
   fi
 }
 

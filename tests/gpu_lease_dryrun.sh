@@ -83,13 +83,14 @@ print("$OUT:", ", ".join(f"{f} ({os.path.getsize(os.path.join(out, f)):,} B)" fo
 r = json.load(open(os.path.join(out, "results.json")))
 st = {s["step"]: (s["status"], s["result"]) for s in r["steps"]}
 want = {"env": "ok", "ops": "ok", "train": "ok", "bench": "ok", "trace": "ok", "eager": "TIMEOUT", "llama": "ok",
-        "memcheck": "FAIL (3)", "racecheck": "SKIP", "compile": "SKIP"}
+        "memcheck": "FAIL (3)", "racecheck": "SKIP", "profile": "SKIP", "compile": "SKIP"}
 for step, status in want.items():
     assert st[step][0] == status, f"{step}: {st[step]}, expected {status}"
 assert "nvidia-smi absent (skipped)" in st["env"][1] and "mpirun from the bundle: yes" in st["env"][1], st["env"]
 assert "MISSING" not in st["env"][1], st["env"]
 assert "compute-sanitizer absent" in st["racecheck"][1], st["racecheck"]
 assert "PyTorch" in st["compile"][1], st["compile"]
+assert "ncu absent" in st["profile"][1], st["profile"]
 assert "killed after 3 s" in st["eager"][1], st["eager"]
 assert st["ops"][1].endswith("passed") and not st["ops"][1].startswith("0 "), st["ops"]
 assert "0 failed" in st["train"][1], st["train"]
