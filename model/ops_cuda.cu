@@ -12,7 +12,9 @@
 #include "model/kernels/cuda/kernels.h"
 
 #include <cstdlib>
+#include <initializer_list>
 #include <string>
+#include <utility>
 
 namespace shardlab {
 
@@ -307,26 +309,33 @@ class CudaOps : public Ops {
     cuda::Cublas blas_; // opened here: a CPU-only process never loads cuBLAS
 };
 
-// $var picks one of two ways: unset or `first` gives a, `second` gives b, anything else is a usage
-// error naming both.
+// $var names one of the ways (unset: the first, the default); anything else is a usage error
+// naming them all.
 template <typename Way>
-Way way_from_environment(const char* var, const char* first, Way a, const char* second, Way b) {
+Way way_from_environment(const char* var, std::initializer_list<std::pair<const char*, Way>> ways) {
     const char* v = std::getenv(var);
-    if (!v || std::string(v) == first) return a;
-    if (std::string(v) == second) return b;
-    throw UsageError(std::string(var) + "=" + v + ": expected " + first + " (the default) or " +
-                     second);
+    if (!v) return ways.begin()->second;
+    std::string names;
+    for (const auto& [name, way] : ways) {
+        if (std::string(v) == name) return way;
+        names += (names.empty() ? "" : ", ") + std::string(name);
+    }
+    throw UsageError(std::string(var) + "=" + v + ": expected one of " + names + " (" +
+                     ways.begin()->first + " is the default)");
 }
 } // namespace
 
 LinearPath linear_path_from_environment() {
-    return way_from_environment("SHARDLAB_CUDA_EPILOGUES", "cublaslt", LinearPath::cublaslt,
-                                "separate", LinearPath::separate);
+    return way_from_environment<LinearPath>(
+        "SHARDLAB_CUDA_EPILOGUES",
+        {{"cublaslt", LinearPath::cublaslt}, {"separate", LinearPath::separate}});
 }
 
 cuda::TensorCoreFlash tensor_core_flash_from_environment() {
-    return way_from_environment("SHARDLAB_CUDA_FLASH", "mma", cuda::TensorCoreFlash::mma, "wmma",
-                                cuda::TensorCoreFlash::wmma);
+    return way_from_environment<cuda::TensorCoreFlash>(
+        "SHARDLAB_CUDA_FLASH", {{"mma", cuda::TensorCoreFlash::mma},
+                                {"wmma", cuda::TensorCoreFlash::wmma},
+                                {"mma_regs", cuda::TensorCoreFlash::mma_regs}});
 }
 
 std::unique_ptr<Ops> make_cuda_ops(MemoryTracker& tracker, LinearPath path,

@@ -9,7 +9,8 @@
 #              (MPI) transport, measured = predicted memory and bytes; 1 rank over NCCL
 #              (tests/cuda_train_check.py)
 #   bench      GPT-2 124M bf16 `bench step`, micro-batch 16 x 1024, vocabulary 50257 and 50304,
-#              and 50304 again on the WMMA flash attention kernels (SHARDLAB_CUDA_FLASH=wmma)
+#              and 50304 again on the WMMA flash attention kernels (SHARDLAB_CUDA_FLASH=wmma) and
+#              on the mma ones with row operands in registers (SHARDLAB_CUDA_FLASH=mma_regs)
 #   trace      three `--trace` steps of GPT-2 as `train` runs it by default (V = 50257 padded to
 #              50304: bench's 50304 GEMMs), turned into a per-op time table
 #   eager      the PyTorch eager peer (tools/torch_bench_step.py) on the same GPU and shapes
@@ -147,12 +148,13 @@ PY
 }
 
 step_bench() {
-  local rc=0 v flash name each=$(($(limit_of bench) / 3 - 5)) line=""
+  local rc=0 v flash name each=$(($(limit_of bench) / 4 - 5)) line=""
   local given padded
   read -r given padded <<< "$(vocabs)"
   # V = 50257 as given (--vocab-multiple 1: the odd leading dimension), 50304 the padded one, both
-  # on the default flash kernels (mma); then the padded one on the WMMA kernels, to compare them.
-  for run in "$given mma" "$padded mma" "$padded wmma"; do
+  # on the default flash kernels (mma); then the padded one on the WMMA kernels and on the mma ones
+  # with the row operands in registers (mma_regs), to compare them.
+  for run in "$given mma" "$padded mma" "$padded wmma" "$padded mma_regs"; do
     read -r v flash <<< "$run"
     name=bench_$v && [ "$flash" = mma ] || name=bench_${v}_$flash
     SHARDLAB_CUDA_FLASH=$flash timeout --foreground -k 5 $each shardlab bench step --device cuda $(gpt2) --vocab "$v" \
@@ -232,9 +234,9 @@ limit_of() { # a step's time limit in seconds: LEASE_LIMITS overrides, the dry r
   local o
   for o in ${LEASE_LIMITS:-}; do [ "${o%%=*}" = "$1" ] && { echo "${o#*=}"; return; }; done
   if [ "$DRY" = 1 ]; then
-    case $1 in env) echo 30 ;; ops | train) echo 60 ;; llama | bench) echo 45 ;; *) echo 30 ;; esac
+    case $1 in env) echo 30 ;; ops | train) echo 60 ;; llama) echo 45 ;; bench) echo 60 ;; *) echo 30 ;; esac
   else
-    case $1 in env) echo 40 ;; ops) echo 90 ;; train) echo 180 ;; bench | trace) echo 100 ;; eager | llama) echo 120 ;;
+    case $1 in env) echo 40 ;; ops) echo 90 ;; train) echo 180 ;; bench) echo 130 ;; trace) echo 100 ;; eager | llama) echo 120 ;;
       memcheck | racecheck) echo 100 ;; profile) echo 90 ;; compile) echo 240 ;; *) echo 60 ;; esac
   fi
 }

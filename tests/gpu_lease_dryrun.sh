@@ -94,8 +94,9 @@ assert "ncu absent" in st["profile"][1], st["profile"]
 assert "killed after 3 s" in st["eager"][1], st["eager"]
 assert st["ops"][1].endswith("passed") and not st["ops"][1].startswith("0 "), st["ops"]
 assert "0 failed" in st["train"][1], st["train"]
-assert all(r[k]["tokens_per_s"] > 0 for k in ("bench_257", "bench_320", "bench_320_wmma")), r
-assert "V=320 wmma:" in st["bench"][1], st["bench"]
+assert all(r[k]["tokens_per_s"] > 0 for k in ("bench_257", "bench_320", "bench_320_wmma",
+                                              "bench_320_mma_regs")), r
+assert "V=320 wmma:" in st["bench"][1] and "V=320 mma_regs:" in st["bench"][1], st["bench"]
 assert re.search(r"^train: loss [0-9.]+ -> [0-9.]+; bench: [0-9.]+ ms", st["llama"][1]), st["llama"]
 assert r["bench_llama"]["tokens_per_s"] > 0, r
 names = tarfile.open(os.path.join(out, "lease-logs.tar.gz")).getnames()

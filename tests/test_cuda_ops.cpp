@@ -653,6 +653,28 @@ TEST(CudaOps, FlashAttentionWmmaIsBitwiseDeterministic) {
     expect_flash_deterministic(t, cuda::TensorCoreFlash::wmma, {DType::bf16});
 }
 
+// The mma kernels with each warp's row operands in registers (SHARDLAB_CUDA_FLASH=mma_regs) make
+// the same mma calls on the same operands as the default's: the same bits, forward and backward,
+// at hd 16 and 64, with and without grouped queries. Two tiles each way (T = 65), so every barrier
+// is crossed more than once (barrier_mutants.sh runs this test with each deleted).
+TEST(CudaOps, FlashAttentionMmaRegsIsTheMmaKernelsBitForBit) {
+    MAKE_TWIN(t);
+    for (DType dt : {DType::bf16, DType::f16})
+        for (const FlashCase c : {FlashCase{1, 65, 2, 16, 1}, FlashCase{1, 65, 2, 64, 2}}) {
+            SCOPED_TRACE(testing::Message()
+                         << dtype_name(dt) << " hd " << c.hd << " Hkv " << c.kv());
+            const int C = c.H * c.hd;
+            const FlashRun a = run_flash(flash_side(t, cuda::TensorCoreFlash::mma), dt, c.B, c.T, C,
+                                         c.H, c.kv(), 71);
+            const FlashRun b = run_flash(flash_side(t, cuda::TensorCoreFlash::mma_regs), dt, c.B,
+                                         c.T, C, c.H, c.kv(), 71);
+            EXPECT_EQ(a.out_bits, b.out_bits);
+            EXPECT_EQ(a.lse_bits, b.lse_bits);
+            EXPECT_EQ(a.dqkv_bits, b.dqkv_bits);
+            for (float x : b.dqkv) ASSERT_TRUE(std::isfinite(x)); // every element written
+        }
+}
+
 // A head dim over the kernel's limit is refused, naming the limit and the way out.
 TEST(CudaOps, FlashAttentionRefusesHeadDimsOver128) {
     MAKE_TWIN(t);

@@ -320,9 +320,10 @@ void flash_attention_forward(cudaStream_t s, void* out, float* lse, const void* 
     const int hd = head_dim(C, H, Hkv);
     if (B == 0 || T == 0) return;
     if (flash_attention_on_tensor_cores(t, hd))
-        return tc == TensorCoreFlash::mma
-                   ? flash_attention_mma_forward(s, out, lse, qkv, B, T, C, H, Hkv, t)
-                   : flash_attention_wmma_forward(s, out, lse, qkv, B, T, C, H, Hkv, t);
+        return tc == TensorCoreFlash::wmma
+                   ? flash_attention_wmma_forward(s, out, lse, qkv, B, T, C, H, Hkv, t)
+                   : flash_attention_mma_forward(s, out, lse, qkv, B, T, C, H, Hkv, t,
+                                                 tc == TensorCoreFlash::mma_regs);
     const float scale = 1.0f / std::sqrt(float(hd));
     const dim3 grid(unsigned(tiles(T)), unsigned(H), unsigned(B));
     dispatch(t, [&](auto tag) {
@@ -350,11 +351,11 @@ void flash_attention_backward(cudaStream_t s, void* dqkv, const void* dout, cons
         launch("flash_attention_row_dots", row_dots_kernel<P>, blocks_for(rows, kDotWarps),
                kDotWarps * 32, 0, s, row_dots, d, o, rows, T, C, H);
         if (flash_attention_on_tensor_cores(t, hd))
-            return tc == TensorCoreFlash::mma
-                       ? flash_attention_mma_backward(s, dqkv, dout, qkv, lse, row_dots, B, T, C, H,
-                                                      Hkv, t)
-                       : flash_attention_wmma_backward(s, dqkv, dout, qkv, lse, row_dots, B, T, C,
-                                                       H, Hkv, t);
+            return tc == TensorCoreFlash::wmma
+                       ? flash_attention_wmma_backward(s, dqkv, dout, qkv, lse, row_dots, B, T, C,
+                                                       H, Hkv, t)
+                       : flash_attention_mma_backward(s, dqkv, dout, qkv, lse, row_dots, B, T, C, H,
+                                                      Hkv, t, tc == TensorCoreFlash::mma_regs);
         launch_flash("flash_attention_backward_kv", flash_backward_kv_kernel<P>, kv_grid, kThreads,
                      backward_kv_shared(hd), s, static_cast<P*>(dqkv), d, x, lse,
                      static_cast<const float*>(row_dots), T, C, H, Hkv, scale);

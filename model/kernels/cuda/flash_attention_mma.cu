@@ -58,16 +58,16 @@ __device__ void load_tile(T* tile, const T* src, std::size_t stride, int r0, int
     load_tile16<kTile, kThreads>(tile, tile_pitch(hd), src, stride, r0, T_, hd);
 }
 
-// s[n] += A_w B^T for the 8-column blocks n in [first, last) (both even): A_w the warp's 16 rows
-// at `a`, B the rows of tile `b` from its row 0 (8 per block). Over hd in steps of 16, each A
-// operand loaded once; operands come by ldmatrix (mma_m16n8k16.h), a B pair per instruction.
-template <int kMaxHd, int N, typename T>
-__device__ void scores(MmaD (&s)[N], const T* a, const T* b, int pitch, int hd, int first,
-                       int last) {
+// s[n] += A_w B^T for the 8-column blocks n in [first, last) (both even): A_w the warp's 16 rows,
+// its operand for hd's columns [16 k, 16 k + 16) given by a_of(k); B the rows of tile `b` from its
+// row 0 (8 per block), by ldmatrix (mma_m16n8k16.h), a B pair per instruction.
+template <int kMaxHd, int N, typename T, typename AOf>
+__device__ void scores_of(MmaD (&s)[N], AOf a_of, const T* b, int pitch, int hd, int first,
+                          int last) {
     SHARDLAB_UNROLL
     for (int k = 0; k < kMaxHd / 16; ++k) {
         if (k * 16 >= hd) break;
-        const MmaA fa = ldmatrix_a(a + k * 16, pitch);
+        const MmaA fa = a_of(k);
         SHARDLAB_UNROLL
         for (int n = 0; n < N; n += 2) { // first and last are even: B operands load in pairs
             if (n < first || n >= last) continue;
@@ -78,6 +78,51 @@ __device__ void scores(MmaD (&s)[N], const T* a, const T* b, int pitch, int hd, 
         }
     }
 }
+
+// scores_of with A_w the warp's rows at `a` in a shared tile, each operand loaded when it is used.
+template <int kMaxHd, int N, typename T>
+__device__ void scores(MmaD (&s)[N], const T* a, const T* b, int pitch, int hd, int first,
+                       int last) {
+    scores_of<kMaxHd>(
+        s, [&](int k) { return ldmatrix_a(a + k * 16, pitch); }, b, pitch, hd, first, last);
+}
+
+// The A operands of the warp's rows at `a` for all of hd, loaded once into registers (the
+// kRegs kernels: rows used against every tile of the walk).
+template <int kMaxHd, typename T>
+struct RowOperands {
+    MmaA fa[kMaxHd / 16];
+    __device__ void load(const T* a, int pitch, int hd) {
+        SHARDLAB_UNROLL
+        for (int k = 0; k < kMaxHd / 16; ++k)
+            if (k * 16 < hd) fa[k] = ldmatrix_a(a + k * 16, pitch);
+    }
+};
+
+// scores_of with A_w from registers.
+template <int kMaxHd, int N, typename T>
+__device__ void scores(MmaD (&s)[N], const RowOperands<kMaxHd, T>& a, const T* b, int pitch, int hd,
+                       int first, int last) {
+    scores_of<kMaxHd>(
+        s, [&](int k) { return a.fa[k]; }, b, pitch, hd, first, last);
+}
+
+// The warp's rows of a tile, as scores() takes them: in registers when kRegs, else read from the
+// shared tile at every use. Loaded after the barrier that completes the tile.
+template <bool kRegs, int kMaxHd, typename T>
+struct WarpRows;
+template <int kMaxHd, typename T>
+struct WarpRows<false, kMaxHd, T> {
+    const T* rows;
+    __device__ void load(const T* a, int, int) { rows = a; }
+    __device__ const T* operands() const { return rows; }
+};
+template <int kMaxHd, typename T>
+struct WarpRows<true, kMaxHd, T> {
+    RowOperands<kMaxHd, T> regs;
+    __device__ void load(const T* a, int pitch, int hd) { regs.load(a, pitch, hd); }
+    __device__ const RowOperands<kMaxHd, T>& operands() const { return regs; }
+};
 
 // acc[n] += P V over hd's 8-column blocks n: P the warp's 16 x 8N probabilities as accumulators
 // p[0 .. N) (rounded to T here), V the rows of tile `v` from its row 0; only P's 16-column blocks
@@ -128,8 +173,9 @@ __device__ __forceinline__ float row_sum4(float v) {
     return v + __shfl_xor_sync(0xffffffffu, v, 2);
 }
 
-// One block per (query tile, query head, batch).
-template <int kMaxHd, typename T>
+// One block per (query tile, query head, batch). kRegs: the warp's Q rows held in registers for
+// the whole walk of key tiles, instead of read from the shared tile for each.
+template <int kMaxHd, bool kRegs, typename T>
 __global__ void __launch_bounds__(kThreads)
     mma_forward_kernel(T* out, float* lse, const T* qkv, int T_, int C, int H, int Hkv,
                        float scale) {
@@ -151,6 +197,11 @@ __global__ void __launch_bounds__(kThreads)
     const T* vh = rows + at.v_col(at.kv_of(h));
 
     load_tile(Qs, rows + at.q_col(h), stride, qt * kTile, T_, hd);
+    if constexpr (kRegs) {
+        __syncthreads(); // the Q tile is complete
+    }
+    WarpRows<kRegs, kMaxHd, T> q;
+    q.load(Qs + warp * kRows * pitch, pitch, hd);
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}; // per row, in fp32
     MmaD o[kMaxHd / 8] = {};                                  // unnormalised output
     for (int kt = 0; kt <= qt; ++kt) { // causal: no key tile after the diagonal one
@@ -161,7 +212,7 @@ __global__ void __launch_bounds__(kThreads)
         // In the diagonal tile, 8-key blocks after the warp's last row are wholly masked.
         const int blocks = kt == qt ? 2 * (warp + 1) : kCols;
         MmaD s[kCols] = {};
-        scores<kMaxHd>(s, Qs + warp * kRows * pitch, Ks, pitch, hd, 0, blocks);
+        scores<kMaxHd>(s, q.operands(), Ks, pitch, hd, 0, blocks);
 
         float tile_max[2] = {-INFINITY, -INFINITY};
         SHARDLAB_UNROLL
@@ -211,8 +262,8 @@ __global__ void __launch_bounds__(kThreads)
 // the kv head's group in order, the query tiles from the diagonal one down, 32 queries per pass
 // (the group's sum stays in the accumulators: one fixed sequence of mma calls). A warp's rows are
 // 16 keys; the columns of its score accumulators are queries (S^T = K Q^T, dP^T = V dO^T), so P^T
-// and dS^T are A operands as they stand.
-template <int kMaxHd, typename T>
+// and dS^T are A operands as they stand. kRegs: the warp's K and V rows held in registers.
+template <int kMaxHd, bool kRegs, typename T>
 __global__ void __launch_bounds__(kThreads)
     mma_backward_kv_kernel(T* dqkv, const T* dout, const T* qkv, const float* lse, const float* D,
                            int T_, int C, int H, int Hkv, float scale) {
@@ -231,11 +282,15 @@ __global__ void __launch_bounds__(kThreads)
     const int key0 = kt * kTile + warp * kRows + g; // this lane's keys: key0 and key0 + 8
     const std::size_t stride = at.row();
     const T* rows = qkv + std::size_t(b) * T_ * stride;
-    const T* Kw = Ks + warp * kRows * pitch;
-    const T* Vw = Vs + warp * kRows * pitch;
 
     load_tile(Ks, rows + at.k_col(kv), stride, kt * kTile, T_, hd);
     load_tile(Vs, rows + at.v_col(kv), stride, kt * kTile, T_, hd);
+    if constexpr (kRegs) {
+        __syncthreads(); // the K and V tiles are complete
+    }
+    WarpRows<kRegs, kMaxHd, T> kw, vw;
+    kw.load(Ks + warp * kRows * pitch, pitch, hd);
+    vw.load(Vs + warp * kRows * pitch, pitch, hd);
     MmaD dk[kMaxHd / 8] = {}, dv[kMaxHd / 8] = {};
     // The group's heads in order, each one's query tiles from the diagonal one (causal) down: one
     // loop over the pairs, as in the other flash kernels.
@@ -259,8 +314,8 @@ __global__ void __launch_bounds__(kThreads)
             const int first = qt == kt && 2 * warp > pass * kPass ? 2 * warp - pass * kPass : 0;
             if (first >= kPass) continue;
             MmaD st[kPass] = {}, dpt[kPass] = {};
-            scores<kMaxHd>(st, Kw, Qs + c0 * pitch, pitch, hd, first, kPass);   // S^T
-            scores<kMaxHd>(dpt, Vw, dOs + c0 * pitch, pitch, hd, first, kPass); // dP^T
+            scores<kMaxHd>(st, kw.operands(), Qs + c0 * pitch, pitch, hd, first, kPass);   // S^T
+            scores<kMaxHd>(dpt, vw.operands(), dOs + c0 * pitch, pitch, hd, first, kPass); // dP^T
             SHARDLAB_UNROLL
             for (int n = 0; n < kPass; ++n)
                 for (int i = 0; i < 4; ++i) {
@@ -284,7 +339,8 @@ __global__ void __launch_bounds__(kThreads)
 
 // dQ of one query tile: one block per (query tile, head, batch), walking the key tiles up to the
 // diagonal, 32 keys per pass. A warp's rows are 16 queries, the columns of its accumulators keys.
-template <int kMaxHd, typename T>
+// kRegs: the warp's Q and dO rows held in registers.
+template <int kMaxHd, bool kRegs, typename T>
 __global__ void __launch_bounds__(kThreads)
     mma_backward_q_kernel(T* dqkv, const T* dout, const T* qkv, const float* lse, const float* D,
                           int T_, int C, int H, int Hkv, float scale) {
@@ -309,6 +365,12 @@ __global__ void __launch_bounds__(kThreads)
 
     load_tile(Qs, rows + at.q_col(h), stride, qt * kTile, T_, hd);
     load_tile(dOs, dhead, std::size_t(C), qt * kTile, T_, hd);
+    if constexpr (kRegs) {
+        __syncthreads(); // the Q and dO tiles are complete
+    }
+    WarpRows<kRegs, kMaxHd, T> qw, dow;
+    qw.load(Qs + warp * kRows * pitch, pitch, hd);
+    dow.load(dOs + warp * kRows * pitch, pitch, hd);
     float row_lse[2], row_D[2];
     for (int r = 0; r < 2; ++r) {
         const int q = q0 + 8 * r;
@@ -328,8 +390,8 @@ __global__ void __launch_bounds__(kThreads)
             const int last = qt == kt && diagonal_last < kPass ? diagonal_last : kPass;
             if (last <= 0) continue;
             MmaD s[kPass] = {}, dp[kPass] = {};
-            scores<kMaxHd>(s, Qs + warp * kRows * pitch, Ks + c0 * pitch, pitch, hd, 0, last);
-            scores<kMaxHd>(dp, dOs + warp * kRows * pitch, Vs + c0 * pitch, pitch, hd, 0, last);
+            scores<kMaxHd>(s, qw.operands(), Ks + c0 * pitch, pitch, hd, 0, last);
+            scores<kMaxHd>(dp, dow.operands(), Vs + c0 * pitch, pitch, hd, 0, last);
             SHARDLAB_UNROLL
             for (int n = 0; n < kPass; ++n)
                 for (int i = 0; i < 4; ++i) {
@@ -363,38 +425,55 @@ std::size_t backward_q_shared(int hd) {
 
 } // namespace
 
+// Runs f(std::bool_constant<regs && kMaxHd == 64>) for the kernels' kRegs: at hd 128 the row
+// operands would take 32 more registers a thread than the dK/dV kernel's 215 leave (ptxas, sm_90).
+template <int kMaxHd, typename F>
+void with_regs(bool regs, F&& f) {
+    if constexpr (kMaxHd == 64) {
+        if (regs) return f(std::true_type{});
+    }
+    f(std::false_type{});
+}
+
 void flash_attention_mma_forward(cudaStream_t s, void* out, float* lse, const void* qkv, int B,
-                                 int T, int C, int H, int Hkv, DType t) {
+                                 int T, int C, int H, int Hkv, DType t, bool rows_in_registers) {
     const int hd = C / H;
     const float scale = 1.0f / std::sqrt(float(hd));
     const dim3 grid(unsigned(tiles(T)), unsigned(H), unsigned(B));
     dispatch_tensor_cores(t, hd, "flash attention on mma.sync", [&](auto tag, auto max_hd) {
         using P = typename decltype(tag)::type;
-        launch_flash("flash_attention_mma_forward", mma_forward_kernel<decltype(max_hd)::value, P>,
-                     grid, kThreads, forward_shared(hd), s, static_cast<P*>(out), lse,
-                     static_cast<const P*>(qkv), T, C, H, Hkv, scale);
+        constexpr int kMaxHd = decltype(max_hd)::value;
+        with_regs<kMaxHd>(rows_in_registers, [&](auto regs) {
+            launch_flash("flash_attention_mma_forward",
+                         mma_forward_kernel<kMaxHd, decltype(regs)::value, P>, grid, kThreads,
+                         forward_shared(hd), s, static_cast<P*>(out), lse,
+                         static_cast<const P*>(qkv), T, C, H, Hkv, scale);
+        });
     });
 }
 
 void flash_attention_mma_backward(cudaStream_t s, void* dqkv, const void* dout, const void* qkv,
                                   const float* lse, const float* row_dots, int B, int T, int C,
-                                  int H, int Hkv, DType t) {
+                                  int H, int Hkv, DType t, bool rows_in_registers) {
     const int hd = C / H;
     const float scale = 1.0f / std::sqrt(float(hd));
     const dim3 q_grid(unsigned(tiles(T)), unsigned(H), unsigned(B));
     const dim3 kv_grid(unsigned(tiles(T)), unsigned(Hkv), unsigned(B)); // a kv head's whole group
     dispatch_tensor_cores(t, hd, "flash attention on mma.sync", [&](auto tag, auto max_hd) {
         using P = typename decltype(tag)::type;
+        constexpr int kMaxHd = decltype(max_hd)::value;
         const P* d = static_cast<const P*>(dout);
         const P* x = static_cast<const P*>(qkv);
-        launch_flash("flash_attention_mma_backward_kv",
-                     mma_backward_kv_kernel<decltype(max_hd)::value, P>, kv_grid, kThreads,
-                     backward_kv_shared(hd), s, static_cast<P*>(dqkv), d, x, lse, row_dots, T, C, H,
-                     Hkv, scale);
-        launch_flash("flash_attention_mma_backward_q",
-                     mma_backward_q_kernel<decltype(max_hd)::value, P>, q_grid, kThreads,
-                     backward_q_shared(hd), s, static_cast<P*>(dqkv), d, x, lse, row_dots, T, C, H,
-                     Hkv, scale);
+        with_regs<kMaxHd>(rows_in_registers, [&](auto regs) {
+            constexpr bool kRegs = decltype(regs)::value;
+            launch_flash("flash_attention_mma_backward_kv",
+                         mma_backward_kv_kernel<kMaxHd, kRegs, P>, kv_grid, kThreads,
+                         backward_kv_shared(hd), s, static_cast<P*>(dqkv), d, x, lse, row_dots, T,
+                         C, H, Hkv, scale);
+            launch_flash("flash_attention_mma_backward_q", mma_backward_q_kernel<kMaxHd, kRegs, P>,
+                         q_grid, kThreads, backward_q_shared(hd), s, static_cast<P*>(dqkv), d, x,
+                         lse, row_dots, T, C, H, Hkv, scale);
+        });
     });
 }
 

@@ -35,13 +35,17 @@ namespace shardlab::cuda {
 constexpr int kFlashMmaTile = 64;
 
 // As flash_attention_forward (flash_attention.h; grouped-query, Hkv kv heads dividing H), for t
-// bf16 or f16 and hd = C / H a multiple of 16, at most kFlashMaxHeadDim.
+// bf16 or f16 and hd = C / H a multiple of 16, at most kFlashMaxHeadDim. rows_in_registers: each
+// warp holds the A operands of its rows that every tile of the walk uses (Q forward; K and V, or Q
+// and dO, backward) in registers instead of reading them from shared memory for each tile — the
+// same mma calls on the same operands, so the same bits; at hd 64 only (SHARDLAB_CUDA_FLASH=
+// mma_regs, to be timed against the default on a GPU).
 void flash_attention_mma_forward(cudaStream_t s, void* out, float* lse, const void* qkv, int B,
-                                 int T, int C, int H, int Hkv, DType t);
+                                 int T, int C, int H, int Hkv, DType t, bool rows_in_registers);
 
 // dQ, dK, dV into dqkv (overwritten) given forward's lse and D = rowsum(dO * O) [B, H, T].
 void flash_attention_mma_backward(cudaStream_t s, void* dqkv, const void* dout, const void* qkv,
                                   const float* lse, const float* row_dots, int B, int T, int C,
-                                  int H, int Hkv, DType t);
+                                  int H, int Hkv, DType t, bool rows_in_registers);
 
 } // namespace shardlab::cuda
