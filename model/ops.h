@@ -31,9 +31,11 @@ class Ops {
     virtual void bias_grad(Stream& s, const Tensor& dbias, const Tensor& dout) = 0;
 
     // Fusable linear-layer steps. Each default is the ops it names, in order (the CPU's path, and
-    // the CUDA backend's when cuBLASLt is off or cannot run the shape); the CUDA backend runs each
-    // as one cuBLASLt GEMM with an epilogue (model/kernels/cuda/gemm_epilogue.h), which rounds
-    // once where the separate ops round twice.
+    // the CUDA backend's when cuBLASLt is off or cannot run the shape). The CUDA backend runs the
+    // GELU forward and the parameter gradients as one cuBLASLt GEMM with an epilogue
+    // (model/kernels/cuda/gemm_epilogue.h): GELU of the unrounded pre-activation, and in 16-bit a
+    // bias gradient rounded once more before its add. The GELU backward stays separate there
+    // (faster on an H200: docs/BENCHMARKS.md).
     // pre = a @ w + bias, out = gelu(pre): the MLP's first linear and its activation, both kept
     // for backward.
     virtual void linear_gelu_forward(Stream& s, const Tensor& a, const Tensor& w,

@@ -48,7 +48,9 @@ class CudaOps : public Ops {
         if (bias && batch == 1 &&
             epilogue(s, a, ta, b, tb, c, alpha, 0.0f, {cuda::Epilogue::bias, bias->data, c.dtype}))
             return;
-        if (bias) { // start from the bias and add the product onto it: one rounding
+        // Start from the bias and add the product onto it: one rounding in fp32; in 16-bit a GPU's
+        // cuBLAS may round the product first (gemm_epilogue.h), as its BIAS epilogue does.
+        if (bias) {
             cuda::bias_rows(stream_of(s), c.data, bias->data, batch * M, N, c.dtype);
             beta = 1.0f;
         }

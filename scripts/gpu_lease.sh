@@ -207,22 +207,29 @@ step_llama() {
 }
 step_compile() { peer compile; }
 
-# Nsight Compute's counters for the kernels furthest from their paper time (docs/BENCHMARKS.md:
-# the flash kernels mma_* and row_dots, cross-entropy, the embedding and LayerNorm backwards) in
-# one GPT-2 layer's step; the whole report is logs/profile.txt, for the next session to read.
-step_profile() {
-  local ncu rc=0
-  ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null) || skip "ncu absent"
-  timeout --foreground -k 5 $(($(limit_of profile) - 10)) "$ncu" --clock-control none \
+# Nsight Compute's counters for the kernels furthest from their paper time (docs/BENCHMARKS.md) in
+# one GPT-2 layer's step: every kernel of the flash attention, cross-entropy, embedding backward and
+# LayerNorm backward ops (the pattern is anchored at the kernels' own names, so cuBLAS's
+# sm90_xmma_* GEMMs stay out), then the flash kernels again under SHARDLAB_CUDA_FLASH=mma_regs. The
+# reports are logs/profile.txt and logs/profile_mma_regs.txt, for the next session to read.
+PROFILE_KERNELS='regex:^(mma_(forward|backward)|row_dots|cross_entropy_rows|mean_kernel|embedding_backward|sort_tile|place_by_rank|layernorm_(backward|params)|add_partials)'
+profile_run() { # FLASH KERNELS FILE SECONDS
+  SHARDLAB_CUDA_FLASH=$1 timeout --foreground -k 5 "$4" "$ncu" --clock-control none \
     --section SpeedOfLight --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis \
-    -k "regex:mma_|row_dots|cross_entropy|embedding_backward|layernorm_backward" \
+    --kernel-name-base function -k "$2" \
     shardlab bench step --device cuda $(gpt2) --layers 1 --vocab "$(vocabs | cut -d' ' -f2)" \
     --vocab-multiple 1 --precision bf16 --batch "$(batch)" --seq-len "$(seqlen)" --steps 1 --warmup 0 \
-    > "$LOGS/profile.txt" 2>&1 || rc=$?
-  local why
+    > "$LOGS/$3" 2>&1
+}
+step_profile() {
+  local ncu rc=0 why each
+  ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null) || skip "ncu absent"
+  each=$((${STEP_LIMIT:-$(limit_of profile)} / 2 - 5)) # the runner may have cut the step's limit
+  profile_run mma "$PROFILE_KERNELS" profile.txt "$each" || rc=$?
   why=$(grep -m1 -o 'ERR_NVGPUCTRPERM\|LibraryNotLoaded\|Failed to initialize the profiler' "$LOGS/profile.txt") &&
     skip "ncu: no counters here ($why)"
-  result "$(grep -c ', Context [0-9]*, Stream' "$LOGS/profile.txt") kernel launches profiled (logs/profile.txt)"
+  profile_run mma_regs 'regex:^(mma_(forward|backward)|row_dots)' profile_mma_regs.txt "$each" || rc=$?
+  result "$(grep -c ', Context [0-9]*, Stream' "$LOGS/profile.txt") kernel launches profiled (logs/profile.txt), $(grep -c ', Context [0-9]*, Stream' "$LOGS/profile_mma_regs.txt") with mma_regs"
   return $rc
 }
 
@@ -338,7 +345,7 @@ run_step() {
   else
     [ "$limit" -gt $((left - 5)) ] && limit=$((left - 5))
     t0=$(date +%s)
-    STEP=$name timeout -k 5 "$limit" "$BASH" "$self" --step "$name" > "$LOGS/$name.log" 2>&1
+    STEP=$name STEP_LIMIT=$limit timeout -k 5 "$limit" "$BASH" "$self" --step "$name" > "$LOGS/$name.log" 2>&1
     rc=$?
     res=$(cat "$LOGS/$name.result" 2>/dev/null | tr '\t\n' '  ' | sed 's/[ ;]*$//')
     case $rc in

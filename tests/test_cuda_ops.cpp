@@ -1113,13 +1113,12 @@ constexpr double kU = 0x1p-24; // fp32's unit roundoff
 // the CUDA backend's cuBLASLt epilogues and on its separate kernels (LinearPath::separate), against
 // the CPU's separate ops. Bounds: the GEMM's fp32 accumulation in another order (2 (K + 2) u of
 // the magnitudes, as GemmMatchesTheCpu), GELU and its derivative (|gelu'| <= 1.13, fp32 tanh
-// within 16 u of |x| + 1; a GPU's cuBLASLt's within 2^-10) and, for 16-bit storage, the epilogue's
-// single rounding where the separate ops round twice: one more ulp of the intermediate, carried
-// through GELU. Bias gradients sum those values: the sum of their bounds plus 2 (rows + 1) u of
-// their magnitudes. Under the emulator the fp32 epilogue computes exactly what the separate
-// kernels compute (the same formulas, one chunk of rows): fused and separate are equal bit for bit
-// there (not on a GPU). N = 13 is not a multiple of 8 (cuBLASLt's rule for the aux matrix): the
-// GELU forward falls back to the separate kernels.
+// within 16 u of |x| + 1; a GPU's cuBLASLt's within 2^-10), and for 16-bit storage one more ulp of
+// an intermediate where one side rounds it and the other does not (GELU of the unrounded pre, a
+// product rounded before its bias, a bias gradient before its add), carried through GELU. Bias
+// gradients sum those values: the sum of their bounds plus 2 (rows + 1) u of their magnitudes.
+// Which results are equal bit for bit, and where, is said at the end. N = 13 is not a multiple of
+// 8 (cuBLASLt's rule for the aux matrix): the GELU forward falls back to the separate kernels.
 TEST(CudaOps, LinearEpiloguesMatchTheCpuAndTheSeparateKernels) {
     MAKE_TWIN(t);
     const std::unique_ptr<Ops> separate = make_cuda_ops(t.gpu.ctx->tracker(), LinearPath::separate);

@@ -200,9 +200,10 @@ void EmuCublasLt::check(const Spec& s) {
             const double bv = add_bias ? bias.at(i, 0) : 0.0;
             const double z = s.alpha * sum + old + bv;
             // BIAS into a 16-bit D rounds alpha p + beta c to D's type before the bias add.
-            const double product_rounding = s.epilogue == CUBLASLT_EPILOGUE_BIAS
-                                                ? u * std::abs(s.alpha * sum + old) + tiny(s.type)
-                                                : 0.0;
+            const double product_rounding =
+                s.epilogue == CUBLASLT_EPILOGUE_BIAS && s.type != CUDA_R_32F
+                    ? u * std::abs(s.alpha * sum + old) + tiny(s.type)
+                    : 0.0;
             const double z_err =
                 (s.k + 4) * u32 * (std::abs(s.alpha) * mag + std::abs(old) + std::abs(bv)) +
                 product_rounding;
