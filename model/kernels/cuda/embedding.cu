@@ -8,6 +8,7 @@
 // A null wpe / dwpe is no position table (Llama): out = wte[token], no dwpe.
 #include "core/cuda/element.h"
 #include "core/cuda/launch.h"
+#include "core/cuda/unroll.h"
 #include "model/kernels/cuda/kernels.h"
 
 namespace shardlab::cuda {
@@ -86,13 +87,7 @@ __global__ void place_by_rank_kernel(int* order, const unsigned* keys, int N) {
 // of positions in real text) is summed by one block in position order; issuing kRows rows' loads
 // for kCols columns before their adds keeps that from being one dependent load after another (the
 // likely cause of the 2.2 ms, 100x its floor, that a traced GPT-2 step on the H200 spent here).
-constexpr int kCols = 6, kRows = 8;
-// nvcc unrolls these loops so that v stays in registers; the emulator's C++ compiler needs no hint.
-#ifdef __CUDACC__
-#define SHARDLAB_UNROLL _Pragma("unroll")
-#else
-#define SHARDLAB_UNROLL
-#endif
+constexpr int kCols = 6, kRows = 8;   // unrolled (SHARDLAB_UNROLL): v stays in registers
 constexpr unsigned kWteThreads = 128; // kCols x 128 = GPT-2's 768 columns in one pass
 
 // Block k of N: when order[k] starts a run of one token, that token's dwte row += the run's dout

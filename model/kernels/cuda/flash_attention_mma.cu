@@ -12,18 +12,13 @@
 
 #include "core/cuda/element.h"
 #include "core/cuda/launch.h"
+#include "core/cuda/unroll.h"
 #include "core/error.h"
 
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
 #include <utility>
-
-#ifdef SHARDLAB_CUDA_EMU
-#define SHARDLAB_UNROLL
-#else
-#define SHARDLAB_UNROLL _Pragma("unroll")
-#endif
 
 namespace shardlab::cuda {
 

@@ -10,6 +10,7 @@
 
 #include "core/cuda/element.h"
 #include "core/cuda/launch.h"
+#include "core/cuda/unroll.h"
 #include "core/error.h"
 
 #include <mma.h>
@@ -18,14 +19,6 @@
 #include <cstdint>
 #include <type_traits>
 #include <utility>
-
-// nvcc unrolls the loops over head-dim blocks, so that fragment arrays are indexed by constants;
-// the emulator build's host compiler does not know the pragma (and needs no registers).
-#ifdef SHARDLAB_CUDA_EMU
-#define SHARDLAB_UNROLL
-#else
-#define SHARDLAB_UNROLL _Pragma("unroll")
-#endif
 
 namespace shardlab::cuda {
 
