@@ -512,7 +512,15 @@ Side& flash_side(Twin& t, cuda::TensorCoreFlash tc) {
 constexpr cuda::TensorCoreFlash kTensorCoreFlash[] = {cuda::TensorCoreFlash::mma,
                                                       cuda::TensorCoreFlash::wmma};
 const char* flash_name(cuda::TensorCoreFlash tc) {
-    return tc == cuda::TensorCoreFlash::mma ? "mma" : "wmma";
+    switch (tc) {
+    case cuda::TensorCoreFlash::mma:
+        return "mma";
+    case cuda::TensorCoreFlash::wmma:
+        return "wmma";
+    case cuda::TensorCoreFlash::mma_regs:
+        return "mma_regs";
+    }
+    return "?";
 }
 
 // Flash attention against causal attention computed in float64 from the same stored inputs, every

@@ -82,28 +82,9 @@ __device__ void scores(MmaD (&s)[N], const T* a, const T* b, int pitch, int hd, 
         s, [&](int k) { return ldmatrix_a(a + k * 16, pitch); }, b, pitch, hd, first, last);
 }
 
-// The A operands of the warp's rows at `a` for all of hd, loaded once into registers (the
-// kRegs kernels: rows used against every tile of the walk).
-template <int kMaxHd, typename T>
-struct RowOperands {
-    MmaA fa[kMaxHd / 16];
-    __device__ void load(const T* a, int pitch, int hd) {
-        SHARDLAB_UNROLL
-        for (int k = 0; k < kMaxHd / 16; ++k)
-            if (k * 16 < hd) fa[k] = ldmatrix_a(a + k * 16, pitch);
-    }
-};
-
-// scores_of with A_w from registers.
-template <int kMaxHd, int N, typename T>
-__device__ void scores(MmaD (&s)[N], const RowOperands<kMaxHd, T>& a, const T* b, int pitch, int hd,
-                       int first, int last) {
-    scores_of<kMaxHd>(
-        s, [&](int k) { return a.fa[k]; }, b, pitch, hd, first, last);
-}
-
-// The warp's rows of a tile, as scores() takes them: in registers when kRegs, else read from the
-// shared tile at every use. Loaded after the barrier that completes the tile.
+// The warp's rows of a tile, as scores() takes them: with kRegs, their A operands for all of hd
+// loaded once into registers (rows used against every tile of the walk); else read from the shared
+// tile at every use. Loaded after the barrier that completes the tile.
 template <bool kRegs, int kMaxHd, typename T>
 struct WarpRows;
 template <int kMaxHd, typename T>
@@ -114,10 +95,22 @@ struct WarpRows<false, kMaxHd, T> {
 };
 template <int kMaxHd, typename T>
 struct WarpRows<true, kMaxHd, T> {
-    RowOperands<kMaxHd, T> regs;
-    __device__ void load(const T* a, int pitch, int hd) { regs.load(a, pitch, hd); }
-    __device__ const RowOperands<kMaxHd, T>& operands() const { return regs; }
+    MmaA fa[kMaxHd / 16];
+    __device__ void load(const T* a, int pitch, int hd) {
+        SHARDLAB_UNROLL
+        for (int k = 0; k < kMaxHd / 16; ++k)
+            if (k * 16 < hd) fa[k] = ldmatrix_a(a + k * 16, pitch);
+    }
+    __device__ const WarpRows& operands() const { return *this; }
 };
+
+// scores_of with A_w from registers.
+template <int kMaxHd, int N, typename T>
+__device__ void scores(MmaD (&s)[N], const WarpRows<true, kMaxHd, T>& a, const T* b, int pitch,
+                       int hd, int first, int last) {
+    scores_of<kMaxHd>(
+        s, [&](int k) { return a.fa[k]; }, b, pitch, hd, first, last);
+}
 
 // acc[n] += P V over hd's 8-column blocks n: P the warp's 16 x 8N probabilities as accumulators
 // p[0 .. N) (rounded to T here), V the rows of tile `v` from its row 0; only P's 16-column blocks
