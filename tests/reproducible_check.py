@@ -7,9 +7,8 @@ equal, bit for bit, to the 1-rank run's — and a checkpoint saved at N resumes 
 3 -> 2. Validation over 61 windows, which 2 and 3 ranks at ZeRO-3 share unevenly, gives the
 1-rank run's bits too. Mode `cuda`: the same on the CUDA backend under the emulator (1, 2 and 4
 ranks, bf16, each rank its own emulated GPU; a Llama at 1 and 2; label cuda, so CI runs it under
-ASan too). Every
-run's memory and bytes equal the plan's (int64 reductions, the int64 sums, micro-batch-1
-activations).
+ASan too). Every run's memory and bytes equal the plan's (int64 reductions, the int64 sums,
+micro-batch-1 activations).
 Without --reproducible, N = 1 and N = 2 differ (the check would mean nothing otherwise).
 Usage: reproducible_check.py cpu|cuda SHARDLAB MPIRUN [MPIRUN ARGS...]"""
 import json

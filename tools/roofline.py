@@ -125,10 +125,12 @@ def cost(name, args):
         flops, bytes_, kind = gemm_cost(args)
         c, es, _ = parse(args["c"])
         return flops, bytes_ + numel(c) * es, kind
-    if name == "linear_gelu_backward":  # the GEMM, gelu_backward (3 passes), the column sums (1)
+    if name == "linear_gelu_backward":  # the GEMM, then gelu_backward and bias_grad over C
         flops, bytes_, kind = gemm_cost(args)
-        c, es, _ = parse(args["c"])
-        return flops + 17 * numel(c), bytes_ + 4 * numel(c) * es, kind
+        for then in ("gelu_backward", "bias_grad"):
+            f, b = elementwise_cost(then, {"dout": args["c"]})
+            flops, bytes_ = flops + f, bytes_ + b
+        return flops, bytes_, kind
     if "attention" in name:
         return attention_cost(name, args)
     try:
