@@ -224,7 +224,7 @@ profile_run() { # FLASH KERNELS FILE SECONDS
 step_profile() {
   local ncu rc=0 why each
   ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null) || skip "ncu absent"
-  each=$((${STEP_LIMIT:-$(limit_of profile)} / 2 - 5)) # the runner may have cut the step's limit
+  each=$(($(limit_of profile) / 2 - 5))
   profile_run mma "$PROFILE_KERNELS" profile.txt "$each" || rc=$?
   why=$(grep -m1 -o 'ERR_NVGPUCTRPERM\|LibraryNotLoaded\|Failed to initialize the profiler' "$LOGS/profile.txt") &&
     skip "ncu: no counters here ($why)"
@@ -239,6 +239,8 @@ step_profile() {
 ALL_STEPS="env ops train bench trace eager llama memcheck racecheck profile compile"
 limit_of() { # a step's time limit in seconds: LEASE_LIMITS overrides, the dry run is shorter
   local o
+  # Inside a step, its own limit is what the runner gave it (cut to what is left of the budget).
+  [ "$1" = "${STEP:-}" ] && [ -n "${STEP_LIMIT:-}" ] && { echo "$STEP_LIMIT"; return; }
   for o in ${LEASE_LIMITS:-}; do [ "${o%%=*}" = "$1" ] && { echo "${o#*=}"; return; }; done
   if [ "$DRY" = 1 ]; then
     case $1 in env) echo 30 ;; ops | train) echo 60 ;; llama) echo 45 ;; bench) echo 60 ;; *) echo 30 ;; esac
