@@ -282,6 +282,10 @@ void make_fibers(Block& b, uint3 block_idx, dim3 grid, dim3 dim, const std::func
                                 f.sched = std::move(sched);
                                 try {
                                     body();
+                                    if (!f.id.async_copies.empty())
+                                        kernel_fault(std::to_string(f.id.async_copies.size()) +
+                                                     " cp.async copies never waited for "
+                                                     "(cp.async.wait_group)");
                                 } catch (const ctx::detail::forced_unwind&) {
                                     sanitizers::to_scheduler(block->marks, f.marks, true);
                                     throw;

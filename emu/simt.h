@@ -16,6 +16,7 @@
 #include <source_location>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 // --- the language's types and qualifiers -------------------------------------------------------
 
@@ -42,6 +43,15 @@ struct ThreadCtx {
     uint3 thread_idx, block_idx;
     dim3 block_dim, grid_dim;
     unsigned linear = 0; // x + y * bx + z * bx * by
+    // cp.async copies this thread issued and has not waited for (model/kernels/cuda/cp_async.h),
+    // in issue order, and the end of each committed group among them.
+    struct AsyncCopy {
+        void* dst;
+        const void* src; // nullptr: zero-fill
+        std::size_t bytes;
+    };
+    std::vector<AsyncCopy> async_copies;
+    std::vector<std::size_t> async_groups;
 };
 ThreadCtx& thread_ctx();
 

@@ -3,15 +3,17 @@
 // order it, warp shuffles and votes with CUDA's lane arithmetic, atomics that are atomic across
 // blocks running at once, launch limits, stream order — and what CUDA leaves undefined and the
 // emulator reports instead: divergent barriers, threads that exit before a barrier, deadlocks,
-// misaligned vector loads. And its WMMA (emu/include/mma.h): products against float64, both
-// layouts, pitches other than 16, CUDA's alignment and ldm rules, warp-collective calls; and PTX's
-// mma.m16n8k16 as model/kernels/cuda/mma_m16n8k16.h emulates it, in the PTX ISA's layout.
+// misaligned vector loads, cp.async copies never waited for. And its WMMA (emu/include/mma.h):
+// products against float64, both layouts, pitches other than 16, CUDA's alignment and ldm rules,
+// warp-collective calls; and PTX's mma.m16n8k16 as model/kernels/cuda/mma_m16n8k16.h emulates it,
+// in the PTX ISA's layout.
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/cuda_stream.h"
 #include "core/cuda/element.h"
 #include "core/cuda/launch.h"
 #include "core/device_context.h"
 #include "core/error.h"
+#include "model/kernels/cuda/cp_async.h"
 #include "model/kernels/cuda/mma_m16n8k16.h"
 
 #include <gtest/gtest.h>
@@ -512,6 +514,72 @@ TEST(Simt, AMisalignedLdmatrixRowIsReported) {
                     static_cast<const __nv_bfloat16*>(src.p));
     const std::string what = expect_fault(cudaErrorMisalignedAddress);
     EXPECT_NE(what.find("ldmatrix's row address"), std::string::npos) << what;
+}
+
+// --- cp.async ---------------------------------------------------------------------------------
+
+// Each of 32 threads copies two 16-byte chunks into shared memory by cp.async, in two groups, and
+// records what its own destinations hold before each wait (out[t][0..3]: chunk 0 before any wait,
+// chunk 0 after wait<1>, chunk 1 after wait<1>, chunk 1 after wait<0>); then, after a barrier,
+// a neighbour's chunks (out[t][4..5]). Threads t % 3 == 0 copy chunk 1 as a row past the data:
+// zeros.
+__global__ void cp_async_groups(int* out, const int* in) {
+    alignas(16) __shared__ int tile[2][32 * 4];
+    const int t = int(threadIdx.x);
+    int* o = out + t * 6;
+    shardlab::cuda::cp_async<16>(&tile[0][t * 4], in + t * 4, true);
+    shardlab::cuda::cp_async_commit();
+    shardlab::cuda::cp_async<16>(&tile[1][t * 4], in + 128 + t * 4, t % 3 != 0);
+    shardlab::cuda::cp_async_commit();
+    o[0] = tile[0][t * 4];
+    shardlab::cuda::cp_async_wait<1>(); // the first group, not the second
+    o[1] = tile[0][t * 4];
+    o[2] = tile[1][t * 4];
+    shardlab::cuda::cp_async_wait<0>();
+    o[3] = tile[1][t * 4 + 3];
+    __syncthreads(); // every thread's copies are visible to the block
+    const int n = (t + 1) % 32;
+    o[4] = tile[0][n * 4 + 1];
+    o[5] = tile[1][n * 4 + 2];
+}
+
+// The emulator lands a copy at the latest moment the wait allows, and until then its destination
+// holds 0xFF bytes (-1 as an int): a kernel that read before waiting would see them.
+TEST(Simt, CpAsyncLandsByItsGroupsWaitAndZeroFillsRowsPastTheData) {
+    std::vector<int> in(256);
+    std::iota(in.begin(), in.end(), 1000);
+    const DeviceArray<int> din(in);
+    DeviceArray<int> out(32 * 6, 7);
+    cuda::launch("cp_async_groups", cp_async_groups, 1, 32, 0, nullptr, out.p,
+                 static_cast<const int*>(din.p));
+    const std::vector<int> o = out.host();
+    for (int t = 0; t < 32; ++t) {
+        const int n = (t + 1) % 32;
+        const int* r = &o[std::size_t(t) * 6];
+        EXPECT_EQ(r[0], -1) << "thread " << t << ": chunk 0 before any wait";
+        EXPECT_EQ(r[1], 1000 + t * 4) << "thread " << t << ": chunk 0 after wait<1>";
+        EXPECT_EQ(r[2], -1) << "thread " << t << ": chunk 1 after wait<1>";
+        EXPECT_EQ(r[3], t % 3 ? 1128 + t * 4 + 3 : 0)
+            << "thread " << t << ": chunk 1 after wait<0>";
+        EXPECT_EQ(r[4], 1000 + n * 4 + 1) << "thread " << t << ": a neighbour's chunk 0";
+        EXPECT_EQ(r[5], n % 3 ? 1128 + n * 4 + 2 : 0)
+            << "thread " << t << ": a neighbour's chunk 1";
+    }
+}
+
+__global__ void cp_async_never_waited(const int* in) {
+    alignas(16) __shared__ int tile[32 * 4];
+    shardlab::cuda::cp_async<16>(&tile[threadIdx.x * 4], in + threadIdx.x * 4, true);
+    shardlab::cuda::cp_async_commit();
+}
+
+// A thread that ends with copies in flight leaves shared memory undefined: reported.
+TEST(Simt, ACpAsyncNeverWaitedForIsReported) {
+    DeviceArray<int> in(128);
+    launch_faulting("cp_async_never_waited", cp_async_never_waited, 1, 32, 0, nullptr,
+                    static_cast<const int*>(in.p));
+    const std::string what = expect_fault(cudaErrorLaunchFailure);
+    EXPECT_NE(what.find("cp.async copies never waited for"), std::string::npos) << what;
 }
 
 // --- atomics ----------------------------------------------------------------------------------
