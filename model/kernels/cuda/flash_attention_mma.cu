@@ -5,6 +5,7 @@
 // butterfly shuffles, the same bits in each lane: a + b = b + a). Each kernel is a template on the
 // largest head dim it serves (64 or 128), which sizes its accumulator arrays; loops over them are
 // unrolled so that the arrays are indexed by constants (registers, not local memory).
+#include "model/kernels/cuda/fast_exp2.h"
 #include "model/kernels/cuda/flash_attention_common.h"
 #include "model/kernels/cuda/flash_attention_mma.h"
 #include "model/kernels/cuda/mma_m16n8k16.h"
@@ -47,10 +48,11 @@ __device__ E* carve(unsigned char*& at, std::size_t n) {
     return r;
 }
 
-// Rows [r0, r0 + kTile) of a head's hd columns into `tile` (flash_attention_common.h).
-template <typename T>
+// Rows [r0, r0 + kTile) of a head's hd columns into `tile` by cp.async (flash_attention_common.h):
+// there for this thread once the copies' group is waited for.
+template <int kMaxHd, typename T>
 __device__ void load_tile(T* tile, const T* src, std::size_t stride, int r0, int T_, int hd) {
-    load_tile16<kTile, kThreads>(tile, tile_pitch(hd), src, stride, r0, T_, hd);
+    load_tile16_async<kTile, kThreads, kMaxHd>(tile, tile_pitch(hd), src, stride, r0, T_, hd);
 }
 
 // s[n] += A_w B^T for the 8-column blocks n in [first, last) (both even): A_w the warp's 16 rows,
@@ -89,13 +91,13 @@ template <bool kRegs, int kMaxHd, typename T>
 struct WarpRows;
 template <int kMaxHd, typename T>
 struct WarpRows<false, kMaxHd, T> {
-    const T* rows;
+    const T* rows = nullptr;
     __device__ void load(const T* a, int, int) { rows = a; }
     __device__ const T* operands() const { return rows; }
 };
 template <int kMaxHd, typename T>
 struct WarpRows<true, kMaxHd, T> {
-    MmaA fa[kMaxHd / 16];
+    MmaA fa[kMaxHd / 16] = {};
     __device__ void load(const T* a, int pitch, int hd) {
         SHARDLAB_UNROLL
         for (int k = 0; k < kMaxHd / 16; ++k)
@@ -161,6 +163,17 @@ __device__ __forceinline__ float row_sum4(float v) {
     return v + __shfl_xor_sync(0xffffffffu, v, 2);
 }
 
+// Sets the scores a tile's mask hides to -inf (2^-inf = 0: no probability); keep(n, i) says whether
+// element i of 8-column block n stays. Only the tiles that the causal diagonal or the sequence's
+// end cross call it: the others skip its index arithmetic.
+template <int N, typename Keep>
+__device__ void mask(MmaD (&s)[N], Keep keep) {
+    SHARDLAB_UNROLL
+    for (int n = 0; n < N; ++n)
+        for (int i = 0; i < 4; ++i)
+            if (!keep(n, i)) s[n].x[i] = -INFINITY;
+}
+
 // One block per (query tile, query head, batch). kRegs: the warp's Q rows held in registers for
 // the whole walk of key tiles, instead of read from the shared tile for each.
 template <int kMaxHd, bool kRegs, typename T>
@@ -173,8 +186,10 @@ __global__ void __launch_bounds__(kThreads)
     SHARDLAB_DYNAMIC_SHARED(unsigned char, raw);
     unsigned char* at_byte = raw;
     T* Qs = carve<T>(at_byte, std::size_t(kTile) * pitch);
-    T* Ks = carve<T>(at_byte, std::size_t(kTile) * pitch);
-    T* Vs = carve<T>(at_byte, std::size_t(kTile) * pitch);
+    T* Ks[2] = {carve<T>(at_byte, std::size_t(kTile) * pitch),  // two of each: the next key tile
+                carve<T>(at_byte, std::size_t(kTile) * pitch)}; // lands while this one is used
+    T* Vs[2] = {carve<T>(at_byte, std::size_t(kTile) * pitch),
+                carve<T>(at_byte, std::size_t(kTile) * pitch)};
     // The last query tile first: it walks the most key tiles (causal), so the longest blocks start
     // in the first wave and the grid's tail is short ones.
     const int qt = int(gridDim.x - 1 - blockIdx.x), h = int(blockIdx.y), b = int(blockIdx.z);
@@ -184,65 +199,78 @@ __global__ void __launch_bounds__(kThreads)
     const T* kh = rows + at.k_col(at.kv_of(h)); // the kv head's k and v columns
     const T* vh = rows + at.v_col(at.kv_of(h));
 
-    load_tile(Qs, rows + at.q_col(h), stride, qt * kTile, T_, hd);
-    if constexpr (kRegs) {
-        __syncthreads(); // the Q tile is complete
-    }
+    load_tile<kMaxHd>(Qs, rows + at.q_col(h), stride, qt * kTile, T_, hd);
+    load_tile<kMaxHd>(Ks[0], kh, stride, 0, T_, hd);
+    load_tile<kMaxHd>(Vs[0], vh, stride, 0, T_, hd);
+    cp_async_commit();
     WarpRows<kRegs, kMaxHd, T> q;
-    q.load(Qs + warp * kRows * pitch, pitch, hd);
-    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}; // per row, in fp32
+    const float scale_log2 = scale * kLog2e;
+    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}; // per row, in fp32; m in log2 units
     MmaD o[kMaxHd / 8] = {};                                  // unnormalised output
     for (int kt = 0; kt <= qt; ++kt) { // causal: no key tile after the diagonal one
-        __syncthreads();               // everyone is done with the previous K, V tiles
-        load_tile(Ks, kh, stride, kt * kTile, T_, hd);
-        load_tile(Vs, vh, stride, kt * kTile, T_, hd);
-        __syncthreads(); // the K and V tiles (and the first time, Q) are complete
+        const T* Kt = Ks[kt % 2];
+        const T* Vt = Vs[kt % 2];
+        cp_async_wait<0>(); // key tile kt (and the first time, Q) has landed for this thread
+        // ... for every thread; and everyone is done with tile kt - 1, whose buffers the prefetch
+        // below refills: one barrier a tile.
+        __syncthreads();
+        if (kt < qt) {
+            load_tile<kMaxHd>(Ks[(kt + 1) % 2], kh, stride, (kt + 1) * kTile, T_, hd);
+            load_tile<kMaxHd>(Vs[(kt + 1) % 2], vh, stride, (kt + 1) * kTile, T_, hd);
+            cp_async_commit();
+        }
+        if (kt == 0) q.load(Qs + warp * kRows * pitch, pitch, hd);
         // In the diagonal tile, 8-key blocks after the warp's last row are wholly masked.
         const int blocks = kt == qt ? 2 * (warp + 1) : kCols;
         MmaD s[kCols] = {};
-        scores<kMaxHd>(s, q.operands(), Ks, pitch, hd, 0, blocks);
+        scores<kMaxHd>(s, q.operands(), Kt, pitch, hd, 0, blocks);
+        if (kt == qt) // only the diagonal tile holds keys after a query, or past T
+            mask(s, [&](int n, int i) {
+                const int key = kt * kTile + n * 8 + 2 * t + i % 2, query = q0 + 8 * (i / 2);
+                return n < blocks && key <= query && key < T_;
+            });
 
-        float tile_max[2] = {-INFINITY, -INFINITY};
+        float tile_max[2] = {-INFINITY, -INFINITY}; // of the raw scores (scale_log2 > 0)
         SHARDLAB_UNROLL
         for (int n = 0; n < kCols; ++n)
-            for (int i = 0; i < 4; ++i) {
-                const int key = kt * kTile + n * 8 + 2 * t + i % 2, q = q0 + 8 * (i / 2);
-                s[n].x[i] = n < blocks && key <= q && key < T_ ? scale * s[n].x[i] : -INFINITY;
-                tile_max[i / 2] = fmaxf(tile_max[i / 2], s[n].x[i]);
-            }
+            for (int i = 0; i < 4; ++i) tile_max[i / 2] = fmaxf(tile_max[i / 2], s[n].x[i]);
         float rescale[2], base[2], p_sum[2] = {0.0f, 0.0f};
         for (int r = 0; r < 2; ++r) {
-            const float m_new = fmaxf(m[r], row_max4(tile_max[r]));
+            const float m_new = fmaxf(m[r], row_max4(tile_max[r]) * scale_log2);
             // A real row's first key tile holds a key at or before it, and a padding row's (q >= T)
             // keys 0..T-1 pass its mask, so m_new is finite; the guard keeps a fully masked row at
             // zeros rather than NaN.
             base[r] = m_new == -INFINITY ? 0.0f : m_new;
-            rescale[r] = expf(m[r] - base[r]); // what the sum and O so far were measured against
+            rescale[r] =
+                fast_exp2(m[r] - base[r]); // what the sum and O so far were measured against
             m[r] = m_new;
         }
         SHARDLAB_UNROLL
         for (int n = 0; n < kCols; ++n)
             for (int i = 0; i < 4; ++i) {
-                s[n].x[i] = expf(s[n].x[i] - base[i / 2]); // P, rounded to T by product()
-                p_sum[i / 2] += s[n].x[i];                 // l from the unrounded probabilities
+                // P = e^(scale s - m) = 2^(s scale log2(e) - m), m in log2 units: one fma
+                s[n].x[i] = fast_exp2(fmaf(s[n].x[i], scale_log2, -base[i / 2])); // rounded to T
+                p_sum[i / 2] += s[n].x[i]; // l from the unrounded probabilities
             }
         for (int r = 0; r < 2; ++r) l[r] = l[r] * rescale[r] + row_sum4(p_sum[r]);
         SHARDLAB_UNROLL
         for (int n = 0; n < kMaxHd / 8; ++n)
             for (int i = 0; i < 4; ++i) o[n].x[i] *= rescale[i / 2];
-        product<kMaxHd>(o, s, Vs, pitch, hd, 0, blocks / 2);
+        product<kMaxHd>(o, s, Vt, pitch, hd, 0, blocks / 2);
     }
     for (int r = 0; r < 2; ++r) {
         const int q = q0 + 8 * r;
         if (q >= T_) continue; // a row past the end of the sequence (the last tile's padding)
         T* dst = out + (std::size_t(b) * T_ + q) * C + std::size_t(h) * hd + 2 * t;
+        const float inv_l = 1.0f / l[r]; // one division a row, not one per element
         SHARDLAB_UNROLL
         for (int n = 0; n < kMaxHd / 8; ++n) {
             if (n * 8 >= hd) break;
-            dst[n * 8] = from_f32<T>(o[n].x[2 * r] / l[r]);
-            dst[n * 8 + 1] = from_f32<T>(o[n].x[2 * r + 1] / l[r]);
+            dst[n * 8] = from_f32<T>(o[n].x[2 * r] * inv_l);
+            dst[n * 8 + 1] = from_f32<T>(o[n].x[2 * r + 1] * inv_l);
         }
-        if (t == 0) lse[(std::size_t(b) * H + h) * T_ + q] = m[r] + logf(l[r]);
+        if (t == 0)
+            lse[(std::size_t(b) * H + h) * T_ + q] = m[r] * kLn2 + logf(l[r]); // natural log
     }
 }
 
@@ -262,61 +290,83 @@ __global__ void __launch_bounds__(kThreads)
     unsigned char* at_byte = raw;
     T* Ks = carve<T>(at_byte, std::size_t(kTile) * pitch);
     T* Vs = carve<T>(at_byte, std::size_t(kTile) * pitch);
-    T* Qs = carve<T>(at_byte, std::size_t(kTile) * pitch);
-    T* dOs = carve<T>(at_byte, std::size_t(kTile) * pitch);
-    float* Ls = carve<float>(at_byte, kTile); // the query tile's lse
-    float* Ds = carve<float>(at_byte, kTile); // and D
+    T *Qs[2], *dOs[2];    // two of each: the next query tile lands while this one is used
+    float *Ls[2], *Ds[2]; // the query tile's lse and D
+    for (int i = 0; i < 2; ++i) {
+        Qs[i] = carve<T>(at_byte, std::size_t(kTile) * pitch);
+        dOs[i] = carve<T>(at_byte, std::size_t(kTile) * pitch);
+    }
+    for (int i = 0; i < 2; ++i)
+        Ls[i] = carve<float>(at_byte, kTile), Ds[i] = carve<float>(at_byte, kTile);
     const int kt = int(blockIdx.x), kv = int(blockIdx.y), b = int(blockIdx.z);
     const int key0 = kt * kTile + warp * kRows + g; // this lane's keys: key0 and key0 + 8
+    const float scale_log2 = scale * kLog2e;
     const std::size_t stride = at.row();
     const T* rows = qkv + std::size_t(b) * T_ * stride;
 
-    load_tile(Ks, rows + at.k_col(kv), stride, kt * kTile, T_, hd);
-    load_tile(Vs, rows + at.v_col(kv), stride, kt * kTile, T_, hd);
-    if constexpr (kRegs) {
-        __syncthreads(); // the K and V tiles are complete
-    }
-    WarpRows<kRegs, kMaxHd, T> kw, vw;
-    kw.load(Ks + warp * kRows * pitch, pitch, hd);
-    vw.load(Vs + warp * kRows * pitch, pitch, hd);
-    MmaD dk[kMaxHd / 8] = {}, dv[kMaxHd / 8] = {};
     // The group's heads in order, each one's query tiles from the diagonal one (causal) down: one
-    // loop over the pairs, as in the other flash kernels.
-    const int walk = tiles(T_) - kt;
-    for (int step = 0; step < at.group() * walk; ++step) {
+    // walk over the pairs, as in the other flash kernels.
+    const int walk = tiles(T_) - kt, steps = at.group() * walk;
+    // Starts the copies of step `step`'s query tile — Q, dO, lse, D — into buffer set `i`.
+    auto fetch = [&](int step, int i) {
         const int h = kv * at.group() + step / walk, qt = kt + step % walk;
         const std::size_t bh = std::size_t(b) * H + h;
-        const T* dhead = dout + std::size_t(b) * T_ * C + std::size_t(h) * hd;
-        __syncthreads(); // everyone is done with the previous Q, dO, lse, D tiles
-        load_tile(Qs, rows + at.q_col(h), stride, qt * kTile, T_, hd);
-        load_tile(dOs, dhead, std::size_t(C), qt * kTile, T_, hd);
+        load_tile<kMaxHd>(Qs[i], rows + at.q_col(h), stride, qt * kTile, T_, hd);
+        load_tile<kMaxHd>(dOs[i], dout + std::size_t(b) * T_ * C + std::size_t(h) * hd,
+                          std::size_t(C), qt * kTile, T_, hd);
         if (threadIdx.x < unsigned(kTile)) {
-            const int qi = qt * kTile + int(threadIdx.x);
-            Ls[threadIdx.x] = qi < T_ ? lse[bh * T_ + qi] : 0.0f;
-            Ds[threadIdx.x] = qi < T_ ? D[bh * T_ + qi] : 0.0f;
+            const int qi = qt * kTile + int(threadIdx.x), from = qi < T_ ? qi : qt * kTile;
+            cp_async<4>(Ls[i] + threadIdx.x, lse + bh * T_ + from, qi < T_); // else 0
+            cp_async<4>(Ds[i] + threadIdx.x, D + bh * T_ + from, qi < T_);
         }
-        __syncthreads(); // the tiles (and the first time, K and V) are complete
+        cp_async_commit();
+    };
+    load_tile<kMaxHd>(Ks, rows + at.k_col(kv), stride, kt * kTile, T_, hd);
+    load_tile<kMaxHd>(Vs, rows + at.v_col(kv), stride, kt * kTile, T_, hd);
+    fetch(0, 0); // K and V in the same group
+    WarpRows<kRegs, kMaxHd, T> kw, vw;
+    MmaD dk[kMaxHd / 8] = {}, dv[kMaxHd / 8] = {};
+    for (int step = 0; step < steps; ++step) {
+        const int qt = kt + step % walk, buf = step % 2;
+        cp_async_wait<0>(); // this step's tiles (and the first time, K and V) have landed here
+        // ... for every thread; and everyone is done with the previous step's buffers, which the
+        // prefetch below refills: one barrier a step.
+        __syncthreads();
+        if (step + 1 < steps) fetch(step + 1, 1 - buf);
+        if (step == 0) {
+            kw.load(Ks + warp * kRows * pitch, pitch, hd);
+            vw.load(Vs + warp * kRows * pitch, pitch, hd);
+        }
+        // Only the diagonal tile holds queries before a key; only the last, queries past T.
+        const bool masked = qt == kt || (qt + 1) * kTile > T_;
         for (int pass = 0; pass < kCols / kPass; ++pass) {
             const int c0 = pass * kPass * 8; // the pass's first column (query) of the tile
             // In the diagonal tile, 8-query blocks before the warp's first key are wholly masked.
             const int first = qt == kt && 2 * warp > pass * kPass ? 2 * warp - pass * kPass : 0;
             if (first >= kPass) continue;
             MmaD st[kPass] = {}, dpt[kPass] = {};
-            scores<kMaxHd>(st, kw.operands(), Qs + c0 * pitch, pitch, hd, first, kPass);   // S^T
-            scores<kMaxHd>(dpt, vw.operands(), dOs + c0 * pitch, pitch, hd, first, kPass); // dP^T
+            scores<kMaxHd>(st, kw.operands(), Qs[buf] + c0 * pitch, pitch, hd, first, kPass); // S^T
+            scores<kMaxHd>(dpt, vw.operands(), dOs[buf] + c0 * pitch, pitch, hd, first,
+                           kPass); // dP^T
+            if (masked) // keys after a query, queries past T, and the blocks not computed
+                mask(st, [&](int n, int i) {
+                    const int query = qt * kTile + c0 + n * 8 + 2 * t + i % 2;
+                    return n >= first && key0 + 8 * (i / 2) <= query && query < T_;
+                });
             SHARDLAB_UNROLL
-            for (int n = 0; n < kPass; ++n)
+            for (int n = 0; n < kPass; ++n) {
+                const int j = c0 + n * 8 + 2 * t; // this lane's queries j, j + 1 of the tile
+                const float2 lse = *reinterpret_cast<const float2*>(Ls[buf] + j);
+                const float2 d = *reinterpret_cast<const float2*>(Ds[buf] + j);
+                const float lse2[2] = {lse.x * kLog2e, lse.y * kLog2e}; // in log2 units
                 for (int i = 0; i < 4; ++i) {
-                    const int j = c0 + n * 8 + 2 * t + i % 2, query = qt * kTile + j;
-                    const int key = key0 + 8 * (i / 2);
-                    const float p = n >= first && key <= query && query < T_
-                                        ? expf(scale * st[n].x[i] - Ls[j])
-                                        : 0.0f;
-                    st[n].x[i] = p;                                             // P^T
-                    dpt[n].x[i] = p == 0.0f ? 0.0f : p * (dpt[n].x[i] - Ds[j]); // dS^T
+                    const float p = fast_exp2(fmaf(st[n].x[i], scale_log2, -lse2[i % 2]));
+                    st[n].x[i] = p;                                        // P^T (0 where masked)
+                    dpt[n].x[i] = p * (dpt[n].x[i] - (i % 2 ? d.y : d.x)); // dS^T
                 }
-            product<kMaxHd>(dv, st, dOs + c0 * pitch, pitch, hd, first / 2, kPass / 2);
-            product<kMaxHd>(dk, dpt, Qs + c0 * pitch, pitch, hd, first / 2, kPass / 2);
+            }
+            product<kMaxHd>(dv, st, dOs[buf] + c0 * pitch, pitch, hd, first / 2, kPass / 2);
+            product<kMaxHd>(dk, dpt, Qs[buf] + c0 * pitch, pitch, hd, first / 2, kPass / 2);
         }
     }
     T* drows = dqkv + std::size_t(b) * T_ * stride;
@@ -339,38 +389,52 @@ __global__ void __launch_bounds__(kThreads)
     unsigned char* at_byte = raw;
     T* Qs = carve<T>(at_byte, std::size_t(kTile) * pitch);
     T* dOs = carve<T>(at_byte, std::size_t(kTile) * pitch);
-    T* Ks = carve<T>(at_byte, std::size_t(kTile) * pitch);
-    T* Vs = carve<T>(at_byte, std::size_t(kTile) * pitch);
+    T* Ks[2] = {carve<T>(at_byte, std::size_t(kTile) * pitch),  // two of each: the next key tile
+                carve<T>(at_byte, std::size_t(kTile) * pitch)}; // lands while this one is used
+    T* Vs[2] = {carve<T>(at_byte, std::size_t(kTile) * pitch),
+                carve<T>(at_byte, std::size_t(kTile) * pitch)};
     // The last query tile first: it walks the most key tiles (causal), so the longest blocks start
     // in the first wave and the grid's tail is short ones.
     const int qt = int(gridDim.x - 1 - blockIdx.x), h = int(blockIdx.y), b = int(blockIdx.z);
     const int q0 = qt * kTile + warp * kRows + g; // this lane's queries: q0 and q0 + 8
+    const float scale_log2 = scale * kLog2e;
     const std::size_t stride = at.row(), bh = std::size_t(b) * H + h;
     const T* rows = qkv + std::size_t(b) * T_ * stride;
     const T* kh = rows + at.k_col(at.kv_of(h)); // the kv head's k and v columns
     const T* vh = rows + at.v_col(at.kv_of(h));
     const T* dhead = dout + std::size_t(b) * T_ * C + std::size_t(h) * hd;
 
-    load_tile(Qs, rows + at.q_col(h), stride, qt * kTile, T_, hd);
-    load_tile(dOs, dhead, std::size_t(C), qt * kTile, T_, hd);
-    if constexpr (kRegs) {
-        __syncthreads(); // the Q and dO tiles are complete
-    }
+    load_tile<kMaxHd>(Qs, rows + at.q_col(h), stride, qt * kTile, T_, hd);
+    load_tile<kMaxHd>(dOs, dhead, std::size_t(C), qt * kTile, T_, hd);
+    load_tile<kMaxHd>(Ks[0], kh, stride, 0, T_, hd);
+    load_tile<kMaxHd>(Vs[0], vh, stride, 0, T_, hd);
+    cp_async_commit();
     WarpRows<kRegs, kMaxHd, T> qw, dow;
-    qw.load(Qs + warp * kRows * pitch, pitch, hd);
-    dow.load(dOs + warp * kRows * pitch, pitch, hd);
-    float row_lse[2], row_D[2];
+    float row_lse2[2], row_D[2]; // lse in log2 units
     for (int r = 0; r < 2; ++r) {
         const int q = q0 + 8 * r;
-        row_lse[r] = q < T_ ? lse[bh * T_ + q] : 0.0f;
+        row_lse2[r] = q < T_ ? lse[bh * T_ + q] * kLog2e : 0.0f;
         row_D[r] = q < T_ ? D[bh * T_ + q] : 0.0f;
     }
     MmaD dq[kMaxHd / 8] = {};
     for (int kt = 0; kt <= qt; ++kt) {
-        __syncthreads(); // everyone is done with the previous K and V tiles
-        load_tile(Ks, kh, stride, kt * kTile, T_, hd);
-        load_tile(Vs, vh, stride, kt * kTile, T_, hd);
-        __syncthreads(); // the K and V tiles (and the first time, Q and dO) are complete
+        const T* Kt = Ks[kt % 2];
+        const T* Vt = Vs[kt % 2];
+        cp_async_wait<0>(); // key tile kt (and the first time, Q and dO) has landed here
+        // ... for every thread; and everyone is done with tile kt - 1, whose buffers the prefetch
+        // below refills: one barrier a tile.
+        __syncthreads();
+        if (kt < qt) {
+            load_tile<kMaxHd>(Ks[(kt + 1) % 2], kh, stride, (kt + 1) * kTile, T_, hd);
+            load_tile<kMaxHd>(Vs[(kt + 1) % 2], vh, stride, (kt + 1) * kTile, T_, hd);
+            cp_async_commit();
+        }
+        if (kt == 0) {
+            qw.load(Qs + warp * kRows * pitch, pitch, hd);
+            dow.load(dOs + warp * kRows * pitch, pitch, hd);
+        }
+        // Only the diagonal tile holds keys after a query; only the last, queries past T.
+        const bool masked = kt == qt || (qt + 1) * kTile > T_;
         for (int pass = 0; pass < kCols / kPass; ++pass) {
             const int c0 = pass * kPass * 8; // the pass's first column (key) of the tile
             // In the diagonal tile, 8-key blocks after the warp's last query are wholly masked.
@@ -378,19 +442,22 @@ __global__ void __launch_bounds__(kThreads)
             const int last = qt == kt && diagonal_last < kPass ? diagonal_last : kPass;
             if (last <= 0) continue;
             MmaD s[kPass] = {}, dp[kPass] = {};
-            scores<kMaxHd>(s, qw.operands(), Ks + c0 * pitch, pitch, hd, 0, last);
-            scores<kMaxHd>(dp, dow.operands(), Vs + c0 * pitch, pitch, hd, 0, last);
+            scores<kMaxHd>(s, qw.operands(), Kt + c0 * pitch, pitch, hd, 0, last);
+            scores<kMaxHd>(dp, dow.operands(), Vt + c0 * pitch, pitch, hd, 0, last);
+            if (masked) // keys after a query, queries past T, and the blocks not computed
+                mask(s, [&](int n, int i) {
+                    const int key = kt * kTile + c0 + n * 8 + 2 * t + i % 2;
+                    const int query = q0 + 8 * (i / 2);
+                    return n < last && key <= query && query < T_;
+                });
             SHARDLAB_UNROLL
             for (int n = 0; n < kPass; ++n)
                 for (int i = 0; i < 4; ++i) {
-                    const int key = kt * kTile + c0 + n * 8 + 2 * t + i % 2;
-                    const int r = i / 2, q = q0 + 8 * r;
-                    const float p = n < last && key <= q && q < T_
-                                        ? expf(scale * s[n].x[i] - row_lse[r])
-                                        : 0.0f;
-                    dp[n].x[i] = p == 0.0f ? 0.0f : p * (dp[n].x[i] - row_D[r]); // dS
+                    const int r = i / 2;
+                    const float p = fast_exp2(fmaf(s[n].x[i], scale_log2, -row_lse2[r]));
+                    dp[n].x[i] = p * (dp[n].x[i] - row_D[r]); // dS (0 where masked)
                 }
-            product<kMaxHd>(dq, dp, Ks + c0 * pitch, pitch, hd, 0, last / 2);
+            product<kMaxHd>(dq, dp, Kt + c0 * pitch, pitch, hd, 0, last / 2);
         }
     }
     T* dQ = dqkv + std::size_t(b) * T_ * stride + at.q_col(h);
@@ -402,13 +469,13 @@ std::size_t tiles_bytes(int hd, int n) {
     return std::size_t(n) * kTile * tile_pitch(hd) * 2; // 16-bit tiles
 }
 std::size_t forward_shared(int hd) {
-    return tiles_bytes(hd, 3);
+    return tiles_bytes(hd, 5); // Q and two each of K, V
 }
 std::size_t backward_kv_shared(int hd) {
-    return tiles_bytes(hd, 4) + 2 * kTile * sizeof(float);
+    return tiles_bytes(hd, 6) + 4 * kTile * sizeof(float); // K, V and two each of Q, dO, lse, D
 }
 std::size_t backward_q_shared(int hd) {
-    return tiles_bytes(hd, 4);
+    return tiles_bytes(hd, 6); // Q, dO and two each of K, V
 }
 
 } // namespace

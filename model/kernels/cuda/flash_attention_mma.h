@@ -13,17 +13,26 @@
 // e^(m_old - m_new) in registers. Backward likewise forms P and dS = P (dP - D) in registers, over
 // 32 columns of the tile at a time (dK, dV or dQ for hd 128 take 64 registers each).
 //
+// What an element of a score tile costs is what bounds these kernels beside the mma calls (a
+// tile's 64 mma calls per warp against 32 scores per lane), so as in FlashAttention-2: e^x is
+// computed as 2^(x log2 e), the scale and log2 e folded into one fma before the SFU's ex2
+// (fast_exp2.h: 2 instructions where expf takes 11), m kept in log2 units (lse is stored natural);
+// and only the tiles the causal diagonal or the sequence's end cross evaluate the mask.
+//
 // The numbers are the WMMA kernels': P and dS rounded to the storage type before their products, l
 // summed from the unrounded probabilities, products exact and accumulated in fp32 — so the same
 // error bounds hold (tests/test_cuda_ops.cpp), though the bits differ (another order of the sums).
 // Deterministic: each output element is one warp's fixed sequence of mma calls, no atomics.
 //
 // Operands come from the shared tiles by ldmatrix (an A operand, or two B operands, per
-// instruction; V's transposed on the way). Shared memory per block (16-bit tiles, rows padded to
-// hd + 8 elements, which puts the 8 rows an ldmatrix phase reads 4 banks apart — no bank
-// conflicts): forward Q, K, V 27,648 B at
-// hd 64 (under the default 48 KiB), 52,224 B at hd 128; dK/dV K, V, Q, dO + lse, D 37,376 /
-// 70,144 B; dQ Q, dO, K, V 36,864 / 69,632 B. Included by .cu files only.
+// instruction; V's transposed on the way). The tiles a block walks stream in by cp.async
+// (cp_async.h) into two buffers: each tile, the block waits for its copies, meets at one barrier
+// (it has landed for everyone, and everyone is done with the previous one) and starts the next
+// tile's copies into the other buffer before computing — so the loads overlap the mma work.
+// Shared memory per block (16-bit tiles, rows padded to hd + 8 elements, which puts the 8 rows an
+// ldmatrix phase reads 4 banks apart — no bank conflicts), at hd 64 / 128: forward Q + two each
+// of K, V 46,080 / 87,040 B; dK/dV K, V + two each of Q, dO, lse, D 56,320 / 105,472 B; dQ Q, dO
+// + two each of K, V 55,296 / 104,448 B. Included by .cu files only.
 #pragma once
 
 #include "core/dtype.h"

@@ -74,9 +74,9 @@ struct Carve {
 };
 
 // Rows [r0, r0 + kTile) of a head's hd columns into `tile` (flash_attention_common.h).
-template <typename T>
+template <int kMaxHd, typename T>
 __device__ void load_tile(T* tile, const T* src, std::size_t stride, int r0, int T_, int hd) {
-    load_tile16<kTile, kThreads>(tile, tile_pitch(hd), src, stride, r0, T_, hd);
+    load_tile16<kTile, kThreads, kMaxHd>(tile, tile_pitch(hd), src, stride, r0, T_, hd);
 }
 
 // S (16 x kTile, fp32, into `scratch`) = A_w B^T over hd: A_w the warp's 16 rows of tile `a`
@@ -173,13 +173,13 @@ __global__ void __launch_bounds__(kThreads)
     const T* kh = rows + at.k_col(at.kv_of(h)); // the kv head's k and v columns
     const T* vh = rows + at.v_col(at.kv_of(h));
 
-    load_tile(Qs, rows + at.q_col(h), stride, qt * kTile, T_, hd);
+    load_tile<kMaxHd>(Qs, rows + at.q_col(h), stride, qt * kTile, T_, hd);
     float m = -INFINITY, l = 0.0f;     // the row's running maximum and sum of e^(s - m), in fp32
     float o[kMaxHd / 2] = {};          // its output columns parity + 2 k, unnormalised
     for (int kt = 0; kt <= qt; ++kt) { // causal: no key tile after the diagonal one
         __syncthreads(); // everyone is done with the previous K, V tiles (and its scratch, P)
-        load_tile(Ks, kh, stride, kt * kTile, T_, hd);
-        load_tile(Vs, vh, stride, kt * kTile, T_, hd);
+        load_tile<kMaxHd>(Ks, kh, stride, kt * kTile, T_, hd);
+        load_tile<kMaxHd>(Vs, vh, stride, kt * kTile, T_, hd);
         __syncthreads(); // the K and V tiles (and the first time, Q) are complete
         // In the diagonal tile, key blocks after the warp's own rows are wholly masked.
         const int blocks = kt == qt ? warp + 1 : kSub;
@@ -259,8 +259,8 @@ __global__ void __launch_bounds__(kThreads)
     const T* Kw = Ks + warp * kFrag * pitch;
     const T* Vw = Vs + warp * kFrag * pitch;
 
-    load_tile(Ks, rows + at.k_col(g), stride, kt * kTile, T_, hd);
-    load_tile(Vs, rows + at.v_col(g), stride, kt * kTile, T_, hd);
+    load_tile<kMaxHd>(Ks, rows + at.k_col(g), stride, kt * kTile, T_, hd);
+    load_tile<kMaxHd>(Vs, rows + at.v_col(g), stride, kt * kTile, T_, hd);
     Acc dk[kMaxHd / kFrag], dv[kMaxHd / kFrag];
     SHARDLAB_UNROLL
     for (int n = 0; n < kMaxHd / kFrag; ++n) {
@@ -275,8 +275,8 @@ __global__ void __launch_bounds__(kThreads)
         const std::size_t bh = std::size_t(b) * H + h;
         const T* dhead = dout + std::size_t(b) * T_ * C + std::size_t(h) * hd;
         __syncthreads(); // everyone is done with the previous Q, dO, lse, D tiles
-        load_tile(Qs, rows + at.q_col(h), stride, qt * kTile, T_, hd);
-        load_tile(dOs, dhead, std::size_t(C), qt * kTile, T_, hd);
+        load_tile<kMaxHd>(Qs, rows + at.q_col(h), stride, qt * kTile, T_, hd);
+        load_tile<kMaxHd>(dOs, dhead, std::size_t(C), qt * kTile, T_, hd);
         if (threadIdx.x < unsigned(kTile)) {
             const int qi = qt * kTile + int(threadIdx.x);
             Ls[threadIdx.x] = qi < T_ ? lse[bh * T_ + qi] : 0.0f;
@@ -337,8 +337,8 @@ __global__ void __launch_bounds__(kThreads)
     const T* vh = rows + at.v_col(at.kv_of(h));
     const T* dhead = dout + std::size_t(b) * T_ * C + std::size_t(h) * hd;
 
-    load_tile(Qs, rows + at.q_col(h), stride, qt * kTile, T_, hd);
-    load_tile(dOs, dhead, std::size_t(C), qt * kTile, T_, hd);
+    load_tile<kMaxHd>(Qs, rows + at.q_col(h), stride, qt * kTile, T_, hd);
+    load_tile<kMaxHd>(dOs, dhead, std::size_t(C), qt * kTile, T_, hd);
     const float row_lse = query < T_ ? lse[bh * T_ + query] : 0.0f;
     const float row_D = query < T_ ? D[bh * T_ + query] : 0.0f;
     Acc dq[kMaxHd / kFrag];
@@ -346,8 +346,8 @@ __global__ void __launch_bounds__(kThreads)
     for (int n = 0; n < kMaxHd / kFrag; ++n) wmma::fill_fragment(dq[n], 0.0f);
     for (int kt = 0; kt <= qt; ++kt) {
         __syncthreads(); // everyone is done with the previous K and V tiles
-        load_tile(Ks, kh, stride, kt * kTile, T_, hd);
-        load_tile(Vs, vh, stride, kt * kTile, T_, hd);
+        load_tile<kMaxHd>(Ks, kh, stride, kt * kTile, T_, hd);
+        load_tile<kMaxHd>(Vs, vh, stride, kt * kTile, T_, hd);
         __syncthreads(); // the K and V tiles (and the first time, Q and dO) are complete
         const int blocks = kt == qt ? warp + 1 : kSub;
         scores<kMaxHd>(S, Qs + warp * kFrag * pitch, Ks, hd, 0, blocks); // S
