@@ -16,6 +16,7 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -740,21 +741,26 @@ TEST(CudaOps, GeluForwardAndBackward) {
 // The embedding and its backward, bit for bit: the CUDA backward sorts the positions by token on
 // the device (tiles of 1024 merged by ranks) and sums each token's rows in position order, as the
 // CPU does. Shapes: one tile; several tiles (1400 positions) with many repeats; every position the
-// same token (one run across the tiles); C = 1 and C = 769 (no vector width divides them). Without
+// same token (one run across the tiles); runs of 1, 1, 2, 4, ..., 512 and 476 positions (token i's
+// run is [2^(i-1), 2^i): the end of a run is found by a galloping search, whose probes land on
+// either side of each); C = 1 and C = 769 (no vector width divides them). Without
 // a position table (Llama: wpe and dwpe without data) the output is the token's row itself.
 TEST(CudaOps, EmbeddingIsTheCpusBitForBitBackwardIncluded) {
     MAKE_TWIN(t);
     struct Shape4 {
-        int B, T, C, V, pattern; // pattern 0: (i * 7) % 11 * 4 % V; 1: i * i % V; 2: all V - 1
+        int B, T, C, V, pattern; // pattern 0: (i * 7) % 11 * 4 % V; 1: i * i % V; 2: all V - 1;
+                                 // 3: the bit width of i
     };
-    for (const Shape4 sh : {Shape4{3, 7, 13, 50, 0}, Shape4{2, 700, 3, 37, 1},
-                            Shape4{3, 400, 1, 5, 2}, Shape4{2, 3, 769, 9, 0}}) {
+    for (const Shape4 sh :
+         {Shape4{3, 7, 13, 50, 0}, Shape4{2, 700, 3, 37, 1}, Shape4{3, 400, 1, 5, 2},
+          Shape4{2, 3, 769, 9, 0}, Shape4{1, 1500, 5, 12, 3}}) {
         const int B = sh.B, T = sh.T, C = sh.C, V = sh.V;
         std::vector<std::uint16_t> tokens(B * T);
         for (int i = 0; i < B * T; ++i)
             tokens[i] = std::uint16_t(sh.pattern == 0   ? (i * 7) % 11 * 4 % V
                                       : sh.pattern == 1 ? i * i % V
-                                                        : V - 1);
+                                      : sh.pattern == 2 ? V - 1
+                                                        : std::bit_width(unsigned(i)));
         for (DType dt : kAll)
             for (bool positions : {true, false}) {
                 SCOPED_TRACE(testing::Message()

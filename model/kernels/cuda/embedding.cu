@@ -4,7 +4,9 @@
 // (bitonic, in shared memory), then every position's place found by binary searches of the other
 // tiles (a merge by ranks) — and each distinct token's dwte row is summed by one block, in that
 // order: the CPU's algorithm, so the same bits. Each position row of dwpe is summed by one thread
-// per column over the batch, in batch order. No step of it is serial in the number of positions.
+// per column over the batch, in batch order. No step of it is serial in the number of positions;
+// a run's sum is serial in the run's length (position order: the CPU's bits), finding its end is
+// logarithmic.
 // A null wpe / dwpe is no position table (Llama): out = wte[token], no dwpe.
 #include "core/cuda/element.h"
 #include "core/cuda/launch.h"
@@ -85,10 +87,35 @@ __global__ void place_by_rank_kernel(int* order, const unsigned* keys, int N) {
 
 // Columns per thread and rows whose loads are in flight at once. A frequent token's run (hundreds
 // of positions in real text) is summed by one block in position order; issuing kRows rows' loads
-// for kCols columns before their adds keeps that from being one dependent load after another (the
-// likely cause of the 2.2 ms, 100x its floor, that a traced GPT-2 step on the H200 spent here).
+// for kCols columns before their adds keeps that from being one dependent load after another.
 constexpr int kCols = 6, kRows = 8;   // unrolled (SHARDLAB_UNROLL): v stays in registers
 constexpr unsigned kWteThreads = 128; // kCols x 128 = GPT-2's 768 columns in one pass
+
+// The end of the run of `token` that starts at `begin` in the sorted order. Tokens only grow along
+// the order, so "still the run" is true up to the end and false after it: a galloping search
+// (probes at begin + 1, 2, 4, ...) then a binary one, O(log length) dependent loads. A frequent
+// token's run is hundreds long in real text (a traced GPT-2 step on the H200 spent 2.2 ms, 100x
+// the op's floor, here), and stepping through it one position at a time was a chain of dependent
+// loads that long.
+__device__ int run_end(const std::uint16_t* tokens, const int* order, int N, int begin,
+                       unsigned token) {
+    int lo = begin + 1, hi = N; // the run covers [begin, lo); its end is in [lo, hi]
+    for (int step = 1; begin + step < N; step *= 2) {
+        if (tokens[order[begin + step]] != token) {
+            hi = begin + step;
+            break;
+        }
+        lo = begin + step + 1;
+    }
+    while (lo < hi) { // the first position in [lo, hi) past the run, or hi
+        const int mid = lo + (hi - lo) / 2;
+        if (tokens[order[mid]] == token)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
 
 // Block k of N: when order[k] starts a run of one token, that token's dwte row += the run's dout
 // rows, summed per column in position order (fp32), rounded once.
@@ -98,8 +125,7 @@ __global__ void embedding_backward_wte_kernel(T* dwte, const T* dout, const std:
     const int begin = int(blockIdx.x);
     const unsigned token = tokens[order[begin]];
     if (begin > 0 && tokens[order[begin - 1]] == token) return; // not the run's first
-    int end = begin + 1;
-    while (end < N && tokens[order[end]] == token) ++end;
+    const int end = run_end(tokens, order, N, begin, token);
     T* row = dwte + std::size_t(token) * C;
     const int nt = int(blockDim.x);
     for (int c0 = int(threadIdx.x); c0 < C; c0 += nt * kCols) {
