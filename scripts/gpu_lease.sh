@@ -18,7 +18,8 @@
 #              steps and a `bench step` of SmolLM-135M's shape, micro-batch 16 x 1024
 #   memcheck   compute-sanitizer memcheck on test_cuda_ops
 #   racecheck  compute-sanitizer racecheck on test_cuda_ops
-#   profile    Nsight Compute (ncu) on the slowest kernels of one GPT-2 layer's step
+#   profile    Nsight Compute (ncu) on the slowest kernels of one GPT-2 layer's step: speed of
+#              light, occupancy, memory, pipes, issue slots and warp stall reasons
 #   compile    the torch.compile peer, with what time is left
 # A tool that is absent (nvidia-smi, compute-sanitizer, PyTorch with CUDA), or a device the
 # sanitizer refuses ("Device not supported"), makes its step SKIP with the reason, not fail.
@@ -216,6 +217,7 @@ PROFILE_KERNELS='regex:^(mma_(forward|backward)|row_dots|cross_entropy_rows|mean
 profile_run() { # FLASH KERNELS FILE SECONDS
   SHARDLAB_CUDA_FLASH=$1 timeout --foreground -k 5 "$4" "$ncu" --clock-control none \
     --section SpeedOfLight --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis \
+    --section ComputeWorkloadAnalysis --section SchedulerStats --section WarpStateStats \
     --kernel-name-base function -k "$2" \
     shardlab bench step --device cuda $(gpt2) --layers 1 --vocab "$(vocabs | cut -d' ' -f2)" \
     --vocab-multiple 1 --precision bf16 --batch "$(batch)" --seq-len "$(seqlen)" --steps 1 --warmup 0 \
