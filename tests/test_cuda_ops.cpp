@@ -743,8 +743,9 @@ TEST(CudaOps, GeluForwardAndBackward) {
 // CPU does. Shapes: one tile; several tiles (1400 positions) with many repeats; every position the
 // same token (one run across the tiles); runs of 1, 1, 2, 4, ..., 512 and 476 positions (token i's
 // run is [2^(i-1), 2^i): the end of a run is found by a galloping search, whose probes land on
-// either side of each); C = 1 and C = 769 (no vector width divides them). Without
-// a position table (Llama: wpe and dwpe without data) the output is the token's row itself.
+// either side of each) with C = 24, whole 16-byte chunks in every dtype (the rows' vector path),
+// and short runs of that pattern with C = 5; C = 1 and C = 769 (no vector width divides them).
+// Without a position table (Llama: wpe and dwpe without data) the output is the token's row itself.
 TEST(CudaOps, EmbeddingIsTheCpusBitForBitBackwardIncluded) {
     MAKE_TWIN(t);
     struct Shape4 {
@@ -753,7 +754,7 @@ TEST(CudaOps, EmbeddingIsTheCpusBitForBitBackwardIncluded) {
     };
     for (const Shape4 sh :
          {Shape4{3, 7, 13, 50, 0}, Shape4{2, 700, 3, 37, 1}, Shape4{3, 400, 1, 5, 2},
-          Shape4{2, 3, 769, 9, 0}, Shape4{1, 1500, 5, 12, 3}}) {
+          Shape4{2, 3, 769, 9, 0}, Shape4{1, 1500, 24, 12, 3}, Shape4{2, 5, 5, 12, 3}}) {
         const int B = sh.B, T = sh.T, C = sh.C, V = sh.V;
         std::vector<std::uint16_t> tokens(B * T);
         for (int i = 0; i < B * T; ++i)

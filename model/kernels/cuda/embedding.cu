@@ -12,6 +12,7 @@
 #include "core/cuda/launch.h"
 #include "core/cuda/unroll.h"
 #include "model/kernels/cuda/kernels.h"
+#include "model/kernels/cuda/row_chunks.h"
 
 namespace shardlab::cuda {
 
@@ -85,11 +86,11 @@ __global__ void place_by_rank_kernel(int* order, const unsigned* keys, int N) {
     order[place] = tile * kSortTile + int(key & (kSortTile - 1));
 }
 
-// Columns per thread and rows whose loads are in flight at once. A frequent token's run (hundreds
-// of positions in real text) is summed by one block in position order; issuing kRows rows' loads
-// for kCols columns before their adds keeps that from being one dependent load after another.
-constexpr int kCols = 6, kRows = 8;   // unrolled (SHARDLAB_UNROLL): v stays in registers
-constexpr unsigned kWteThreads = 128; // kCols x 128 = GPT-2's 768 columns in one pass
+// Rows whose loads are in flight at once. A frequent token's run (hundreds of positions in real
+// text) is summed by one block in position order; issuing kRows rows' loads before their adds
+// keeps that from being one dependent load after another.
+constexpr int kRows = 8;              // unrolled (SHARDLAB_UNROLL): the rows stay in registers
+constexpr unsigned kWteThreads = 128; // 16-byte chunks: GPT-2's 768 bf16 columns are 96 of them
 
 // The end of the run of `token` that starts at `begin` in the sorted order. Tokens only grow along
 // the order, so "still the run" is true up to the end and false after it: a galloping search
@@ -117,41 +118,57 @@ __device__ int run_end(const std::uint16_t* tokens, const int* order, int N, int
     return lo;
 }
 
+// row += the run's dout rows order[begin .. end), per column in position order (fp32), rounded
+// once; each thread takes 16-byte chunks of W columns. kVector: every chunk is whole and aligned.
+template <bool kVector, typename T>
+__device__ void sum_run(T* row, const T* dout, const int* order, int begin, int end, int C) {
+    constexpr int W = Packed<T>::size;
+    for (int c0 = int(threadIdx.x) * W; c0 < C; c0 += int(blockDim.x) * W) {
+        float acc[W] = {};
+        for (int k = begin; k < end; k += kRows) {
+            // Loaded first, added after, in position order. A row past the run loads the run's
+            // first row (real, never added), so no load waits behind a branch.
+            float v[kRows][W];
+            SHARDLAB_UNROLL
+            for (int r = 0; r < kRows; ++r) {
+                const T* src = dout + std::size_t(order[k + r < end ? k + r : begin]) * C;
+                if constexpr (kVector) {
+                    const Packed<T> p = load_packed(src + c0);
+                    for (int e = 0; e < W; ++e) v[r][e] = to_f32(p.v[e]);
+                } else {
+                    load_chunk(v[r], src, c0, C);
+                }
+            }
+            SHARDLAB_UNROLL
+            for (int r = 0; r < kRows; ++r)
+                if (k + r < end)
+                    for (int e = 0; e < W; ++e) acc[e] += v[r][e];
+        }
+        float sum[W];
+        load_chunk(sum, row, c0, C);
+        for (int e = 0; e < W; ++e) sum[e] += acc[e];
+        store_chunk(row, c0, C, sum);
+    }
+}
+
 // Block k of N: when order[k] starts a run of one token, that token's dwte row += the run's dout
-// rows, summed per column in position order (fp32), rounded once.
+// rows, summed per column in position order (fp32), rounded once. A thread takes 16-byte chunks
+// of the row.
 template <typename T>
 __global__ void embedding_backward_wte_kernel(T* dwte, const T* dout, const std::uint16_t* tokens,
                                               const int* order, int N, int C) {
+    constexpr int W = Packed<T>::size;
     const int begin = int(blockIdx.x);
     const unsigned token = tokens[order[begin]];
     if (begin > 0 && tokens[order[begin - 1]] == token) return; // not the run's first
     const int end = run_end(tokens, order, N, begin, token);
     T* row = dwte + std::size_t(token) * C;
-    const int nt = int(blockDim.x);
-    for (int c0 = int(threadIdx.x); c0 < C; c0 += nt * kCols) {
-        float acc[kCols] = {};
-        for (int k = begin; k < end; k += kRows) {
-            float v[kRows][kCols]; // loaded first, added after, in position order
-            SHARDLAB_UNROLL
-            for (int r = 0; r < kRows; ++r) {
-                const T* src = dout + std::size_t(k + r < end ? order[k + r] : 0) * C;
-                SHARDLAB_UNROLL
-                for (int j = 0; j < kCols; ++j) {
-                    const int c = c0 + j * nt;
-                    v[r][j] = k + r < end && c < C ? to_f32(src[c]) : 0.0f;
-                }
-            }
-            SHARDLAB_UNROLL
-            for (int r = 0; r < kRows; ++r) {
-                SHARDLAB_UNROLL
-                for (int j = 0; j < kCols; ++j)
-                    if (k + r < end) acc[j] += v[r][j];
-            }
-        }
-        SHARDLAB_UNROLL
-        for (int j = 0; j < kCols; ++j)
-            if (const int c = c0 + j * nt; c < C) row[c] = from_f32<T>(to_f32(row[c]) + acc[j]);
-    }
+    // A 16-byte load per chunk of every dout row when dout is aligned and C is whole chunks
+    // (GPT-2's 768), else chunk by chunk as row_chunks.h does: one branch for the kernel.
+    if (aligned16(dout) && C % W == 0)
+        sum_run<true>(row, dout, order, begin, end, C);
+    else
+        sum_run<false>(row, dout, order, begin, end, C);
 }
 
 template <typename T>
