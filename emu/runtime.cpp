@@ -37,11 +37,12 @@ struct EmuEvent {
 namespace shardlab::emu {
 
 namespace {
-constexpr std::size_t kSharedDefault = 48 * 1024, kSharedOptin = 227 * 1024;
+constexpr std::size_t kSharedDefault = 48 * 1024, kSharedOptin = 227 * 1024; // an H100's
 
 // The one emulated GPU of this process, and the errors CUDA would report. SHARDLAB_EMU_GPUS=N makes
 // it report N devices (all the same one); SHARDLAB_EMU_MEMORY=BYTES its memory (default 16 GiB),
-// so tests can run a rank out of it.
+// so tests can run a rank out of it; SHARDLAB_EMU_SHARED_OPTIN=BYTES the shared memory a block may
+// opt in to (default an H100's 227 KiB; an sm_86/89 GPU has 99 KiB).
 struct Device {
     std::mutex mutex;
     std::map<std::uintptr_t, std::size_t> device_allocs, pinned_allocs; // start -> bytes
@@ -56,10 +57,12 @@ struct Device {
     int count = 1;
     std::set<int> contexts; // devices whose context a call created (CUDA 12: cudaSetDevice does)
     std::size_t capacity = std::size_t(16) << 30; // what cudaMemGetInfo says is there
+    std::size_t shared_optin = kSharedOptin;
 
     Device() {
         if (const char* n = std::getenv("SHARDLAB_EMU_GPUS")) count = std::max(0, std::atoi(n));
         if (const char* m = std::getenv("SHARDLAB_EMU_MEMORY")) capacity = std::stoull(m);
+        if (const char* o = std::getenv("SHARDLAB_EMU_SHARED_OPTIN")) shared_optin = std::stoull(o);
         default_stream = std::make_unique<EmuStream>();
         default_stream->stream = std::make_unique<CpuStream>("emu-default", group);
     }
@@ -267,6 +270,11 @@ int contexts_created() {
     return int(device().contexts.size());
 }
 
+std::size_t set_shared_optin(std::size_t bytes) {
+    std::lock_guard<std::mutex> lock(device().mutex);
+    return std::exchange(device().shared_optin, bytes);
+}
+
 const char* last_fault() {
     std::lock_guard<std::mutex> lock(device().mutex);
     return device().fault.c_str();
@@ -387,13 +395,20 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int d) {
     std::strncpy(p->name, "shardlab SIMT emulator (sm_90 limits, on the CPU)", sizeof(p->name) - 1);
     p->totalGlobalMem = device().capacity;
     p->sharedMemPerBlock = kSharedDefault;
-    p->sharedMemPerBlockOptin = kSharedOptin;
+    p->sharedMemPerBlockOptin = device().shared_optin;
     p->warpSize = 32;
     p->maxThreadsPerBlock = 1024;
     p->maxThreadsDim[0] = 1024, p->maxThreadsDim[1] = 1024, p->maxThreadsDim[2] = 64;
     p->maxGridSize[0] = 2147483647, p->maxGridSize[1] = 65535, p->maxGridSize[2] = 65535;
     p->multiProcessorCount = int(std::max(1u, std::thread::hardware_concurrency()));
     p->major = 9, p->minor = 0;
+    return cudaSuccess;
+}
+
+cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int d) {
+    if (d < 0 || d >= device().count) return fail(cudaErrorInvalidDevice);
+    if (attr != cudaDevAttrMaxSharedMemoryPerBlockOptin) return fail(cudaErrorInvalidValue);
+    *value = int(device().shared_optin);
     return cudaSuccess;
 }
 
@@ -624,7 +639,7 @@ cudaError_t cudaMemsetAsync(void* dst, int value, std::size_t bytes, cudaStream_
 cudaError_t cudaFuncSetAttribute(const void* kernel, cudaFuncAttribute attr, int value) {
     refuse_in_host_function("cudaFuncSetAttribute");
     if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize || value < 0 ||
-        std::size_t(value) > kSharedOptin)
+        std::size_t(value) > device().shared_optin)
         return last_error = cudaErrorInvalidValue;
     std::lock_guard<std::mutex> lock(device().mutex);
     device().max_dynamic_shared[kernel] = value;

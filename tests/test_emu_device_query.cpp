@@ -1,6 +1,7 @@
 // The device query (`shardlab device`, the tests' "is there a GPU") under the emulator with three
 // GPUs: a plain query reads properties only — no context created, the caller's current device
-// untouched; asking for free memory creates the contexts it must and still restores the device.
+// untouched; asking for free memory creates the contexts it must and still restores the device;
+// the opt-in shared memory per block reads the same from every query.
 #include "core/device.h"
 
 #include <cuda_runtime.h>
@@ -28,4 +29,28 @@ TEST(DeviceQuery, CreatesNoContextAndKeepsTheCallersDevice) {
     EXPECT_EQ(emu::contexts_created(), 3);
     cudaGetDevice(&current);
     EXPECT_EQ(current, 1) << "measuring free memory moved this thread to another device";
+}
+
+// The shared memory a block may opt in to, as the attribute and as the properties report it: an
+// H100's 227 KiB unless a test sets less (the flash kernels pick their stages by it).
+TEST(DeviceQuery, SharedMemoryOptInIsOneFigureEverywhere) {
+    int optin = 0;
+    ASSERT_EQ(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0),
+              cudaSuccess);
+    EXPECT_EQ(optin, 227 * 1024);
+    const std::size_t h100 = emu::set_shared_optin(99 * 1024);
+    cudaDeviceProp p{};
+    ASSERT_EQ(cudaGetDeviceProperties(&p, 2), cudaSuccess);
+    EXPECT_EQ(p.sharedMemPerBlockOptin, std::size_t(99 * 1024));
+    ASSERT_EQ(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, 1),
+              cudaSuccess);
+    EXPECT_EQ(optin, 99 * 1024);
+    EXPECT_EQ(cudaFuncSetAttribute(reinterpret_cast<const void*>(&optin),
+                                   cudaFuncAttributeMaxDynamicSharedMemorySize, 100 * 1024),
+              cudaErrorInvalidValue); // over the limit
+    cudaGetLastError();
+    emu::set_shared_optin(h100);
+    EXPECT_EQ(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, 3),
+              cudaErrorInvalidDevice);
+    cudaGetLastError();
 }

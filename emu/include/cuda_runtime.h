@@ -55,6 +55,8 @@ cudaError_t cudaDeviceGetPCIBusId(char* id, int len, int device);
 cudaError_t cudaSetDevice(int device);
 cudaError_t cudaGetDevice(int* device);
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device);
+enum cudaDeviceAttr { cudaDevAttrMaxSharedMemoryPerBlockOptin = 97 }; // CUDA's value
+cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device);
 cudaError_t cudaMemGetInfo(std::size_t* free, std::size_t* total);
 cudaError_t cudaDeviceSynchronize();
 
@@ -151,6 +153,9 @@ void enqueue(cudaStream_t s, std::function<void()> fn);
 // Test support: forget a sticky fault and start over with fresh streams (the old ones must be
 // gone), so one process can test several faults.
 void reset_device();
+// Test support: the shared memory a block may opt in to from now on (SHARDLAB_EMU_SHARED_OPTIN's
+// value), so a test can run kernels as on a GPU with less; returns the previous value.
+std::size_t set_shared_optin(std::size_t bytes);
 // What the program asked of the device: evidence for tests that a training step launches its
 // kernels and never stops the whole device (cudaDeviceSynchronize, blocking cudaMemcpy).
 // mallocs: cudaMalloc and cudaHostAlloc; frees: cudaFree (which waits for the device) and
