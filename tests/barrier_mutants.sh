@@ -12,7 +12,7 @@ declare -A test_of=(
   # block_reduce: the gradient norm's double sums and the fixed-point maxima and int64 sums
   [warp_reduce.h]='CudaOps.SquaredNorm*:CudaOps.FixedPointSumsAreTheCpusBitForBit'
   [flash_attention.cu]='CudaOps.FlashAttentionIsBitwiseDeterministic'
-  [flash_attention_mma.cu]='CudaOps.FlashAttentionIsBitwiseDeterministic:CudaOps.FlashAttentionMmaRegs*'
+  [flash_attention_mma.cu]='CudaOps.FlashAttentionIsBitwiseDeterministic:CudaOps.FlashAttentionMmaRegs*:CudaOps.FlashAttentionOneStage*'
   [flash_attention_wmma.cu]='CudaOps.FlashAttentionWmmaIsBitwiseDeterministic'
 )
 # Barriers no current caller needs (FILE:LINE, skipped): none at present.

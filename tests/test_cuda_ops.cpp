@@ -24,6 +24,10 @@
 #include <random>
 #include <vector>
 
+#ifdef SHARDLAB_CUDA_EMU
+#include <cuda_runtime.h> // the emulator's test support (emu::set_shared_optin)
+#endif
+
 using namespace shardlab;
 using namespace shardlab::cuda_test;
 
@@ -683,6 +687,33 @@ TEST(CudaOps, FlashAttentionMmaRegsIsTheMmaKernelsBitForBit) {
             for (float x : b.dqkv) ASSERT_TRUE(std::isfinite(x)); // every element written
         }
 }
+
+#ifdef SHARDLAB_CUDA_EMU
+// Where the device's opt-in shared memory is short of two stages' (an sm_86/89 GPU's 99 KiB; at hd
+// 128 the dK/dV kernel's two stages take 105,472 B), the mma kernels stream each tile through one
+// buffer, with a second barrier a tile: the same mma calls on the same operands, so the same bits
+// as two stages, forward and backward, with and without grouped queries. A two-stage kernel could
+// not have run: its shared memory is over the limit, which the launch's opt-in refuses. Three
+// tiles each way (barrier_mutants.sh runs this test with each barrier deleted). Emulator only:
+// a GPU's limit is its own.
+TEST(CudaOps, FlashAttentionOneStageWhereSharedMemoryIsShort) {
+    MAKE_TWIN(t);
+    for (DType dt : {DType::bf16, DType::f16})
+        for (const FlashCase c : {FlashCase{1, 130, 1, 128}, FlashCase{1, 97, 4, 128, 2}}) {
+            SCOPED_TRACE(testing::Message() << dtype_name(dt) << " T " << c.T << " Hkv " << c.kv());
+            const int C = c.H * c.hd;
+            Side& g = flash_side(t, cuda::TensorCoreFlash::mma);
+            const FlashRun two = run_flash(g, dt, c.B, c.T, C, c.H, c.kv(), 73);
+            const std::size_t h100 = shardlab::emu::set_shared_optin(99 * 1024);
+            const FlashRun one = run_flash(g, dt, c.B, c.T, C, c.H, c.kv(), 73);
+            shardlab::emu::set_shared_optin(h100);
+            EXPECT_EQ(two.out_bits, one.out_bits);
+            EXPECT_EQ(two.lse_bits, one.lse_bits);
+            EXPECT_EQ(two.dqkv_bits, one.dqkv_bits);
+            for (float x : one.dqkv) ASSERT_TRUE(std::isfinite(x)); // every element written
+        }
+}
+#endif
 
 // A head dim over the kernel's limit is refused, naming the limit and the way out.
 TEST(CudaOps, FlashAttentionRefusesHeadDimsOver128) {

@@ -16,6 +16,7 @@
 #include "core/cuda/unroll.h"
 #include "core/error.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
@@ -46,6 +47,21 @@ __device__ E* carve(unsigned char*& at, std::size_t n) {
     E* r = reinterpret_cast<E*>(at);
     at += n * sizeof(E);
     return r;
+}
+
+// The buffers of n elements that the tiles of a walk land in, side by side: with two stages, tile
+// j's is j % 2 (the next tile lands while this one is used), with one, the only one. b[j] is
+// arithmetic on one pointer: an array of pointers indexed at run time would live in local memory
+// (ptxas gave the kernels stack frames for it).
+template <typename E, int kStages>
+struct Stages {
+    E* base;
+    std::size_t n;
+    __device__ E* operator[](int j) const { return base + (kStages == 2 ? j % 2 : 0) * n; }
+};
+template <typename E, int kStages>
+__device__ Stages<E, kStages> carve_stages(unsigned char*& at, std::size_t n) {
+    return {carve<E>(at, kStages * n), n};
 }
 
 // Rows [r0, r0 + kTile) of a head's hd columns into `tile` by cp.async (flash_attention_common.h):
@@ -175,7 +191,8 @@ __device__ void mask(MmaD (&s)[N], Keep keep) {
 }
 
 // One block per (query tile, query head, batch). kRegs: the warp's Q rows held in registers for
-// the whole walk of key tiles, instead of read from the shared tile for each.
+// the whole walk of key tiles, instead of read from the shared tile for each. Always two stages:
+// 87,040 B at hd 128, under every sm_80+ GPU's opt-in (99 KiB at the least).
 template <int kMaxHd, bool kRegs, typename T>
 __global__ void __launch_bounds__(kThreads)
     mma_forward_kernel(T* out, float* lse, const T* qkv, int T_, int C, int H, int Hkv,
@@ -186,10 +203,8 @@ __global__ void __launch_bounds__(kThreads)
     SHARDLAB_DYNAMIC_SHARED(unsigned char, raw);
     unsigned char* at_byte = raw;
     T* Qs = carve<T>(at_byte, std::size_t(kTile) * pitch);
-    T* Ks[2] = {carve<T>(at_byte, std::size_t(kTile) * pitch),  // two of each: the next key tile
-                carve<T>(at_byte, std::size_t(kTile) * pitch)}; // lands while this one is used
-    T* Vs[2] = {carve<T>(at_byte, std::size_t(kTile) * pitch),
-                carve<T>(at_byte, std::size_t(kTile) * pitch)};
+    const auto Ks = carve_stages<T, 2>(at_byte, std::size_t(kTile) * pitch);
+    const auto Vs = carve_stages<T, 2>(at_byte, std::size_t(kTile) * pitch);
     // The last query tile first: it walks the most key tiles (causal), so the longest blocks start
     // in the first wave and the grid's tail is short ones.
     const int qt = int(gridDim.x - 1 - blockIdx.x), h = int(blockIdx.y), b = int(blockIdx.z);
@@ -199,26 +214,26 @@ __global__ void __launch_bounds__(kThreads)
     const T* kh = rows + at.k_col(at.kv_of(h)); // the kv head's k and v columns
     const T* vh = rows + at.v_col(at.kv_of(h));
 
+    // Starts the copies of key tile j (its K and V rows).
+    auto fetch = [&](int j) {
+        load_tile<kMaxHd>(Ks[j], kh, stride, j * kTile, T_, hd);
+        load_tile<kMaxHd>(Vs[j], vh, stride, j * kTile, T_, hd);
+        cp_async_commit();
+    };
     load_tile<kMaxHd>(Qs, rows + at.q_col(h), stride, qt * kTile, T_, hd);
-    load_tile<kMaxHd>(Ks[0], kh, stride, 0, T_, hd);
-    load_tile<kMaxHd>(Vs[0], vh, stride, 0, T_, hd);
-    cp_async_commit();
+    fetch(0); // Q in the same group
     WarpRows<kRegs, kMaxHd, T> q;
     const float scale_log2 = scale * kLog2e;
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}; // per row, in fp32; m in log2 units
     MmaD o[kMaxHd / 8] = {};                                  // unnormalised output
     for (int kt = 0; kt <= qt; ++kt) { // causal: no key tile after the diagonal one
-        const T* Kt = Ks[kt % 2];
-        const T* Vt = Vs[kt % 2];
+        const T* Kt = Ks[kt];
+        const T* Vt = Vs[kt];
         cp_async_wait<0>(); // key tile kt (and the first time, Q) has landed for this thread
         // ... for every thread; and everyone is done with tile kt - 1, whose buffers the prefetch
         // below refills: one barrier a tile.
         __syncthreads();
-        if (kt < qt) {
-            load_tile<kMaxHd>(Ks[(kt + 1) % 2], kh, stride, (kt + 1) * kTile, T_, hd);
-            load_tile<kMaxHd>(Vs[(kt + 1) % 2], vh, stride, (kt + 1) * kTile, T_, hd);
-            cp_async_commit();
-        }
+        if (kt < qt) fetch(kt + 1);
         if (kt == 0) q.load(Qs + warp * kRows * pitch, pitch, hd);
         // In the diagonal tile, 8-key blocks after the warp's last row are wholly masked.
         const int blocks = kt == qt ? 2 * (warp + 1) : kCols;
@@ -279,7 +294,9 @@ __global__ void __launch_bounds__(kThreads)
 // (the group's sum stays in the accumulators: one fixed sequence of mma calls). A warp's rows are
 // 16 keys; the columns of its score accumulators are queries (S^T = K Q^T, dP^T = V dO^T), so P^T
 // and dS^T are A operands as they stand. kRegs: the warp's K and V rows held in registers.
-template <int kMaxHd, bool kRegs, typename T>
+// kStages: buffers per streamed tile, 2 where the device's shared memory allows, else 1
+// (stages_for below).
+template <int kMaxHd, bool kRegs, int kStages, typename T>
 __global__ void __launch_bounds__(kThreads)
     mma_backward_kv_kernel(T* dqkv, const T* dout, const T* qkv, const float* lse, const float* D,
                            int T_, int C, int H, int Hkv, float scale) {
@@ -290,14 +307,10 @@ __global__ void __launch_bounds__(kThreads)
     unsigned char* at_byte = raw;
     T* Ks = carve<T>(at_byte, std::size_t(kTile) * pitch);
     T* Vs = carve<T>(at_byte, std::size_t(kTile) * pitch);
-    T *Qs[2], *dOs[2];    // two of each: the next query tile lands while this one is used
-    float *Ls[2], *Ds[2]; // the query tile's lse and D
-    for (int i = 0; i < 2; ++i) {
-        Qs[i] = carve<T>(at_byte, std::size_t(kTile) * pitch);
-        dOs[i] = carve<T>(at_byte, std::size_t(kTile) * pitch);
-    }
-    for (int i = 0; i < 2; ++i)
-        Ls[i] = carve<float>(at_byte, kTile), Ds[i] = carve<float>(at_byte, kTile);
+    const auto Qs = carve_stages<T, kStages>(at_byte, std::size_t(kTile) * pitch);
+    const auto dOs = carve_stages<T, kStages>(at_byte, std::size_t(kTile) * pitch);
+    const auto Ls = carve_stages<float, kStages>(at_byte, kTile); // the query tile's lse
+    const auto Ds = carve_stages<float, kStages>(at_byte, kTile); // and D
     const int kt = int(blockIdx.x), kv = int(blockIdx.y), b = int(blockIdx.z);
     const int key0 = kt * kTile + warp * kRows + g; // this lane's keys: key0 and key0 + 8
     const float scale_log2 = scale * kLog2e;
@@ -307,32 +320,36 @@ __global__ void __launch_bounds__(kThreads)
     // The group's heads in order, each one's query tiles from the diagonal one (causal) down: one
     // walk over the pairs, as in the other flash kernels.
     const int walk = tiles(T_) - kt, steps = at.group() * walk;
-    // Starts the copies of step `step`'s query tile — Q, dO, lse, D — into buffer set `i`.
-    auto fetch = [&](int step, int i) {
+    // Starts the copies of step `step`'s query tile: Q, dO, lse, D.
+    auto fetch = [&](int step) {
         const int h = kv * at.group() + step / walk, qt = kt + step % walk;
         const std::size_t bh = std::size_t(b) * H + h;
-        load_tile<kMaxHd>(Qs[i], rows + at.q_col(h), stride, qt * kTile, T_, hd);
-        load_tile<kMaxHd>(dOs[i], dout + std::size_t(b) * T_ * C + std::size_t(h) * hd,
+        load_tile<kMaxHd>(Qs[step], rows + at.q_col(h), stride, qt * kTile, T_, hd);
+        load_tile<kMaxHd>(dOs[step], dout + std::size_t(b) * T_ * C + std::size_t(h) * hd,
                           std::size_t(C), qt * kTile, T_, hd);
         if (threadIdx.x < unsigned(kTile)) {
             const int qi = qt * kTile + int(threadIdx.x), from = qi < T_ ? qi : qt * kTile;
-            cp_async<4>(Ls[i] + threadIdx.x, lse + bh * T_ + from, qi < T_); // else 0
-            cp_async<4>(Ds[i] + threadIdx.x, D + bh * T_ + from, qi < T_);
+            cp_async<4>(Ls[step] + threadIdx.x, lse + bh * T_ + from, qi < T_); // else 0
+            cp_async<4>(Ds[step] + threadIdx.x, D + bh * T_ + from, qi < T_);
         }
         cp_async_commit();
     };
     load_tile<kMaxHd>(Ks, rows + at.k_col(kv), stride, kt * kTile, T_, hd);
     load_tile<kMaxHd>(Vs, rows + at.v_col(kv), stride, kt * kTile, T_, hd);
-    fetch(0, 0); // K and V in the same group
+    fetch(0); // K and V in the same group
     WarpRows<kRegs, kMaxHd, T> kw, vw;
     MmaD dk[kMaxHd / 8] = {}, dv[kMaxHd / 8] = {};
     for (int step = 0; step < steps; ++step) {
-        const int qt = kt + step % walk, buf = step % 2;
+        const int qt = kt + step % walk;
+        const T* Qt = Qs[step];
+        const T* dOt = dOs[step];
+        const float* Lt = Ls[step];
+        const float* Dt = Ds[step];
         cp_async_wait<0>(); // this step's tiles (and the first time, K and V) have landed here
-        // ... for every thread; and everyone is done with the previous step's buffers, which the
-        // prefetch below refills: one barrier a step.
+        // ... for every thread. With two stages everyone is also done with the previous step's
+        // buffers, which the prefetch below refills: one barrier a step.
         __syncthreads();
-        if (step + 1 < steps) fetch(step + 1, 1 - buf);
+        if (kStages == 2 && step + 1 < steps) fetch(step + 1);
         if (step == 0) {
             kw.load(Ks + warp * kRows * pitch, pitch, hd);
             vw.load(Vs + warp * kRows * pitch, pitch, hd);
@@ -345,9 +362,8 @@ __global__ void __launch_bounds__(kThreads)
             const int first = qt == kt && 2 * warp > pass * kPass ? 2 * warp - pass * kPass : 0;
             if (first >= kPass) continue;
             MmaD st[kPass] = {}, dpt[kPass] = {};
-            scores<kMaxHd>(st, kw.operands(), Qs[buf] + c0 * pitch, pitch, hd, first, kPass); // S^T
-            scores<kMaxHd>(dpt, vw.operands(), dOs[buf] + c0 * pitch, pitch, hd, first,
-                           kPass); // dP^T
+            scores<kMaxHd>(st, kw.operands(), Qt + c0 * pitch, pitch, hd, first, kPass);   // S^T
+            scores<kMaxHd>(dpt, vw.operands(), dOt + c0 * pitch, pitch, hd, first, kPass); // dP^T
             if (masked) // keys after a query, queries past T, and the blocks not computed
                 mask(st, [&](int n, int i) {
                     const int query = qt * kTile + c0 + n * 8 + 2 * t + i % 2;
@@ -356,8 +372,8 @@ __global__ void __launch_bounds__(kThreads)
             SHARDLAB_UNROLL
             for (int n = 0; n < kPass; ++n) {
                 const int j = c0 + n * 8 + 2 * t; // this lane's queries j, j + 1 of the tile
-                const float2 lse = *reinterpret_cast<const float2*>(Ls[buf] + j);
-                const float2 d = *reinterpret_cast<const float2*>(Ds[buf] + j);
+                const float2 lse = *reinterpret_cast<const float2*>(Lt + j);
+                const float2 d = *reinterpret_cast<const float2*>(Dt + j);
                 const float lse2[2] = {lse.x * kLog2e, lse.y * kLog2e}; // in log2 units
                 for (int i = 0; i < 4; ++i) {
                     const float p = fast_exp2(fmaf(st[n].x[i], scale_log2, -lse2[i % 2]));
@@ -365,8 +381,12 @@ __global__ void __launch_bounds__(kThreads)
                     dpt[n].x[i] = p * (dpt[n].x[i] - (i % 2 ? d.y : d.x)); // dS^T
                 }
             }
-            product<kMaxHd>(dv, st, dOs[buf] + c0 * pitch, pitch, hd, first / 2, kPass / 2);
-            product<kMaxHd>(dk, dpt, Qs[buf] + c0 * pitch, pitch, hd, first / 2, kPass / 2);
+            product<kMaxHd>(dv, st, dOt + c0 * pitch, pitch, hd, first / 2, kPass / 2);
+            product<kMaxHd>(dk, dpt, Qt + c0 * pitch, pitch, hd, first / 2, kPass / 2);
+        }
+        if (kStages == 1 && step + 1 < steps) {
+            __syncthreads(); // one stage: everyone is done with this step's buffers before refill
+            fetch(step + 1);
         }
     }
     T* drows = dqkv + std::size_t(b) * T_ * stride;
@@ -377,8 +397,8 @@ __global__ void __launch_bounds__(kThreads)
 
 // dQ of one query tile: one block per (query tile, head, batch), walking the key tiles up to the
 // diagonal, 32 keys per pass. A warp's rows are 16 queries, the columns of its accumulators keys.
-// kRegs: the warp's Q and dO rows held in registers.
-template <int kMaxHd, bool kRegs, typename T>
+// kRegs: the warp's Q and dO rows held in registers. kStages: as for dK/dV.
+template <int kMaxHd, bool kRegs, int kStages, typename T>
 __global__ void __launch_bounds__(kThreads)
     mma_backward_q_kernel(T* dqkv, const T* dout, const T* qkv, const float* lse, const float* D,
                           int T_, int C, int H, int Hkv, float scale) {
@@ -389,10 +409,8 @@ __global__ void __launch_bounds__(kThreads)
     unsigned char* at_byte = raw;
     T* Qs = carve<T>(at_byte, std::size_t(kTile) * pitch);
     T* dOs = carve<T>(at_byte, std::size_t(kTile) * pitch);
-    T* Ks[2] = {carve<T>(at_byte, std::size_t(kTile) * pitch),  // two of each: the next key tile
-                carve<T>(at_byte, std::size_t(kTile) * pitch)}; // lands while this one is used
-    T* Vs[2] = {carve<T>(at_byte, std::size_t(kTile) * pitch),
-                carve<T>(at_byte, std::size_t(kTile) * pitch)};
+    const auto Ks = carve_stages<T, kStages>(at_byte, std::size_t(kTile) * pitch);
+    const auto Vs = carve_stages<T, kStages>(at_byte, std::size_t(kTile) * pitch);
     // The last query tile first: it walks the most key tiles (causal), so the longest blocks start
     // in the first wave and the grid's tail is short ones.
     const int qt = int(gridDim.x - 1 - blockIdx.x), h = int(blockIdx.y), b = int(blockIdx.z);
@@ -404,11 +422,15 @@ __global__ void __launch_bounds__(kThreads)
     const T* vh = rows + at.v_col(at.kv_of(h));
     const T* dhead = dout + std::size_t(b) * T_ * C + std::size_t(h) * hd;
 
+    // Starts the copies of key tile j (its K and V rows).
+    auto fetch = [&](int j) {
+        load_tile<kMaxHd>(Ks[j], kh, stride, j * kTile, T_, hd);
+        load_tile<kMaxHd>(Vs[j], vh, stride, j * kTile, T_, hd);
+        cp_async_commit();
+    };
     load_tile<kMaxHd>(Qs, rows + at.q_col(h), stride, qt * kTile, T_, hd);
     load_tile<kMaxHd>(dOs, dhead, std::size_t(C), qt * kTile, T_, hd);
-    load_tile<kMaxHd>(Ks[0], kh, stride, 0, T_, hd);
-    load_tile<kMaxHd>(Vs[0], vh, stride, 0, T_, hd);
-    cp_async_commit();
+    fetch(0); // Q and dO in the same group
     WarpRows<kRegs, kMaxHd, T> qw, dow;
     float row_lse2[2], row_D[2]; // lse in log2 units
     for (int r = 0; r < 2; ++r) {
@@ -418,17 +440,13 @@ __global__ void __launch_bounds__(kThreads)
     }
     MmaD dq[kMaxHd / 8] = {};
     for (int kt = 0; kt <= qt; ++kt) {
-        const T* Kt = Ks[kt % 2];
-        const T* Vt = Vs[kt % 2];
+        const T* Kt = Ks[kt];
+        const T* Vt = Vs[kt];
         cp_async_wait<0>(); // key tile kt (and the first time, Q and dO) has landed here
-        // ... for every thread; and everyone is done with tile kt - 1, whose buffers the prefetch
-        // below refills: one barrier a tile.
+        // ... for every thread. With two stages everyone is also done with tile kt - 1, whose
+        // buffers the prefetch below refills: one barrier a tile.
         __syncthreads();
-        if (kt < qt) {
-            load_tile<kMaxHd>(Ks[(kt + 1) % 2], kh, stride, (kt + 1) * kTile, T_, hd);
-            load_tile<kMaxHd>(Vs[(kt + 1) % 2], vh, stride, (kt + 1) * kTile, T_, hd);
-            cp_async_commit();
-        }
+        if (kStages == 2 && kt < qt) fetch(kt + 1);
         if (kt == 0) {
             qw.load(Qs + warp * kRows * pitch, pitch, hd);
             dow.load(dOs + warp * kRows * pitch, pitch, hd);
@@ -459,35 +477,60 @@ __global__ void __launch_bounds__(kThreads)
                 }
             product<kMaxHd>(dq, dp, Kt + c0 * pitch, pitch, hd, 0, last / 2);
         }
+        if (kStages == 1 && kt < qt) {
+            __syncthreads(); // one stage: everyone is done with tile kt before its buffers refill
+            fetch(kt + 1);
+        }
     }
     T* dQ = dqkv + std::size_t(b) * T_ * stride + at.q_col(h);
     write_rows<kMaxHd>(dQ, stride, qt * kTile + warp * kRows, T_, dq, scale, hd);
 }
 
-// The shared bytes of each kernel for head dim hd (the carve order above).
+// The shared bytes of each kernel for head dim hd and `stages` buffers per streamed tile (the
+// carve order above).
 std::size_t tiles_bytes(int hd, int n) {
     return std::size_t(n) * kTile * tile_pitch(hd) * 2; // 16-bit tiles
 }
 std::size_t forward_shared(int hd) {
     return tiles_bytes(hd, 5); // Q and two each of K, V
 }
-std::size_t backward_kv_shared(int hd) {
-    return tiles_bytes(hd, 6) + 4 * kTile * sizeof(float); // K, V and two each of Q, dO, lse, D
+std::size_t backward_kv_shared(int hd, int stages) {
+    return tiles_bytes(hd, 2 + 2 * stages) +
+           2 * stages * kTile * sizeof(float); // K, V; Q, dO, lse, D
 }
-std::size_t backward_q_shared(int hd) {
-    return tiles_bytes(hd, 6); // Q, dO and two each of K, V
+std::size_t backward_q_shared(int hd, int stages) {
+    return tiles_bytes(hd, 2 + 2 * stages); // Q, dO; K, V
+}
+
+// The backward's stages: two where the device lets a block have their shared memory, else one.
+// Every sm_80+ GPU lets it at hd 64 (56 KB at most); at hd 128 (105 KB) an H100's 227 KB do, an
+// sm_86/89's 99 KB do not.
+int stages_for(std::size_t two_stage_bytes) {
+    int device = 0, optin = 0;
+    check_cuda(cudaGetDevice(&device), "cudaGetDevice");
+    check_cuda(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
+               "cudaDeviceGetAttribute(MaxSharedMemoryPerBlockOptin)");
+    return two_stage_bytes <= std::size_t(optin) ? 2 : 1;
 }
 
 } // namespace
 
-// Runs f(std::bool_constant<regs && kMaxHd == 64>) for the kernels' kRegs: at hd 128 the row
-// operands would take 32 more registers a thread than the dK/dV kernel's 215 leave (ptxas, sm_90).
+// Runs f(std::bool_constant<regs && kMaxHd == 64>, std::integral_constant<int, stages>) for the
+// kernels' kRegs and kStages: at hd 128 the row operands would take 32 more registers a thread than
+// the dK/dV kernel's 226 leave (ptxas, sm_90), and one stage is only ever needed there.
+template <int kMaxHd, typename F>
+void with_variant(bool regs, int stages, F&& f) {
+    if constexpr (kMaxHd == 64) {
+        if (regs) return f(std::true_type{}, std::integral_constant<int, 2>{});
+        return f(std::false_type{}, std::integral_constant<int, 2>{});
+    } else {
+        if (stages == 1) return f(std::false_type{}, std::integral_constant<int, 1>{});
+        return f(std::false_type{}, std::integral_constant<int, 2>{});
+    }
+}
 template <int kMaxHd, typename F>
 void with_regs(bool regs, F&& f) {
-    if constexpr (kMaxHd == 64) {
-        if (regs) return f(std::true_type{});
-    }
-    f(std::false_type{});
+    with_variant<kMaxHd>(regs, 2, [&](auto r, auto) { f(r); });
 }
 
 void flash_attention_mma_forward(cudaStream_t s, void* out, float* lse, const void* qkv, int B,
@@ -519,15 +562,19 @@ void flash_attention_mma_backward(cudaStream_t s, void* dqkv, const void* dout, 
         constexpr int kMaxHd = decltype(max_hd)::value;
         const P* d = static_cast<const P*>(dout);
         const P* x = static_cast<const P*>(qkv);
-        with_regs<kMaxHd>(rows_in_registers, [&](auto regs) {
+        const int stages =
+            stages_for(std::max(backward_kv_shared(hd, 2), backward_q_shared(hd, 2)));
+        with_variant<kMaxHd>(rows_in_registers, stages, [&](auto regs, auto staged) {
             constexpr bool kRegs = decltype(regs)::value;
+            constexpr int kStages = decltype(staged)::value;
             launch_flash("flash_attention_mma_backward_kv",
-                         mma_backward_kv_kernel<kMaxHd, kRegs, P>, kv_grid, kThreads,
-                         backward_kv_shared(hd), s, static_cast<P*>(dqkv), d, x, lse, row_dots, T,
-                         C, H, Hkv, scale);
-            launch_flash("flash_attention_mma_backward_q", mma_backward_q_kernel<kMaxHd, kRegs, P>,
-                         q_grid, kThreads, backward_q_shared(hd), s, static_cast<P*>(dqkv), d, x,
-                         lse, row_dots, T, C, H, Hkv, scale);
+                         mma_backward_kv_kernel<kMaxHd, kRegs, kStages, P>, kv_grid, kThreads,
+                         backward_kv_shared(hd, kStages), s, static_cast<P*>(dqkv), d, x, lse,
+                         row_dots, T, C, H, Hkv, scale);
+            launch_flash("flash_attention_mma_backward_q",
+                         mma_backward_q_kernel<kMaxHd, kRegs, kStages, P>, q_grid, kThreads,
+                         backward_q_shared(hd, kStages), s, static_cast<P*>(dqkv), d, x, lse,
+                         row_dots, T, C, H, Hkv, scale);
         });
     });
 }

@@ -32,7 +32,9 @@
 // Shared memory per block (16-bit tiles, rows padded to hd + 8 elements, which puts the 8 rows an
 // ldmatrix phase reads 4 banks apart — no bank conflicts), at hd 64 / 128: forward Q + two each
 // of K, V 46,080 / 87,040 B; dK/dV K, V + two each of Q, dO, lse, D 56,320 / 105,472 B; dQ Q, dO
-// + two each of K, V 55,296 / 104,448 B. Included by .cu files only.
+// + two each of K, V 55,296 / 104,448 B. A GPU that lets a block opt in to less than the
+// backward's two stages (an sm_86/89's 99 KiB, at hd 128) runs it on one buffer, refilled after a
+// second barrier a tile: the same bits. Included by .cu files only.
 #pragma once
 
 #include "core/dtype.h"
