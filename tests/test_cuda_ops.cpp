@@ -31,6 +31,27 @@
 using namespace shardlab;
 using namespace shardlab::cuda_test;
 
+namespace {
+// |op(A)| |op(B)| in float64, row-major M x N: entry (m, n) is sum_k |A(m, k) B(k, n)|, summed in
+// k order, the magnitude a product's accumulated rounding error is bounded by. op(A) is M x K,
+// stored K x M when ta; op(B) is K x N, stored N x K when tb.
+std::vector<double> abs_product(const float* a, bool ta, const float* b, bool tb, int M, int K,
+                                int N) {
+    std::vector<double> mag(std::size_t(M) * N);
+    for (int m = 0; m < M; ++m)
+        for (int n = 0; n < N; ++n) {
+            double s = 0;
+            for (int k = 0; k < K; ++k) {
+                const double av = a[ta ? std::size_t(k) * M + m : std::size_t(m) * K + k];
+                const double bv = b[tb ? std::size_t(n) * K + k : std::size_t(k) * N + n];
+                s += std::fabs(av * bv);
+            }
+            mag[std::size_t(m) * N + n] = s;
+        }
+    return mag;
+}
+} // namespace
+
 // GEMM: both sides accumulate K products in fp32, in different orders, so each differs from the
 // exact value by at most K u sum|a||b| (u = 2^-24), the two by twice that; a 16-bit result is then
 // rounded once on each side, which may land on neighbouring values: one ulp of the output more.
@@ -72,25 +93,20 @@ TEST(CudaOps, GemmMatchesTheCpuWithinTheAccumulationBound) {
                         if (side == 0) ha = x.read(ta_), hb = x.read(tb_);
                     }
                     std::vector<double> bound(out[0].size());
-                    for (int i = 0; i < B; ++i)
+                    for (int i = 0; i < B; ++i) {
+                        const std::vector<double> mags =
+                            abs_product(ha.data() + std::size_t(i) * M * K, ta,
+                                        hb.data() + std::size_t(i) * K * N, tb, M, K, N);
                         for (int m = 0; m < M; ++m)
                             for (int n = 0; n < N; ++n) {
-                                double mag = 0;
-                                for (int k = 0; k < K; ++k) {
-                                    const double av =
-                                        ha[std::size_t(i) * M * K +
-                                           (ta ? std::size_t(k) * M + m : std::size_t(m) * K + k)];
-                                    const double bv =
-                                        hb[std::size_t(i) * K * N +
-                                           (tb ? std::size_t(n) * K + k : std::size_t(k) * N + n)];
-                                    mag += std::fabs(av * bv);
-                                }
+                                const double mag = mags[std::size_t(m) * N + n];
                                 const std::size_t o = (std::size_t(i) * M + m) * N + n;
                                 const double rest =
                                     c.bias ? std::fabs(bias[n]) : 0.5 * std::fabs(c0[o]);
                                 bound[o] = 2.0 * (K + 2) * 0x1p-24 * (alpha * mag + rest) +
                                            rounding(dt, alpha * mag) + rounding(dt, out[0][o]);
                             }
+                    }
                     expect_within(out[1], out[0], bound, "gemm");
                 }
 }
@@ -1208,16 +1224,14 @@ TEST(CudaOps, LinearEpiloguesMatchTheCpuAndTheSeparateKernels) {
             // its add (`extra`, the cuBLASLt side): one rounding of the sum more.
             // Forward: pre = a w + bias; out = gelu(pre), its tanh within tanh_err (|pre| + 1).
             const std::vector<double> bpre = [&] {
-                std::vector<double> b(std::size_t(R) * N);
+                const std::vector<double> mag =
+                    abs_product(ha.data(), false, hw.data(), false, R, K, N);
+                std::vector<double> b(mag.size());
                 for (int r = 0; r < R; ++r)
                     for (int n = 0; n < N; ++n) {
-                        double mag = 0;
-                        for (int k = 0; k < K; ++k)
-                            mag += std::fabs(double(ha[std::size_t(r) * K + k]) *
-                                             hw[std::size_t(k) * N + n]);
                         const std::size_t o = std::size_t(r) * N + n;
-                        b[o] = 2.0 * (K + 2) * kU * (mag + std::fabs(bias[n])) + rounding(dt, mag) +
-                               rounding(dt, fwd[0].x[o]);
+                        b[o] = 2.0 * (K + 2) * kU * (mag[o] + std::fabs(bias[n])) +
+                               rounding(dt, mag[o]) + rounding(dt, fwd[0].x[o]);
                     }
                 return b;
             }();
@@ -1231,16 +1245,11 @@ TEST(CudaOps, LinearEpiloguesMatchTheCpuAndTheSeparateKernels) {
             // Parameter gradients: dw += a^T dout; db += column sums of dout.
             std::vector<double> bdw(std::size_t(K) * N), bdb(static_cast<std::size_t>(N)),
                 db_sum_mag(static_cast<std::size_t>(N));
-            for (int k = 0; k < K; ++k)
-                for (int n = 0; n < N; ++n) {
-                    double mag = 0;
-                    for (int r = 0; r < R; ++r)
-                        mag += std::fabs(double(ha[std::size_t(r) * K + k]) *
-                                         hdout[std::size_t(r) * N + n]);
-                    const std::size_t o = std::size_t(k) * N + n;
-                    bdw[o] = 2.0 * (R + 2) * kU * (mag + std::fabs(dw0[o])) + rounding(dt, mag) +
-                             rounding(dt, grads[0].x[o]);
-                }
+            const std::vector<double> dw_mag =
+                abs_product(ha.data(), true, hdout.data(), false, K, R, N); // a^T dout
+            for (std::size_t o = 0; o < bdw.size(); ++o)
+                bdw[o] = 2.0 * (R + 2) * kU * (dw_mag[o] + std::fabs(dw0[o])) +
+                         rounding(dt, dw_mag[o]) + rounding(dt, grads[0].x[o]);
             for (int n = 0; n < N; ++n) {
                 double mag = 0;
                 for (int r = 0; r < R; ++r) mag += std::fabs(hdout[std::size_t(r) * N + n]);
@@ -1252,17 +1261,16 @@ TEST(CudaOps, LinearEpiloguesMatchTheCpuAndTheSeparateKernels) {
             struct GeluBackBounds {
                 std::vector<double> din, dbk;
             };
+            const std::vector<double> din_mag =
+                abs_product(hdout.data(), false, hw.data(), true, R, N, K); // dout w^T
             auto back_bounds = [&](double tanh_err) {
                 GeluBackBounds b{std::vector<double>(std::size_t(R) * K),
                                  std::vector<double>(static_cast<std::size_t>(K))};
                 for (int k = 0; k < K; ++k) {
                     double sum_bound = 0, sum_mag = 0;
                     for (int r = 0; r < R; ++r) {
-                        double mag = 0;
-                        for (int n = 0; n < N; ++n)
-                            mag += std::fabs(double(hdout[std::size_t(r) * N + n]) *
-                                             hw[std::size_t(k) * N + n]);
                         const std::size_t o = std::size_t(r) * K + k;
+                        const double mag = din_mag[o];
                         const double g_bound = 2.0 * (N + 2) * kU * mag + rounding(dt, mag);
                         b.din[o] = 1.13 * g_bound + tanh_err * mag * (std::fabs(hpre[o]) + 1) +
                                    rounding(dt, bwd[0].x[o]);
