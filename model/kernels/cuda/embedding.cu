@@ -132,12 +132,10 @@ __device__ void sum_run(T* row, const T* dout, const int* order, int begin, int 
             SHARDLAB_UNROLL
             for (int r = 0; r < kRows; ++r) {
                 const T* src = dout + std::size_t(order[k + r < end ? k + r : begin]) * C;
-                if constexpr (kVector) {
-                    const Packed<T> p = load_packed(src + c0);
-                    for (int e = 0; e < W; ++e) v[r][e] = to_f32(p.v[e]);
-                } else {
+                if constexpr (kVector)
+                    load_whole_chunk(v[r], src, c0);
+                else
                     load_chunk(v[r], src, c0, C);
-                }
             }
             SHARDLAB_UNROLL
             for (int r = 0; r < kRows; ++r)

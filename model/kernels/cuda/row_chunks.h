@@ -16,18 +16,25 @@
 
 namespace shardlab::cuda {
 
+// Loads the chunk of W columns at c0 into f when it is whole and on the 16-byte grid (the caller
+// knows): 16-byte loads only. W is a whole number of T's packs.
+template <typename T, int W>
+__device__ __forceinline__ void load_whole_chunk(float (&f)[W], const T* row, int c0) {
+    constexpr int P = Packed<T>::size;
+    static_assert(W % P == 0, "a chunk is whole packs");
+    for (int q = 0; q < W; q += P) {
+        const Packed<T> p = load_packed(row + c0 + q);
+        for (int e = 0; e < P; ++e) f[q + e] = to_f32(p.v[e]);
+    }
+}
+
 // Loads the chunk of W columns at c0 into f (zeros past the row's end); returns its valid
 // elements. W is a whole number of T's packs.
 template <typename T, int W>
 __device__ __forceinline__ int load_chunk(float (&f)[W], const T* row, int c0, int C) {
-    constexpr int P = Packed<T>::size;
-    static_assert(W % P == 0, "a chunk is whole packs");
     const int n = min(W, C - c0);
     if (n == W && aligned16(row + c0)) {
-        for (int q = 0; q < W; q += P) {
-            const Packed<T> p = load_packed(row + c0 + q);
-            for (int e = 0; e < P; ++e) f[q + e] = to_f32(p.v[e]);
-        }
+        load_whole_chunk(f, row, c0);
     } else {
         for (int e = 0; e < W; ++e) f[e] = e < n ? to_f32(row[c0 + e]) : 0.0f;
     }
