@@ -6,12 +6,15 @@
 
 #include "core/device_context.h"
 #include "core/error.h"
+#include "model/kernels/cuda/kernels.h"
 #include "model/ops_cpu.h"
 #include "model/ops_cuda.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <random>
@@ -112,6 +115,25 @@ inline double ulp(DType t, double x) {
 // none for fp32, whose results are compared before any rounding of their own.
 inline double rounding(DType t, double x) {
     return t == DType::f32 ? 0.0 : ulp(t, x);
+}
+
+// The CUDA column sums' order (kernels.h: bias and norm parameter gradients over many rows),
+// computed here in fp32: each chunk of kColumnChunkRows rows summed in row order, the chunks'
+// partials summed in chunk order, added to dst0 and rounded to t. The C++ is compiled without
+// FMA contraction, so each operation rounds as the kernel's does: the same bits, or the kernels
+// sum in another order. term(r): row r's fp32 term, from the values as stored in t.
+template <typename Term>
+float chunked_column_sum(float dst0, int rows, DType t, Term term) {
+    float total = 0;
+    for (int first = 0; first < rows; first += cuda::kColumnChunkRows) {
+        float partial = 0;
+        for (int r = first; r < std::min(rows, first + cuda::kColumnChunkRows); ++r)
+            partial += term(r);
+        total += partial;
+    }
+    std::uint32_t stored = 0; // room for any dtype's element
+    store_from_f32(&stored, t, 0, dst0 + total);
+    return load_as_f32(&stored, t, 0);
 }
 
 // Whether the GPU is the emulator: its cuBLASLt uses the kernels' formulas and order of sums, and

@@ -96,8 +96,9 @@ TEST(CudaLlamaOps, RmsNormForwardAndBackward) {
 
 // dweight over 300 rows: three chunks, summed in parallel and then in chunk order on the GPU, in
 // row order on the CPU. Each is within (N + 1) u sum |dy x r| of the exact sum (the partial sums
-// and the add into dweight), the two within twice that; a 16-bit result one rounding more.
-TEST(CudaLlamaOps, RmsNormWeightGradOverManyChunksIsWithinTheReassociationBound) {
+// and the add into dweight), the two within twice that; a 16-bit result one rounding more. The
+// GPU's is exactly the chunked order's (chunked_column_sum).
+TEST(CudaLlamaOps, RmsNormWeightGradOverManyChunksIsTheChunkedSumWithinTheReassociationBound) {
     MAKE_TWIN(t);
     const int N = 300, C = 37;
     for (DType dt : kAll) {
@@ -106,16 +107,23 @@ TEST(CudaLlamaOps, RmsNormWeightGradOverManyChunksIsWithinTheReassociationBound)
         const auto in = random_values(NC, 21, 2.0f), w = random_values(C, 22);
         const auto dout = random_values(NC, 23), rstd = random_values(N, 24, 1.5f);
         const auto dw0 = random_values(C, 25);
-        std::vector<float> dw[2], xs, dys;
+        std::vector<float> dw[2], xs, dys, dw_stored;
         for (int side = 0; side < 2; ++side) {
             Side& x = side ? t.gpu : t.cpu;
             const Tensor tin = x.make(in, dt, {N, C}), tdout = x.make(dout, dt, {N, C});
             const Tensor tdin = x.make(std::vector<float>(NC, 0.0f), dt, {N, C});
             const Tensor tdw = x.make(dw0, dt, {C});
+            if (side == 0) xs = x.read(tin), dys = x.read(tdout), dw_stored = x.read(tdw);
             x.ops->rmsnorm_backward(x.s(), tdin, tdw, tdout, tin, x.make(w, dt, {C}),
                                     x.make(rstd, DType::f32, {N}));
             dw[side] = x.read(tdw);
-            if (side == 0) xs = x.read(tin), dys = x.read(tdout);
+        }
+        for (int c = 0; c < C; ++c) { // the kernels' order of sums, exactly
+            const auto at = [&](int r) { return std::size_t(r) * C + c; };
+            EXPECT_EQ(dw[1][c],
+                      chunked_column_sum(dw_stored[c], N, dt,
+                                         [&](int r) { return dys[at(r)] * xs[at(r)] * rstd[r]; }))
+                << "dweight column " << c;
         }
         std::vector<double> bound(C);
         for (int c = 0; c < C; ++c) {

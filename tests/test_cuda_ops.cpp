@@ -130,20 +130,28 @@ TEST(CudaOps, BiasGradIsTheCpusColumnSumsBitForBit) {
 
 // Over more rows than one chunk the GPU sums chunks in parallel and then the chunks' sums: another
 // order than the CPU's. Each order's fp32 error is at most rows * u * sum |x| (u = 2^-24), so they
-// differ by at most twice that, plus one rounding of the result into 16-bit storage.
-TEST(CudaOps, BiasGradOverManyChunksIsWithinTheReassociationBound) {
+// differ by at most twice that, plus one rounding of the result into 16-bit storage. And the GPU's
+// own order is the documented one, bit for bit (chunked_column_sum): the loads it issues ahead of
+// its adds (in_order.h) must not reorder the adds.
+TEST(CudaOps, BiasGradOverManyChunksIsTheChunkedSumWithinTheReassociationBound) {
     MAKE_TWIN(t);
-    const int R = 1000, C = 29; // 8 chunks of 128 rows, the last one short
+    const int R = 2100, C = 29; // 17 chunks of 128 rows, the last one short: more than a batch
     for (DType dt : kAll) {
         SCOPED_TRACE(dtype_name(dt));
         const auto dout = random_values(std::size_t(R) * C, 30), db0 = random_values(C, 31);
-        std::vector<float> got[2];
+        std::vector<float> got[2], dys, db_stored; // the inputs as stored in dt
         for (int side = 0; side < 2; ++side) {
             Side& x = side ? t.gpu : t.cpu;
-            const Tensor db = x.make(db0, dt, {C});
-            x.ops->bias_grad(x.s(), db, x.make(dout, dt, {R, C}));
+            const Tensor db = x.make(db0, dt, {C}), tdout = x.make(dout, dt, {R, C});
+            if (side == 1) dys = x.read(tdout), db_stored = x.read(db);
+            x.ops->bias_grad(x.s(), db, tdout);
             got[side] = x.read(db);
         }
+        for (int c = 0; c < C; ++c) // the kernels' order of sums, exactly
+            EXPECT_EQ(got[1][c],
+                      chunked_column_sum(db_stored[c], R, dt,
+                                         [&](int r) { return dys[std::size_t(r) * C + c]; }))
+                << "column " << c;
         std::vector<double> bound(C);
         for (int c = 0; c < C; ++c) {
             double abs_sum = std::fabs(db0[c]);
@@ -255,8 +263,9 @@ TEST(CudaOps, ResidualLayerNormIsTheTwoOpsBitForBit) {
 }
 
 // LayerNorm's parameter gradients over several chunks of rows: the column sums' bound (above), the
-// terms dy (x - mean) rstd computed alike on both sides from the same statistics.
-TEST(CudaOps, LayerNormParamGradsOverManyChunksAreWithinTheReassociationBound) {
+// terms dy (x - mean) rstd computed alike on both sides from the same statistics; on the GPU,
+// exactly the chunked order's sums (above).
+TEST(CudaOps, LayerNormParamGradsOverManyChunksAreTheChunkedSumsWithinTheReassociationBound) {
     MAKE_TWIN(t);
     const int N = 300, C = 45; // 3 chunks
     for (DType dt : kAll) {
@@ -266,15 +275,31 @@ TEST(CudaOps, LayerNormParamGradsOverManyChunksAreWithinTheReassociationBound) {
         const auto dw0 = random_values(C, 35), db0 = random_values(C, 36);
         std::vector<float> mean(N), rstd(N); // any statistics, the same for both sides
         for (int r = 0; r < N; ++r) mean[r] = 0.01f * float(r % 7), rstd[r] = 0.5f + 0.001f * r;
-        std::vector<float> dw[2], db[2];
+        std::vector<float> dw[2], db[2], xs, dys, dw_stored, db_stored; // inputs as stored in dt
         for (int side = 0; side < 2; ++side) {
             Side& x = side ? t.gpu : t.cpu;
             const Tensor tin = x.make(in, dt, {N, C}), tw = x.make(w, dt, {C});
             const Tensor tdin = x.make(std::vector<float>(std::size_t(N) * C), dt, {N, C});
             const Tensor tdw = x.make(dw0, dt, {C}), tdb = x.make(db0, dt, {C});
-            x.ops->layernorm_backward(x.s(), tdin, tdw, tdb, x.make(dout, dt, {N, C}), tin, tw,
+            const Tensor tdout = x.make(dout, dt, {N, C});
+            if (side == 1)
+                xs = x.read(tin), dys = x.read(tdout), dw_stored = x.read(tdw),
+                db_stored = x.read(tdb);
+            x.ops->layernorm_backward(x.s(), tdin, tdw, tdb, tdout, tin, tw,
                                       x.make(mean, DType::f32, {N}), x.make(rstd, DType::f32, {N}));
             dw[side] = x.read(tdw), db[side] = x.read(tdb);
+        }
+        for (int c = 0; c < C; ++c) { // the kernels' order of sums, exactly
+            const auto at = [&](int r) { return std::size_t(r) * C + c; };
+            EXPECT_EQ(dw[1][c], chunked_column_sum(dw_stored[c], N, dt,
+                                                   [&](int r) {
+                                                       return dys[at(r)] * (xs[at(r)] - mean[r]) *
+                                                              rstd[r];
+                                                   }))
+                << "dweight column " << c;
+            EXPECT_EQ(db[1][c],
+                      chunked_column_sum(db_stored[c], N, dt, [&](int r) { return dys[at(r)]; }))
+                << "dbias column " << c;
         }
         std::vector<double> bw(C), bb(C);
         for (int c = 0; c < C; ++c) {

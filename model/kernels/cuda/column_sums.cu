@@ -1,9 +1,11 @@
 // Column sums (bias gradients), deterministic and parallel: a block of threads per (column block,
 // chunk of kColumnChunkRows rows) sums its chunk in row order into an fp32 partial, then one thread
 // per column adds the partials in chunk order. Neighbouring threads read neighbouring columns, so
-// every row is read coalesced. With one chunk the order is the CPU's, so the bits are too.
+// every row is read coalesced. With one chunk the order is the CPU's, so the bits are too. Both
+// sums issue their loads ahead of their adds (in_order.h).
 #include "core/cuda/element.h"
 #include "core/cuda/launch.h"
+#include "model/kernels/cuda/in_order.h"
 #include "model/kernels/cuda/kernels.h"
 
 namespace shardlab::cuda {
@@ -18,7 +20,9 @@ __global__ void column_partials_kernel(float* partials, const T* src, int rows, 
     const int first = int(blockIdx.y) * kColumnChunkRows;
     const int last = rows - first < kColumnChunkRows ? rows : first + kColumnChunkRows;
     float s = 0;
-    for (int r = first; r < last; ++r) s += to_f32(src[std::size_t(r) * cols + c]);
+    in_order(
+        first, last, [&](int r) { return src[std::size_t(r) * cols + c]; },
+        [&](T x) { s += to_f32(x); });
     partials[std::size_t(blockIdx.y) * cols + c] = s;
 }
 
@@ -27,7 +31,9 @@ __global__ void add_partials_kernel(T* dst, const float* partials, int chunks, i
     const int c = int(blockIdx.x * blockDim.x + threadIdx.x);
     if (c >= cols) return;
     float s = 0;
-    for (int k = 0; k < chunks; ++k) s += partials[std::size_t(k) * cols + c];
+    in_order(
+        0, chunks, [&](int k) { return partials[std::size_t(k) * cols + c]; },
+        [&](float x) { s += x; });
     dst[c] = from_f32<T>(to_f32(dst[c]) + s);
 }
 } // namespace

@@ -7,6 +7,7 @@
 // per column walking the rows in order — the CPU's order, so those two match it bit for bit.
 #include "core/cuda/element.h"
 #include "core/cuda/launch.h"
+#include "model/kernels/cuda/in_order.h"
 #include "model/kernels/cuda/kernels.h"
 #include "model/kernels/cuda/row_chunks.h"
 #include "model/kernels/cuda/warp_reduce.h"
@@ -120,8 +121,8 @@ __global__ void layernorm_backward_input_kernel(T* din, const T* dout, const T* 
     }
 }
 
-// The parameter gradients' partial column sums over one chunk of rows (column_sums.cu's scheme):
-// dweight's partials first, then dbias's.
+// The parameter gradients' partial column sums over one chunk of rows (column_sums.cu's scheme,
+// the loads ahead of the sums: in_order.h): dweight's partials first, then dbias's.
 template <typename T>
 __global__ void layernorm_params_partials_kernel(float* partials, const T* dout, const T* in,
                                                  const float* mean, const float* rstd, int N,
@@ -130,12 +131,22 @@ __global__ void layernorm_params_partials_kernel(float* partials, const T* dout,
     if (c >= C) return;
     const int first = int(blockIdx.y) * kColumnChunkRows;
     const int last = N - first < kColumnChunkRows ? N : first + kColumnChunkRows;
+    struct Row {
+        T dy, x;
+        float mean, rstd;
+    };
     float dw = 0, db = 0;
-    for (int r = first; r < last; ++r) {
-        const float dy = to_f32(dout[std::size_t(r) * C + c]);
-        dw += dy * (to_f32(in[std::size_t(r) * C + c]) - mean[r]) * rstd[r];
-        db += dy;
-    }
+    in_order(
+        first, last,
+        [&](int r) {
+            const std::size_t i = std::size_t(r) * C + c;
+            return Row{dout[i], in[i], mean[r], rstd[r]};
+        },
+        [&](const Row& row) {
+            const float dy = to_f32(row.dy);
+            dw += dy * (to_f32(row.x) - row.mean) * row.rstd;
+            db += dy;
+        });
     const std::size_t chunks = gridDim.y;
     partials[std::size_t(blockIdx.y) * C + c] = dw;
     partials[(chunks + blockIdx.y) * C + c] = db;

@@ -10,6 +10,7 @@
 //   dx += r * w * dy - x * r^3 * mean(w * dy * x)          dw += sum over rows of dy * x * r
 #include "core/cuda/element.h"
 #include "core/cuda/launch.h"
+#include "model/kernels/cuda/in_order.h"
 #include "model/kernels/cuda/kernels.h"
 #include "model/kernels/cuda/row_chunks.h"
 #include "model/kernels/cuda/warp_reduce.h"
@@ -94,7 +95,8 @@ __global__ void rmsnorm_backward_input_kernel(T* din, const T* dout, const T* in
     }
 }
 
-// dweight's partial column sums over one chunk of rows, in row order (column_sums.cu's scheme).
+// dweight's partial column sums over one chunk of rows, in row order (column_sums.cu's scheme, the
+// loads ahead of the sums: in_order.h).
 template <typename T>
 __global__ void rmsnorm_weight_partials_kernel(float* partials, const T* dout, const T* in,
                                                const float* rstd, int N, int C) {
@@ -102,11 +104,18 @@ __global__ void rmsnorm_weight_partials_kernel(float* partials, const T* dout, c
     if (c >= C) return;
     const int first = int(blockIdx.y) * kColumnChunkRows;
     const int last = N - first < kColumnChunkRows ? N : first + kColumnChunkRows;
+    struct Row {
+        T dy, x;
+        float rstd;
+    };
     float dw = 0;
-    for (int r = first; r < last; ++r) {
-        const std::size_t i = std::size_t(r) * C + c;
-        dw += to_f32(dout[i]) * to_f32(in[i]) * rstd[r];
-    }
+    in_order(
+        first, last,
+        [&](int r) {
+            const std::size_t i = std::size_t(r) * C + c;
+            return Row{dout[i], in[i], rstd[r]};
+        },
+        [&](const Row& row) { dw += to_f32(row.dy) * to_f32(row.x) * row.rstd; });
     partials[std::size_t(blockIdx.y) * C + c] = dw;
 }
 } // namespace
