@@ -3,8 +3,9 @@
 // keeps a running maximum m and sum s of e^(x - m), rescaling s when m grows), the second reads it
 // again and writes the gradient (softmax - onehot) * scale over the logits. The row is walked in
 // chunks of W = Packed<T>::size columns (row_chunks.h: one 16-byte load or store where the chunk
-// is whole and aligned, element by element otherwise), thread t taking chunks t, t + 256, ...: a
-// fixed order of every sum whatever the alignment. Rows are ld apart and only their first V
+// is whole and aligned, element by element otherwise), thread t taking chunks t, t + 256, ...
+// (kInFlight of them loaded at a time, then used in that order): a fixed order of every sum
+// whatever the alignment. Rows are ld apart and only their first V
 // columns are the vocabulary: the padded columns V..ld-1 are not read and get a zero gradient.
 // The mean over rows is summed by one thread, in row order, as the CPU does; the block stages the
 // rows' losses in shared memory 256 at a time, so that thread waits for one global load per 256
@@ -18,6 +19,7 @@
 // exponentials are ex2's (exp_of below), where CUDA's expf was also within 2 ulp.
 #include "core/cuda/element.h"
 #include "core/cuda/launch.h"
+#include "core/cuda/unroll.h"
 #include "model/kernels/cuda/fast_exp2.h"
 #include "model/kernels/cuda/kernels.h"
 #include "model/kernels/cuda/row_chunks.h"
@@ -27,6 +29,7 @@ namespace shardlab::cuda {
 namespace {
 constexpr unsigned kThreads = 256;
 constexpr unsigned kWarps = kThreads / 32;
+constexpr int kInFlight = 4; // chunks a thread loads before it uses them
 
 // e^x for x <= 0 (an element less the running maximum) as 2^(x log2 e) by the SFU's ex2
 // (fast_exp2.h): 3 instructions where expf takes 11, twice per logit. The product x log2 e adds
@@ -51,12 +54,18 @@ __device__ __forceinline__ MaxSum combine(MaxSum a, MaxSum b) {
 // exponentials added in column order.
 template <int W>
 __device__ __forceinline__ void fold_chunk(MaxSum& r, const float (&f)[W], int n) {
+    // Loops to W, not n: unrolled, f stays in registers (a loop to n put the batch of chunks in
+    // local memory).
     float cm = -INFINITY;
-    for (int e = 0; e < n; ++e) cm = fmaxf(cm, f[e]);
+    SHARDLAB_UNROLL
+    for (int e = 0; e < W; ++e)
+        if (e < n) cm = fmaxf(cm, f[e]);
     if (cm == -INFINITY) return; // nothing but -inf: adds 0
     const float m = fmaxf(r.m, cm);
     float s = r.s * exp_of(r.m - m);
-    for (int e = 0; e < n; ++e) s += exp_of(f[e] - m);
+    SHARDLAB_UNROLL
+    for (int e = 0; e < W; ++e)
+        if (e < n) s += exp_of(f[e] - m);
     r = {m, s};
 }
 
@@ -77,6 +86,22 @@ __device__ __forceinline__ MaxSum block_max_sum(MaxSum r, float (&ms)[kWarps],
     return total;
 }
 
+// A thread's chunks k0, k0 + 256, ... (kInFlight of them) of a row of V columns, all loaded before
+// any is used: one 16-byte load in flight per thread left the sweeps waiting on memory's latency
+// (the loop's body, with its exponentials, was not unrolled). n[b]: the chunk's valid columns,
+// <= 0 for a chunk at or past V (then f[b] is zeros).
+template <typename T, int W>
+__device__ __forceinline__ void load_chunks(float (&f)[kInFlight][W], int (&n)[kInFlight],
+                                            const T* z, int k0, int V) {
+    SHARDLAB_UNROLL
+    for (int b = 0; b < kInFlight; ++b) {
+        const int c0 = (k0 + b * int(kThreads)) * W;
+        n[b] = c0 < V ? load_chunk(f[b], z, c0, V) : 0;
+        if (c0 >= V)
+            for (float& x : f[b]) x = 0.0f;
+    }
+}
+
 template <typename T>
 __global__ void cross_entropy_rows_kernel(T* logits, const std::uint16_t* targets, int V, int ld,
                                           float dlogits_scale, double* row_losses) {
@@ -87,23 +112,32 @@ __global__ void cross_entropy_rows_kernel(T* logits, const std::uint16_t* target
     const int target = targets[r];
     // Read before the barrier in block_max_sum; the gradient overwrites it only after.
     const float z_target = threadIdx.x == 0 ? to_f32(z[target]) : 0.0f;
-    float f[W];
+    float f[kInFlight][W];
+    int n[kInFlight];
     MaxSum own;
-    for (int k = int(threadIdx.x); k * W < V; k += int(kThreads))
-        fold_chunk(own, f, load_chunk(f, z, k * W, V));
+    for (int k0 = int(threadIdx.x); k0 * W < V; k0 += kInFlight * int(kThreads)) {
+        load_chunks(f, n, z, k0, V);
+        SHARDLAB_UNROLL
+        for (int b = 0; b < kInFlight; ++b) fold_chunk(own, f[b], n[b]); // n <= 0: adds nothing
+    }
     const MaxSum row = block_max_sum(own, ms, ss);
     if (threadIdx.x == 0) row_losses[r] = double(logf(row.s) + row.m - z_target);
     if (dlogits_scale == 0.0f) return;
     const float inv_sum = 1.0f / row.s;
-    for (int k = int(threadIdx.x); k * W < ld; k += int(kThreads)) {
-        const int c0 = k * W;
+    for (int k0 = int(threadIdx.x); k0 * W < ld; k0 += kInFlight * int(kThreads)) {
         // Only this thread read these columns in the first sweep: no barrier needed.
-        const int n = c0 < V ? load_chunk(f, z, c0, V) : 0;
-        for (int e = 0; e < W; ++e) {
-            const float onehot = c0 + e == target ? 1.0f : 0.0f;
-            f[e] = e < n ? (exp_of(f[e] - row.m) * inv_sum - onehot) * dlogits_scale : 0.0f;
+        load_chunks(f, n, z, k0, V);
+        SHARDLAB_UNROLL
+        for (int b = 0; b < kInFlight; ++b) {
+            const int c0 = (k0 + b * int(kThreads)) * W;
+            if (c0 >= ld) break;
+            for (int e = 0; e < W; ++e) {
+                const float onehot = c0 + e == target ? 1.0f : 0.0f;
+                f[b][e] = e < n[b] ? (exp_of(f[b][e] - row.m) * inv_sum - onehot) * dlogits_scale
+                                   : 0.0f; // past V: the padding's zero gradient
+            }
+            store_chunk(z, c0, ld, f[b]);
         }
-        store_chunk(z, c0, ld, f);
     }
 }
 
