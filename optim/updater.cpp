@@ -1,4 +1,4 @@
-// Owned ranges cut along tensor boundaries.
+// Owned ranges cut where the weight decay changes, or padding lies between tensors.
 #include "optim/updater.h"
 
 #include <algorithm>
@@ -11,7 +11,12 @@ std::vector<ShardSegment> shard_segments(const OwnedShard& shard) {
     for (const ParamInfo& p : *shard.tensors) {
         const std::uint64_t lo = std::max<std::uint64_t>(p.offset, lo_range);
         const std::uint64_t hi = std::min<std::uint64_t>(p.offset + p.numel, hi_range);
-        if (lo < hi) out.push_back({lo - lo_range, hi - lo, p.decay});
+        if (lo >= hi) continue;
+        ShardSegment* last = out.empty() ? nullptr : &out.back();
+        if (last && last->decay == p.decay && last->begin + last->count == lo - lo_range)
+            last->count += hi - lo; // the same update's coefficients: one call for both
+        else
+            out.push_back({lo - lo_range, hi - lo, p.decay});
     }
     return out;
 }

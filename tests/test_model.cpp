@@ -14,6 +14,7 @@
 #include "optim/adamw.h"
 #include "optim/checkpoint_file.h"
 #include "optim/loss_scaler.h"
+#include "optim/updater.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -21,6 +22,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <tuple>
 
 using namespace shardlab;
 
@@ -372,6 +374,27 @@ TEST(AdamWStep, RefusesSettingsWhoseProductsOverflow) {
     AdamWConfig near_one; // beta1 just below 1: lr / (1 - beta1) = 3e38 / 6e-8 overflows
     near_one.beta1 = std::nextafter(1.0f, 0.0f);
     EXPECT_THROW(adamw_step(near_one, 3e38f, 1, false, 1.0f), UsageError);
+}
+
+// AdamW's calls over an owned range: neighbouring tensors with the same weight decay share one
+// (GPT-2's norms and biases: 9 calls a block, not 12); a change of decay, or padding between two
+// tensors (wte's rows past V), starts another; the range clips the first and the last.
+TEST(ShardSegments, NeighboursWithOneDecayShareACall) {
+    const std::vector<ParamInfo> tensors{
+        {"a", {4}, 0, 4, false, 4},    {"b", {3}, 4, 3, false, 3},
+        {"c", {5, 1}, 7, 5, true, 5},  {"d", {2, 1}, 12, 2, true, 6}, // d: 4 elements of padding
+        {"e", {3, 1}, 18, 3, true, 3}, {"f", {1}, 21, 1, false, 1}};
+    const auto segments = [&](std::uint64_t offset, std::int64_t count) {
+        const OwnedShard shard{&tensors, offset, Tensor{nullptr, DType::f32, Shape{count}}, {}};
+        std::vector<std::tuple<std::uint64_t, std::uint64_t, bool>> out;
+        for (const ShardSegment& s : shard_segments(shard))
+            out.emplace_back(s.begin, s.count, s.decay);
+        return out;
+    };
+    using V = std::vector<std::tuple<std::uint64_t, std::uint64_t, bool>>;
+    EXPECT_EQ(segments(0, 22), (V{{0, 7, false}, {7, 7, true}, {18, 3, true}, {21, 1, false}}));
+    EXPECT_EQ(segments(5, 15), (V{{0, 2, false}, {2, 7, true}, {13, 2, true}}));
+    EXPECT_EQ(segments(14, 4), V{}); // d's padding only
 }
 
 // checkpoint_file_bytes is what the save declares for the file before it is encoded: exact, at

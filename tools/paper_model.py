@@ -27,14 +27,17 @@ def shape(dims, dt, transposed=False):
     return f"[{', '.join(str(d) for d in dims)}] {dt}" + (" T" if transposed else "")
 
 
-def param_tensors(L, C, V, Vp, ctx):
-    """The sizes of every parameter tensor (one AdamW call each) and of every unit's gradient
-    (one fill each, zeroed after the update): embeddings (wte, wpe), L blocks, the final norm.
-    wte's padding rows (V .. Vp) are stored in its unit but belong to no tensor."""
-    block = [C, C, 3 * C * C, 3 * C, C * C, C, C, C, 4 * C * C, 4 * C, 4 * C * C, C]
-    tensors = [V * C, ctx * C] + block * L + [C, C]
+def update_sizes(L, C, V, Vp, ctx):
+    """The sizes of the AdamW calls (one per stretch of neighbouring tensors with the same weight
+    decay: optim/updater.h) and of every unit's gradient (one fill each, zeroed after the update):
+    embeddings (wte, wpe), L blocks, the final norm. wte's padding rows (V .. Vp) are stored in its
+    unit but belong to no tensor, so wpe's call is its own when V < Vp."""
+    # ln_1 w b | attn w | attn b | proj w | proj b, ln_2 w b | fc w | fc b | mproj w | mproj b
+    block = [2 * C, 3 * C * C, 3 * C, C * C, 3 * C, 4 * C * C, 4 * C, 4 * C * C, C]
+    embeddings = [V * C, ctx * C] if Vp > V else [(V + ctx) * C]
+    calls = embeddings + block * L + [2 * C]
     units = [Vp * C + ctx * C] + [sum(block)] * L + [2 * C]
-    return tensors, units
+    return calls, units
 
 
 def step_ops(L, C, H, V, Vp, ctx, B, T, dt, attention):
@@ -91,9 +94,9 @@ def step_ops(L, C, H, V, Vp, ctx, B, T, dt, attention):
         linear_backward(C, 3 * C)
         op("layernorm_backward", dout=shape([N, C], dt))
     op("embedding_backward", dout=shape([B, T, C], dt))
-    tensors, units = param_tensors(L, C, V, Vp, ctx)
+    calls, units = update_sizes(L, C, V, Vp, ctx)
     op("squared_norm", parts=len(units))
-    for n in tensors:
+    for n in calls:
         op("adamw", master=shape([n], "fp32"))
     for n in units:
         op("fill", dst=shape([n], dt))
