@@ -21,7 +21,7 @@ __global__ void column_partials_kernel(float* partials, const T* src, int rows, 
     const int last = rows - first < kColumnChunkRows ? rows : first + kColumnChunkRows;
     float s = 0;
     in_order(
-        first, last, [&](int r) { return src[std::size_t(r) * cols + c]; },
+        last - first, [&](int j) { return src[std::size_t(first + j) * cols + c]; },
         [&](T x) { s += to_f32(x); });
     partials[std::size_t(blockIdx.y) * cols + c] = s;
 }
@@ -32,7 +32,7 @@ __global__ void add_partials_kernel(T* dst, const float* partials, int chunks, i
     if (c >= cols) return;
     float s = 0;
     in_order(
-        0, chunks, [&](int k) { return partials[std::size_t(k) * cols + c]; },
+        chunks, [&](int k) { return partials[std::size_t(k) * cols + c]; },
         [&](float x) { s += x; });
     dst[c] = from_f32<T>(to_f32(dst[c]) + s);
 }

@@ -137,8 +137,9 @@ __global__ void layernorm_params_partials_kernel(float* partials, const T* dout,
     };
     float dw = 0, db = 0;
     in_order(
-        first, last,
-        [&](int r) {
+        last - first,
+        [&](int j) {
+            const int r = first + j;
             const std::size_t i = std::size_t(r) * C + c;
             return Row{dout[i], in[i], mean[r], rstd[r]};
         },

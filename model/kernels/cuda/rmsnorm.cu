@@ -110,8 +110,9 @@ __global__ void rmsnorm_weight_partials_kernel(float* partials, const T* dout, c
     };
     float dw = 0;
     in_order(
-        first, last,
-        [&](int r) {
+        last - first,
+        [&](int j) {
+            const int r = first + j;
             const std::size_t i = std::size_t(r) * C + c;
             return Row{dout[i], in[i], rstd[r]};
         },

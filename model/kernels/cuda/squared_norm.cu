@@ -1,14 +1,16 @@
 // Sum of squares in double, deterministic: a part of n elements is cut into a number of blocks
-// that depends on n only; each thread sums its strided elements in order, each block its threads
-// by a fixed tree into one partial; then the partials are added by a fixed tree too (thread i of
-// one block takes partials i, i + 256, ... in order). The same parts give the same bits on every
-// call — what keeps ZeRO stages bitwise equal on a GPU.
+// that depends on n only; each thread sums its strided elements in order (their loads issued
+// ahead of the adds: in_order.h), each block its threads by a fixed tree into one partial; then
+// the partials are added by a fixed tree too (thread i of one block takes partials i, i + 256, ...
+// in order). The same parts give the same bits on every call — what keeps ZeRO stages bitwise
+// equal on a GPU.
 //
 // The parts go kNormParts to a launch, their table passed by value as the kernel's argument: a
-// GPT-2 step's 148 gradient shards are 5 launches, not 148 (the first GPU run measured 1.0 ms for
-// the norm, mostly launches and a one-thread finish over tens of thousands of partials).
+// GPT-2 step's 14 unit shards are one launch (the first GPU run measured 1.0 ms for the norm,
+// mostly launches and a one-thread finish over tens of thousands of partials).
 #include "core/cuda/element.h"
 #include "core/cuda/launch.h"
+#include "model/kernels/cuda/in_order.h"
 #include "model/kernels/cuda/kernels.h"
 #include "model/kernels/cuda/warp_reduce.h"
 
@@ -39,11 +41,15 @@ __host__ __device__ std::size_t part_blocks(std::size_t numel) {
 template <typename T>
 __device__ double squares(const void* x, std::size_t n, std::size_t block, std::size_t blocks) {
     const T* v = static_cast<const T*>(x);
+    const std::size_t first = block * kThreads + threadIdx.x, stride = blocks * kThreads;
+    const std::size_t mine = first < n ? (n - first + stride - 1) / stride : 0;
     double s = 0;
-    for (std::size_t i = block * kThreads + threadIdx.x; i < n; i += blocks * kThreads) {
-        const double e = to_f32(v[i]);
-        s += e * e;
-    }
+    in_order(
+        mine, [&](std::size_t j) { return v[first + j * stride]; },
+        [&](T x) {
+            const double e = to_f32(x);
+            s += e * e;
+        });
     return s;
 }
 
