@@ -210,10 +210,11 @@ step_compile() { peer compile; }
 
 # Nsight Compute's counters for the kernels furthest from their paper time (docs/BENCHMARKS.md) in
 # one GPT-2 layer's step: every kernel of the flash attention, cross-entropy, embedding backward and
-# LayerNorm backward ops (the pattern is anchored at the kernels' own names, so cuBLAS's
+# LayerNorm ops, the column sums, the GELU backward and the gradient norm (the memory-bound ones
+# the trace put at about 2 TB/s; the pattern is anchored at the kernels' own names, so cuBLAS's
 # sm90_xmma_* GEMMs stay out), then the flash kernels again under SHARDLAB_CUDA_FLASH=mma_regs. The
 # reports are logs/profile.txt and logs/profile_mma_regs.txt, for the next session to read.
-PROFILE_KERNELS='regex:^(mma_(forward|backward)|row_dots|cross_entropy_rows|mean_kernel|embedding_backward|sort_tile|place_by_rank|layernorm_(backward|params)|add_partials)'
+PROFILE_KERNELS='regex:^(mma_(forward|backward)|row_dots|cross_entropy_rows|mean_kernel|embedding_backward|sort_tile|place_by_rank|layernorm_(forward|backward|params)|add_partials|column_partials|gelu_backward|squared_norm)'
 profile_run() { # FLASH KERNELS FILE SECONDS
   SHARDLAB_CUDA_FLASH=$1 timeout --foreground -k 5 "$4" "$ncu" --clock-control none \
     --section SpeedOfLight --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis \
