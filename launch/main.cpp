@@ -85,9 +85,12 @@ int main(int argc, char** argv) {
 
     for (auto& [sub, run] : runners) {
         if (!sub->parsed()) continue;
-        // `calibrate --show` only reads a profile.
+        // `calibrate --show` only reads a profile; `bench attention` on a GPU makes a backend,
+        // which is collective over MPI_COMM_WORLD.
         const bool shows = sub == calibrate && calibrate->get_option("--show")->count() > 0;
-        if (without_mpi.count(sub) || shows) return run_guarded(run);
+        const bool on_gpu = sub == bench_attention &&
+                            bench_attention->get_option("--device")->as<std::string>() != "cpu";
+        if ((without_mpi.count(sub) && !on_gpu) || shows) return run_guarded(run);
         MpiSession mpi(argc, argv);
         return run_guarded(run);
     }

@@ -70,7 +70,8 @@ for b in "${bins[@]}"; do
   strip --strip-unneeded -o "$root/bin/$(basename "$b")" "$build/$b"
 done
 cp tests/cuda_train_check.py tests/report_expect.py "$root/tests/"
-cp tools/torch_bench_step.py tools/trace_ops.py tools/roofline.py tools/paper_model.py "$root/tools/"
+cp tools/torch_bench_step.py tools/torch_bench_attention.py tools/trace_ops.py tools/roofline.py \
+  tools/paper_model.py "$root/tools/"
 cp scripts/gpu_lease.sh "$root/scripts/"
 
 # --- 2. Open MPI: the .debs unpacked, plus the links Debian's postinst makes -------------------

@@ -11,6 +11,9 @@
 #   bench      GPT-2 124M bf16 `bench step`, micro-batch 16 x 1024, vocabulary 50257 and 50304,
 #              and 50304 again on the WMMA flash attention kernels (SHARDLAB_CUDA_FLASH=wmma) and
 #              on the mma ones with row operands in registers (SHARDLAB_CUDA_FLASH=mma_regs)
+#   attention  flash attention alone at GPT-2's shape, bf16 (`bench attention --device cuda`):
+#              forward and backward apart on mma, mma_regs and wmma, beside PyTorch's
+#              scaled_dot_product_attention (tools/torch_bench_attention.py)
 #   trace      three `--trace` steps of GPT-2 as `train` runs it by default (V = 50257 padded to
 #              50304: bench's 50304 GEMMs), turned into a per-op time table
 #   eager      the PyTorch eager peer (tools/torch_bench_step.py) on the same GPU and shapes
@@ -167,6 +170,38 @@ step_bench() {
   return $rc
 }
 
+attn_shape() { # flash attention alone: GPT-2's heads (B 16, H 12, hd 64), or a tiny stand-in
+  if [ "$DRY" = 1 ]; then echo --batch 2 --heads 2 --head-dim 16; else echo --batch 16 --heads 12 --head-dim 64; fi
+}
+attn_speed() { # FILE PREFIX: "forward X ms (Y TFLOP/s), backward ..." of an attention JSON object
+  python3 - "$1" "$2" <<'PY' 2>/dev/null || echo failed
+import json, sys
+r, p = json.load(open(sys.argv[1])), sys.argv[2]
+print(", ".join(f"{k} {r[p + k + '_ms']:.3f} ms ({r[p + k + '_tflops']:.1f} TFLOP/s)" for k in ("forward", "backward")))
+PY
+}
+step_attention() {
+  local rc=0 flash each=$(($(limit_of attention) / 4 - 5)) line=""
+  # Each tensor-core variant of the flash kernels, forward and backward timed apart (materialize
+  # beside them in the JSON), then PyTorch's scaled_dot_product_attention on the same shape.
+  for flash in mma mma_regs wmma; do
+    SHARDLAB_CUDA_FLASH=$flash timeout --foreground -k 5 $each shardlab bench attention --device cuda $(attn_shape) \
+      --seq-len "$(seqlen)" --precision bf16 --iters 5 > "$LOGS/attention_$flash.json" || rc=$?
+    cat "$LOGS/attention_$flash.json"
+    line+="$flash: $(attn_speed "$LOGS/attention_$flash.json" flash_); "
+  done
+  if python3 -c 'import torch' 2>/dev/null && torch_cuda; then
+    timeout --foreground -k 5 $each env -u LD_LIBRARY_PATH python3 "$B/tools/torch_bench_attention.py" --device cuda \
+      $(attn_shape) --seq "$(seqlen)" --precision bf16 --iters 5 > "$LOGS/attention_sdpa.json" || rc=$?
+    cat "$LOGS/attention_sdpa.json"
+    line+="PyTorch SDPA: $(attn_speed "$LOGS/attention_sdpa.json" "")"
+  else
+    line+="PyTorch SDPA: no PyTorch with CUDA here"
+  fi
+  result "$line"
+  return $rc
+}
+
 step_trace() {
   timeout --foreground -k 5 $(($(limit_of trace) - 15)) $(mpirun_cmd) -np 1 shardlab train --device cuda $(gpt2) \
     --vocab "$(vocabs | cut -d' ' -f1)" --precision bf16 --micro-batch "$(batch)" --steps 4 --warmup 1 \
@@ -239,16 +274,16 @@ step_profile() {
 # ---------------------------------------------------------------------------------------------
 # The runner
 # ---------------------------------------------------------------------------------------------
-ALL_STEPS="env ops train bench trace eager llama memcheck racecheck profile compile"
+ALL_STEPS="env ops train bench attention trace eager llama memcheck racecheck profile compile"
 limit_of() { # a step's time limit in seconds: LEASE_LIMITS overrides, the dry run is shorter
   local o
   # Inside a step, its own limit is what the runner gave it (cut to what is left of the budget).
   [ "$1" = "${STEP:-}" ] && [ -n "${STEP_LIMIT:-}" ] && { echo "$STEP_LIMIT"; return; }
   for o in ${LEASE_LIMITS:-}; do [ "${o%%=*}" = "$1" ] && { echo "${o#*=}"; return; }; done
   if [ "$DRY" = 1 ]; then
-    case $1 in env) echo 30 ;; ops | train) echo 60 ;; llama) echo 45 ;; bench) echo 60 ;; *) echo 30 ;; esac
+    case $1 in env) echo 30 ;; ops | train) echo 60 ;; llama) echo 45 ;; bench | attention) echo 60 ;; *) echo 30 ;; esac
   else
-    case $1 in env) echo 40 ;; ops) echo 90 ;; train) echo 180 ;; bench) echo 130 ;; trace) echo 100 ;; eager | llama) echo 120 ;;
+    case $1 in env) echo 40 ;; ops) echo 90 ;; train) echo 180 ;; bench) echo 130 ;; attention) echo 80 ;; trace) echo 100 ;; eager | llama) echo 120 ;;
       memcheck | racecheck) echo 100 ;; profile) echo 90 ;; compile) echo 240 ;; *) echo 60 ;; esac
   fi
 }
@@ -332,7 +367,7 @@ open(os.path.join(out, "summary.md"), "w").write(text)
 res = {"dry_run": dry, "build": build, "seconds": now - start,
        "steps": [dict(zip(("step", "status", "seconds", "limit", "result"), r)) for r in rows]}
 for f in sorted(os.listdir(logs)):
-    if f.endswith(".json") and f.startswith(("bench_", "eager_", "compile_")):
+    if f.endswith(".json") and f.startswith(("bench_", "attention_", "eager_", "compile_")):
         try:
             res[f[:-5]] = json.load(open(os.path.join(logs, f)))
         except ValueError:
