@@ -99,6 +99,9 @@ class Ops {
     virtual void flash_attention_backward(Stream& s, const Tensor& dqkv, const Tensor& dout,
                                           const Tensor& qkv, const Tensor& out, const Tensor& lse,
                                           int heads, int kv_heads) = 0;
+    // Which flash kernels run for storage t and head_dim, as benchmarks name them ("cpu"; on CUDA
+    // model/kernels/cuda/flash_attention_path.h's names).
+    virtual std::string flash_attention_kernels(DType t, int head_dim) const = 0;
 
     // GELU, tanh form. Backward overwrites din with gelu'(in) * dout.
     virtual void gelu_forward(Stream& s, const Tensor& out, const Tensor& in) = 0;

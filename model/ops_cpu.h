@@ -43,6 +43,7 @@ class CpuOps : public Ops {
     void flash_attention_backward(Stream& s, const Tensor& dqkv, const Tensor& dout,
                                   const Tensor& qkv, const Tensor& out, const Tensor& lse,
                                   int heads, int kv_heads) override;
+    std::string flash_attention_kernels(DType, int) const override { return "cpu"; }
     void gelu_forward(Stream& s, const Tensor& out, const Tensor& in) override;
     void gelu_backward(Stream& s, const Tensor& din, const Tensor& in, const Tensor& dout) override;
     void rmsnorm_forward(Stream& s, const Tensor& out, const Tensor& rstd, const Tensor& in,

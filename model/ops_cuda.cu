@@ -152,6 +152,10 @@ class CudaOps : public Ops {
                                        flash_, row_dots.as<float>());
     }
 
+    std::string flash_attention_kernels(DType t, int head_dim) const override {
+        return cuda::flash_kernels_name(t, head_dim, flash_);
+    }
+
     void gelu_forward(Stream& s, const Tensor& out, const Tensor& in) override {
         cuda::gelu_forward(stream_of(s), out.data, in.data, in.numel(), in.dtype);
     }

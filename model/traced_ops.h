@@ -38,6 +38,9 @@ class TracedOps : public Ops {
     void flash_attention_backward(Stream& s, const Tensor& dqkv, const Tensor& dout,
                                   const Tensor& qkv, const Tensor& out, const Tensor& lse,
                                   int heads, int kv_heads) override;
+    std::string flash_attention_kernels(DType t, int head_dim) const override {
+        return in_.flash_attention_kernels(t, head_dim);
+    }
     void gelu_forward(Stream& s, const Tensor& out, const Tensor& in) override;
     void gelu_backward(Stream& s, const Tensor& din, const Tensor& in, const Tensor& dout) override;
     void rmsnorm_forward(Stream& s, const Tensor& out, const Tensor& rstd, const Tensor& in,

@@ -50,6 +50,10 @@ self=$(realpath "$0")
 # 77 (skipped: the result line says why) or anything else (failed).
 # ---------------------------------------------------------------------------------------------
 result() { echo "$*" > "$LOGS/$STEP.result"; }
+share_of() { # STEP PARTS: the time limit of each of a step's PARTS runs: its share less 5 s
+  local e=$(($(limit_of "$1") / $2 - 5))
+  echo $((e < 5 ? 5 : e)) # a step cut short still gives them a limit (timeout 0 is none at all)
+}
 skip() { result "$*"; exit 77; }
 mpirun_cmd() { echo mpirun --oversubscribe --bind-to none $([ "$(id -u)" = 0 ] && echo --allow-run-as-root); }
 gpt2() { # the model every timing step uses: GPT-2 124M, or a tiny stand-in in the dry run
@@ -152,7 +156,7 @@ PY
 }
 
 step_bench() {
-  local rc=0 v flash name each=$(($(limit_of bench) / 4 - 5)) line=""
+  local rc=0 v flash name each=$(share_of bench 4) line=""
   local given padded
   read -r given padded <<< "$(vocabs)"
   # V = 50257 as given (--vocab-multiple 1: the odd leading dimension), 50304 the padded one, both
@@ -173,6 +177,7 @@ step_bench() {
 attn_shape() { # flash attention alone: GPT-2's heads (B 16, H 12, hd 64), or a tiny stand-in
   if [ "$DRY" = 1 ]; then echo --batch 2 --heads 2 --head-dim 16; else echo --batch 16 --heads 12 --head-dim 64; fi
 }
+attn_iters() { if [ "$DRY" = 1 ]; then echo 1; else echo 5; fi; }
 attn_speed() { # FILE PREFIX: "forward X ms (Y TFLOP/s), backward ..." of an attention JSON object
   python3 - "$1" "$2" <<'PY' 2>/dev/null || echo failed
 import json, sys
@@ -181,18 +186,18 @@ print(", ".join(f"{k} {r[p + k + '_ms']:.3f} ms ({r[p + k + '_tflops']:.1f} TFLO
 PY
 }
 step_attention() {
-  local rc=0 flash each=$(($(limit_of attention) / 4 - 5)) line=""
+  local rc=0 flash each=$(share_of attention 4) line=""
   # Each tensor-core variant of the flash kernels, forward and backward timed apart (materialize
   # beside them in the JSON), then PyTorch's scaled_dot_product_attention on the same shape.
   for flash in mma mma_regs wmma; do
     SHARDLAB_CUDA_FLASH=$flash timeout --foreground -k 5 $each shardlab bench attention --device cuda $(attn_shape) \
-      --seq-len "$(seqlen)" --precision bf16 --iters 5 > "$LOGS/attention_$flash.json" || rc=$?
+      --seq-len "$(seqlen)" --precision bf16 --iters "$(attn_iters)" > "$LOGS/attention_$flash.json" || rc=$?
     cat "$LOGS/attention_$flash.json"
     line+="$flash: $(attn_speed "$LOGS/attention_$flash.json" flash_); "
   done
   if python3 -c 'import torch' 2>/dev/null && torch_cuda; then
     timeout --foreground -k 5 $each env -u LD_LIBRARY_PATH python3 "$B/tools/torch_bench_attention.py" --device cuda \
-      $(attn_shape) --seq "$(seqlen)" --precision bf16 --iters 5 > "$LOGS/attention_sdpa.json" || rc=$?
+      $(attn_shape) --seq "$(seqlen)" --precision bf16 --iters "$(attn_iters)" > "$LOGS/attention_sdpa.json" || rc=$?
     cat "$LOGS/attention_sdpa.json"
     line+="PyTorch SDPA: $(attn_speed "$LOGS/attention_sdpa.json" "")"
   else
@@ -216,7 +221,7 @@ step_trace() {
 peer() { # eager|compile: tools/torch_bench_step.py with the machine's own libraries
   python3 -c 'import torch' 2>/dev/null || skip "PyTorch absent"
   torch_cuda || skip "PyTorch without CUDA here"
-  local rc=0 v each=$(($(limit_of "$1") / 2 - 5)) line="" flag=()
+  local rc=0 v each=$(share_of "$1" 2) line="" flag=()
   [ "$1" = compile ] && flag=(--compile)
   for v in $(vocabs | tr ' ' '\n' | sort -r); do # 50304 first: the compile step may only get one
     timeout --foreground -k 5 $each env -u LD_LIBRARY_PATH python3 "$B/tools/torch_bench_step.py" --device cuda \
@@ -231,7 +236,7 @@ peer() { # eager|compile: tools/torch_bench_step.py with the machine's own libra
 step_eager() { peer eager; }
 
 step_llama() {
-  local rc=0 each=$(($(limit_of llama) / 2 - 5)) line=""
+  local rc=0 each=$(share_of llama 2) line=""
   timeout --foreground -k 5 $each $(mpirun_cmd) -np 1 shardlab train --device cuda $(llama) --precision bf16 \
     --micro-batch "$(batch)" --steps 3 --warmup 1 --val-every 0 --out "$LOGS/llama_run" --quiet > "$LOGS/llama_train.txt" 2>&1 || rc=$?
   line+="train: $(python3 -c 'import json, sys; s = json.load(open(sys.argv[1]))["steps"]; print("loss %.3f -> %.3f" % (s[0]["loss"], s[-1]["loss"]))' "$LOGS/llama_run/report.json" 2>/dev/null || echo failed)"
@@ -262,7 +267,7 @@ profile_run() { # FLASH KERNELS FILE SECONDS
 step_profile() {
   local ncu rc=0 why each
   ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null) || skip "ncu absent"
-  each=$(($(limit_of profile) / 2 - 5))
+  each=$(share_of profile 2)
   profile_run mma "$PROFILE_KERNELS" profile.txt "$each" || rc=$?
   why=$(grep -m1 -o 'ERR_NVGPUCTRPERM\|LibraryNotLoaded\|Failed to initialize the profiler' "$LOGS/profile.txt") &&
     skip "ncu: no counters here ($why)"

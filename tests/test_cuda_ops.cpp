@@ -557,16 +557,27 @@ Side& flash_side(Twin& t, cuda::TensorCoreFlash tc) {
 }
 constexpr cuda::TensorCoreFlash kTensorCoreFlash[] = {cuda::TensorCoreFlash::mma,
                                                       cuda::TensorCoreFlash::wmma};
-const char* flash_name(cuda::TensorCoreFlash tc) {
-    switch (tc) {
-    case cuda::TensorCoreFlash::mma:
-        return "mma";
-    case cuda::TensorCoreFlash::wmma:
-        return "wmma";
-    case cuda::TensorCoreFlash::mma_regs:
-        return "mma_regs";
-    }
-    return "?";
+const char* flash_name(cuda::TensorCoreFlash tc) { // where every variant runs as asked
+    return cuda::flash_kernels_name(DType::bf16, 64, tc);
+}
+
+// What `bench attention` reports as the kernels that ran: the variant asked for where it applies;
+// mma_regs above hd 64 runs the mma kernels (no room for the row operands), fp32 or a head dim off
+// the tensor cores' k of 16 the CUDA-core ones.
+TEST(CudaOps, FlashKernelsAreNamedAsTheyRun) {
+    MAKE_TWIN(t);
+    using cuda::TensorCoreFlash;
+    EXPECT_EQ(t.cpu.ops->flash_attention_kernels(DType::bf16, 64), "cpu");
+    const Ops& regs = *flash_side(t, TensorCoreFlash::mma_regs).ops;
+    EXPECT_EQ(regs.flash_attention_kernels(DType::bf16, 64), "mma_regs");
+    EXPECT_EQ(regs.flash_attention_kernels(DType::f16, 48), "mma_regs");
+    EXPECT_EQ(regs.flash_attention_kernels(DType::bf16, 128), "mma");
+    EXPECT_EQ(regs.flash_attention_kernels(DType::bf16, 72), "cuda_cores");
+    EXPECT_EQ(regs.flash_attention_kernels(DType::f32, 64), "cuda_cores");
+    const Ops& wmma = *flash_side(t, TensorCoreFlash::wmma).ops;
+    EXPECT_EQ(wmma.flash_attention_kernels(DType::f16, 128), "wmma");
+    EXPECT_EQ(flash_side(t, TensorCoreFlash::mma).ops->flash_attention_kernels(DType::bf16, 64),
+              "mma");
 }
 
 // Flash attention against causal attention computed in float64 from the same stored inputs, every

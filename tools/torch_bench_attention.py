@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 """PyTorch peer for `shardlab bench attention --device cuda`: causal
 torch.nn.functional.scaled_dot_product_attention on the same B x T x H x hd, forward and backward
-timed apart on CUDA events (best of 2 rounds of the median of --iters, after a warm-up), as the
-shardlab command times its passes. q, k and v are views of one [B, T, 3, H, hd] tensor (the
-layout of a fused qkv projection, shardlab's), so SDPA sees what a GPT-2 block hands it. Its FLOP
+timed apart on CUDA events (5 passes back to back per sample, best of 2 rounds of the median of
+--iters samples after a warm-up), as the shardlab command times its passes. q, k and v are views
+of one [B, T, 3, H, hd] tensor (the layout of a fused qkv projection, shardlab's), so SDPA sees
+what a GPT-2 block hands it; backward is torch.autograd.grad to q, k and v, which stops at the
+views (a backward to the fused tensor would add autograd's scatter of three gradients, work
+shardlab's kernels do not do). Its FLOP
 count is shardlab's: forward 4 hd per visible query-key pair, backward 2.5 times that. Prints one
 JSON object; `sdpa_backend` says which kernels PyTorch allowed (flash where it can). On the CPU
 (for trying it out; torch 1.13 has only `_scaled_dot_product_attention`) the wall clock times it.
@@ -35,35 +38,37 @@ def main():
     dout = (torch.rand(B, H, T, D, device=dev) * 2 - 1).to(dtype)
     cuda = dev.type == "cuda"
 
+    q, k, v = (qkv[:, :, i].transpose(1, 2) for i in range(3))
+
     def forward():
-        q, k, v = (qkv[:, :, i].transpose(1, 2) for i in range(3))
         if hasattr(F, "scaled_dot_product_attention"):
             return F.scaled_dot_product_attention(q, k, v, is_causal=True)
         # torch 1.13 (Debian 12's, CPU only): (q, k, v, attn_mask, dropout_p, need_attn_weights,
         # is_causal); it materialises the probabilities
         return F._scaled_dot_product_attention(q, k, v, None, 0.0, False, True)[0]
 
+    passes = 5  # per sample, back to back: the first one's launch latency is spread over them
+
     def timed(run):  # seconds of one run: CUDA events on a GPU, the wall clock elsewhere
         if cuda:
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
-            run()
+            for _ in range(passes):
+                run()
             end.record()
             torch.cuda.synchronize()
-            return start.elapsed_time(end) / 1e3
+            return start.elapsed_time(end) / 1e3 / passes
         t0 = time.perf_counter()
-        run()
-        return time.perf_counter() - t0
+        for _ in range(passes):
+            run()
+        return (time.perf_counter() - t0) / passes
 
     def median(run):
         samples = [timed(run) for _ in range(a.iters + 1)][1:]  # the first is a warm-up
         return sorted(samples)[len(samples) // 2]
 
-    def backward_of(out):  # backward alone, over one retained graph; the gradient discarded
-        def run():
-            qkv.grad = None
-            out.backward(dout, retain_graph=True)
-        return run
+    def backward_of(out):  # backward alone, over one retained graph, to q, k and v
+        return lambda: torch.autograd.grad(out, (q, k, v), dout, retain_graph=True)
 
     best_f, best_b = float("inf"), float("inf")
     for _ in range(2):

@@ -518,6 +518,7 @@ int stages_for(std::size_t two_stage_bytes) {
 // Runs f(std::bool_constant<regs && kMaxHd == 64>, std::integral_constant<int, stages>) for the
 // kernels' kRegs and kStages: at hd 128 the row operands would take 32 more registers a thread than
 // the dK/dV kernel's 226 leave (ptxas, sm_90), and one stage is only ever needed there.
+// (flash_attention_path.h's mma_rows_in_registers_fit tells benchmarks the same.)
 template <int kMaxHd, typename F>
 void with_variant(bool regs, int stages, F&& f) {
     if constexpr (kMaxHd == 64) {
