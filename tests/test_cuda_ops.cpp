@@ -861,6 +861,17 @@ TEST(CudaOps, EmbeddingIsTheCpusBitForBitBackwardIncluded) {
                     x.s().upload(tok.data(), tokens.data(), tokens.size() * 2);
                     const Tensor to = x.make(std::vector<float>(B * T * C), dt, {B, T, C});
                     const Tensor te = x.make(wte, dt, {V, C});
+                    // A NaN with a payload in a row used: copied as stored. (A GPU's conversions
+                    // would make it the canonical NaN; the emulator's keep the payload, so only
+                    // a GPU run catches a copy through fp32.)
+                    if (!positions) {
+                        const std::uint32_t nan = dt == DType::f32    ? 0x7fc00123u
+                                                  : dt == DType::bf16 ? 0x7fc3u
+                                                                      : 0x7e03u;
+                        x.s().upload(static_cast<char*>(te.data) +
+                                         std::size_t(tokens[0]) * C * dtype_size(dt),
+                                     &nan, dtype_size(dt)); // little-endian: the low bytes
+                    }
                     const Tensor pe = positions ? x.make(wpe, dt, {T, C}) : Tensor{};
                     x.ops->embedding_forward(x.s(), to, tok.as<std::uint16_t>(), te, pe);
                     const Tensor dte = x.make(wte, dt, {V, C}); // +=

@@ -26,23 +26,25 @@ constexpr unsigned kNoKey = 0xffffffffu; // pads the last tile; sorts after ever
 // One block per output row, its threads taking the row's chunks of W columns (16-byte loads and
 // stores where aligned: row_chunks.h): no division per element (the former one thread per
 // element divided 64-bit indices by C and T: 67 us a GPT-2 step on the H200, for 50 MB of
-// traffic). Each element is rounded once, as before: wte + wpe, or wte's own value.
+// traffic). As before, wte + wpe is rounded once, and without positions the row is copied as
+// stored.
 template <typename T>
 __global__ void embedding_forward_kernel(T* out, const std::uint16_t* tokens, const T* wte,
                                          const T* wpe, int T_, int C) {
     constexpr int W = Packed<T>::size;
     const int bt = int(blockIdx.x);
     const T* w_row = wte + std::size_t(tokens[bt]) * C;
-    const T* p_row = wpe ? wpe + std::size_t(bt % T_) * C : nullptr;
+    T* o_row = out + std::size_t(bt) * C;
     for (int c0 = int(threadIdx.x) * W; c0 < C; c0 += int(blockDim.x) * W) {
-        float w[W];
-        load_chunk(w, w_row, c0, C);
-        if (p_row) {
-            float p[W];
-            load_chunk(p, p_row, c0, C);
-            for (int e = 0; e < W; ++e) w[e] += p[e];
+        if (!wpe) {
+            copy_chunk(o_row, w_row, c0, C);
+            continue;
         }
-        store_chunk(out + std::size_t(bt) * C, c0, C, w);
+        float w[W], p[W];
+        load_chunk(w, w_row, c0, C);
+        load_chunk(p, wpe + std::size_t(bt % T_) * C, c0, C);
+        for (int e = 0; e < W; ++e) w[e] += p[e];
+        store_chunk(o_row, c0, C, w);
     }
 }
 

@@ -2,11 +2,11 @@
 // parameter gradients) have one thread add a column's rows, or a column's partials, and the
 // squared norm one thread its strided elements, one after another in a fixed order, for the same
 // bits every run. Left as plain loops, the compiler kept at most 4 loads in flight per thread
-// (none ahead in the squared norm's strided loop, whose threads each walk up to 147 of wte's
-// elements), and these kernels have few threads (768 columns: 6 blocks to add the partials), so
-// they wait on memory's latency rather than its bandwidth. in_order loads a batch of items first,
-// then folds them in order: the batch's round trips overlap, the sum's order and bits are
-// unchanged. Included by .cu files only.
+// (none ahead in the squared norm's strided loop, whose threads each walk about 150 elements of
+// the embeddings' unit), and these kernels have few threads (768 columns: 6 blocks to add the
+// partials), so they wait on memory's latency rather than its bandwidth. in_order loads a batch of
+// items first, then folds them in order: the batch's round trips overlap, the sum's order and bits
+// are unchanged. Included by .cu files only.
 #pragma once
 
 #include "core/cuda/unroll.h"

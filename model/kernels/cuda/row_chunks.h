@@ -41,6 +41,18 @@ __device__ __forceinline__ int load_chunk(float (&f)[W], const T* row, int c0, i
     return n;
 }
 
+// Copies the chunk of W = Packed<T>::size columns at c0 from src to dst as stored (no conversion:
+// every bit, NaN payloads included), 16 bytes at once where whole and aligned on both sides.
+template <typename T>
+__device__ __forceinline__ void copy_chunk(T* dst, const T* src, int c0, int C) {
+    constexpr int W = Packed<T>::size;
+    if (c0 + W <= C && aligned16(dst + c0) && aligned16(src + c0)) {
+        store_packed(dst + c0, load_packed(src + c0));
+    } else {
+        for (int c = c0; c < min(c0 + W, C); ++c) dst[c] = src[c];
+    }
+}
+
 // Stores the chunk's valid elements at column c0, each rounded once.
 template <typename T, int W>
 __device__ __forceinline__ void store_chunk(T* row, int c0, int C, const float (&f)[W]) {
