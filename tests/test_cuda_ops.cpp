@@ -5,6 +5,7 @@
 // argued per op from the precision (reduction order in fp32, one rounding to 16 bits). Runs on a
 // GPU, or on the CPU under the SIMT emulator (-DSHARDLAB_CUDA=EMU); skipped, saying so, where
 // neither is present.
+#include "core/cuda/cuda_check.h"
 #include "core/device_context.h"
 #include "core/error.h"
 #include "core/watched_stream.h"
@@ -1035,36 +1036,122 @@ TEST(CudaOps, GemmBiasRowsAreTheBiasBitForBit) {
 
 // The squared norm: both sum squares in double (the GPU by a fixed tree, the CPU in order); the
 // sums differ by far less than a float's ulp, so the float results are equal or adjacent. The GPU
-// gives the same bits on every call.
-TEST(CudaOps, SquaredNormIsDeterministicAndWithinAFloatUlp) {
+// gives the same bits on every call, and they are those of its documented order
+// (squared_norm_model).
+namespace {
+// A block of 256 threads' values folded as squared_norm.cu's block_reduce does (warp_reduce.h):
+// in each warp the butterfly (lane l adds lane l ^ o's value, o = 16, 8, 4, 2, 1), then thread 0
+// adds warps 1..7's lane 0 in order. Returns thread 0's value.
+double block_tree(std::vector<double> v) {
+    for (std::size_t w = 0; w < v.size(); w += 32)
+        for (std::size_t o = 16; o > 0; o /= 2) {
+            std::vector<double> next(v.begin() + std::ptrdiff_t(w),
+                                     v.begin() + std::ptrdiff_t(w) + 32);
+            for (std::size_t l = 0; l < 32; ++l) next[l] = v[w + l] + v[w + (l ^ o)];
+            std::copy(next.begin(), next.end(), v.begin() + std::ptrdiff_t(w));
+        }
+    double total = v[0];
+    for (std::size_t w = 32; w < v.size(); w += 32) total += v[w];
+    return total;
+}
+
+// The CUDA squared norm's order (squared_norm.cu), in double on the host: a part of n elements is
+// min(max(ceil(n / 256), 1), 1024) blocks of 256 threads; thread t of block b adds the squares of
+// elements b 256 + t, then + blocks 256, ... in order; each block's threads fold by block_tree into
+// its partial; the finish's thread i adds partials i, i + 256, ... (every part's blocks in order)
+// and block_tree folds those. IEEE double adds and multiplies with no FMA on either side: the
+// GPU's bits, or it sums in another order.
+struct NormModel {
+    std::vector<double> partials; // each block's
+    float total;
+};
+NormModel squared_norm_model(const std::vector<std::vector<float>>& parts) {
+    constexpr std::size_t kThreads = 256;
+    std::vector<double> partials;
+    for (const std::vector<float>& x : parts) {
+        const std::size_t blocks = std::clamp<std::size_t>((x.size() + 255) / 256, 1, 1024);
+        for (std::size_t b = 0; b < blocks; ++b) {
+            std::vector<double> threads(kThreads, 0.0);
+            for (std::size_t t = 0; t < kThreads; ++t)
+                for (std::size_t i = b * kThreads + t; i < x.size(); i += blocks * kThreads) {
+                    const double e = x[i];
+                    threads[t] += e * e;
+                }
+            partials.push_back(block_tree(threads));
+        }
+    }
+    std::vector<double> threads(kThreads, 0.0);
+    for (std::size_t t = 0; t < kThreads; ++t)
+        for (std::size_t i = t; i < partials.size(); i += kThreads) threads[t] += partials[i];
+    return {partials, float(block_tree(threads))};
+}
+} // namespace
+
+TEST(CudaOps, SquaredNormIsItsDocumentedOrderAndWithinAFloatUlpOfTheCpu) {
     MAKE_TWIN(t);
-    // Odd sizes, an empty part, one over the 1024-block cap (its threads take 16 or 17 elements:
-    // a whole batch of loads ahead of the adds, in_order.h, and one more); then 36 more, so that
-    // the parts take two launches (32 to a launch) whose partials meet in one sum. Under
+    // Odd sizes, an empty part, one over the 1024-block cap (fp32, fourth: its threads take 16
+    // or 17 elements, a whole batch of loads ahead of the adds, in_order.h, and one more; fp32,
+    // because squares of 16-bit values are sums exact in double in any order); then 36 more, so
+    // that the parts take two launches (32 to a launch) whose partials meet in one sum. Under
     // ThreadSanitizer the large part (262,144 emulated threads, half a minute there) is left out:
-    // the race detector sees the same code in the other parts.
-    std::vector<std::size_t> sizes = {0, 1, 255, 257, 70001};
+    // the race detector sees the same code in the other parts. Part k is stored in kAll[k % 3].
+    std::vector<std::size_t> sizes = {0, 1, 255};
 #if !defined(__SANITIZE_THREAD__)
     sizes.push_back(4200000);
 #endif
+    for (std::size_t n : {257, 70001}) sizes.push_back(n);
     for (std::size_t i = 1; i <= 36; ++i) sizes.push_back(i * 37);
+    // random_values' floats are multiples of 2^-24 or so (a uniform draw), whose squares add up
+    // exactly in double in any order; each multiplied by 0.7 and rounded, the small ones get 24
+    // bits of their own, and the order of a thread's adds shows in its sum.
+    auto values = [](std::size_t n, std::uint64_t seed) {
+        std::vector<float> v = random_values(n, seed);
+        for (float& x : v) x *= 0.7f;
+        return v;
+    };
     float result[2] = {0, 0};
+    std::vector<std::vector<float>> stored; // the parts' values as stored in their dtypes
+    std::vector<double> partials;           // the GPU's, one per block
     for (int side = 0; side < 2; ++side) {
         Side& x = side ? t.gpu : t.cpu;
         std::vector<Tensor> parts;
         int k = 0;
         for (std::size_t n : sizes)
-            parts.push_back(x.make(random_values(n, 30 + k), kAll[k % 3], {std::int64_t(n)})), ++k;
+            parts.push_back(x.make(values(n, 30 + k), kAll[k % 3], {std::int64_t(n)})), ++k;
         float* out = x.scalar<float>();
         x.ops->squared_norm(x.s(), parts, out);
         result[side] = x.value(out);
-        if (side == 1)
+        if (side == 1) {
             for (int again = 0; again < 3; ++again) {
                 x.ops->squared_norm(x.s(), parts, out);
                 EXPECT_EQ(x.value(out), result[1]) << "the same parts, the same bits";
             }
+            for (const Tensor& p : parts) stored.push_back(x.read(p));
+            // The kernels themselves, for their double partials (the float total rounds most
+            // orders of the same terms alike; a partial's 53 bits do not).
+            std::vector<cuda::NormInput> in;
+            for (const Tensor& p : parts) in.push_back({p.data, p.numel(), p.dtype});
+            const std::size_t count = cuda::squared_norm_scratch(in.data(), in.size());
+            Allocation scratch =
+                x.ctx->tracker().allocate(count * sizeof(double), Category::workspace, x.s());
+            x.s().synchronize();
+            cuda::squared_norm(nullptr, in.data(), in.size(), scratch.as<double>(), out);
+            cuda::check_cuda(cudaDeviceSynchronize(), "squared_norm");
+            partials.resize(count);
+            cuda::check_cuda(cudaMemcpy(partials.data(), scratch.data(), count * sizeof(double),
+                                        cudaMemcpyDeviceToHost),
+                             "partials");
+            x.memory.push_back(std::move(scratch));
+        }
     }
     EXPECT_NEAR(result[1], result[0], ulp(DType::f32, result[0]));
+    // And the GPU's own order, exactly: each thread's strided sum (its loads issued ahead of the
+    // adds, in_order.h) and both trees.
+    const NormModel model = squared_norm_model(stored);
+    ASSERT_EQ(partials.size(), model.partials.size());
+    for (std::size_t i = 0; i < partials.size(); ++i)
+        ASSERT_EQ(partials[i], model.partials[i]) << "block " << i;
+    EXPECT_EQ(result[1], model.total);
 }
 
 // --reproducible's fixed-point sums (model/kernels/fixed_point.h): the same integers, maxima,
