@@ -89,8 +89,8 @@ int main(int argc, char** argv) {
         // which is collective over MPI_COMM_WORLD.
         const bool shows = sub == calibrate && calibrate->get_option("--show")->count() > 0;
         const CLI::Option* device = bench_attention->get_option("--device");
-        const bool on_gpu = sub == bench_attention && device->count() > 0 &&
-                            device->as<std::string>() != "cpu";
+        const bool on_gpu =
+            sub == bench_attention && device->count() > 0 && device->as<std::string>() != "cpu";
         if ((without_mpi.count(sub) && !on_gpu) || shows) return run_guarded(run);
         MpiSession mpi(argc, argv);
         return run_guarded(run);
