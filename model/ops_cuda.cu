@@ -341,7 +341,8 @@ cuda::TensorCoreFlash tensor_core_flash_from_environment() {
     return way_from_environment<cuda::TensorCoreFlash>(
         "SHARDLAB_CUDA_FLASH", {{"mma", cuda::TensorCoreFlash::mma},
                                 {"wmma", cuda::TensorCoreFlash::wmma},
-                                {"mma_regs", cuda::TensorCoreFlash::mma_regs}});
+                                {"mma_regs", cuda::TensorCoreFlash::mma_regs},
+                                {"mma_wide", cuda::TensorCoreFlash::mma_wide}});
 }
 
 std::unique_ptr<Ops> make_cuda_ops(MemoryTracker& tracker, LinearPath path,

@@ -9,10 +9,10 @@
 #              (MPI) transport, measured = predicted memory and bytes; 1 rank over NCCL
 #              (tests/cuda_train_check.py)
 #   bench      GPT-2 124M bf16 `bench step`, micro-batch 16 x 1024, vocabulary 50257 and 50304,
-#              and 50304 again on the WMMA flash attention kernels (SHARDLAB_CUDA_FLASH=wmma) and
-#              on the mma ones with row operands in registers (SHARDLAB_CUDA_FLASH=mma_regs)
+#              and 50304 again on the mma flash kernels with row operands in registers
+#              (SHARDLAB_CUDA_FLASH=mma_regs) and with two row blocks a warp (mma_wide)
 #   attention  flash attention alone at GPT-2's shape, bf16 (`bench attention --device cuda`):
-#              forward and backward apart on mma, mma_regs and wmma, beside PyTorch's
+#              forward and backward apart on mma, mma_regs, mma_wide and wmma, beside PyTorch's
 #              scaled_dot_product_attention (tools/torch_bench_attention.py)
 #   trace      three `--trace` steps of GPT-2 as `train` runs it by default (V = 50257 padded to
 #              50304: bench's 50304 GEMMs), turned into a per-op time table
@@ -160,9 +160,10 @@ step_bench() {
   local given padded
   read -r given padded <<< "$(vocabs)"
   # V = 50257 as given (--vocab-multiple 1: the odd leading dimension), 50304 the padded one, both
-  # on the default flash kernels (mma); then the padded one on the WMMA kernels and on the mma ones
-  # with the row operands in registers (mma_regs), to compare them.
-  for run in "$given mma" "$padded mma" "$padded wmma" "$padded mma_regs"; do
+  # on the default flash kernels (mma); then the padded one on the mma kernels' other forms (the
+  # row operands in registers, two row blocks a warp), to compare them. (WMMA's step, 12 ms slower
+  # on the H200, is left to the attention step.)
+  for run in "$given mma" "$padded mma" "$padded mma_regs" "$padded mma_wide"; do
     read -r v flash <<< "$run"
     name=bench_$v && [ "$flash" = mma ] || name=bench_${v}_$flash
     SHARDLAB_CUDA_FLASH=$flash timeout --foreground -k 5 $each shardlab bench step --device cuda $(gpt2) --vocab "$v" \
@@ -186,10 +187,10 @@ print(", ".join(f"{k} {r[p + k + '_ms']:.3f} ms ({r[p + k + '_tflops']:.1f} TFLO
 PY
 }
 step_attention() {
-  local rc=0 flash each=$(share_of attention 4) line=""
+  local rc=0 flash each=$(share_of attention 5) line=""
   # Each tensor-core variant of the flash kernels, forward and backward timed apart (materialize
   # beside them in the JSON), then PyTorch's scaled_dot_product_attention on the same shape.
-  for flash in mma mma_regs wmma; do
+  for flash in mma mma_regs mma_wide wmma; do
     SHARDLAB_CUDA_FLASH=$flash timeout --foreground -k 5 $each shardlab bench attention --device cuda $(attn_shape) \
       --seq-len "$(seqlen)" --precision bf16 --iters "$(attn_iters)" > "$LOGS/attention_$flash.json" || rc=$?
     cat "$LOGS/attention_$flash.json"
@@ -254,7 +255,8 @@ step_compile() { peer compile; }
 # of the flash attention (logs/profile.txt);
 # the memory-bound ones the trace put at about 2 TB/s, cross-entropy, embedding backward,
 # LayerNorm, the column sums, the GELU backward and the gradient norm (logs/profile_memory.txt);
-# the flash kernels again under SHARDLAB_CUDA_FLASH=mma_regs (logs/profile_mma_regs.txt). The
+# the flash kernels again under SHARDLAB_CUDA_FLASH=mma_wide (logs/profile_mma_wide.txt: its
+# forward and dQ kernels with two row blocks a warp, its dK/dV kernel mma_regs's). The
 # patterns are anchored at the kernels' own names, so cuBLAS's sm90_xmma_* GEMMs stay out.
 PROFILE_FLASH='regex:^(mma_(forward|backward)|row_dots)'
 PROFILE_MEMORY='regex:^(cross_entropy_rows|mean_kernel|embedding_backward|sort_tile|place_by_rank|layernorm_(forward|backward|params)|add_partials|column_partials|gelu_backward|squared_norm)'
@@ -275,9 +277,9 @@ step_profile() {
   why=$(grep -m1 -o 'ERR_NVGPUCTRPERM\|LibraryNotLoaded\|Failed to initialize the profiler' "$LOGS/profile.txt") &&
     skip "ncu: no counters here ($why)"
   profile_run mma "$PROFILE_MEMORY" profile_memory.txt "$each" || rc=$?
-  profile_run mma_regs "$PROFILE_FLASH" profile_mma_regs.txt "$each" || rc=$?
+  profile_run mma_wide "$PROFILE_FLASH" profile_mma_wide.txt "$each" || rc=$?
   local f line=""
-  for f in profile profile_memory profile_mma_regs; do
+  for f in profile profile_memory profile_mma_wide; do
     line+="$f: $(grep -c ', Context [0-9]*, Stream' "$LOGS/$f.txt") launches; "
   done
   result "profiled (logs/): $line"
@@ -296,7 +298,7 @@ limit_of() { # a step's time limit in seconds: LEASE_LIMITS overrides, the dry r
   if [ "$DRY" = 1 ]; then
     case $1 in env) echo 30 ;; ops | train) echo 60 ;; llama) echo 45 ;; bench | attention) echo 60 ;; *) echo 30 ;; esac
   else
-    case $1 in env) echo 40 ;; ops) echo 90 ;; train) echo 180 ;; bench) echo 130 ;; attention) echo 80 ;; trace) echo 100 ;; eager | llama) echo 120 ;;
+    case $1 in env) echo 40 ;; ops) echo 90 ;; train) echo 180 ;; bench) echo 130 ;; attention) echo 100 ;; trace) echo 100 ;; eager | llama) echo 120 ;;
       memcheck | racecheck) echo 100 ;; profile) echo 120 ;; compile) echo 240 ;; *) echo 60 ;; esac
   fi
 }

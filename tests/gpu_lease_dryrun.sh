@@ -94,12 +94,12 @@ assert "ncu absent" in st["profile"][1], st["profile"]
 assert "killed after 3 s" in st["eager"][1], st["eager"]
 assert st["ops"][1].endswith("passed") and not st["ops"][1].startswith("0 "), st["ops"]
 assert "0 failed" in st["train"][1], st["train"]
-assert all(r[k]["tokens_per_s"] > 0 for k in ("bench_257", "bench_320", "bench_320_wmma",
-                                              "bench_320_mma_regs")), r
-assert "V=320 wmma:" in st["bench"][1] and "V=320 mma_regs:" in st["bench"][1], st["bench"]
+assert all(r[k]["tokens_per_s"] > 0 for k in ("bench_257", "bench_320", "bench_320_mma_regs",
+                                              "bench_320_mma_wide")), r
+assert "V=320 mma_regs:" in st["bench"][1] and "V=320 mma_wide:" in st["bench"][1], st["bench"]
 # Flash attention alone on each tensor-core variant (the emulator's: the same kernels' code), its
 # passes timed apart; PyTorch here has no CUDA, so its peer says so rather than failing the step.
-for flash in ("mma", "mma_regs", "wmma"):
+for flash in ("mma", "mma_regs", "mma_wide", "wmma"):
     a = r[f"attention_{flash}"]
     assert a["flash_kernels"] == flash and a["precision"] == "bf16", a
     assert all(a[k] > 0 for k in ("flash_forward_ms", "flash_backward_ms", "materialize_forward_ms",

@@ -563,8 +563,8 @@ const char* flash_name(cuda::TensorCoreFlash tc) { // where every variant runs a
 }
 
 // What `bench attention` reports as the kernels that ran: the variant asked for where it applies;
-// mma_regs above hd 64 runs the mma kernels (no room for the row operands), fp32 or a head dim off
-// the tensor cores' k of 16 the CUDA-core ones.
+// mma_regs and mma_wide above hd 64 run the mma kernels (no room in registers), fp32 or a head dim
+// off the tensor cores' k of 16 the CUDA-core ones.
 TEST(CudaOps, FlashKernelsAreNamedAsTheyRun) {
     MAKE_TWIN(t);
     using cuda::TensorCoreFlash;
@@ -575,6 +575,10 @@ TEST(CudaOps, FlashKernelsAreNamedAsTheyRun) {
     EXPECT_EQ(regs.flash_attention_kernels(DType::bf16, 128), "mma");
     EXPECT_EQ(regs.flash_attention_kernels(DType::bf16, 72), "cuda_cores");
     EXPECT_EQ(regs.flash_attention_kernels(DType::f32, 64), "cuda_cores");
+    const Ops& wide = *flash_side(t, TensorCoreFlash::mma_wide).ops;
+    EXPECT_EQ(wide.flash_attention_kernels(DType::bf16, 64), "mma_wide");
+    EXPECT_EQ(wide.flash_attention_kernels(DType::bf16, 128), "mma");
+    EXPECT_EQ(wide.flash_attention_kernels(DType::f32, 64), "cuda_cores");
     const Ops& wmma = *flash_side(t, TensorCoreFlash::wmma).ops;
     EXPECT_EQ(wmma.flash_attention_kernels(DType::f16, 128), "wmma");
     EXPECT_EQ(flash_side(t, TensorCoreFlash::mma).ops->flash_attention_kernels(DType::bf16, 64),
@@ -719,26 +723,46 @@ TEST(CudaOps, FlashAttentionWmmaIsBitwiseDeterministic) {
     expect_flash_deterministic(t, cuda::TensorCoreFlash::wmma, {DType::bf16});
 }
 
+// Runs each case on the mma kernels and on `variant`, which must give the same bits, forward and
+// backward.
+void expect_the_mma_kernels_bits(Twin& t, cuda::TensorCoreFlash variant,
+                                 std::initializer_list<FlashCase> cases) {
+    for (DType dt : {DType::bf16, DType::f16})
+        for (const FlashCase c : cases) {
+            SCOPED_TRACE(testing::Message() << dtype_name(dt) << " B " << c.B << " T " << c.T
+                                            << " H " << c.H << " hd " << c.hd << " Hkv " << c.kv());
+            const int C = c.H * c.hd;
+            const FlashRun a = run_flash(flash_side(t, cuda::TensorCoreFlash::mma), dt, c.B, c.T, C,
+                                         c.H, c.kv(), 71);
+            const FlashRun b = run_flash(flash_side(t, variant), dt, c.B, c.T, C, c.H, c.kv(), 71);
+            EXPECT_EQ(a.out_bits, b.out_bits);
+            EXPECT_EQ(a.lse_bits, b.lse_bits);
+            EXPECT_EQ(a.dqkv_bits, b.dqkv_bits);
+            for (float x : b.dqkv) ASSERT_TRUE(std::isfinite(x)); // every element written
+        }
+}
+
 // The mma kernels with each warp's row operands in registers (SHARDLAB_CUDA_FLASH=mma_regs) make
 // the same mma calls on the same operands as the default's: the same bits, forward and backward,
 // at hd 16 and 64, with and without grouped queries. Two tiles each way (T = 65), so every barrier
 // is crossed more than once (barrier_mutants.sh runs this test with each deleted).
 TEST(CudaOps, FlashAttentionMmaRegsIsTheMmaKernelsBitForBit) {
     MAKE_TWIN(t);
-    for (DType dt : {DType::bf16, DType::f16})
-        for (const FlashCase c : {FlashCase{1, 65, 2, 16, 1}, FlashCase{1, 65, 2, 64, 2}}) {
-            SCOPED_TRACE(testing::Message()
-                         << dtype_name(dt) << " hd " << c.hd << " Hkv " << c.kv());
-            const int C = c.H * c.hd;
-            const FlashRun a = run_flash(flash_side(t, cuda::TensorCoreFlash::mma), dt, c.B, c.T, C,
-                                         c.H, c.kv(), 71);
-            const FlashRun b = run_flash(flash_side(t, cuda::TensorCoreFlash::mma_regs), dt, c.B,
-                                         c.T, C, c.H, c.kv(), 71);
-            EXPECT_EQ(a.out_bits, b.out_bits);
-            EXPECT_EQ(a.lse_bits, b.lse_bits);
-            EXPECT_EQ(a.dqkv_bits, b.dqkv_bits);
-            for (float x : b.dqkv) ASSERT_TRUE(std::isfinite(x)); // every element written
-        }
+    expect_the_mma_kernels_bits(t, cuda::TensorCoreFlash::mma_regs,
+                                {FlashCase{1, 65, 2, 16, 1}, FlashCase{1, 65, 2, 64, 2}});
+}
+
+// Two 16-row blocks a warp in the forward and dQ kernels (SHARDLAB_CUDA_FLASH=mma_wide: query
+// tiles of 128 rows, key tiles of 64) make, for each row, the mma calls of the default kernels: the
+// same bits. The sequences cover a query tile shorter than one key tile (T = 40: warps whose rows
+// are all past T), one that ends inside its second key tile (130: the walk stops at T's last key
+// tile, not the query tile's), and two tiles of 128 with the second partial (200); hd 16, 32 and 64
+// (all sized for hd <= 64), grouped queries.
+TEST(CudaOps, FlashAttentionMmaWideIsTheMmaKernelsBitForBit) {
+    MAKE_TWIN(t);
+    expect_the_mma_kernels_bits(
+        t, cuda::TensorCoreFlash::mma_wide,
+        {FlashCase{1, 40, 2, 16, 1}, FlashCase{2, 130, 4, 32, 2}, FlashCase{1, 200, 2, 64, 2}});
 }
 
 #ifdef SHARDLAB_CUDA_EMU

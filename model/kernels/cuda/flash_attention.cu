@@ -322,8 +322,7 @@ void flash_attention_forward(cudaStream_t s, void* out, float* lse, const void* 
     if (flash_attention_on_tensor_cores(t, hd))
         return tc == TensorCoreFlash::wmma
                    ? flash_attention_wmma_forward(s, out, lse, qkv, B, T, C, H, Hkv, t)
-                   : flash_attention_mma_forward(s, out, lse, qkv, B, T, C, H, Hkv, t,
-                                                 tc == TensorCoreFlash::mma_regs);
+                   : flash_attention_mma_forward(s, out, lse, qkv, B, T, C, H, Hkv, t, tc);
     const float scale = 1.0f / std::sqrt(float(hd));
     const dim3 grid(unsigned(tiles(T)), unsigned(H), unsigned(B));
     dispatch(t, [&](auto tag) {
@@ -355,7 +354,7 @@ void flash_attention_backward(cudaStream_t s, void* dqkv, const void* dout, cons
                        ? flash_attention_wmma_backward(s, dqkv, dout, qkv, lse, row_dots, B, T, C,
                                                        H, Hkv, t)
                        : flash_attention_mma_backward(s, dqkv, dout, qkv, lse, row_dots, B, T, C, H,
-                                                      Hkv, t, tc == TensorCoreFlash::mma_regs);
+                                                      Hkv, t, tc);
         launch_flash("flash_attention_backward_kv", flash_backward_kv_kernel<P>, kv_grid, kThreads,
                      backward_kv_shared(hd), s, static_cast<P*>(dqkv), d, x, lse,
                      static_cast<const float*>(row_dots), T, C, H, Hkv, scale);

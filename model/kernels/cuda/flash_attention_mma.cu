@@ -1,6 +1,7 @@
 // Flash attention's register-softmax tensor-core kernels: the design is explained in
-// flash_attention_mma.h. Within a warp, lane l (g = l / 4, t = l % 4) holds, of the warp's 16 rows,
-// rows g and g + 8, and of every 8-column block of a score tile its columns 2t and 2t + 1 — the
+// flash_attention_mma.h. Within a warp, lane l (g = l / 4, t = l % 4) holds, of each of the warp's
+// 16-row blocks (one, or mma_wide's two in the forward and dQ kernels), rows g and g + 8, and of
+// every 8-column block of a score tile its columns 2t and 2t + 1 — the
 // accumulator layout of mma_m16n8k16.h — so a row's reductions run over the 4 lanes of g (two
 // butterfly shuffles, the same bits in each lane: a + b = b + a). Each kernel is a template on the
 // largest head dim it serves (64 or 128), which sizes its accumulator arrays; loops over them are
@@ -64,45 +65,84 @@ __device__ Stages<E, kStages> carve_stages(unsigned char*& at, std::size_t n) {
     return {carve<E>(at, kStages * n), n};
 }
 
-// Rows [r0, r0 + kTile) of a head's hd columns into `tile` by cp.async (flash_attention_common.h):
+// Rows [r0, r0 + kN) of a head's hd columns into `tile` by cp.async (flash_attention_common.h):
 // there for this thread once the copies' group is waited for.
-template <int kMaxHd, typename T>
+template <int kMaxHd, int kN = kTile, typename T>
 __device__ void load_tile(T* tile, const T* src, std::size_t stride, int r0, int T_, int hd) {
-    load_tile16_async<kTile, kThreads, kMaxHd>(tile, tile_pitch(hd), src, stride, r0, T_, hd);
+    load_tile16_async<kN, kThreads, kMaxHd>(tile, tile_pitch(hd), src, stride, r0, T_, hd);
 }
 
-// s[n] += A_w B^T for the 8-column blocks n in [first, last) (both even): A_w the warp's 16 rows,
-// its operand for hd's columns [16 k, 16 k + 16) given by a_of(k); B the rows of tile `b` from its
-// row 0 (8 per block), by ldmatrix (mma_m16n8k16.h), a B pair per instruction.
-template <int kMaxHd, int N, typename T, typename AOf>
-__device__ void scores_of(MmaD (&s)[N], AOf a_of, const T* b, int pitch, int hd, int first,
-                          int last) {
+// The 8-column blocks [first, last) of a score tile that one of a warp's 16-row blocks computes;
+// the others hold no score its mask keeps.
+struct Span {
+    int first, last;
+    __device__ bool has(int n) const { return n >= first && n < last; }
+};
+
+// How many of the `most` 8-key blocks from key `key0` hold a key at or before row `row` (the last
+// of a row block): causal attention's visible part.
+__device__ inline int visible_blocks(int row, int key0, int most = kCols) {
+    const int blocks = (row - key0) / 8 + 1;
+    return row < key0 ? 0 : blocks < most ? blocks : most;
+}
+
+// The last key tile that query tile qt (of 64 kR rows) sees, causal: the one holding its last row,
+// or T's last.
+__device__ inline int last_key_tile(int qt, int kR, int T_) {
+    const int end = (qt + 1) * kR; // key tiles before the query tile's end
+    return (end < tiles(T_) ? end : tiles(T_)) - 1;
+}
+
+// Whether any of a warp's kR row blocks computes 8-column block n.
+template <int kR>
+__device__ bool any_has(const Span (&spans)[kR], int n) {
+    bool any = false;
+    SHARDLAB_UNROLL
+    for (int r = 0; r < kR; ++r) any = any || spans[r].has(n);
+    return any;
+}
+
+// s[r][n] += A_r B^T for each of the warp's kR row blocks r and its 8-column blocks n in spans[r]
+// (first and last even): A_r's operand for hd's columns [16 k, 16 k + 16) given by a_of(r, k); B
+// the rows of tile `b` from its row 0 (8 per block), by ldmatrix (mma_m16n8k16.h), a B pair per
+// instruction, read once for all kR row blocks.
+template <int kMaxHd, int kR, int N, typename T, typename AOf>
+__device__ void scores_of(MmaD (&s)[kR][N], AOf a_of, const T* b, int pitch, int hd,
+                          const Span (&spans)[kR]) {
     SHARDLAB_UNROLL
     for (int k = 0; k < kMaxHd / 16; ++k) {
         if (k * 16 >= hd) break;
-        const MmaA fa = a_of(k);
+        MmaA fa[kR];
+        SHARDLAB_UNROLL
+        for (int r = 0; r < kR; ++r) fa[r] = a_of(r, k);
         SHARDLAB_UNROLL
         for (int n = 0; n < N; n += 2) { // first and last are even: B operands load in pairs
-            if (n < first || n >= last) continue;
+            if (!any_has(spans, n)) continue;
             MmaB fb[2];
             ldmatrix_b_rows(fb, b + n * 8 * pitch + k * 16, pitch);
-            mma<T>(s[n], fa, fb[0]);
-            mma<T>(s[n + 1], fa, fb[1]);
+            SHARDLAB_UNROLL
+            for (int r = 0; r < kR; ++r) {
+                if (!spans[r].has(n)) continue;
+                mma<T>(s[r][n], fa[r], fb[0]);
+                mma<T>(s[r][n + 1], fa[r], fb[1]);
+            }
         }
     }
 }
 
-// scores_of with A_w the warp's rows at `a` in a shared tile, each operand loaded when it is used.
-template <int kMaxHd, int N, typename T>
-__device__ void scores(MmaD (&s)[N], const T* a, const T* b, int pitch, int hd, int first,
-                       int last) {
+// scores_of with the warp's row blocks at `a` in a shared tile (row block r from row 16 r), each
+// operand loaded when it is used.
+template <int kMaxHd, int kR, int N, typename T>
+__device__ void scores(MmaD (&s)[kR][N], const T* a, const T* b, int pitch, int hd,
+                       const Span (&spans)[kR]) {
     scores_of<kMaxHd>(
-        s, [&](int k) { return ldmatrix_a(a + k * 16, pitch); }, b, pitch, hd, first, last);
+        s, [&](int r, int k) { return ldmatrix_a(a + r * kRows * pitch + k * 16, pitch); }, b,
+        pitch, hd, spans);
 }
 
 // The warp's rows of a tile, as scores() takes them: with kRegs, their A operands for all of hd
-// loaded once into registers (rows used against every tile of the walk); else read from the shared
-// tile at every use. Loaded after the barrier that completes the tile.
+// loaded once into registers (rows used against every tile of the walk; one row block); else read
+// from the shared tile at every use. Loaded after the barrier that completes the tile.
 template <bool kRegs, int kMaxHd, typename T>
 struct WarpRows;
 template <int kMaxHd, typename T>
@@ -122,31 +162,38 @@ struct WarpRows<true, kMaxHd, T> {
     __device__ const WarpRows& operands() const { return *this; }
 };
 
-// scores_of with A_w from registers.
+// scores_of with the warp's one row block's A operands from registers.
 template <int kMaxHd, int N, typename T>
-__device__ void scores(MmaD (&s)[N], const WarpRows<true, kMaxHd, T>& a, const T* b, int pitch,
-                       int hd, int first, int last) {
+__device__ void scores(MmaD (&s)[1][N], const WarpRows<true, kMaxHd, T>& a, const T* b, int pitch,
+                       int hd, const Span (&spans)[1]) {
     scores_of<kMaxHd>(
-        s, [&](int k) { return a.fa[k]; }, b, pitch, hd, first, last);
+        s, [&](int, int k) { return a.fa[k]; }, b, pitch, hd, spans);
 }
 
-// acc[n] += P V over hd's 8-column blocks n: P the warp's 16 x 8N probabilities as accumulators
-// p[0 .. N) (rounded to T here), V the rows of tile `v` from its row 0; only P's 16-column blocks
-// [first, last), the others being zero (masked).
-template <int kMaxHd, int N, typename T>
-__device__ void product(MmaD (&acc)[kMaxHd / 8], const MmaD (&p)[N], const T* v, int pitch, int hd,
-                        int first, int last) {
+// acc[r] += P_r V over hd's 8-column blocks, for each of the warp's kR row blocks r: P_r its 16 x
+// 8N probabilities as accumulators p[r][0 .. N) (rounded to T here), V the rows of tile `v` from
+// its row 0 (each B pair read once for all row blocks); only P_r's 16-column blocks inside spans[r]
+// (whose ends are even), the others being zero (masked).
+template <int kMaxHd, int kR, int N, typename T>
+__device__ void product(MmaD (&acc)[kR][kMaxHd / 8], const MmaD (&p)[kR][N], const T* v, int pitch,
+                        int hd, const Span (&spans)[kR]) {
     SHARDLAB_UNROLL
     for (int kb = 0; kb < N / 2; ++kb) {
-        if (kb < first || kb >= last) continue;
-        const MmaA fp = a_from<T>(p[2 * kb], p[2 * kb + 1]);
+        if (!any_has(spans, 2 * kb)) continue;
+        MmaA fp[kR];
+        SHARDLAB_UNROLL
+        for (int r = 0; r < kR; ++r) fp[r] = a_from<T>(p[r][2 * kb], p[r][2 * kb + 1]);
         SHARDLAB_UNROLL
         for (int n = 0; n < kMaxHd / 8; n += 2) { // hd is a multiple of 16: pairs of blocks
             if (n * 8 >= hd) break;
             MmaB fb[2];
             ldmatrix_b_cols(fb, v + kb * 16 * pitch + n * 8, pitch);
-            mma<T>(acc[n], fp, fb[0]);
-            mma<T>(acc[n + 1], fp, fb[1]);
+            SHARDLAB_UNROLL
+            for (int r = 0; r < kR; ++r) {
+                if (!spans[r].has(2 * kb)) continue;
+                mma<T>(acc[r][n], fp[r], fb[0]);
+                mma<T>(acc[r][n + 1], fp[r], fb[1]);
+            }
         }
     }
 }
@@ -190,25 +237,85 @@ __device__ void mask(MmaD (&s)[N], Keep keep) {
             if (!keep(n, i)) s[n].x[i] = -INFINITY;
 }
 
+// The online softmax's step for one row block over a tile of scores s (-inf where masked): the
+// running maximum m (log2 units) moves to the tile's, l and o are rescaled to it, and s becomes
+// P = e^(scale s - m) in place (rounded to T by the product that takes it); l adds P's rows.
+template <int kMaxHd>
+__device__ void fold(MmaD (&s)[kCols], float (&m)[2], float (&l)[2], MmaD (&o)[kMaxHd / 8],
+                     float scale_log2) {
+    float tile_max[2] = {-INFINITY, -INFINITY}; // of the raw scores (scale_log2 > 0)
+    SHARDLAB_UNROLL
+    for (int n = 0; n < kCols; ++n)
+        for (int i = 0; i < 4; ++i) tile_max[i / 2] = fmaxf(tile_max[i / 2], s[n].x[i]);
+    float rescale[2], base[2], p_sum[2] = {0.0f, 0.0f};
+    for (int r = 0; r < 2; ++r) {
+        const float m_new = fmaxf(m[r], row_max4(tile_max[r]) * scale_log2);
+        // A real row's first key tile holds a key at or before it, and a padding row's (q >= T)
+        // keys 0..T-1 pass its mask, so m_new is finite; the guard keeps a fully masked row at
+        // zeros rather than NaN.
+        base[r] = m_new == -INFINITY ? 0.0f : m_new;
+        rescale[r] = fast_exp2(m[r] - base[r]); // what the sum and O so far were measured against
+        m[r] = m_new;
+    }
+    SHARDLAB_UNROLL
+    for (int n = 0; n < kCols; ++n)
+        for (int i = 0; i < 4; ++i) {
+            // P = e^(scale s - m) = 2^(s scale log2(e) - m), m in log2 units: one fma
+            s[n].x[i] = fast_exp2(fmaf(s[n].x[i], scale_log2, -base[i / 2]));
+            p_sum[i / 2] += s[n].x[i]; // l from the unrounded probabilities
+        }
+    for (int r = 0; r < 2; ++r) l[r] = l[r] * rescale[r] + row_sum4(p_sum[r]);
+    SHARDLAB_UNROLL
+    for (int n = 0; n < kMaxHd / 8; ++n)
+        for (int i = 0; i < 4; ++i) o[n].x[i] *= rescale[i / 2];
+}
+
+// The forward's end for one row block (this lane's rows q0 and q0 + 8 of batch b, head h): out =
+// o / l into its head's columns, and lse = m ln 2 + ln l, natural; rows past T are padding.
+template <int kMaxHd, typename T>
+__device__ void write_normalised(T* out, float* lse, int b, int h, int q0, int T_, int C, int H,
+                                 int hd, const MmaD (&o)[kMaxHd / 8], const float (&m)[2],
+                                 const float (&l)[2]) {
+    const int t = int(threadIdx.x % 4);
+    for (int r = 0; r < 2; ++r) {
+        const int q = q0 + 8 * r;
+        if (q >= T_) continue;
+        T* dst = out + (std::size_t(b) * T_ + q) * C + std::size_t(h) * hd + 2 * t;
+        const float inv_l = 1.0f / l[r]; // one division a row, not one per element
+        SHARDLAB_UNROLL
+        for (int n = 0; n < kMaxHd / 8; ++n) {
+            if (n * 8 >= hd) break;
+            dst[n * 8] = from_f32<T>(o[n].x[2 * r] * inv_l);
+            dst[n * 8 + 1] = from_f32<T>(o[n].x[2 * r + 1] * inv_l);
+        }
+        if (t == 0) lse[(std::size_t(b) * H + h) * T_ + q] = m[r] * kLn2 + logf(l[r]);
+    }
+}
+
 // One block per (query tile, query head, batch). kRegs: the warp's Q rows held in registers for
-// the whole walk of key tiles, instead of read from the shared tile for each. Always two stages:
-// 87,040 B at hd 128, under every sm_80+ GPU's opt-in (99 KiB at the least).
-template <int kMaxHd, bool kRegs, typename T>
+// the whole walk of key tiles, instead of read from the shared tile for each. kR: 16-row blocks
+// per warp (query tiles of 64 kR rows; key tiles of 64 either way). A row block folds exactly the
+// key tiles and 8-key blocks that the kR = 1 kernel's warp holding its rows does, so every row gets
+// the same bits. Always two stages: 87,040 B at hd 128, under every sm_80+ GPU's opt-in (99 KiB
+// at the least).
+template <int kMaxHd, bool kRegs, int kR, typename T>
 __global__ void __launch_bounds__(kThreads)
     mma_forward_kernel(T* out, float* lse, const T* qkv, int T_, int C, int H, int Hkv,
                        float scale) {
+    constexpr int kQTile = kTile * kR;
     const QkvLayout at{C / H, H, Hkv};
     const int hd = at.hd, pitch = tile_pitch(hd);
     const int warp = int(threadIdx.x / 32), g = int(threadIdx.x % 32) / 4, t = int(threadIdx.x % 4);
     SHARDLAB_DYNAMIC_SHARED(unsigned char, raw);
     unsigned char* at_byte = raw;
-    T* Qs = carve<T>(at_byte, std::size_t(kTile) * pitch);
+    T* Qs = carve<T>(at_byte, std::size_t(kQTile) * pitch);
     const auto Ks = carve_stages<T, 2>(at_byte, std::size_t(kTile) * pitch);
     const auto Vs = carve_stages<T, 2>(at_byte, std::size_t(kTile) * pitch);
     // The last query tile first: it walks the most key tiles (causal), so the longest blocks start
     // in the first wave and the grid's tail is short ones.
     const int qt = int(gridDim.x - 1 - blockIdx.x), h = int(blockIdx.y), b = int(blockIdx.z);
-    const int q0 = qt * kTile + warp * kRows + g; // this lane's rows: q0 and q0 + 8
+    const int row0 = qt * kQTile + warp * kRows * kR; // the warp's first row
+    const int last_kt = last_key_tile(qt, kR, T_);
     const std::size_t stride = at.row();
     const T* rows = qkv + std::size_t(b) * T_ * stride;
     const T* kh = rows + at.k_col(at.kv_of(h)); // the kv head's k and v columns
@@ -220,73 +327,51 @@ __global__ void __launch_bounds__(kThreads)
         load_tile<kMaxHd>(Vs[j], vh, stride, j * kTile, T_, hd);
         cp_async_commit();
     };
-    load_tile<kMaxHd>(Qs, rows + at.q_col(h), stride, qt * kTile, T_, hd);
+    load_tile<kMaxHd, kQTile>(Qs, rows + at.q_col(h), stride, qt * kQTile, T_, hd);
     fetch(0); // Q in the same group
     WarpRows<kRegs, kMaxHd, T> q;
     const float scale_log2 = scale * kLog2e;
-    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}; // per row, in fp32; m in log2 units
-    MmaD o[kMaxHd / 8] = {};                                  // unnormalised output
-    for (int kt = 0; kt <= qt; ++kt) { // causal: no key tile after the diagonal one
+    // Per row block r and lane row i (rows row0 + 16 r + g + 8 i), in fp32: m (log2 units), l.
+    float m[kR][2], l[kR][2];
+    MmaD o[kR][kMaxHd / 8] = {}; // unnormalised output
+    SHARDLAB_UNROLL
+    for (int r = 0; r < kR; ++r)
+        for (int i = 0; i < 2; ++i) m[r][i] = -INFINITY, l[r][i] = 0.0f;
+    for (int kt = 0; kt <= last_kt; ++kt) {
         const T* Kt = Ks[kt];
         const T* Vt = Vs[kt];
         cp_async_wait<0>(); // key tile kt (and the first time, Q) has landed for this thread
         // ... for every thread; and everyone is done with tile kt - 1, whose buffers the prefetch
         // below refills: one barrier a tile.
         __syncthreads();
-        if (kt < qt) fetch(kt + 1);
-        if (kt == 0) q.load(Qs + warp * kRows * pitch, pitch, hd);
-        // In the diagonal tile, 8-key blocks after the warp's last row are wholly masked.
-        const int blocks = kt == qt ? 2 * (warp + 1) : kCols;
-        MmaD s[kCols] = {};
-        scores<kMaxHd>(s, q.operands(), Kt, pitch, hd, 0, blocks);
-        if (kt == qt) // only the diagonal tile holds keys after a query, or past T
-            mask(s, [&](int n, int i) {
-                const int key = kt * kTile + n * 8 + 2 * t + i % 2, query = q0 + 8 * (i / 2);
-                return n < blocks && key <= query && key < T_;
-            });
-
-        float tile_max[2] = {-INFINITY, -INFINITY}; // of the raw scores (scale_log2 > 0)
+        if (kt < last_kt) fetch(kt + 1);
+        if (kt == 0) q.load(Qs + warp * kRows * kR * pitch, pitch, hd);
+        // A row block computes the 8-key blocks with a key at or before its last row.
+        Span spans[kR];
         SHARDLAB_UNROLL
-        for (int n = 0; n < kCols; ++n)
-            for (int i = 0; i < 4; ++i) tile_max[i / 2] = fmaxf(tile_max[i / 2], s[n].x[i]);
-        float rescale[2], base[2], p_sum[2] = {0.0f, 0.0f};
-        for (int r = 0; r < 2; ++r) {
-            const float m_new = fmaxf(m[r], row_max4(tile_max[r]) * scale_log2);
-            // A real row's first key tile holds a key at or before it, and a padding row's (q >= T)
-            // keys 0..T-1 pass its mask, so m_new is finite; the guard keeps a fully masked row at
-            // zeros rather than NaN.
-            base[r] = m_new == -INFINITY ? 0.0f : m_new;
-            rescale[r] =
-                fast_exp2(m[r] - base[r]); // what the sum and O so far were measured against
-            m[r] = m_new;
+        for (int r = 0; r < kR; ++r)
+            spans[r] = {0, visible_blocks(row0 + kRows * r + kRows - 1, kt * kTile)};
+        // Only the tiles the diagonal crosses hold keys after a query, or past T.
+        const bool masked = (kt + 1) * kTile > qt * kQTile;
+        MmaD s[kR][kCols] = {};
+        scores<kMaxHd>(s, q.operands(), Kt, pitch, hd, spans);
+        SHARDLAB_UNROLL
+        for (int r = 0; r < kR; ++r) {
+            if (spans[r].last == 0) continue; // every key after the row block: nothing to fold
+            if (masked)
+                mask(s[r], [&](int n, int i) {
+                    const int key = kt * kTile + n * 8 + 2 * t + i % 2;
+                    const int query = row0 + kRows * r + g + 8 * (i / 2);
+                    return n < spans[r].last && key <= query && key < T_;
+                });
+            fold<kMaxHd>(s[r], m[r], l[r], o[r], scale_log2);
         }
-        SHARDLAB_UNROLL
-        for (int n = 0; n < kCols; ++n)
-            for (int i = 0; i < 4; ++i) {
-                // P = e^(scale s - m) = 2^(s scale log2(e) - m), m in log2 units: one fma
-                s[n].x[i] = fast_exp2(fmaf(s[n].x[i], scale_log2, -base[i / 2])); // rounded to T
-                p_sum[i / 2] += s[n].x[i]; // l from the unrounded probabilities
-            }
-        for (int r = 0; r < 2; ++r) l[r] = l[r] * rescale[r] + row_sum4(p_sum[r]);
-        SHARDLAB_UNROLL
-        for (int n = 0; n < kMaxHd / 8; ++n)
-            for (int i = 0; i < 4; ++i) o[n].x[i] *= rescale[i / 2];
-        product<kMaxHd>(o, s, Vt, pitch, hd, 0, blocks / 2);
+        product<kMaxHd>(o, s, Vt, pitch, hd, spans);
     }
-    for (int r = 0; r < 2; ++r) {
-        const int q = q0 + 8 * r;
-        if (q >= T_) continue; // a row past the end of the sequence (the last tile's padding)
-        T* dst = out + (std::size_t(b) * T_ + q) * C + std::size_t(h) * hd + 2 * t;
-        const float inv_l = 1.0f / l[r]; // one division a row, not one per element
-        SHARDLAB_UNROLL
-        for (int n = 0; n < kMaxHd / 8; ++n) {
-            if (n * 8 >= hd) break;
-            dst[n * 8] = from_f32<T>(o[n].x[2 * r] * inv_l);
-            dst[n * 8 + 1] = from_f32<T>(o[n].x[2 * r + 1] * inv_l);
-        }
-        if (t == 0)
-            lse[(std::size_t(b) * H + h) * T_ + q] = m[r] * kLn2 + logf(l[r]); // natural log
-    }
+    SHARDLAB_UNROLL
+    for (int r = 0; r < kR; ++r)
+        write_normalised<kMaxHd>(out, lse, b, h, row0 + kRows * r + g, T_, C, H, hd, o[r], m[r],
+                                 l[r]);
 }
 
 // dK, dV of one key tile: one block per (key tile, kv head, batch), walking, for each query head of
@@ -338,7 +423,7 @@ __global__ void __launch_bounds__(kThreads)
     load_tile<kMaxHd>(Vs, rows + at.v_col(kv), stride, kt * kTile, T_, hd);
     fetch(0); // K and V in the same group
     WarpRows<kRegs, kMaxHd, T> kw, vw;
-    MmaD dk[kMaxHd / 8] = {}, dv[kMaxHd / 8] = {};
+    MmaD dk[1][kMaxHd / 8] = {}, dv[1][kMaxHd / 8] = {}; // the warp's one row block: 16 keys
     for (int step = 0; step < steps; ++step) {
         const int qt = kt + step % walk;
         const T* Qt = Qs[step];
@@ -361,11 +446,12 @@ __global__ void __launch_bounds__(kThreads)
             // In the diagonal tile, 8-query blocks before the warp's first key are wholly masked.
             const int first = qt == kt && 2 * warp > pass * kPass ? 2 * warp - pass * kPass : 0;
             if (first >= kPass) continue;
-            MmaD st[kPass] = {}, dpt[kPass] = {};
-            scores<kMaxHd>(st, kw.operands(), Qt + c0 * pitch, pitch, hd, first, kPass);   // S^T
-            scores<kMaxHd>(dpt, vw.operands(), dOt + c0 * pitch, pitch, hd, first, kPass); // dP^T
+            const Span span[1] = {{first, kPass}};
+            MmaD st[1][kPass] = {}, dpt[1][kPass] = {};
+            scores<kMaxHd>(st, kw.operands(), Qt + c0 * pitch, pitch, hd, span);   // S^T
+            scores<kMaxHd>(dpt, vw.operands(), dOt + c0 * pitch, pitch, hd, span); // dP^T
             if (masked) // keys after a query, queries past T, and the blocks not computed
-                mask(st, [&](int n, int i) {
+                mask(st[0], [&](int n, int i) {
                     const int query = qt * kTile + c0 + n * 8 + 2 * t + i % 2;
                     return n >= first && key0 + 8 * (i / 2) <= query && query < T_;
                 });
@@ -376,13 +462,13 @@ __global__ void __launch_bounds__(kThreads)
                 const float2 d = *reinterpret_cast<const float2*>(Dt + j);
                 const float lse2[2] = {lse.x * kLog2e, lse.y * kLog2e}; // in log2 units
                 for (int i = 0; i < 4; ++i) {
-                    const float p = fast_exp2(fmaf(st[n].x[i], scale_log2, -lse2[i % 2]));
-                    st[n].x[i] = p;                                        // P^T (0 where masked)
-                    dpt[n].x[i] = p * (dpt[n].x[i] - (i % 2 ? d.y : d.x)); // dS^T
+                    const float p = fast_exp2(fmaf(st[0][n].x[i], scale_log2, -lse2[i % 2]));
+                    st[0][n].x[i] = p; // P^T (0 where masked)
+                    dpt[0][n].x[i] = p * (dpt[0][n].x[i] - (i % 2 ? d.y : d.x)); // dS^T
                 }
             }
-            product<kMaxHd>(dv, st, dOt + c0 * pitch, pitch, hd, first / 2, kPass / 2);
-            product<kMaxHd>(dk, dpt, Qt + c0 * pitch, pitch, hd, first / 2, kPass / 2);
+            product<kMaxHd>(dv, st, dOt + c0 * pitch, pitch, hd, span);
+            product<kMaxHd>(dk, dpt, Qt + c0 * pitch, pitch, hd, span);
         }
         if (kStages == 1 && step + 1 < steps) {
             __syncthreads(); // one stage: everyone is done with this step's buffers before refill
@@ -391,30 +477,34 @@ __global__ void __launch_bounds__(kThreads)
     }
     T* drows = dqkv + std::size_t(b) * T_ * stride;
     const int row0 = kt * kTile + warp * kRows;
-    write_rows<kMaxHd>(drows + at.k_col(kv), stride, row0, T_, dk, scale, hd);
-    write_rows<kMaxHd>(drows + at.v_col(kv), stride, row0, T_, dv, 1.0f, hd);
+    write_rows<kMaxHd>(drows + at.k_col(kv), stride, row0, T_, dk[0], scale, hd);
+    write_rows<kMaxHd>(drows + at.v_col(kv), stride, row0, T_, dv[0], 1.0f, hd);
 }
 
 // dQ of one query tile: one block per (query tile, head, batch), walking the key tiles up to the
-// diagonal, 32 keys per pass. A warp's rows are 16 queries, the columns of its accumulators keys.
-// kRegs: the warp's Q and dO rows held in registers. kStages: as for dK/dV.
-template <int kMaxHd, bool kRegs, int kStages, typename T>
+// diagonal, 32 keys per pass. A warp's rows are kR blocks of 16 queries (query tiles of 64 kR
+// rows; key tiles of 64 either way), the columns of its accumulators keys; as in the forward, a
+// row block makes the kR = 1 kernel's mma calls for its rows. kRegs: the warp's Q and dO rows held
+// in registers (one row block). kStages: as for dK/dV.
+template <int kMaxHd, bool kRegs, int kR, int kStages, typename T>
 __global__ void __launch_bounds__(kThreads)
     mma_backward_q_kernel(T* dqkv, const T* dout, const T* qkv, const float* lse, const float* D,
                           int T_, int C, int H, int Hkv, float scale) {
+    constexpr int kQTile = kTile * kR;
     const QkvLayout at{C / H, H, Hkv};
     const int hd = at.hd, pitch = tile_pitch(hd);
     const int warp = int(threadIdx.x / 32), g = int(threadIdx.x % 32) / 4, t = int(threadIdx.x % 4);
     SHARDLAB_DYNAMIC_SHARED(unsigned char, raw);
     unsigned char* at_byte = raw;
-    T* Qs = carve<T>(at_byte, std::size_t(kTile) * pitch);
-    T* dOs = carve<T>(at_byte, std::size_t(kTile) * pitch);
+    T* Qs = carve<T>(at_byte, std::size_t(kQTile) * pitch);
+    T* dOs = carve<T>(at_byte, std::size_t(kQTile) * pitch);
     const auto Ks = carve_stages<T, kStages>(at_byte, std::size_t(kTile) * pitch);
     const auto Vs = carve_stages<T, kStages>(at_byte, std::size_t(kTile) * pitch);
     // The last query tile first: it walks the most key tiles (causal), so the longest blocks start
     // in the first wave and the grid's tail is short ones.
     const int qt = int(gridDim.x - 1 - blockIdx.x), h = int(blockIdx.y), b = int(blockIdx.z);
-    const int q0 = qt * kTile + warp * kRows + g; // this lane's queries: q0 and q0 + 8
+    const int row0 = qt * kQTile + warp * kRows * kR; // the warp's first query
+    const int last_kt = last_key_tile(qt, kR, T_);
     const float scale_log2 = scale * kLog2e;
     const std::size_t stride = at.row(), bh = std::size_t(b) * H + h;
     const T* rows = qkv + std::size_t(b) * T_ * stride;
@@ -428,62 +518,74 @@ __global__ void __launch_bounds__(kThreads)
         load_tile<kMaxHd>(Vs[j], vh, stride, j * kTile, T_, hd);
         cp_async_commit();
     };
-    load_tile<kMaxHd>(Qs, rows + at.q_col(h), stride, qt * kTile, T_, hd);
-    load_tile<kMaxHd>(dOs, dhead, std::size_t(C), qt * kTile, T_, hd);
+    load_tile<kMaxHd, kQTile>(Qs, rows + at.q_col(h), stride, qt * kQTile, T_, hd);
+    load_tile<kMaxHd, kQTile>(dOs, dhead, std::size_t(C), qt * kQTile, T_, hd);
     fetch(0); // Q and dO in the same group
     WarpRows<kRegs, kMaxHd, T> qw, dow;
-    float row_lse2[2], row_D[2]; // lse in log2 units
-    for (int r = 0; r < 2; ++r) {
-        const int q = q0 + 8 * r;
-        row_lse2[r] = q < T_ ? lse[bh * T_ + q] * kLog2e : 0.0f;
-        row_D[r] = q < T_ ? D[bh * T_ + q] : 0.0f;
-    }
-    MmaD dq[kMaxHd / 8] = {};
-    for (int kt = 0; kt <= qt; ++kt) {
+    float row_lse2[kR][2], row_D[kR][2]; // per row block and lane row; lse in log2 units
+    SHARDLAB_UNROLL
+    for (int r = 0; r < kR; ++r)
+        for (int i = 0; i < 2; ++i) {
+            const int q = row0 + kRows * r + g + 8 * i;
+            row_lse2[r][i] = q < T_ ? lse[bh * T_ + q] * kLog2e : 0.0f;
+            row_D[r][i] = q < T_ ? D[bh * T_ + q] : 0.0f;
+        }
+    MmaD dq[kR][kMaxHd / 8] = {};
+    for (int kt = 0; kt <= last_kt; ++kt) {
         const T* Kt = Ks[kt];
         const T* Vt = Vs[kt];
         cp_async_wait<0>(); // key tile kt (and the first time, Q and dO) has landed here
         // ... for every thread. With two stages everyone is also done with tile kt - 1, whose
         // buffers the prefetch below refills: one barrier a tile.
         __syncthreads();
-        if (kStages == 2 && kt < qt) fetch(kt + 1);
+        if (kStages == 2 && kt < last_kt) fetch(kt + 1);
         if (kt == 0) {
-            qw.load(Qs + warp * kRows * pitch, pitch, hd);
-            dow.load(dOs + warp * kRows * pitch, pitch, hd);
+            qw.load(Qs + warp * kRows * kR * pitch, pitch, hd);
+            dow.load(dOs + warp * kRows * kR * pitch, pitch, hd);
         }
-        // Only the diagonal tile holds keys after a query; only the last, queries past T.
-        const bool masked = kt == qt || (qt + 1) * kTile > T_;
+        // Only the tiles the diagonal crosses hold keys after a query; only the last, queries
+        // past T.
+        const bool masked = (kt + 1) * kTile > qt * kQTile || (qt + 1) * kQTile > T_;
         for (int pass = 0; pass < kCols / kPass; ++pass) {
             const int c0 = pass * kPass * 8; // the pass's first column (key) of the tile
-            // In the diagonal tile, 8-key blocks after the warp's last query are wholly masked.
-            const int diagonal_last = 2 * (warp + 1) - pass * kPass;
-            const int last = qt == kt && diagonal_last < kPass ? diagonal_last : kPass;
-            if (last <= 0) continue;
-            MmaD s[kPass] = {}, dp[kPass] = {};
-            scores<kMaxHd>(s, qw.operands(), Kt + c0 * pitch, pitch, hd, 0, last);
-            scores<kMaxHd>(dp, dow.operands(), Vt + c0 * pitch, pitch, hd, 0, last);
-            if (masked) // keys after a query, queries past T, and the blocks not computed
-                mask(s, [&](int n, int i) {
-                    const int key = kt * kTile + c0 + n * 8 + 2 * t + i % 2;
-                    const int query = q0 + 8 * (i / 2);
-                    return n < last && key <= query && query < T_;
-                });
+            // A row block computes the pass's 8-key blocks with a key at or before its last row.
+            Span spans[kR];
             SHARDLAB_UNROLL
-            for (int n = 0; n < kPass; ++n)
-                for (int i = 0; i < 4; ++i) {
-                    const int r = i / 2;
-                    const float p = fast_exp2(fmaf(s[n].x[i], scale_log2, -row_lse2[r]));
-                    dp[n].x[i] = p * (dp[n].x[i] - row_D[r]); // dS (0 where masked)
-                }
-            product<kMaxHd>(dq, dp, Kt + c0 * pitch, pitch, hd, 0, last / 2);
+            for (int r = 0; r < kR; ++r)
+                spans[r] = {0,
+                            visible_blocks(row0 + kRows * r + kRows - 1, kt * kTile + c0, kPass)};
+            if (!any_has(spans, 0)) continue; // every key of the pass after every row
+            MmaD s[kR][kPass] = {}, dp[kR][kPass] = {};
+            scores<kMaxHd>(s, qw.operands(), Kt + c0 * pitch, pitch, hd, spans);
+            scores<kMaxHd>(dp, dow.operands(), Vt + c0 * pitch, pitch, hd, spans);
+            SHARDLAB_UNROLL
+            for (int r = 0; r < kR; ++r) {
+                if (spans[r].last == 0) continue;
+                if (masked) // keys after a query, queries past T, and the blocks not computed
+                    mask(s[r], [&](int n, int i) {
+                        const int key = kt * kTile + c0 + n * 8 + 2 * t + i % 2;
+                        const int query = row0 + kRows * r + g + 8 * (i / 2);
+                        return n < spans[r].last && key <= query && query < T_;
+                    });
+                SHARDLAB_UNROLL
+                for (int n = 0; n < kPass; ++n)
+                    for (int i = 0; i < 4; ++i) {
+                        const float p =
+                            fast_exp2(fmaf(s[r][n].x[i], scale_log2, -row_lse2[r][i / 2]));
+                        dp[r][n].x[i] = p * (dp[r][n].x[i] - row_D[r][i / 2]); // dS (0 if masked)
+                    }
+            }
+            product<kMaxHd>(dq, dp, Kt + c0 * pitch, pitch, hd, spans);
         }
-        if (kStages == 1 && kt < qt) {
+        if (kStages == 1 && kt < last_kt) {
             __syncthreads(); // one stage: everyone is done with tile kt before its buffers refill
             fetch(kt + 1);
         }
     }
     T* dQ = dqkv + std::size_t(b) * T_ * stride + at.q_col(h);
-    write_rows<kMaxHd>(dQ, stride, qt * kTile + warp * kRows, T_, dq, scale, hd);
+    SHARDLAB_UNROLL
+    for (int r = 0; r < kR; ++r)
+        write_rows<kMaxHd>(dQ, stride, row0 + kRows * r, T_, dq[r], scale, hd);
 }
 
 // The shared bytes of each kernel for head dim hd and `stages` buffers per streamed tile (the
@@ -491,20 +593,20 @@ __global__ void __launch_bounds__(kThreads)
 std::size_t tiles_bytes(int hd, int n) {
     return std::size_t(n) * kTile * tile_pitch(hd) * 2; // 16-bit tiles
 }
-std::size_t forward_shared(int hd) {
-    return tiles_bytes(hd, 5); // Q and two each of K, V
+std::size_t forward_shared(int hd, int row_blocks) {
+    return tiles_bytes(hd, row_blocks + 4); // Q (64 rows a row block) and two each of K, V
 }
 std::size_t backward_kv_shared(int hd, int stages) {
     return tiles_bytes(hd, 2 + 2 * stages) +
            2 * stages * kTile * sizeof(float); // K, V; Q, dO, lse, D
 }
-std::size_t backward_q_shared(int hd, int stages) {
-    return tiles_bytes(hd, 2 + 2 * stages); // Q, dO; K, V
+std::size_t backward_q_shared(int hd, int stages, int row_blocks) {
+    return tiles_bytes(hd, 2 * row_blocks + 2 * stages); // Q, dO; K, V
 }
 
 // The backward's stages: two where the device lets a block have their shared memory, else one.
-// Every sm_80+ GPU lets it at hd 64 (56 KB at most); at hd 128 (105 KB) an H100's 227 KB do, an
-// sm_86/89's 99 KB do not.
+// Every sm_80+ GPU lets it at hd 64 (74 KB at most: mma_wide's dQ); at hd 128 (105 KB) an H100's
+// 227 KB do, an sm_86/89's 99 KB do not.
 int stages_for(std::size_t two_stage_bytes) {
     int device = 0, optin = 0;
     check_cuda(cudaGetDevice(&device), "cudaGetDevice");
@@ -515,37 +617,42 @@ int stages_for(std::size_t two_stage_bytes) {
 
 } // namespace
 
-// Runs f(std::bool_constant<regs && kMaxHd == 64>, std::integral_constant<int, stages>) for the
-// kernels' kRegs and kStages: at hd 128 the row operands would take 32 more registers a thread than
-// the dK/dV kernel's 226 leave (ptxas, sm_90), and one stage is only ever needed there.
-// (flash_attention_path.h's mma_rows_in_registers_fit tells benchmarks the same.)
+// Runs f(kv_regs, q_regs, row_blocks, stages), each a std::integral_constant, for the kernels'
+// template arguments of `variant`: the row operands in registers in the dK/dV kernel (kv_regs) and
+// in the forward and dQ kernels (q_regs), the latter's 16-row blocks per warp, the backward's
+// stages. At hd 128 neither variant fits (mma_variants_fit): the row operands would take 32 more
+// registers a thread than the dK/dV kernel's 226 leave (ptxas, sm_90), a second row block 64 more
+// accumulators; and one stage is only ever needed there.
 template <int kMaxHd, typename F>
-void with_variant(bool regs, int stages, F&& f) {
+void with_variant(TensorCoreFlash variant, int stages, F&& f) {
+    using No = std::false_type;
+    using Yes = std::true_type;
+    using One = std::integral_constant<int, 1>;
+    using Two = std::integral_constant<int, 2>;
     if constexpr (kMaxHd == 64) {
-        if (regs) return f(std::true_type{}, std::integral_constant<int, 2>{});
-        return f(std::false_type{}, std::integral_constant<int, 2>{});
+        if (variant == TensorCoreFlash::mma_regs) return f(Yes{}, Yes{}, One{}, Two{});
+        if (variant == TensorCoreFlash::mma_wide) return f(Yes{}, No{}, Two{}, Two{});
+        return f(No{}, No{}, One{}, Two{});
     } else {
-        if (stages == 1) return f(std::false_type{}, std::integral_constant<int, 1>{});
-        return f(std::false_type{}, std::integral_constant<int, 2>{});
+        if (stages == 1) return f(No{}, No{}, One{}, One{});
+        return f(No{}, No{}, One{}, Two{});
     }
-}
-template <int kMaxHd, typename F>
-void with_regs(bool regs, F&& f) {
-    with_variant<kMaxHd>(regs, 2, [&](auto r, auto) { f(r); });
 }
 
 void flash_attention_mma_forward(cudaStream_t s, void* out, float* lse, const void* qkv, int B,
-                                 int T, int C, int H, int Hkv, DType t, bool rows_in_registers) {
+                                 int T, int C, int H, int Hkv, DType t, TensorCoreFlash variant) {
     const int hd = C / H;
     const float scale = 1.0f / std::sqrt(float(hd));
-    const dim3 grid(unsigned(tiles(T)), unsigned(H), unsigned(B));
     dispatch_tensor_cores(t, hd, "flash attention on mma.sync", [&](auto tag, auto max_hd) {
         using P = typename decltype(tag)::type;
         constexpr int kMaxHd = decltype(max_hd)::value;
-        with_regs<kMaxHd>(rows_in_registers, [&](auto regs) {
+        with_variant<kMaxHd>(variant, 2, [&](auto, auto q_regs, auto row_blocks, auto) {
+            constexpr int kR = decltype(row_blocks)::value;
+            const dim3 grid(unsigned((T + kTile * kR - 1) / (kTile * kR)), unsigned(H),
+                            unsigned(B));
             launch_flash("flash_attention_mma_forward",
-                         mma_forward_kernel<kMaxHd, decltype(regs)::value, P>, grid, kThreads,
-                         forward_shared(hd), s, static_cast<P*>(out), lse,
+                         mma_forward_kernel<kMaxHd, decltype(q_regs)::value, kR, P>, grid, kThreads,
+                         forward_shared(hd, kR), s, static_cast<P*>(out), lse,
                          static_cast<const P*>(qkv), T, C, H, Hkv, scale);
         });
     });
@@ -553,30 +660,34 @@ void flash_attention_mma_forward(cudaStream_t s, void* out, float* lse, const vo
 
 void flash_attention_mma_backward(cudaStream_t s, void* dqkv, const void* dout, const void* qkv,
                                   const float* lse, const float* row_dots, int B, int T, int C,
-                                  int H, int Hkv, DType t, bool rows_in_registers) {
+                                  int H, int Hkv, DType t, TensorCoreFlash variant) {
     const int hd = C / H;
     const float scale = 1.0f / std::sqrt(float(hd));
-    const dim3 q_grid(unsigned(tiles(T)), unsigned(H), unsigned(B));
     const dim3 kv_grid(unsigned(tiles(T)), unsigned(Hkv), unsigned(B)); // a kv head's whole group
     dispatch_tensor_cores(t, hd, "flash attention on mma.sync", [&](auto tag, auto max_hd) {
         using P = typename decltype(tag)::type;
         constexpr int kMaxHd = decltype(max_hd)::value;
         const P* d = static_cast<const P*>(dout);
         const P* x = static_cast<const P*>(qkv);
+        // Asked for hd 128's kernels (one row block); at hd 64 every sm_80+ GPU has room for two
+        // stages, mma_wide's dQ (74 KB) included.
         const int stages =
-            stages_for(std::max(backward_kv_shared(hd, 2), backward_q_shared(hd, 2)));
-        with_variant<kMaxHd>(rows_in_registers, stages, [&](auto regs, auto staged) {
-            constexpr bool kRegs = decltype(regs)::value;
-            constexpr int kStages = decltype(staged)::value;
-            launch_flash("flash_attention_mma_backward_kv",
-                         mma_backward_kv_kernel<kMaxHd, kRegs, kStages, P>, kv_grid, kThreads,
-                         backward_kv_shared(hd, kStages), s, static_cast<P*>(dqkv), d, x, lse,
-                         row_dots, T, C, H, Hkv, scale);
-            launch_flash("flash_attention_mma_backward_q",
-                         mma_backward_q_kernel<kMaxHd, kRegs, kStages, P>, q_grid, kThreads,
-                         backward_q_shared(hd, kStages), s, static_cast<P*>(dqkv), d, x, lse,
-                         row_dots, T, C, H, Hkv, scale);
-        });
+            stages_for(std::max(backward_kv_shared(hd, 2), backward_q_shared(hd, 2, 1)));
+        with_variant<kMaxHd>(
+            variant, stages, [&](auto kv_regs, auto q_regs, auto row_blocks, auto staged) {
+                constexpr int kR = decltype(row_blocks)::value;
+                constexpr int kStages = decltype(staged)::value;
+                const dim3 q_grid(unsigned((T + kTile * kR - 1) / (kTile * kR)), unsigned(H),
+                                  unsigned(B));
+                launch_flash("flash_attention_mma_backward_kv",
+                             mma_backward_kv_kernel<kMaxHd, decltype(kv_regs)::value, kStages, P>,
+                             kv_grid, kThreads, backward_kv_shared(hd, kStages), s,
+                             static_cast<P*>(dqkv), d, x, lse, row_dots, T, C, H, Hkv, scale);
+                launch_flash("flash_attention_mma_backward_q",
+                             mma_backward_q_kernel<kMaxHd, decltype(q_regs)::value, kR, kStages, P>,
+                             q_grid, kThreads, backward_q_shared(hd, kStages, kR), s,
+                             static_cast<P*>(dqkv), d, x, lse, row_dots, T, C, H, Hkv, scale);
+            });
     });
 }
 

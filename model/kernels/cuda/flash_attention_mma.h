@@ -5,13 +5,14 @@
 // kept selectable (SHARDLAB_CUDA_FLASH=wmma) so a GPU run can time one against the other.
 //
 // Same tiling as the WMMA kernels — tiles of kFlashMmaTile = 64 rows, 128 threads = 4 warps of 16
-// rows, causal tiles skipped, lse kept per row, a deterministic two-kernel backward whose dK/dV
-// blocks sum a kv head's group in order, grouped-query rows — but a warp's score tile never leaves
-// its registers: S = Q K^T lands in eight 16 x 8 accumulators, a row's four lanes (same g) take its
-// maximum and sum with two shuffles, P = e^(scale S - m) is rounded to 16 bits and becomes the A
-// operand of O += P V where it stands (two accumulators are one A operand), and O is rescaled by
-// e^(m_old - m_new) in registers. Backward likewise forms P and dS = P (dP - D) in registers, over
-// 32 columns of the tile at a time (dK, dV or dQ for hd 128 take 64 registers each).
+// rows (mma_wide: query tiles of 128, 32 rows a warp, in the forward and dQ), causal tiles skipped,
+// lse kept per row, a deterministic two-kernel backward whose dK/dV blocks sum a kv head's group in
+// order, grouped-query rows — but a warp's score tile never leaves its registers: S = Q K^T lands
+// in eight 16 x 8 accumulators, a row's four lanes (same g) take its maximum and sum with two
+// shuffles, P = e^(scale S - m) is rounded to 16 bits and becomes the A operand of O += P V where
+// it stands (two accumulators are one A operand), and O is rescaled by e^(m_old - m_new) in
+// registers. Backward likewise forms P and dS = P (dP - D) in registers, over 32 columns of the
+// tile at a time (dK, dV or dQ for hd 128 take 64 registers each).
 //
 // What an element of a score tile costs is what bounds these kernels beside the mma calls (a
 // tile's 64 mma calls per warp against 32 scores per lane), so as in FlashAttention-2: e^x is
@@ -32,12 +33,14 @@
 // Shared memory per block (16-bit tiles, rows padded to hd + 8 elements, which puts the 8 rows an
 // ldmatrix phase reads 4 banks apart — no bank conflicts), at hd 64 / 128: forward Q + two each
 // of K, V 46,080 / 87,040 B; dK/dV K, V + two each of Q, dO, lse, D 56,320 / 105,472 B; dQ Q, dO
-// + two each of K, V 55,296 / 104,448 B. A GPU that lets a block opt in to less than the
+// + two each of K, V 55,296 / 104,448 B (mma_wide at hd 64, its Q and dO tiles of 128 rows: forward
+// 55,296 B, dQ 73,728 B). A GPU that lets a block opt in to less than the
 // backward's two stages (an sm_86/89's 99 KiB, at hd 128) runs it on one buffer, refilled after a
 // second barrier a tile: the same bits. Included by .cu files only.
 #pragma once
 
 #include "core/dtype.h"
+#include "model/kernels/cuda/flash_attention_path.h"
 
 #include <cuda_runtime.h>
 
@@ -46,17 +49,22 @@ namespace shardlab::cuda {
 constexpr int kFlashMmaTile = 64;
 
 // As flash_attention_forward (flash_attention.h; grouped-query, Hkv kv heads dividing H), for t
-// bf16 or f16 and hd = C / H a multiple of 16, at most kFlashMaxHeadDim. rows_in_registers: each
-// warp holds the A operands of its rows that every tile of the walk uses (Q forward; K and V, or Q
-// and dO, backward) in registers instead of reading them from shared memory for each tile — the
-// same mma calls on the same operands, so the same bits; at hd 64 only (SHARDLAB_CUDA_FLASH=
-// mma_regs, to be timed against the default on a GPU).
+// bf16 or f16 and hd = C / H a multiple of 16, at most kFlashMaxHeadDim. `variant` (mma, mma_regs
+// or mma_wide; flash_attention_path.h) picks the form of the kernels, all of them making the same
+// mma calls on the same operands for every row, so giving the same bits:
+// - mma_regs: each warp holds the A operands of its rows that every tile of the walk uses (Q
+//   forward; K and V, or Q and dO, backward) in registers instead of reading them from shared
+//   memory for each tile;
+// - mma_wide: in the forward and dQ kernels each warp owns two 16-row blocks (query tiles of 128
+//   rows, key tiles still of 64), and each K or V operand it reads from shared memory feeds the
+//   mma calls of both: half the shared-memory reads per mma; dK/dV as mma_regs.
+// Both at hd 64 only (mma_variants_fit); to be timed against mma on a GPU.
 void flash_attention_mma_forward(cudaStream_t s, void* out, float* lse, const void* qkv, int B,
-                                 int T, int C, int H, int Hkv, DType t, bool rows_in_registers);
+                                 int T, int C, int H, int Hkv, DType t, TensorCoreFlash variant);
 
 // dQ, dK, dV into dqkv (overwritten) given forward's lse and D = rowsum(dO * O) [B, H, T].
 void flash_attention_mma_backward(cudaStream_t s, void* dqkv, const void* dout, const void* qkv,
                                   const float* lse, const float* row_dots, int B, int T, int C,
-                                  int H, int Hkv, DType t, bool rows_in_registers);
+                                  int H, int Hkv, DType t, TensorCoreFlash variant);
 
 } // namespace shardlab::cuda

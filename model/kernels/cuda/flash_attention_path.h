@@ -3,35 +3,37 @@
 // fp32 CUDA cores (flash_attention.h). On tensor cores, two implementations of one scheme: PTX
 // mma.sync with the softmax in registers (flash_attention_mma.h, the default) and WMMA with the
 // scores through shared memory (flash_attention_wmma.h), chosen by $SHARDLAB_CUDA_FLASH so that a
-// GPU run can time one against the other; mma_regs is the mma kernels with each warp's row
-// operands held in registers across the walk (the same bits as mma). Free of CUDA headers, so the
-// tests can hold each path to its own error bound.
+// GPU run can time one against the other. Two more forms of the mma kernels, the same bits as mma:
+// mma_regs holds each warp's row operands in registers across the walk; mma_wide gives each warp
+// of the forward and dQ kernels two 16-row blocks (query tiles of 128 rows), so that every K and V
+// operand read from shared memory serves both, its dK/dV kernel mma_regs's. Free of CUDA headers,
+// so the tests can hold each path to its own error bound.
 #pragma once
 
 #include "core/dtype.h"
 
 namespace shardlab::cuda {
 
-enum class TensorCoreFlash { mma, wmma, mma_regs };
+enum class TensorCoreFlash { mma, wmma, mma_regs, mma_wide };
 
 constexpr bool flash_attention_on_tensor_cores(DType t, int head_dim) {
     return (t == DType::bf16 || t == DType::f16) && head_dim > 0 && head_dim % 16 == 0;
 }
 
-// Whether mma_regs can hold each warp's row operands in registers at this head dim: only the
-// kernels sized for hd <= 64 have the room (flash_attention_mma.cu's with_variant); above it
-// mma_regs runs the mma kernels.
-constexpr bool mma_rows_in_registers_fit(int head_dim) {
+// Whether mma_regs's row operands, or mma_wide's second row block, fit a thread's registers at
+// this head dim: only in the kernels sized for hd <= 64 (flash_attention_mma.cu's with_variant);
+// above it both run the mma kernels.
+constexpr bool mma_variants_fit(int head_dim) {
     return head_dim <= 64;
 }
 
 // The kernels that run for storage t, head_dim and the variant asked for, as a benchmark names
-// them: "cuda_cores", "mma", "mma_regs" or "wmma".
+// them: "cuda_cores", "mma", "mma_regs", "mma_wide" or "wmma".
 constexpr const char* flash_kernels_name(DType t, int head_dim, TensorCoreFlash asked) {
     if (!flash_attention_on_tensor_cores(t, head_dim)) return "cuda_cores";
     if (asked == TensorCoreFlash::wmma) return "wmma";
-    if (asked == TensorCoreFlash::mma_regs && mma_rows_in_registers_fit(head_dim))
-        return "mma_regs";
+    if (asked == TensorCoreFlash::mma_regs && mma_variants_fit(head_dim)) return "mma_regs";
+    if (asked == TensorCoreFlash::mma_wide && mma_variants_fit(head_dim)) return "mma_wide";
     return "mma";
 }
 
