@@ -26,8 +26,8 @@
 namespace shardlab::cuda {
 
 namespace {
-constexpr int kTile = kFlashMmaTile;  // rows of a block's query or key tile
-constexpr int kWarps = 4;             // each owns kRows rows of the tile
+constexpr int kTile = kFlashMmaTile;  // rows of a key tile, and of a query tile a row block
+constexpr int kWarps = 4;             // each owns kR row blocks of kRows rows (kR = 1: the tile's)
 constexpr int kRows = 16;             // mma's m
 constexpr int kThreads = kWarps * 32; // 128
 constexpr int kCols = kTile / 8;      // 8-column accumulators across a score tile: 8
@@ -295,9 +295,9 @@ __device__ void write_normalised(T* out, float* lse, int b, int h, int q0, int T
 // One block per (query tile, query head, batch). kRegs: the warp's Q rows held in registers for
 // the whole walk of key tiles, instead of read from the shared tile for each. kR: 16-row blocks
 // per warp (query tiles of 64 kR rows; key tiles of 64 either way). A row block folds exactly the
-// key tiles and 8-key blocks that the kR = 1 kernel's warp holding its rows does, so every row gets
-// the same bits. Always two stages: 87,040 B at hd 128, under every sm_80+ GPU's opt-in (99 KiB
-// at the least).
+// key tiles and 8-key blocks that the kR = 1 kernel's warp holding its rows does (masking more
+// tiles, but keeping each score that one keeps), so every row gets the same bits. Always two
+// stages: 87,040 B at hd 128, under every sm_80+ GPU's opt-in (99 KiB at the least).
 template <int kMaxHd, bool kRegs, int kR, typename T>
 __global__ void __launch_bounds__(kThreads)
     mma_forward_kernel(T* out, float* lse, const T* qkv, int T_, int C, int H, int Hkv,
@@ -621,7 +621,7 @@ int stages_for(std::size_t two_stage_bytes) {
 // template arguments of `variant`: the row operands in registers in the dK/dV kernel (kv_regs) and
 // in the forward and dQ kernels (q_regs), the latter's 16-row blocks per warp, the backward's
 // stages. At hd 128 neither variant fits (mma_variants_fit): the row operands would take 32 more
-// registers a thread than the dK/dV kernel's 226 leave (ptxas, sm_90), a second row block 64 more
+// registers a thread than the dK/dV kernel's 225 leave (ptxas, sm_90), a second row block 64 more
 // accumulators; and one stage is only ever needed there.
 template <int kMaxHd, typename F>
 void with_variant(TensorCoreFlash variant, int stages, F&& f) {

@@ -58,7 +58,7 @@ constexpr int kFlashMmaTile = 64;
 // - mma_wide: in the forward and dQ kernels each warp owns two 16-row blocks (query tiles of 128
 //   rows, key tiles still of 64), and each K or V operand it reads from shared memory feeds the
 //   mma calls of both: half the shared-memory reads per mma; dK/dV as mma_regs.
-// Both at hd 64 only (mma_variants_fit); to be timed against mma on a GPU.
+// Both at hd <= 64 only (mma_variants_fit); to be timed against mma on a GPU.
 void flash_attention_mma_forward(cudaStream_t s, void* out, float* lse, const void* qkv, int B,
                                  int T, int C, int H, int Hkv, DType t, TensorCoreFlash variant);
 
