@@ -52,8 +52,8 @@ std::vector<KernelSample> measure_memory_kernels(Backend& backend, DType t, std:
         const AdamWConfig cfg;
         int step = 0;
         out.push_back({"adamw.device", dtype_name(t), double(p) * (24 + 2 * es), time([&] {
-                           ops.adamw(s, master, m, v, g, &params,
-                                     adamw_step(cfg, cfg.lr, ++step, true, 1.0f));
+                           ops.adamw(s, {{master, m, v, g, params,
+                                          adamw_step(cfg, cfg.lr, ++step, true, 1.0f)}});
                        })});
     }
     return out;

@@ -18,6 +18,14 @@
 
 namespace shardlab {
 
+// One tensor of an AdamW update (Ops::adamw): its fp32 master weights and moments, its gradient,
+// the parameters in their training dtype to refresh (none when params.data is null: fp32 without a
+// master copy), and its step's coefficients (its weight decay).
+struct AdamWTensor {
+    Tensor master, m, v, grad, params;
+    AdamWStep k;
+};
+
 class Ops {
   public:
     virtual ~Ops() = default;
@@ -172,10 +180,11 @@ class Ops {
     // *out (device int64) += sum of round(src^2 * 2^exponent).
     virtual void fixed_squares(Stream& s, const Tensor& src, int exponent, std::int64_t* out) = 0;
 
-    // AdamW on master, m, v (fp32) from grad (any dtype); then, when params is given, params =
-    // master rounded to params' dtype.
-    virtual void adamw(Stream& s, const Tensor& master, const Tensor& m, const Tensor& v,
-                       const Tensor& grad, const Tensor* params, const AdamWStep& k) = 0;
+    // AdamW on each of `tensors` (no two share memory): master, m, v (fp32) from grad (any
+    // dtype) with the tensor's coefficients; then, where params has data, params = master rounded
+    // to its dtype. One call for a whole update, so that a GPU launches a kernel per 32 tensors
+    // rather than one per tensor; the bits are those of one tensor at a time.
+    virtual void adamw(Stream& s, const std::vector<AdamWTensor>& tensors) = 0;
 };
 
 } // namespace shardlab

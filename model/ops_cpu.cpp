@@ -344,13 +344,15 @@ void CpuOps::fixed_squares(Stream& s, const Tensor& src, int exponent, std::int6
     });
 }
 
-void CpuOps::adamw(Stream& s, const Tensor& master, const Tensor& m, const Tensor& v,
-                   const Tensor& grad, const Tensor* params, const AdamWStep& k) {
-    s.enqueue([w = master.as<float>(), m = m.as<float>(), v = v.as<float>(), g = grad.data,
-               gt = grad.dtype, n = master.numel(), p = params ? params->data : nullptr,
-               pt = params ? params->dtype : DType::f32, k] {
-        cpu::adamw(w, m, v, g, gt, n, k);
-        if (p) shardlab::convert(w, DType::f32, p, pt, n);
+void CpuOps::adamw(Stream& s, const std::vector<AdamWTensor>& tensors) {
+    s.enqueue([tensors] {
+        for (const AdamWTensor& x : tensors) {
+            float* w = x.master.as<float>();
+            cpu::adamw(w, x.m.as<float>(), x.v.as<float>(), x.grad.data, x.grad.dtype,
+                       x.master.numel(), x.k);
+            if (x.params.data)
+                shardlab::convert(w, DType::f32, x.params.data, x.params.dtype, x.master.numel());
+        }
     });
 }
 

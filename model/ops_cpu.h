@@ -73,8 +73,7 @@ class CpuOps : public Ops {
     void fixed_to_float(Stream& s, const Tensor& dst, const Tensor& acc, int exponent,
                         double divisor) override;
     void fixed_squares(Stream& s, const Tensor& src, int exponent, std::int64_t* out) override;
-    void adamw(Stream& s, const Tensor& master, const Tensor& m, const Tensor& v,
-               const Tensor& grad, const Tensor* params, const AdamWStep& k) override;
+    void adamw(Stream& s, const std::vector<AdamWTensor>& tensors) override;
 
   private:
     MemoryTracker& tracker_;

@@ -277,11 +277,14 @@ class CudaOps : public Ops {
                             partials.data());
     }
 
-    void adamw(Stream& s, const Tensor& master, const Tensor& m, const Tensor& v,
-               const Tensor& grad, const Tensor* params, const AdamWStep& k) override {
-        cuda::adamw(stream_of(s), master.as<float>(), m.as<float>(), v.as<float>(), grad.data,
-                    grad.dtype, params ? params->data : nullptr,
-                    params ? params->dtype : DType::f32, master.numel(), k);
+    void adamw(Stream& s, const std::vector<AdamWTensor>& tensors) override {
+        std::vector<cuda::AdamWInput> inputs;
+        inputs.reserve(tensors.size());
+        for (const AdamWTensor& x : tensors)
+            inputs.push_back({x.master.as<float>(), x.m.as<float>(), x.v.as<float>(), x.grad.data,
+                              x.grad.dtype, x.params.data,
+                              x.params.data ? x.params.dtype : DType::f32, x.master.numel(), x.k});
+        cuda::adamw(stream_of(s), inputs.data(), inputs.size());
     }
 
   private:

@@ -200,10 +200,13 @@ void TracedOps::squared_norm(Stream& s, const std::vector<Tensor>& parts, float*
     in_.squared_norm(s, parts, out);
 }
 
-void TracedOps::adamw(Stream& s, const Tensor& master, const Tensor& m, const Tensor& v,
-                      const Tensor& grad, const Tensor* params, const AdamWStep& k) {
-    const TraceScope span(&t_, s, "adamw", "op", {{"master", shape(master)}});
-    in_.adamw(s, master, m, v, grad, params, k);
+void TracedOps::adamw(Stream& s, const std::vector<AdamWTensor>& tensors) {
+    std::size_t n = 0; // the tensors' elements together, as one fp32 master
+    for (const AdamWTensor& x : tensors) n += x.master.numel();
+    const TraceScope span(&t_, s, "adamw", "op",
+                          {{"tensors", tensors.size()},
+                           {"master", "[" + std::to_string(n) + "] " + dtype_name(DType::f32)}});
+    in_.adamw(s, tensors);
 }
 
 } // namespace shardlab

@@ -1,4 +1,4 @@
-// AdamW per tensor segment, on the compute stream.
+// AdamW over every unit's tensor segments, one Ops call an update, on the compute stream.
 #include "optim/device_updater.h"
 
 namespace shardlab {
@@ -37,17 +37,19 @@ void DeviceUpdater::add(const OwnedShard& shard, const float* init) {
 EventPtr DeviceUpdater::update(const EventPtr& grads_ready, float lr, int step, float grad_scale) {
     Stream& s = ctx_.compute();
     s.wait(grads_ready);
+    std::vector<AdamWTensor> tensors; // every unit's segments: one call for the whole update
     for (const Unit& u : units_) {
         const Tensor master = u.master(), m = fp32(u.m, u.shard.count()),
                      v = fp32(u.v, u.shard.count());
         for (const ShardSegment& seg : shard_segments(u.shard)) {
             const Shape n{std::int64_t(seg.count)};
-            const Tensor params = u.shard.params.view(seg.begin, n);
-            ops_.adamw(s, master.view(seg.begin, n), m.view(seg.begin, n), v.view(seg.begin, n),
-                       u.shard.grads.view(seg.begin, n), has_master_ ? &params : nullptr,
-                       adamw_step(cfg_, lr, step, seg.decay, grad_scale));
+            tensors.push_back({master.view(seg.begin, n), m.view(seg.begin, n),
+                               v.view(seg.begin, n), u.shard.grads.view(seg.begin, n),
+                               has_master_ ? u.shard.params.view(seg.begin, n) : Tensor{},
+                               adamw_step(cfg_, lr, step, seg.decay, grad_scale)});
         }
     }
+    ops_.adamw(s, tensors);
     return s.record();
 }
 

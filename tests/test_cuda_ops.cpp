@@ -1234,36 +1234,53 @@ TEST(CudaOps, FixedPointSumsAreTheCpusBitForBit) {
         }
 }
 
+// One call over many tensors gives the CPU's bits, tensor for tensor: 40 of them, so two launches
+// of at most 32; sizes around the kernel's 256-element blocks, one empty; a weight decay on every
+// other; the gradients' dtype changing every 7 tensors (a launch takes one dtype). The tensors are
+// views of one allocation each for master, m, v and params, as an update's segments are.
 TEST(CudaOps, AdamWIsTheCpusUpdateBitForBit) {
     MAKE_TWIN(t);
-    const std::size_t n = 3001;
-    for (DType gt : kAll)
-        for (int params = 0; params < 3; ++params) { // none, fp32, bf16
-            SCOPED_TRACE(testing::Message() << dtype_name(gt) << " params " << params);
-            const DType pt = params == 2 ? DType::bf16 : DType::f32;
-            std::vector<char> w[2], m[2], v[2], p[2];
-            for (int side = 0; side < 2; ++side) {
-                Side& x = side ? t.gpu : t.cpu;
-                const Shape s{std::int64_t(n)};
-                const Tensor tw = x.make(random_values(n, 40), DType::f32, s);
-                const Tensor tm = x.make(random_values(n, 41, 0.1f), DType::f32, s);
-                std::vector<float> v0 = random_values(n, 42, 0.01f);
-                for (float& e : v0) e = std::fabs(e);
-                const Tensor tv = x.make(v0, DType::f32, s);
-                const Tensor tp = x.make(std::vector<float>(n), pt, s);
-                for (int step = 1; step <= 3; ++step) {
-                    const AdamWStep k = adamw_step(AdamWConfig{}, 1e-3f, step, true, 0.5f);
-                    x.ops->adamw(x.s(), tw, tm, tv, x.make(random_values(n, 43 + step), gt, s),
-                                 params ? &tp : nullptr, k);
+    std::vector<std::size_t> sizes, offsets;
+    std::size_t total = 0;
+    for (std::size_t i = 0; i < 40; ++i) {
+        sizes.push_back(i == 0 ? 3001 : i == 9 ? 0 : (i * 97) % 600 + 1);
+        offsets.push_back(total);
+        total += sizes.back();
+    }
+    for (int params = 0; params < 3; ++params) { // none, fp32, bf16
+        SCOPED_TRACE(testing::Message() << "params " << params);
+        const DType pt = params == 2 ? DType::bf16 : DType::f32;
+        std::vector<char> w[2], m[2], v[2], p[2];
+        for (int side = 0; side < 2; ++side) {
+            Side& x = side ? t.gpu : t.cpu;
+            const Shape all{std::int64_t(total)};
+            const Tensor tw = x.make(random_values(total, 40), DType::f32, all);
+            const Tensor tm = x.make(random_values(total, 41, 0.1f), DType::f32, all);
+            std::vector<float> v0 = random_values(total, 42, 0.01f);
+            for (float& e : v0) e = std::fabs(e);
+            const Tensor tv = x.make(v0, DType::f32, all);
+            const Tensor tp = x.make(std::vector<float>(total), pt, all);
+            for (int step = 1; step <= 3; ++step) {
+                std::vector<AdamWTensor> tensors;
+                for (std::size_t i = 0; i < sizes.size(); ++i) {
+                    const Shape s{std::int64_t(sizes[i])};
+                    const DType gt = kAll[i / 7 % 3];
+                    tensors.push_back({tw.view(offsets[i], s), tm.view(offsets[i], s),
+                                       tv.view(offsets[i], s),
+                                       x.make(random_values(sizes[i], 43 + step + int(i)), gt, s),
+                                       params ? tp.view(offsets[i], s) : Tensor{},
+                                       adamw_step(AdamWConfig{}, 1e-3f, step, i % 2 == 0, 0.5f)});
                 }
-                w[side] = x.bits(tw), m[side] = x.bits(tm), v[side] = x.bits(tv);
-                p[side] = x.bits(tp);
+                x.ops->adamw(x.s(), tensors);
             }
-            EXPECT_EQ(w[1], w[0]);
-            EXPECT_EQ(m[1], m[0]);
-            EXPECT_EQ(v[1], v[0]);
-            EXPECT_EQ(p[1], p[0]);
+            w[side] = x.bits(tw), m[side] = x.bits(tm), v[side] = x.bits(tv);
+            p[side] = x.bits(tp);
         }
+        EXPECT_EQ(w[1], w[0]);
+        EXPECT_EQ(m[1], m[0]);
+        EXPECT_EQ(v[1], v[0]);
+        EXPECT_EQ(p[1], p[0]);
+    }
 }
 
 namespace {

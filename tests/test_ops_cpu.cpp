@@ -169,9 +169,10 @@ TEST(CpuOps, AdamWUpdatesThenWritesTheRoundedParameters) {
                reinterpret_cast<float*>(w_v.data()), g.data(), DType::bf16, n, k);
     convert(w_master.data(), DType::f32, w_params.data(), DType::bf16, n);
     const Tensor p = tensor(params, DType::bf16, {std::int64_t(n)});
-    f.ops.adamw(f.s, tensor(master, DType::f32, {std::int64_t(n)}),
-                tensor(m, DType::f32, {std::int64_t(n)}), tensor(v, DType::f32, {std::int64_t(n)}),
-                tensor(g, DType::bf16, {std::int64_t(n)}), &p, k);
+    f.ops.adamw(
+        f.s, {{tensor(master, DType::f32, {std::int64_t(n)}),
+               tensor(m, DType::f32, {std::int64_t(n)}), tensor(v, DType::f32, {std::int64_t(n)}),
+               tensor(g, DType::bf16, {std::int64_t(n)}), p, k}});
     f.s.synchronize();
     EXPECT_EQ(master, w_master);
     EXPECT_EQ(m, w_m);

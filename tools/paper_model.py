@@ -28,7 +28,7 @@ def shape(dims, dt, transposed=False):
 
 
 def update_sizes(L, C, V, Vp, ctx):
-    """The sizes of the AdamW calls (one per stretch of neighbouring tensors with the same weight
+    """The sizes of the AdamW tensors (one per stretch of neighbouring tensors with the same weight
     decay: optim/updater.h) and of every unit's gradient (one fill each, zeroed after the update):
     embeddings (wte, wpe), L blocks, the final norm. wte's padding rows (V .. Vp) are stored in its
     unit but belong to no tensor, so wpe's call is its own when V < Vp."""
@@ -96,8 +96,8 @@ def step_ops(L, C, H, V, Vp, ctx, B, T, dt, attention):
     op("embedding_backward", dout=shape([B, T, C], dt))
     calls, units = update_sizes(L, C, V, Vp, ctx)
     op("squared_norm", parts=len(units))
-    for n in calls:
-        op("adamw", master=shape([n], "fp32"))
+    # one call for the whole update, its tensors as one fp32 master (optim/device_updater.cpp)
+    op("adamw", tensors=len(calls), master=shape([sum(calls)], "fp32"))
     for n in units:
         op("fill", dst=shape([n], dt))
     return ops
@@ -163,7 +163,7 @@ def table(ops, L, C, V, Vg, B, T, gpu, precision, attention):
         p[1] += c[0]
         p[2] += c[1]
         p[3] += roofline.seconds(c, gpu, roofline_only=True)
-        p[4] += roofline.seconds(c, gpu)
+        p[4] += roofline.seconds(c, gpu, launches=roofline.launches(name, args))
     step_s = sum(p[4] for p in per.values())
     roof_s = sum(p[3] for p in per.values())
     # Model FLOPs as `shardlab bench step` counts them (6 per matmul weight and token, causal

@@ -140,9 +140,17 @@ def cost(name, args):
     return flops, bytes_, "memory"
 
 
-def seconds(c, gpu, roofline_only=False):
+def launches(name, args):
+    """The kernel launches of one call: AdamW's tensors go 32 to a launch (model/kernels/cuda/
+    adamw.cu); every other op is priced as one."""
+    if name == "adamw" and "tensors" in args:
+        return max(1, -(-int(args["tensors"]) // 32))
+    return 1
+
+
+def seconds(c, gpu, roofline_only=False, launches=1):
     """The op's time on `gpu`: the roofline (max of compute and memory time at peak), or the
-    expectation (each at its kind's efficiency, plus one launch)."""
+    expectation (each at its kind's efficiency, plus its launches)."""
     flops, bytes_, kind = c
     g = GPUS[gpu]
     rate = g["fp32"] if kind == "memory" or kind.endswith("_fp32") else g["tensor"]
@@ -150,4 +158,4 @@ def seconds(c, gpu, roofline_only=False):
         return max(flops / rate, bytes_ / g["hbm"])
     eff = EFFICIENCY[kind]
     mem_eff = EFFICIENCY["memory"]
-    return max(flops / (rate * eff), bytes_ / (g["hbm"] * mem_eff)) + LAUNCH_S
+    return max(flops / (rate * eff), bytes_ / (g["hbm"] * mem_eff)) + launches * LAUNCH_S

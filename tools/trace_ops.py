@@ -39,7 +39,8 @@ def per_op(events, rank, paper=None):
             acc[key][0] += 1
             acc[key][1] += e["dur"] / 1e3
             c = roofline.cost(e["name"], e.get("args", {})) if paper and e["cat"] == "op" else None
-            acc[key][2] += roofline.seconds(c, paper) * 1e3 if c else float("nan")
+            acc[key][2] += (roofline.seconds(c, paper, launches=roofline.launches(e["name"], e.get("args", {})))
+                            * 1e3 if c else float("nan"))
     return n, step_ms, sorted(acc.items(), key=lambda kv: -kv[1][1])
 
 

@@ -123,9 +123,18 @@ void fixed_squares(cudaStream_t s, const void* x, DType t, std::size_t n, int ex
                    std::int64_t* out, void* scratch);
 void fixed_add(cudaStream_t s, std::int64_t* dst, const std::int64_t* src, std::size_t n);
 
-// adamw.cu — AdamW on master, m, v (fp32) from grad; then params = master in params' dtype
-// (params may be null). The CPU update's arithmetic and order: bitwise the same.
-void adamw(cudaStream_t s, float* master, float* m, float* v, const void* grad, DType grad_type,
-           void* params, DType param_type, std::size_t n, const AdamWStep& k);
+// adamw.cu — for each input, AdamW on master, m, v (fp32) from grad; then params = master in
+// params' dtype (params may be null). The CPU update's arithmetic and order: bitwise the same.
+// Up to 32 inputs with the same dtypes go to one launch.
+struct AdamWInput {
+    float *master, *m, *v;
+    const void* grad;
+    DType grad_type;
+    void* params;
+    DType param_type;
+    std::size_t n;
+    AdamWStep k;
+};
+void adamw(cudaStream_t s, const AdamWInput* inputs, std::size_t count);
 
 } // namespace shardlab::cuda
