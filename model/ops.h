@@ -80,7 +80,8 @@ class Ops {
         accumulate(s, residual, x);
         layernorm_forward(s, out, mean, rstd, residual, weight, bias);
     }
-    // din += , dweight += , dbias += .
+    // Accumulates: din += the input's gradient, dweight += the column sums of dout * xhat, dbias
+    // += the column sums of dout (xhat = (in - mean) * rstd).
     virtual void layernorm_backward(Stream& s, const Tensor& din, const Tensor& dweight,
                                     const Tensor& dbias, const Tensor& dout, const Tensor& in,
                                     const Tensor& weight, const Tensor& mean,
@@ -118,7 +119,8 @@ class Ops {
 
     // Llama's layers (issue 25), with the semantics of model/kernels/cpu/{rmsnorm,rope,swiglu}.h.
     // RMSNorm over the last dimension of in [N, C]: out = weight * in / rms(in); rstd [N] (fp32)
-    // keeps each row's 1 / rms for backward, which accumulates: din += , dweight += .
+    // keeps each row's 1 / rms for backward, which accumulates: din += the input's gradient,
+    // dweight += the column sums of dout * in * rstd.
     virtual void rmsnorm_forward(Stream& s, const Tensor& out, const Tensor& rstd, const Tensor& in,
                                  const Tensor& weight, float eps) = 0;
     virtual void rmsnorm_backward(Stream& s, const Tensor& din, const Tensor& dweight,
@@ -150,7 +152,8 @@ class Ops {
     // without data is no position table (Llama): out = wte[token].
     virtual void embedding_forward(Stream& s, const Tensor& out, const std::uint16_t* tokens,
                                    const Tensor& wte, const Tensor& wpe) = 0;
-    // dwte += , dwpe += ; deterministic (no atomics on the sums).
+    // dwte[token] += each position's dout row, dwpe[t] += the rows of position t over the batch;
+    // deterministic (no atomics on the sums).
     virtual void embedding_backward(Stream& s, const Tensor& dwte, const Tensor& dwpe,
                                     const Tensor& dout, const std::uint16_t* tokens) = 0;
 

@@ -43,8 +43,8 @@ void gelu_backward(cudaStream_t s, void* din, const void* in, const void* dout, 
                    DType t);
 
 // Llama's kernels (issue 25), the CPU twins' semantics (model/kernels/cpu/{rmsnorm,rope,swiglu}.h).
-// rmsnorm.cu — over rows of C; rstd fp32 [N]. Backward: din += , dweight += (a column sum as
-// above; partials: column_chunks(N) * C floats).
+// rmsnorm.cu — over rows of C; rstd fp32 [N]. Backward: din += the input's gradient, dweight +=
+// the column sums of dout * in * rstd (as above; partials: column_chunks(N) * C floats).
 void rmsnorm_forward(cudaStream_t s, void* out, float* rstd, const void* in, const void* weight,
                      int N, int C, float eps, DType t);
 void rmsnorm_backward(cudaStream_t s, void* din, void* dweight, const void* dout, const void* in,
