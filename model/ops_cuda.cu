@@ -78,8 +78,18 @@ class CudaOps : public Ops {
     // The epilogue writes the bias gradient into scratch of D's type (cuBLASLt refuses an fp32
     // one beside a 16-bit D: INVALID_VALUE on the H200), which is then added into dbias: in 16-bit
     // two roundings (the sums', then the add's), where bias_grad has one.
-    // linear_gelu_backward is not overridden: on the H200 cuBLASLt's DGELU_BGRAD took 452 us a
+    // linear_gelu_backward takes no epilogue: on the H200 cuBLASLt's DGELU_BGRAD took 452 us a
     // call for GPT-2's, the separate GEMM + GELU backward + column sums 251 (docs/BENCHMARKS.md).
+    // After the GEMM, the GELU backward and the bias gradient are one kernel (gelu.cu): Ops's
+    // three calls' bits, one pass over din fewer.
+    void linear_gelu_backward(Stream& s, const Tensor& dout, const Tensor& w, const Tensor& pre,
+                              const Tensor& din, const Tensor& dbias) override {
+        gemm(s, dout, false, w, true, din, 1.0f, 0.0f, nullptr);
+        const int R = rows(din), C = last_dim(din);
+        Allocation partials = scratch(s, std::size_t(cuda::column_chunks(R)) * C * sizeof(float));
+        cuda::gelu_backward_bias_grad(stream_of(s), din.data, dbias.data, pre.data, R, C, din.dtype,
+                                      partials.as<float>());
+    }
     void linear_param_grads(Stream& s, const Tensor& a, const Tensor& dout, const Tensor& dw,
                             const Tensor& dbias) override {
         Allocation sums = scratch(s, dbias.bytes());

@@ -1502,6 +1502,40 @@ TEST(CudaOps, LinearEpiloguesMatchTheCpuAndTheSeparateKernels) {
         }
 }
 
+// linear_gelu_backward on CUDA runs the GELU backward and the bias gradient as one kernel
+// (gelu.cu): the bits of Ops's three calls (the GEMM, gelu_backward, bias_grad), in every dtype,
+// with rows over three of the column sums' chunks (the last one partial) and an odd number of
+// columns, on both linear paths.
+TEST(CudaOps, GeluBackwardWithItsBiasGradientIsTheSeparateKernelsBitForBit) {
+    MAKE_TWIN(t);
+    Side& g = t.gpu;
+    const std::unique_ptr<Ops> separate = make_cuda_ops(g.ctx->tracker(), LinearPath::separate);
+    const int R = 300, K = 37, N = 24;
+    for (DType dt : kAll)
+        for (Ops* fused : {g.ops.get(), separate.get()}) {
+            SCOPED_TRACE(testing::Message()
+                         << dtype_name(dt) << (fused == separate.get() ? " separate" : ""));
+            std::vector<char> din[2], db[2];
+            for (int way = 0; way < 2; ++way) {
+                const Tensor dout = g.make(random_values(std::size_t(R) * N, 50), dt, {R, N}),
+                             w = g.make(random_values(std::size_t(K) * N, 51), dt, {K, N}),
+                             pre = g.make(random_values(std::size_t(R) * K, 52, 3.0f), dt, {R, K}),
+                             dbias = g.make(random_values(std::size_t(K), 53), dt, {K}),
+                             grad = g.make(std::vector<float>(std::size_t(R) * K, NAN), dt, {R, K});
+                if (way == 0) {
+                    fused->linear_gelu_backward(g.s(), dout, w, pre, grad, dbias);
+                } else {
+                    fused->gemm(g.s(), dout, false, w, true, grad, 1.0f, 0.0f);
+                    fused->gelu_backward(g.s(), grad, pre, grad);
+                    fused->bias_grad(g.s(), dbias, grad);
+                }
+                din[way] = g.bits(grad), db[way] = g.bits(dbias);
+            }
+            EXPECT_EQ(din[0], din[1]);
+            EXPECT_EQ(db[0], db[1]);
+        }
+}
+
 // A bias view off the 16-byte grid (as in a unit whose offsets are not multiples of 16 bytes: a
 // bf16 model of hidden 20, say) is never handed to a cuBLASLt epilogue, which would fault on a GPU
 // (the emulator reports it): the cuBLASLt path runs the separate kernels, so its bits are

@@ -81,8 +81,8 @@ def step_ops(L, C, H, V, Vp, ctx, B, T, dt, attention):
     op("gemm", a=shape([N, Vp], dt, True), b=shape([N, C], dt), c=shape([Vp, C], dt))
     op("layernorm_backward", dout=shape([N, C], dt))
     for _ in range(L):
-        # mproj's input gradient, then the GELU's backward and fc's bias gradient as separate
-        # kernels (cuBLASLt's DGELU_BGRAD was slower on the H200: docs/BENCHMARKS.md)
+        # mproj's input gradient, then the GELU's backward and fc's bias gradient in one kernel
+        # of ours (cuBLASLt's DGELU_BGRAD was slower on the H200: docs/BENCHMARKS.md)
         op("linear_gelu_backward", a=shape([N, C], dt), b=shape([4 * C, C], dt, True),
            c=shape([N, 4 * C], dt))
         param_grads(4 * C, C)

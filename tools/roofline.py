@@ -125,12 +125,10 @@ def cost(name, args):
         flops, bytes_, kind = gemm_cost(args)
         c, es, _ = parse(args["c"])
         return flops, bytes_ + numel(c) * es, kind
-    if name == "linear_gelu_backward":  # the GEMM, then gelu_backward and bias_grad over C
-        flops, bytes_, kind = gemm_cost(args)
-        for then in ("gelu_backward", "bias_grad"):
-            f, b = elementwise_cost(then, {"dout": args["c"]})
-            flops, bytes_ = flops + f, bytes_ + b
-        return flops, bytes_, kind
+    if name == "linear_gelu_backward":  # the GEMM, then the GELU backward with the bias gradient
+        flops, bytes_, kind = gemm_cost(args)  # in the same pass over C (gelu.cu)
+        f, b = elementwise_cost("gelu_backward", {"dout": args["c"]})
+        return flops + f + elementwise_cost("bias_grad", {"dout": args["c"]})[0], bytes_ + b, kind
     if "attention" in name:
         return attention_cost(name, args)
     try:

@@ -1,9 +1,11 @@
 // GELU (tanh form): loads widened to fp32, one rounding on store, 16-byte vectors where every
 // pointer is aligned (packed.h; the tail and misaligned pointers element by element — the same
 // arithmetic per element either way). The derivative is written out by hand, as on the CPU
-// (model/kernels/cpu/gelu.cpp).
+// (model/kernels/cpu/gelu.cpp). The backward can also take the bias gradient of the linear
+// before it in the same pass (gelu_backward_bias_grad): column_sums.cu's order of sums.
 #include "core/cuda/element.h"
 #include "core/cuda/launch.h"
+#include "model/kernels/cuda/in_order.h"
 #include "model/kernels/cuda/kernels.h"
 #include "model/kernels/cuda/packed.h"
 
@@ -57,6 +59,36 @@ __global__ void gelu_backward_kernel(T* din, const T* in, const T* dout, std::si
         store_packed(din + i, d);
     });
 }
+
+// The GELU backward of one chunk of rows (column_sums.cu's chunks) fused with its bias-gradient
+// partials: a thread a column, walking the chunk's rows in order, g = gelu'(pre) * grad rounded
+// to T, stored, and its value added to the column's partial — what gelu_backward_kernel stores and
+// column_partials_kernel then sums, in the same order.
+template <typename T>
+__global__ void gelu_backward_partials_kernel(T* grad, float* partials, const T* pre, int rows,
+                                              int cols) {
+    const int c = int(blockIdx.x * blockDim.x + threadIdx.x);
+    if (c >= cols) return;
+    const int first = int(blockIdx.y) * kColumnChunkRows;
+    const int last = rows - first < kColumnChunkRows ? rows : first + kColumnChunkRows;
+    struct Element {
+        T x, dy;
+        std::size_t at;
+    };
+    float s = 0;
+    in_order(
+        last - first,
+        [&](int j) {
+            const std::size_t at = std::size_t(first + j) * cols + c;
+            return Element{pre[at], grad[at], at};
+        },
+        [&](Element e) {
+            const T g = from_f32<T>(gelu_grad(to_f32(e.x), to_f32(e.dy)));
+            grad[e.at] = g;
+            s += to_f32(g);
+        });
+    partials[std::size_t(blockIdx.y) * cols + c] = s;
+}
 } // namespace
 
 void gelu_forward(cudaStream_t s, void* out, const void* in, std::size_t n, DType t) {
@@ -79,6 +111,21 @@ void gelu_backward(cudaStream_t s, void* din, const void* in, const void* dout, 
                kThreads, 0, s, static_cast<T*>(din), static_cast<const T*>(in),
                static_cast<const T*>(dout), n, vector);
     });
+}
+
+void gelu_backward_bias_grad(cudaStream_t s, void* grad, void* dbias, const void* pre, int rows,
+                             int cols, DType t, float* partials) {
+    if (rows == 0 || cols == 0) return;
+    const int chunks = column_chunks(rows);
+    constexpr unsigned kColumnThreads = 128;
+    dispatch(t, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        launch("gelu_backward_partials", gelu_backward_partials_kernel<T>,
+               dim3(blocks_for(std::size_t(cols), kColumnThreads), unsigned(chunks)),
+               kColumnThreads, 0, s, static_cast<T*>(grad), partials, static_cast<const T*>(pre),
+               rows, cols);
+    });
+    add_column_partials(s, dbias, partials, chunks, cols, t);
 }
 
 } // namespace shardlab::cuda

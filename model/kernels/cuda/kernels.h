@@ -37,10 +37,14 @@ void add_column_sums(cudaStream_t s, void* dst, const void* src, int rows, int c
 void add_column_partials(cudaStream_t s, void* dst, const float* partials, int chunks, int cols,
                          DType t);
 
-// gelu.cu — tanh form; backward overwrites din with gelu'(in) * dout.
+// gelu.cu — tanh form; backward overwrites din with gelu'(in) * dout. gelu_backward_bias_grad:
+// grad [rows, cols] = gelu'(pre) * grad in place, then dbias [cols] += its column sums — the bits
+// of gelu_backward then add_column_sums, in one pass over grad fewer (partials as theirs).
 void gelu_forward(cudaStream_t s, void* out, const void* in, std::size_t n, DType t);
 void gelu_backward(cudaStream_t s, void* din, const void* in, const void* dout, std::size_t n,
                    DType t);
+void gelu_backward_bias_grad(cudaStream_t s, void* grad, void* dbias, const void* pre, int rows,
+                             int cols, DType t, float* partials);
 
 // Llama's kernels (issue 25), the CPU twins' semantics (model/kernels/cpu/{rmsnorm,rope,swiglu}.h).
 // rmsnorm.cu — over rows of C; rstd fp32 [N]. Backward: din += the input's gradient, dweight +=
