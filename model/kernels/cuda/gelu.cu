@@ -5,7 +5,7 @@
 // before it in the same pass (gelu_backward_bias_grad): column_sums.cu's order of sums.
 #include "core/cuda/element.h"
 #include "core/cuda/launch.h"
-#include "model/kernels/cuda/in_order.h"
+#include "model/kernels/cuda/column_chunk.h"
 #include "model/kernels/cuda/kernels.h"
 #include "model/kernels/cuda/packed.h"
 
@@ -60,34 +60,31 @@ __global__ void gelu_backward_kernel(T* din, const T* in, const T* dout, std::si
     });
 }
 
-// The GELU backward of one chunk of rows (column_sums.cu's chunks) fused with its bias-gradient
-// partials: a thread a column, walking the chunk's rows in order, g = gelu'(pre) * grad rounded
-// to T, stored, and its value added to the column's partial — what gelu_backward_kernel stores and
+// The GELU backward of one chunk of rows fused with its bias-gradient partials (column_chunk.h):
+// a thread a column, walking the chunk's rows in order, g = gelu'(pre) * grad rounded to T,
+// stored, and its value added to the column's partial — what gelu_backward_kernel stores and
 // column_partials_kernel then sums, in the same order.
 template <typename T>
 __global__ void gelu_backward_partials_kernel(T* grad, float* partials, const T* pre, int rows,
                                               int cols) {
-    const int c = int(blockIdx.x * blockDim.x + threadIdx.x);
-    if (c >= cols) return;
-    const int first = int(blockIdx.y) * kColumnChunkRows;
-    const int last = rows - first < kColumnChunkRows ? rows : first + kColumnChunkRows;
+    const ColumnChunk chunk = ColumnChunk::mine(rows);
+    if (chunk.c >= cols) return;
     struct Element {
         T x, dy;
         std::size_t at;
     };
     float s = 0;
-    in_order(
-        last - first,
-        [&](int j) {
-            const std::size_t at = std::size_t(first + j) * cols + c;
-            return Element{pre[at], grad[at], at};
+    chunk.walk(
+        cols,
+        [&](int, std::size_t i) {
+            return Element{pre[i], grad[i], i};
         },
         [&](Element e) {
             const T g = from_f32<T>(gelu_grad(to_f32(e.x), to_f32(e.dy)));
             grad[e.at] = g;
             s += to_f32(g);
         });
-    partials[std::size_t(blockIdx.y) * cols + c] = s;
+    partials[chunk.partial(cols)] = s;
 }
 } // namespace
 
@@ -116,16 +113,13 @@ void gelu_backward(cudaStream_t s, void* din, const void* in, const void* dout, 
 void gelu_backward_bias_grad(cudaStream_t s, void* grad, void* dbias, const void* pre, int rows,
                              int cols, DType t, float* partials) {
     if (rows == 0 || cols == 0) return;
-    const int chunks = column_chunks(rows);
-    constexpr unsigned kColumnThreads = 128;
     dispatch(t, [&](auto tag) {
         using T = typename decltype(tag)::type;
         launch("gelu_backward_partials", gelu_backward_partials_kernel<T>,
-               dim3(blocks_for(std::size_t(cols), kColumnThreads), unsigned(chunks)),
-               kColumnThreads, 0, s, static_cast<T*>(grad), partials, static_cast<const T*>(pre),
-               rows, cols);
+               column_chunk_grid(rows, cols), kColumnThreads, 0, s, static_cast<T*>(grad), partials,
+               static_cast<const T*>(pre), rows, cols);
     });
-    add_column_partials(s, dbias, partials, chunks, cols, t);
+    add_column_partials(s, dbias, partials, column_chunks(rows), cols, t);
 }
 
 } // namespace shardlab::cuda

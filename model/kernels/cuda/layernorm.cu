@@ -4,10 +4,11 @@
 // per row (twice only for rows too long for the cache). The fused residual form adds the residual
 // branch first, rounding and storing the sum as the separate add does, and normalises the rounded
 // values: the bits of accumulate + layernorm_forward. dweight and dbias are column sums, one thread
-// per column walking the rows in order — the CPU's order, so those two match it bit for bit.
+// per column walking its chunk of rows in order (column_chunk.h): the CPU's order, and so its bits,
+// when the rows fit one chunk.
 #include "core/cuda/element.h"
 #include "core/cuda/launch.h"
-#include "model/kernels/cuda/in_order.h"
+#include "model/kernels/cuda/column_chunk.h"
 #include "model/kernels/cuda/kernels.h"
 #include "model/kernels/cuda/row_chunks.h"
 #include "model/kernels/cuda/warp_reduce.h"
@@ -121,26 +122,22 @@ __global__ void layernorm_backward_input_kernel(T* din, const T* dout, const T* 
     }
 }
 
-// The parameter gradients' partial column sums over one chunk of rows (column_sums.cu's scheme,
-// the loads ahead of the sums: in_order.h): dweight's partials first, then dbias's.
+// The parameter gradients' partial column sums over one chunk of rows (column_chunk.h): dweight's
+// partials first, then dbias's.
 template <typename T>
 __global__ void layernorm_params_partials_kernel(float* partials, const T* dout, const T* in,
                                                  const float* mean, const float* rstd, int N,
                                                  int C) {
-    const int c = int(blockIdx.x * blockDim.x + threadIdx.x);
-    if (c >= C) return;
-    const int first = int(blockIdx.y) * kColumnChunkRows;
-    const int last = N - first < kColumnChunkRows ? N : first + kColumnChunkRows;
+    const ColumnChunk chunk = ColumnChunk::mine(N);
+    if (chunk.c >= C) return;
     struct Row {
         T dy, x;
         float mean, rstd;
     };
     float dw = 0, db = 0;
-    in_order(
-        last - first,
-        [&](int j) {
-            const int r = first + j;
-            const std::size_t i = std::size_t(r) * C + c;
+    chunk.walk(
+        C,
+        [&](int r, std::size_t i) {
             return Row{dout[i], in[i], mean[r], rstd[r]};
         },
         [&](const Row& row) {
@@ -148,9 +145,8 @@ __global__ void layernorm_params_partials_kernel(float* partials, const T* dout,
             dw += dy * (to_f32(row.x) - row.mean) * row.rstd;
             db += dy;
         });
-    const std::size_t chunks = gridDim.y;
-    partials[std::size_t(blockIdx.y) * C + c] = dw;
-    partials[(chunks + blockIdx.y) * C + c] = db;
+    partials[chunk.partial(C)] = dw;
+    partials[chunk.partial(C, 1)] = db;
 }
 
 template <bool kResidual>
@@ -199,8 +195,8 @@ void layernorm_backward(cudaStream_t s, void* din, void* dweight, void* dbias, c
                static_cast<const T*>(dout), static_cast<const T*>(in),
                static_cast<const T*>(weight), mean, rstd, N, C, levels);
         launch("layernorm_params_partials", layernorm_params_partials_kernel<T>,
-               dim3(blocks_for(std::size_t(C), 128), unsigned(chunks)), 128, 0, s, partials,
-               static_cast<const T*>(dout), static_cast<const T*>(in), mean, rstd, N, C);
+               column_chunk_grid(N, C), kColumnThreads, 0, s, partials, static_cast<const T*>(dout),
+               static_cast<const T*>(in), mean, rstd, N, C);
     });
     add_column_partials(s, dweight, partials, chunks, C, t);
     add_column_partials(s, dbias, partials + std::size_t(chunks) * C, chunks, C, t);

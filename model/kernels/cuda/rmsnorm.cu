@@ -10,7 +10,7 @@
 //   dx += r * w * dy - x * r^3 * mean(w * dy * x)          dw += sum over rows of dy * x * r
 #include "core/cuda/element.h"
 #include "core/cuda/launch.h"
-#include "model/kernels/cuda/in_order.h"
+#include "model/kernels/cuda/column_chunk.h"
 #include "model/kernels/cuda/kernels.h"
 #include "model/kernels/cuda/row_chunks.h"
 #include "model/kernels/cuda/warp_reduce.h"
@@ -95,29 +95,24 @@ __global__ void rmsnorm_backward_input_kernel(T* din, const T* dout, const T* in
     }
 }
 
-// dweight's partial column sums over one chunk of rows, in row order (column_sums.cu's scheme, the
-// loads ahead of the sums: in_order.h).
+// dweight's partial column sums over one chunk of rows, in row order (column_chunk.h).
 template <typename T>
 __global__ void rmsnorm_weight_partials_kernel(float* partials, const T* dout, const T* in,
                                                const float* rstd, int N, int C) {
-    const int c = int(blockIdx.x * blockDim.x + threadIdx.x);
-    if (c >= C) return;
-    const int first = int(blockIdx.y) * kColumnChunkRows;
-    const int last = N - first < kColumnChunkRows ? N : first + kColumnChunkRows;
+    const ColumnChunk chunk = ColumnChunk::mine(N);
+    if (chunk.c >= C) return;
     struct Row {
         T dy, x;
         float rstd;
     };
     float dw = 0;
-    in_order(
-        last - first,
-        [&](int j) {
-            const int r = first + j;
-            const std::size_t i = std::size_t(r) * C + c;
+    chunk.walk(
+        C,
+        [&](int r, std::size_t i) {
             return Row{dout[i], in[i], rstd[r]};
         },
         [&](const Row& row) { dw += to_f32(row.dy) * to_f32(row.x) * row.rstd; });
-    partials[std::size_t(blockIdx.y) * C + c] = dw;
+    partials[chunk.partial(C)] = dw;
 }
 } // namespace
 
@@ -150,8 +145,8 @@ void rmsnorm_backward(cudaStream_t s, void* din, void* dweight, const void* dout
                static_cast<const T*>(dout), static_cast<const T*>(in),
                static_cast<const T*>(weight), rstd, N, C, levels);
         launch("rmsnorm_weight_partials", rmsnorm_weight_partials_kernel<T>,
-               dim3(blocks_for(std::size_t(C), 128), unsigned(chunks)), 128, 0, s, partials,
-               static_cast<const T*>(dout), static_cast<const T*>(in), rstd, N, C);
+               column_chunk_grid(N, C), kColumnThreads, 0, s, partials, static_cast<const T*>(dout),
+               static_cast<const T*>(in), rstd, N, C);
     });
     add_column_partials(s, dweight, partials, chunks, C, t);
 }
