@@ -42,8 +42,9 @@ class Ops {
     // the CUDA backend's when cuBLASLt is off or cannot run the shape). The CUDA backend runs the
     // GELU forward and the parameter gradients as one cuBLASLt GEMM with an epilogue
     // (model/kernels/cuda/gemm_epilogue.h): GELU of the unrounded pre-activation, and in 16-bit a
-    // bias gradient rounded once more before its add. The GELU backward stays separate there
-    // (faster on an H200: docs/BENCHMARKS.md).
+    // bias gradient rounded once more before its add. Its GELU backward takes no epilogue (the
+    // separate kernels were faster on an H200: docs/BENCHMARKS.md): after the GEMM, one kernel
+    // computes it and fc's bias gradient, with the bits of this default's last two calls.
     // pre = a @ w + bias, out = gelu(pre): the MLP's first linear and its activation, both kept
     // for backward.
     virtual void linear_gelu_forward(Stream& s, const Tensor& a, const Tensor& w,

@@ -12,9 +12,10 @@
 
 namespace shardlab {
 
-// How the linear layers' bias, GELU and bias gradients run: as cuBLASLt epilogues of their GEMMs
-// (where cuBLASLt has an algorithm for the shape, else as below), or as separate kernels after
-// cuBLAS GEMMs (bias_rows, gelu, column sums: the teaching path, and the fallback).
+// How the linear layers' bias, GELU forward and weight gradients' bias gradients run: as cuBLASLt
+// epilogues of their GEMMs (where cuBLASLt has an algorithm for the shape, else as below), or as
+// separate kernels after cuBLAS GEMMs (bias_rows, gelu, column sums: the teaching path, and the
+// fallback). The GELU backward and fc's bias gradient are one kernel of ours on both paths.
 enum class LinearPath { cublaslt, separate };
 
 // $SHARDLAB_CUDA_EPILOGUES: "cublaslt" (the default when unset) or "separate".

@@ -49,7 +49,7 @@ EventPtr DeviceUpdater::update(const EventPtr& grads_ready, float lr, int step, 
                                adamw_step(cfg_, lr, step, seg.decay, grad_scale)});
         }
     }
-    ops_.adamw(s, tensors);
+    if (!tensors.empty()) ops_.adamw(s, tensors); // a rank may own only padding
     return s.record();
 }
 

@@ -1,6 +1,6 @@
 // The update on the device: fp32 master (in mixed precision), m and v next to the parameters, and
-// Ops::adamw on the compute stream — one call per tensor of each owned range (weight decay differs
-// per tensor), each writing the rounded parameters back in the same pass.
+// Ops::adamw on the compute stream — one call over every owned range's segments (the weight decay
+// is a segment's), writing the rounded parameters back in the same pass.
 #pragma once
 
 #include "core/device_context.h"

@@ -23,9 +23,9 @@ struct OwnedShard {
 };
 
 // A stretch of an owned range covered by neighbouring tensors with the same weight-decay flag:
-// [begin, begin + count) of the range, one AdamW call (GPT-2's block: 9 calls for its 12 tensors,
-// the biases and norms beside each other sharing one). Padding belongs to no tensor and is never
-// updated: it ends a stretch.
+// [begin, begin + count) of the range, one AdamWTensor of the update's call (GPT-2's block: 9 for
+// its 12 tensors, the biases and norms beside each other sharing one). Padding belongs to no
+// tensor and is never updated: it ends a stretch.
 struct ShardSegment {
     std::uint64_t begin, count;
     bool decay;

@@ -1234,15 +1234,16 @@ TEST(CudaOps, FixedPointSumsAreTheCpusBitForBit) {
         }
 }
 
-// One call over many tensors gives the CPU's bits, tensor for tensor: 40 of them, so two launches
-// of at most 32; sizes around the kernel's 256-element blocks, one empty; a weight decay on every
-// other; the gradients' dtype changing every 7 tensors (a launch takes one dtype). The tensors are
-// views of one allocation each for master, m, v and params, as an update's segments are.
+// One call over many tensors gives the CPU's bits, tensor for tensor: 100 of them, the gradients'
+// dtype changing every 34 (a launch takes one dtype and at most 32 tensors: launches of 32 and 2,
+// 32 and 2, then exactly 32); sizes around the kernel's 256-element blocks, one empty; a weight
+// decay on every other. The tensors are views of one allocation each for master, m, v and params,
+// as an update's segments are.
 TEST(CudaOps, AdamWIsTheCpusUpdateBitForBit) {
     MAKE_TWIN(t);
     std::vector<std::size_t> sizes, offsets;
     std::size_t total = 0;
-    for (std::size_t i = 0; i < 40; ++i) {
+    for (std::size_t i = 0; i < 100; ++i) {
         sizes.push_back(i == 0 ? 3001 : i == 9 ? 0 : (i * 97) % 600 + 1);
         offsets.push_back(total);
         total += sizes.back();
@@ -1264,7 +1265,7 @@ TEST(CudaOps, AdamWIsTheCpusUpdateBitForBit) {
                 std::vector<AdamWTensor> tensors;
                 for (std::size_t i = 0; i < sizes.size(); ++i) {
                     const Shape s{std::int64_t(sizes[i])};
-                    const DType gt = kAll[i / 7 % 3];
+                    const DType gt = kAll[i / 34];
                     tensors.push_back({tw.view(offsets[i], s), tm.view(offsets[i], s),
                                        tv.view(offsets[i], s),
                                        x.make(random_values(sizes[i], 43 + step + int(i)), gt, s),
@@ -1503,37 +1504,34 @@ TEST(CudaOps, LinearEpiloguesMatchTheCpuAndTheSeparateKernels) {
 }
 
 // linear_gelu_backward on CUDA runs the GELU backward and the bias gradient as one kernel
-// (gelu.cu): the bits of Ops's three calls (the GEMM, gelu_backward, bias_grad), in every dtype,
-// with rows over three of the column sums' chunks (the last one partial) and an odd number of
-// columns, on both linear paths.
+// (gelu.cu; on both linear paths): the bits of Ops's three calls (the GEMM, gelu_backward,
+// bias_grad), in every dtype, with rows over three of the column sums' chunks and columns over
+// three of its 128-column blocks (the last of each partial).
 TEST(CudaOps, GeluBackwardWithItsBiasGradientIsTheSeparateKernelsBitForBit) {
     MAKE_TWIN(t);
     Side& g = t.gpu;
-    const std::unique_ptr<Ops> separate = make_cuda_ops(g.ctx->tracker(), LinearPath::separate);
-    const int R = 300, K = 37, N = 24;
-    for (DType dt : kAll)
-        for (Ops* fused : {g.ops.get(), separate.get()}) {
-            SCOPED_TRACE(testing::Message()
-                         << dtype_name(dt) << (fused == separate.get() ? " separate" : ""));
-            std::vector<char> din[2], db[2];
-            for (int way = 0; way < 2; ++way) {
-                const Tensor dout = g.make(random_values(std::size_t(R) * N, 50), dt, {R, N}),
-                             w = g.make(random_values(std::size_t(K) * N, 51), dt, {K, N}),
-                             pre = g.make(random_values(std::size_t(R) * K, 52, 3.0f), dt, {R, K}),
-                             dbias = g.make(random_values(std::size_t(K), 53), dt, {K}),
-                             grad = g.make(std::vector<float>(std::size_t(R) * K, NAN), dt, {R, K});
-                if (way == 0) {
-                    fused->linear_gelu_backward(g.s(), dout, w, pre, grad, dbias);
-                } else {
-                    fused->gemm(g.s(), dout, false, w, true, grad, 1.0f, 0.0f);
-                    fused->gelu_backward(g.s(), grad, pre, grad);
-                    fused->bias_grad(g.s(), dbias, grad);
-                }
-                din[way] = g.bits(grad), db[way] = g.bits(dbias);
+    const int R = 300, K = 300, N = 24;
+    for (DType dt : kAll) {
+        SCOPED_TRACE(dtype_name(dt));
+        std::vector<char> din[2], db[2];
+        for (int way = 0; way < 2; ++way) {
+            const Tensor dout = g.make(random_values(std::size_t(R) * N, 50), dt, {R, N}),
+                         w = g.make(random_values(std::size_t(K) * N, 51), dt, {K, N}),
+                         pre = g.make(random_values(std::size_t(R) * K, 52, 3.0f), dt, {R, K}),
+                         dbias = g.make(random_values(std::size_t(K), 53), dt, {K}),
+                         grad = g.make(std::vector<float>(std::size_t(R) * K, NAN), dt, {R, K});
+            if (way == 0) {
+                g.ops->linear_gelu_backward(g.s(), dout, w, pre, grad, dbias);
+            } else {
+                g.ops->gemm(g.s(), dout, false, w, true, grad, 1.0f, 0.0f);
+                g.ops->gelu_backward(g.s(), grad, pre, grad);
+                g.ops->bias_grad(g.s(), dbias, grad);
             }
-            EXPECT_EQ(din[0], din[1]);
-            EXPECT_EQ(db[0], db[1]);
+            din[way] = g.bits(grad), db[way] = g.bits(dbias);
         }
+        EXPECT_EQ(din[0], din[1]);
+        EXPECT_EQ(db[0], db[1]);
+    }
 }
 
 // A bias view off the 16-byte grid (as in a unit whose offsets are not multiples of 16 bytes: a

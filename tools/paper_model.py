@@ -31,13 +31,13 @@ def update_sizes(L, C, V, Vp, ctx):
     """The sizes of the AdamW tensors (one per stretch of neighbouring tensors with the same weight
     decay: optim/updater.h) and of every unit's gradient (one fill each, zeroed after the update):
     embeddings (wte, wpe), L blocks, the final norm. wte's padding rows (V .. Vp) are stored in its
-    unit but belong to no tensor, so wpe's call is its own when V < Vp."""
+    unit but belong to no tensor, so wpe's tensor is its own when V < Vp."""
     # ln_1 w b | attn w | attn b | proj w | proj b, ln_2 w b | fc w | fc b | mproj w | mproj b
     block = [2 * C, 3 * C * C, 3 * C, C * C, 3 * C, 4 * C * C, 4 * C, 4 * C * C, C]
     embeddings = [V * C, ctx * C] if Vp > V else [(V + ctx) * C]
-    calls = embeddings + block * L + [2 * C]
+    tensors = embeddings + block * L + [2 * C]
     units = [Vp * C + ctx * C] + [sum(block)] * L + [2 * C]
-    return calls, units
+    return tensors, units
 
 
 def step_ops(L, C, H, V, Vp, ctx, B, T, dt, attention):
@@ -94,10 +94,10 @@ def step_ops(L, C, H, V, Vp, ctx, B, T, dt, attention):
         linear_backward(C, 3 * C)
         op("layernorm_backward", dout=shape([N, C], dt))
     op("embedding_backward", dout=shape([B, T, C], dt))
-    calls, units = update_sizes(L, C, V, Vp, ctx)
+    tensors, units = update_sizes(L, C, V, Vp, ctx)
     op("squared_norm", parts=len(units))
     # one call for the whole update, its tensors as one fp32 master (optim/device_updater.cpp)
-    op("adamw", tensors=len(calls), master=shape([sum(calls)], "fp32"))
+    op("adamw", tensors=len(tensors), master=shape([sum(tensors)], "fp32"))
     for n in units:
         op("fill", dst=shape([n], dt))
     return ops

@@ -34,7 +34,7 @@ struct AdamWParts {
 };
 
 template <typename G, typename P>
-__device__ void update(const AdamWPart& a, std::size_t i) {
+__device__ __forceinline__ void update(const AdamWPart& a, std::size_t i) {
     const AdamWStep& k = a.k;
     const float gi = __fmul_rn(to_f32(static_cast<const G*>(a.g)[i]), k.grad_scale);
     const float mi = __fadd_rn(__fmul_rn(k.b1, a.m[i]), __fmul_rn(1.0f - k.b1, gi));
