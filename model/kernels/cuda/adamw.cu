@@ -4,15 +4,14 @@
 // rounded on both, and neither fuses multiply-adds, so the two produce the same bits.
 //
 // The tensors go kAdamWParts to a launch, their table passed by value as the kernel's argument
-// (as the gradient norm's parts: squared_norm.cu): a GPT-2 step's 111 tensors are 4 launches, where
+// (part_table.h, as the gradient norm's parts): a GPT-2 step's 111 tensors are 4 launches, where
 // a launch each cost the second lease 1.72 ms for 148 of them, against 1.28 ms of traffic and
 // launches by the paper model.
 #include "core/cuda/element.h"
 #include "core/cuda/launch.h"
 #include "core/error.h"
 #include "model/kernels/cuda/kernels.h"
-
-#include <vector>
+#include "model/kernels/cuda/part_table.h"
 
 namespace shardlab::cuda {
 
@@ -51,26 +50,17 @@ __device__ __forceinline__ void update(const AdamWPart& a, std::size_t i) {
 // One block per (part, 256 of its elements).
 template <typename G, typename P>
 __global__ void adamw_kernel(AdamWParts parts) {
-    int p = 0; // the part this block belongs to: the last whose first block is at or before it
-    while (p + 1 < parts.count && parts.part[p + 1].first_block <= blockIdx.x) ++p;
-    const AdamWPart& a = parts.part[p];
+    const AdamWPart& a = parts.part[part_of_block(parts)];
     const std::size_t i = std::size_t(blockIdx.x - a.first_block) * kThreads + threadIdx.x;
     if (i < a.n) update<G, P>(a, i);
 }
 
-// Launches inputs [first, first + count), of one grad and one param dtype, as one grid.
-void launch_parts(cudaStream_t s, const AdamWInput* inputs, std::size_t count) {
-    AdamWParts batch{};
-    std::size_t blocks = 0;
-    for (std::size_t i = 0; i < count; ++i) {
-        const AdamWInput& x = inputs[i];
-        batch.part[batch.count++] = {x.master,         x.m, x.v, x.grad, x.params, x.n,
-                                     unsigned(blocks), x.k};
-        blocks += (x.n + kThreads - 1) / kThreads;
-    }
+// Launches a table of parts of one grad and one param dtype as one grid of `blocks` blocks.
+void launch_parts(cudaStream_t s, const AdamWParts& batch, std::size_t blocks, DType grad_type,
+                  DType param_type) {
     check(blocks < (std::size_t(1) << 31), "internal: AdamW over more than 2^31 blocks");
-    dispatch(inputs[0].grad_type, [&](auto gtag) {
-        dispatch(inputs[0].param_type, [&](auto ptag) {
+    dispatch(grad_type, [&](auto gtag) {
+        dispatch(param_type, [&](auto ptag) {
             using G = typename decltype(gtag)::type;
             using P = typename decltype(ptag)::type;
             launch("adamw", adamw_kernel<G, P>, unsigned(blocks), kThreads, 0, s, batch);
@@ -80,18 +70,21 @@ void launch_parts(cudaStream_t s, const AdamWInput* inputs, std::size_t count) {
 } // namespace
 
 void adamw(cudaStream_t s, const AdamWInput* inputs, std::size_t count) {
-    std::size_t first = 0;
-    while (first < count) {
+    std::size_t i = 0;
+    while (i < count) {
         // A launch: up to kAdamWParts non-empty inputs in a row with the first one's dtypes.
-        std::vector<AdamWInput> batch;
-        for (; first < count && batch.size() < std::size_t(kAdamWParts); ++first) {
-            const AdamWInput& x = inputs[first];
-            if (!batch.empty() &&
-                (x.grad_type != batch[0].grad_type || x.param_type != batch[0].param_type))
-                break;
-            if (x.n > 0) batch.push_back(x);
+        const DType grad_type = inputs[i].grad_type, param_type = inputs[i].param_type;
+        AdamWParts batch{};
+        std::size_t blocks = 0;
+        for (; i < count && batch.count < kAdamWParts; ++i) {
+            const AdamWInput& x = inputs[i];
+            if (x.grad_type != grad_type || x.param_type != param_type) break;
+            if (x.n == 0) continue;
+            batch.part[batch.count++] = {x.master,         x.m, x.v, x.grad, x.params, x.n,
+                                         unsigned(blocks), x.k};
+            blocks += (x.n + kThreads - 1) / kThreads;
         }
-        if (!batch.empty()) launch_parts(s, batch.data(), batch.size());
+        if (batch.count > 0) launch_parts(s, batch, blocks, grad_type, param_type);
     }
 }
 

@@ -5,13 +5,14 @@
 // in order). The same parts give the same bits on every call — what keeps ZeRO stages bitwise
 // equal on a GPU.
 //
-// The parts go kNormParts to a launch, their table passed by value as the kernel's argument: a
-// GPT-2 step's 14 unit shards are one launch (the first GPU run measured 1.0 ms for the norm, with
-// a launch per unit and a one-thread finish over some 13,000 partials).
+// The parts go kNormParts to a launch, their table passed by value as the kernel's argument
+// (part_table.h): a GPT-2 step's 14 unit shards are one launch (the first GPU run measured 1.0 ms
+// for the norm, with a launch per unit and a one-thread finish over some 13,000 partials).
 #include "core/cuda/element.h"
 #include "core/cuda/launch.h"
 #include "model/kernels/cuda/in_order.h"
 #include "model/kernels/cuda/kernels.h"
+#include "model/kernels/cuda/part_table.h"
 #include "model/kernels/cuda/warp_reduce.h"
 
 namespace shardlab::cuda {
@@ -55,9 +56,7 @@ __device__ double squares(const void* x, std::size_t n, std::size_t block, std::
 
 // One block per (part, block of it); partial[blockIdx.x] is that block's sum.
 __global__ void squared_norm_kernel(NormParts parts, double* partial) {
-    int p = 0; // the part this block belongs to: the last whose first block is at or before it
-    while (p + 1 < parts.count && parts.part[p + 1].first_block <= blockIdx.x) ++p;
-    const NormPart& part = parts.part[p];
+    const NormPart& part = parts.part[part_of_block(parts)];
     const std::size_t block = blockIdx.x - part.first_block;
     const std::size_t blocks = part_blocks(part.n);
     double s = 0;
