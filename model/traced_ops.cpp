@@ -203,9 +203,9 @@ void TracedOps::squared_norm(Stream& s, const std::vector<Tensor>& parts, float*
 void TracedOps::adamw(Stream& s, const std::vector<AdamWTensor>& tensors) {
     std::size_t n = 0; // the tensors' elements together, as one fp32 master
     for (const AdamWTensor& x : tensors) n += x.master.numel();
+    const Tensor master{nullptr, DType::f32, Shape{std::int64_t(n)}};
     const TraceScope span(&t_, s, "adamw", "op",
-                          {{"tensors", tensors.size()},
-                           {"master", "[" + std::to_string(n) + "] " + dtype_name(DType::f32)}});
+                          {{"tensors", tensors.size()}, {"master", shape(master)}});
     in_.adamw(s, tensors);
 }
 

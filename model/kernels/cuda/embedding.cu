@@ -34,15 +34,16 @@ __global__ void embedding_forward_kernel(T* out, const std::uint16_t* tokens, co
     constexpr int W = Packed<T>::size;
     const int bt = int(blockIdx.x);
     const T* w_row = wte + std::size_t(tokens[bt]) * C;
+    const T* p_row = wpe ? wpe + std::size_t(bt % T_) * C : nullptr;
     T* o_row = out + std::size_t(bt) * C;
     for (int c0 = int(threadIdx.x) * W; c0 < C; c0 += int(blockDim.x) * W) {
-        if (!wpe) {
+        if (!p_row) {
             copy_chunk(o_row, w_row, c0, C);
             continue;
         }
         float w[W], p[W];
         load_chunk(w, w_row, c0, C);
-        load_chunk(p, wpe + std::size_t(bt % T_) * C, c0, C);
+        load_chunk(p, p_row, c0, C);
         for (int e = 0; e < W; ++e) w[e] += p[e];
         store_chunk(o_row, c0, C, w);
     }
