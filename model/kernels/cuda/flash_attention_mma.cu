@@ -4,8 +4,9 @@
 // every 8-column block of a score tile its columns 2t and 2t + 1 — the
 // accumulator layout of mma_m16n8k16.h — so a row's reductions run over the 4 lanes of g (two
 // butterfly shuffles, the same bits in each lane: a + b = b + a). Each kernel is a template on the
-// largest head dim it serves (64 or 128), which sizes its accumulator arrays; loops over them are
-// unrolled so that the arrays are indexed by constants (registers, not local memory).
+// largest head dim it serves (kMaxHd: 64 or 128), the width it computes at (a smaller head's other
+// columns are zeros in its tiles), which sizes its accumulator arrays; loops over them are unrolled
+// so that the arrays are indexed by constants (registers, not local memory).
 #include "model/kernels/cuda/fast_exp2.h"
 #include "model/kernels/cuda/flash_attention_common.h"
 #include "model/kernels/cuda/flash_attention_mma.h"
@@ -36,11 +37,11 @@ constexpr int kPass = 4;              // backward's accumulators per pass: 32 co
 __host__ __device__ inline int tiles(int T) {
     return (T + kTile - 1) / kTile;
 }
-// A 16-bit tile row: hd + 8 elements, a 16-byte multiple (ldmatrix reads 16-byte rows) that puts
-// consecutive rows 4 banks apart, so the 8 rows of one ldmatrix phase hit 32 distinct banks (hd a
-// multiple of 16).
-__host__ __device__ inline int tile_pitch(int hd) {
-    return hd + 8;
+// A 16-bit tile row: width + 8 elements, a 16-byte multiple (ldmatrix reads 16-byte rows) that
+// puts consecutive rows 4 banks apart, so the 8 rows of one ldmatrix phase hit 32 distinct banks
+// (the width, kMaxHd, a multiple of 16).
+__host__ __device__ constexpr int tile_pitch(int width) {
+    return width + 8;
 }
 
 template <typename E>
@@ -65,11 +66,12 @@ __device__ Stages<E, kStages> carve_stages(unsigned char*& at, std::size_t n) {
     return {carve<E>(at, kStages * n), n};
 }
 
-// Rows [r0, r0 + kN) of a head's hd columns into `tile` by cp.async (flash_attention_common.h):
-// there for this thread once the copies' group is waited for.
+// Rows [r0, r0 + kN) of a head's hd columns into `tile` by cp.async (flash_attention_common.h),
+// zeros in its columns from hd to kMaxHd: there for this thread once the copies' group is waited
+// for.
 template <int kMaxHd, int kN = kTile, typename T>
 __device__ void load_tile(T* tile, const T* src, std::size_t stride, int r0, int T_, int hd) {
-    load_tile16_async<kN, kThreads, kMaxHd>(tile, tile_pitch(hd), src, stride, r0, T_, hd);
+    TileStream<kN, kThreads, kMaxHd, T>(src, stride, T_, hd).load(tile, tile_pitch(kMaxHd), r0);
 }
 
 // The 8-column blocks [first, last) of a score tile that one of a warp's 16-row blocks computes;
@@ -93,6 +95,18 @@ __device__ inline int last_key_tile(int qt, int kR, int T_) {
     return (end < tiles(T_) ? end : tiles(T_)) - 1;
 }
 
+// Where the dK/dV kernel's walk is: query head h, query tile qt; each of the kv head's query heads
+// in turn walks its query tiles from `first` (the diagonal one) to `last` (T's). Kept by counting:
+// dividing the step by the walk's length took some 30 instructions a step.
+struct GroupWalk {
+    int h, qt, first, last;
+    __device__ void next() {
+        if (qt < last) return void(++qt);
+        qt = first;
+        ++h;
+    }
+};
+
 // Whether any of a warp's kR row blocks computes 8-column block n.
 template <int kR>
 __device__ bool any_has(const Span (&spans)[kR], int n) {
@@ -102,16 +116,27 @@ __device__ bool any_has(const Span (&spans)[kR], int n) {
     return any;
 }
 
+// Calls f(std::true_type) where `cut` holds, else f(std::false_type): two copies of f's code, one
+// per case. A tile that the causal diagonal or the sequence's end cuts tests which scores it
+// computes and masks; every other tile (most of them) has all of its spans full, known when
+// compiled, so its copy has none of those tests and branches.
+template <typename F>
+__device__ void by_cut(bool cut, F&& f) {
+    if (cut)
+        f(std::true_type{});
+    else
+        f(std::false_type{});
+}
+
 // s[r][n] += A_r B^T for each of the warp's kR row blocks r and its 8-column blocks n in spans[r]
-// (first and last even): A_r's operand for hd's columns [16 k, 16 k + 16) given by a_of(r, k); B
+// (first and last even): A_r's operand for columns [16 k, 16 k + 16) given by a_of(r, k); B
 // the rows of tile `b` from its row 0 (8 per block), by ldmatrix (mma_m16n8k16.h), a B pair per
 // instruction, read once for all kR row blocks.
 template <int kMaxHd, int kR, int N, typename T, typename AOf>
-__device__ void scores_of(MmaD (&s)[kR][N], AOf a_of, const T* b, int pitch, int hd,
-                          const Span (&spans)[kR]) {
+__device__ void scores_of(MmaD (&s)[kR][N], AOf a_of, const T* b, const Span (&spans)[kR]) {
+    constexpr int pitch = tile_pitch(kMaxHd);
     SHARDLAB_UNROLL
     for (int k = 0; k < kMaxHd / 16; ++k) {
-        if (k * 16 >= hd) break;
         MmaA fa[kR];
         SHARDLAB_UNROLL
         for (int r = 0; r < kR; ++r) fa[r] = a_of(r, k);
@@ -133,14 +158,14 @@ __device__ void scores_of(MmaD (&s)[kR][N], AOf a_of, const T* b, int pitch, int
 // scores_of with the warp's row blocks at `a` in a shared tile (row block r from row 16 r), each
 // operand loaded when it is used.
 template <int kMaxHd, int kR, int N, typename T>
-__device__ void scores(MmaD (&s)[kR][N], const T* a, const T* b, int pitch, int hd,
-                       const Span (&spans)[kR]) {
+__device__ void scores(MmaD (&s)[kR][N], const T* a, const T* b, const Span (&spans)[kR]) {
+    constexpr int pitch = tile_pitch(kMaxHd);
     scores_of<kMaxHd>(
         s, [&](int r, int k) { return ldmatrix_a(a + r * kRows * pitch + k * 16, pitch); }, b,
-        pitch, hd, spans);
+        spans);
 }
 
-// The warp's rows of a tile, as scores() takes them: with kRegs, their A operands for all of hd
+// The warp's rows of a tile, as scores() takes them: with kRegs, their A operands for all columns
 // loaded once into registers (rows used against every tile of the walk; one row block); else read
 // from the shared tile at every use. Loaded after the barrier that completes the tile.
 template <bool kRegs, int kMaxHd, typename T>
@@ -148,35 +173,35 @@ struct WarpRows;
 template <int kMaxHd, typename T>
 struct WarpRows<false, kMaxHd, T> {
     const T* rows = nullptr;
-    __device__ void load(const T* a, int, int) { rows = a; }
+    __device__ void load(const T* a) { rows = a; }
     __device__ const T* operands() const { return rows; }
 };
 template <int kMaxHd, typename T>
 struct WarpRows<true, kMaxHd, T> {
     MmaA fa[kMaxHd / 16] = {};
-    __device__ void load(const T* a, int pitch, int hd) {
+    __device__ void load(const T* a) {
         SHARDLAB_UNROLL
-        for (int k = 0; k < kMaxHd / 16; ++k)
-            if (k * 16 < hd) fa[k] = ldmatrix_a(a + k * 16, pitch);
+        for (int k = 0; k < kMaxHd / 16; ++k) fa[k] = ldmatrix_a(a + k * 16, tile_pitch(kMaxHd));
     }
     __device__ const WarpRows& operands() const { return *this; }
 };
 
 // scores_of with the warp's one row block's A operands from registers.
 template <int kMaxHd, int N, typename T>
-__device__ void scores(MmaD (&s)[1][N], const WarpRows<true, kMaxHd, T>& a, const T* b, int pitch,
-                       int hd, const Span (&spans)[1]) {
+__device__ void scores(MmaD (&s)[1][N], const WarpRows<true, kMaxHd, T>& a, const T* b,
+                       const Span (&spans)[1]) {
     scores_of<kMaxHd>(
-        s, [&](int, int k) { return a.fa[k]; }, b, pitch, hd, spans);
+        s, [&](int, int k) { return a.fa[k]; }, b, spans);
 }
 
-// acc[r] += P_r V over hd's 8-column blocks, for each of the warp's kR row blocks r: P_r its 16 x
+// acc[r] += P_r V over V's 8-column blocks, for each of the warp's kR row blocks r: P_r its 16 x
 // 8N probabilities as accumulators p[r][0 .. N) (rounded to T here), V the rows of tile `v` from
 // its row 0 (each B pair read once for all row blocks); only P_r's 16-column blocks inside spans[r]
 // (whose ends are even), the others being zero (masked).
 template <int kMaxHd, int kR, int N, typename T>
-__device__ void product(MmaD (&acc)[kR][kMaxHd / 8], const MmaD (&p)[kR][N], const T* v, int pitch,
-                        int hd, const Span (&spans)[kR]) {
+__device__ void product(MmaD (&acc)[kR][kMaxHd / 8], const MmaD (&p)[kR][N], const T* v,
+                        const Span (&spans)[kR]) {
+    constexpr int pitch = tile_pitch(kMaxHd);
     SHARDLAB_UNROLL
     for (int kb = 0; kb < N / 2; ++kb) {
         if (!any_has(spans, 2 * kb)) continue;
@@ -184,8 +209,7 @@ __device__ void product(MmaD (&acc)[kR][kMaxHd / 8], const MmaD (&p)[kR][N], con
         SHARDLAB_UNROLL
         for (int r = 0; r < kR; ++r) fp[r] = a_from<T>(p[r][2 * kb], p[r][2 * kb + 1]);
         SHARDLAB_UNROLL
-        for (int n = 0; n < kMaxHd / 8; n += 2) { // hd is a multiple of 16: pairs of blocks
-            if (n * 8 >= hd) break;
+        for (int n = 0; n < kMaxHd / 8; n += 2) { // pairs of blocks
             MmaB fb[2];
             ldmatrix_b_cols(fb, v + kb * 16 * pitch + n * 8, pitch);
             SHARDLAB_UNROLL
@@ -304,7 +328,8 @@ __global__ void __launch_bounds__(kThreads)
                        float scale) {
     constexpr int kQTile = kTile * kR;
     const QkvLayout at{C / H, H, Hkv};
-    const int hd = at.hd, pitch = tile_pitch(hd);
+    const int hd = at.hd;
+    constexpr int pitch = tile_pitch(kMaxHd);
     const int warp = int(threadIdx.x / 32), g = int(threadIdx.x % 32) / 4, t = int(threadIdx.x % 4);
     SHARDLAB_DYNAMIC_SHARED(unsigned char, raw);
     unsigned char* at_byte = raw;
@@ -345,28 +370,32 @@ __global__ void __launch_bounds__(kThreads)
         // below refills: one barrier a tile.
         __syncthreads();
         if (kt < last_kt) fetch(kt + 1);
-        if (kt == 0) q.load(Qs + warp * kRows * kR * pitch, pitch, hd);
-        // A row block computes the 8-key blocks with a key at or before its last row.
-        Span spans[kR];
-        SHARDLAB_UNROLL
-        for (int r = 0; r < kR; ++r)
-            spans[r] = {0, visible_blocks(row0 + kRows * r + kRows - 1, kt * kTile)};
+        if (kt == 0) q.load(Qs + warp * kRows * kR * pitch);
         // Only the tiles the diagonal crosses hold keys after a query, or past T.
-        const bool masked = (kt + 1) * kTile > qt * kQTile;
-        MmaD s[kR][kCols] = {};
-        scores<kMaxHd>(s, q.operands(), Kt, pitch, hd, spans);
-        SHARDLAB_UNROLL
-        for (int r = 0; r < kR; ++r) {
-            if (spans[r].last == 0) continue; // every key after the row block: nothing to fold
-            if (masked)
-                mask(s[r], [&](int n, int i) {
-                    const int key = kt * kTile + n * 8 + 2 * t + i % 2;
-                    const int query = row0 + kRows * r + g + 8 * (i / 2);
-                    return n < spans[r].last && key <= query && key < T_;
-                });
-            fold<kMaxHd>(s[r], m[r], l[r], o[r], scale_log2);
-        }
-        product<kMaxHd>(o, s, Vt, pitch, hd, spans);
+        by_cut((kt + 1) * kTile > qt * kQTile, [&](auto cut) {
+            constexpr bool kCut = decltype(cut)::value;
+            // A row block computes the 8-key blocks with a key at or before its last row: all of
+            // them in a tile the diagonal does not cut.
+            Span spans[kR];
+            SHARDLAB_UNROLL
+            for (int r = 0; r < kR; ++r)
+                spans[r] = {0, kCut ? visible_blocks(row0 + kRows * r + kRows - 1, kt * kTile)
+                                    : kCols};
+            MmaD s[kR][kCols] = {};
+            scores<kMaxHd>(s, q.operands(), Kt, spans);
+            SHARDLAB_UNROLL
+            for (int r = 0; r < kR; ++r) {
+                if (spans[r].last == 0) continue; // every key after the row block: nothing to fold
+                if (kCut)
+                    mask(s[r], [&](int n, int i) {
+                        const int key = kt * kTile + n * 8 + 2 * t + i % 2;
+                        const int query = row0 + kRows * r + g + 8 * (i / 2);
+                        return n < spans[r].last && key <= query && key < T_;
+                    });
+                fold<kMaxHd>(s[r], m[r], l[r], o[r], scale_log2);
+            }
+            product<kMaxHd>(o, s, Vt, spans);
+        });
     }
     SHARDLAB_UNROLL
     for (int r = 0; r < kR; ++r)
@@ -386,7 +415,8 @@ __global__ void __launch_bounds__(kThreads)
     mma_backward_kv_kernel(T* dqkv, const T* dout, const T* qkv, const float* lse, const float* D,
                            int T_, int C, int H, int Hkv, float scale) {
     const QkvLayout at{C / H, H, Hkv};
-    const int hd = at.hd, pitch = tile_pitch(hd);
+    const int hd = at.hd;
+    constexpr int pitch = tile_pitch(kMaxHd);
     const int warp = int(threadIdx.x / 32), g = int(threadIdx.x % 32) / 4, t = int(threadIdx.x % 4);
     SHARDLAB_DYNAMIC_SHARED(unsigned char, raw);
     unsigned char* at_byte = raw;
@@ -404,10 +434,13 @@ __global__ void __launch_bounds__(kThreads)
 
     // The group's heads in order, each one's query tiles from the diagonal one (causal) down: one
     // walk over the pairs, as in the other flash kernels.
-    const int walk = tiles(T_) - kt, steps = at.group() * walk;
+    const int steps = at.group() * (tiles(T_) - kt);
+    GroupWalk here{kv * at.group(), kt, kt, tiles(T_) - 1}; // the step being computed
+    GroupWalk ahead = here;                                 // and the one fetched next
     // Starts the copies of step `step`'s query tile: Q, dO, lse, D.
     auto fetch = [&](int step) {
-        const int h = kv * at.group() + step / walk, qt = kt + step % walk;
+        const int h = ahead.h, qt = ahead.qt;
+        ahead.next();
         const std::size_t bh = std::size_t(b) * H + h;
         load_tile<kMaxHd>(Qs[step], rows + at.q_col(h), stride, qt * kTile, T_, hd);
         load_tile<kMaxHd>(dOs[step], dout + std::size_t(b) * T_ * C + std::size_t(h) * hd,
@@ -424,8 +457,8 @@ __global__ void __launch_bounds__(kThreads)
     fetch(0); // K and V in the same group
     WarpRows<kRegs, kMaxHd, T> kw, vw;
     MmaD dk[1][kMaxHd / 8] = {}, dv[1][kMaxHd / 8] = {}; // the warp's one row block: 16 keys
-    for (int step = 0; step < steps; ++step) {
-        const int qt = kt + step % walk;
+    for (int step = 0; step < steps; ++step, here.next()) {
+        const int qt = here.qt;
         const T* Qt = Qs[step];
         const T* dOt = dOs[step];
         const float* Lt = Ls[step];
@@ -436,40 +469,44 @@ __global__ void __launch_bounds__(kThreads)
         __syncthreads();
         if (kStages == 2 && step + 1 < steps) fetch(step + 1);
         if (step == 0) {
-            kw.load(Ks + warp * kRows * pitch, pitch, hd);
-            vw.load(Vs + warp * kRows * pitch, pitch, hd);
+            kw.load(Ks + warp * kRows * pitch);
+            vw.load(Vs + warp * kRows * pitch);
         }
         // Only the diagonal tile holds queries before a key; only the last, queries past T.
-        const bool masked = qt == kt || (qt + 1) * kTile > T_;
-        for (int pass = 0; pass < kCols / kPass; ++pass) {
-            const int c0 = pass * kPass * 8; // the pass's first column (query) of the tile
-            // In the diagonal tile, 8-query blocks before the warp's first key are wholly masked.
-            const int first = qt == kt && 2 * warp > pass * kPass ? 2 * warp - pass * kPass : 0;
-            if (first >= kPass) continue;
-            const Span span[1] = {{first, kPass}};
-            MmaD st[1][kPass] = {}, dpt[1][kPass] = {};
-            scores<kMaxHd>(st, kw.operands(), Qt + c0 * pitch, pitch, hd, span);   // S^T
-            scores<kMaxHd>(dpt, vw.operands(), dOt + c0 * pitch, pitch, hd, span); // dP^T
-            if (masked) // keys after a query, queries past T, and the blocks not computed
-                mask(st[0], [&](int n, int i) {
-                    const int query = qt * kTile + c0 + n * 8 + 2 * t + i % 2;
-                    return n >= first && key0 + 8 * (i / 2) <= query && query < T_;
-                });
-            SHARDLAB_UNROLL
-            for (int n = 0; n < kPass; ++n) {
-                const int j = c0 + n * 8 + 2 * t; // this lane's queries j, j + 1 of the tile
-                const float2 lse = *reinterpret_cast<const float2*>(Lt + j);
-                const float2 d = *reinterpret_cast<const float2*>(Dt + j);
-                const float lse2[2] = {lse.x * kLog2e, lse.y * kLog2e}; // in log2 units
-                for (int i = 0; i < 4; ++i) {
-                    const float p = fast_exp2(fmaf(st[0][n].x[i], scale_log2, -lse2[i % 2]));
-                    st[0][n].x[i] = p; // P^T (0 where masked)
-                    dpt[0][n].x[i] = p * (dpt[0][n].x[i] - (i % 2 ? d.y : d.x)); // dS^T
+        by_cut(qt == kt || (qt + 1) * kTile > T_, [&](auto cut) {
+            constexpr bool kCut = decltype(cut)::value;
+            for (int pass = 0; pass < kCols / kPass; ++pass) {
+                const int c0 = pass * kPass * 8; // the pass's first column (query) of the tile
+                // In the diagonal tile, 8-query blocks before the warp's first key are wholly
+                // masked.
+                const int first =
+                    kCut && qt == kt && 2 * warp > pass * kPass ? 2 * warp - pass * kPass : 0;
+                if (first >= kPass) continue;
+                const Span span[1] = {{first, kPass}};
+                MmaD st[1][kPass] = {}, dpt[1][kPass] = {};
+                scores<kMaxHd>(st, kw.operands(), Qt + c0 * pitch, span);   // S^T
+                scores<kMaxHd>(dpt, vw.operands(), dOt + c0 * pitch, span); // dP^T
+                if (kCut) // keys after a query, queries past T, and the blocks not computed
+                    mask(st[0], [&](int n, int i) {
+                        const int query = qt * kTile + c0 + n * 8 + 2 * t + i % 2;
+                        return n >= first && key0 + 8 * (i / 2) <= query && query < T_;
+                    });
+                SHARDLAB_UNROLL
+                for (int n = 0; n < kPass; ++n) {
+                    const int j = c0 + n * 8 + 2 * t; // this lane's queries j, j + 1 of the tile
+                    const float2 lse = *reinterpret_cast<const float2*>(Lt + j);
+                    const float2 d = *reinterpret_cast<const float2*>(Dt + j);
+                    const float lse2[2] = {lse.x * kLog2e, lse.y * kLog2e}; // in log2 units
+                    for (int i = 0; i < 4; ++i) {
+                        const float p = fast_exp2(fmaf(st[0][n].x[i], scale_log2, -lse2[i % 2]));
+                        st[0][n].x[i] = p; // P^T (0 where masked)
+                        dpt[0][n].x[i] = p * (dpt[0][n].x[i] - (i % 2 ? d.y : d.x)); // dS^T
+                    }
                 }
+                product<kMaxHd>(dv, st, dOt + c0 * pitch, span);
+                product<kMaxHd>(dk, dpt, Qt + c0 * pitch, span);
             }
-            product<kMaxHd>(dv, st, dOt + c0 * pitch, pitch, hd, span);
-            product<kMaxHd>(dk, dpt, Qt + c0 * pitch, pitch, hd, span);
-        }
+        });
         if (kStages == 1 && step + 1 < steps) {
             __syncthreads(); // one stage: everyone is done with this step's buffers before refill
             fetch(step + 1);
@@ -492,7 +529,8 @@ __global__ void __launch_bounds__(kThreads)
                           int T_, int C, int H, int Hkv, float scale) {
     constexpr int kQTile = kTile * kR;
     const QkvLayout at{C / H, H, Hkv};
-    const int hd = at.hd, pitch = tile_pitch(hd);
+    const int hd = at.hd;
+    constexpr int pitch = tile_pitch(kMaxHd);
     const int warp = int(threadIdx.x / 32), g = int(threadIdx.x % 32) / 4, t = int(threadIdx.x % 4);
     SHARDLAB_DYNAMIC_SHARED(unsigned char, raw);
     unsigned char* at_byte = raw;
@@ -540,43 +578,48 @@ __global__ void __launch_bounds__(kThreads)
         __syncthreads();
         if (kStages == 2 && kt < last_kt) fetch(kt + 1);
         if (kt == 0) {
-            qw.load(Qs + warp * kRows * kR * pitch, pitch, hd);
-            dow.load(dOs + warp * kRows * kR * pitch, pitch, hd);
+            qw.load(Qs + warp * kRows * kR * pitch);
+            dow.load(dOs + warp * kRows * kR * pitch);
         }
         // Only the tiles the diagonal crosses hold keys after a query; only the last, queries
         // past T.
-        const bool masked = (kt + 1) * kTile > qt * kQTile || (qt + 1) * kQTile > T_;
-        for (int pass = 0; pass < kCols / kPass; ++pass) {
-            const int c0 = pass * kPass * 8; // the pass's first column (key) of the tile
-            // A row block computes the pass's 8-key blocks with a key at or before its last row.
-            Span spans[kR];
-            SHARDLAB_UNROLL
-            for (int r = 0; r < kR; ++r)
-                spans[r] = {0,
-                            visible_blocks(row0 + kRows * r + kRows - 1, kt * kTile + c0, kPass)};
-            if (!any_has(spans, 0)) continue; // every key of the pass after every row
-            MmaD s[kR][kPass] = {}, dp[kR][kPass] = {};
-            scores<kMaxHd>(s, qw.operands(), Kt + c0 * pitch, pitch, hd, spans);
-            scores<kMaxHd>(dp, dow.operands(), Vt + c0 * pitch, pitch, hd, spans);
-            SHARDLAB_UNROLL
-            for (int r = 0; r < kR; ++r) {
-                if (spans[r].last == 0) continue;
-                if (masked) // keys after a query, queries past T, and the blocks not computed
-                    mask(s[r], [&](int n, int i) {
-                        const int key = kt * kTile + c0 + n * 8 + 2 * t + i % 2;
-                        const int query = row0 + kRows * r + g + 8 * (i / 2);
-                        return n < spans[r].last && key <= query && query < T_;
-                    });
+        by_cut((kt + 1) * kTile > qt * kQTile || (qt + 1) * kQTile > T_, [&](auto cut) {
+            constexpr bool kCut = decltype(cut)::value;
+            for (int pass = 0; pass < kCols / kPass; ++pass) {
+                const int c0 = pass * kPass * 8; // the pass's first column (key) of the tile
+                // A row block computes the pass's 8-key blocks with a key at or before its last
+                // row: all of them where the diagonal does not cut the tile.
+                Span spans[kR];
                 SHARDLAB_UNROLL
-                for (int n = 0; n < kPass; ++n)
-                    for (int i = 0; i < 4; ++i) {
-                        const float p =
-                            fast_exp2(fmaf(s[r][n].x[i], scale_log2, -row_lse2[r][i / 2]));
-                        dp[r][n].x[i] = p * (dp[r][n].x[i] - row_D[r][i / 2]); // dS (0 if masked)
-                    }
+                for (int r = 0; r < kR; ++r)
+                    spans[r] = {0, kCut ? visible_blocks(row0 + kRows * r + kRows - 1,
+                                                         kt * kTile + c0, kPass)
+                                        : kPass};
+                if (!any_has(spans, 0)) continue; // every key of the pass after every row
+                MmaD s[kR][kPass] = {}, dp[kR][kPass] = {};
+                scores<kMaxHd>(s, qw.operands(), Kt + c0 * pitch, spans);
+                scores<kMaxHd>(dp, dow.operands(), Vt + c0 * pitch, spans);
+                SHARDLAB_UNROLL
+                for (int r = 0; r < kR; ++r) {
+                    if (spans[r].last == 0) continue;
+                    if (kCut) // keys after a query, queries past T, and the blocks not computed
+                        mask(s[r], [&](int n, int i) {
+                            const int key = kt * kTile + c0 + n * 8 + 2 * t + i % 2;
+                            const int query = row0 + kRows * r + g + 8 * (i / 2);
+                            return n < spans[r].last && key <= query && query < T_;
+                        });
+                    SHARDLAB_UNROLL
+                    for (int n = 0; n < kPass; ++n)
+                        for (int i = 0; i < 4; ++i) {
+                            const float p =
+                                fast_exp2(fmaf(s[r][n].x[i], scale_log2, -row_lse2[r][i / 2]));
+                            dp[r][n].x[i] =
+                                p * (dp[r][n].x[i] - row_D[r][i / 2]); // dS (0 if masked)
+                        }
+                }
+                product<kMaxHd>(dq, dp, Kt + c0 * pitch, spans);
             }
-            product<kMaxHd>(dq, dp, Kt + c0 * pitch, pitch, hd, spans);
-        }
+        });
         if (kStages == 1 && kt < last_kt) {
             __syncthreads(); // one stage: everyone is done with tile kt before its buffers refill
             fetch(kt + 1);
@@ -588,20 +631,20 @@ __global__ void __launch_bounds__(kThreads)
         write_rows<kMaxHd>(dQ, stride, row0 + kRows * r, T_, dq[r], scale, hd);
 }
 
-// The shared bytes of each kernel for head dim hd and `stages` buffers per streamed tile (the
-// carve order above).
-std::size_t tiles_bytes(int hd, int n) {
-    return std::size_t(n) * kTile * tile_pitch(hd) * 2; // 16-bit tiles
+// The shared bytes of each kernel for tiles `width` (kMaxHd) wide and `stages` buffers per streamed
+// tile (the carve order above).
+std::size_t tiles_bytes(int width, int n) {
+    return std::size_t(n) * kTile * tile_pitch(width) * 2; // 16-bit tiles
 }
-std::size_t forward_shared(int hd, int row_blocks) {
-    return tiles_bytes(hd, row_blocks + 4); // Q (64 rows a row block) and two each of K, V
+std::size_t forward_shared(int width, int row_blocks) {
+    return tiles_bytes(width, row_blocks + 4); // Q (64 rows a row block) and two each of K, V
 }
-std::size_t backward_kv_shared(int hd, int stages) {
-    return tiles_bytes(hd, 2 + 2 * stages) +
+std::size_t backward_kv_shared(int width, int stages) {
+    return tiles_bytes(width, 2 + 2 * stages) +
            2 * stages * kTile * sizeof(float); // K, V; Q, dO, lse, D
 }
-std::size_t backward_q_shared(int hd, int stages, int row_blocks) {
-    return tiles_bytes(hd, 2 * row_blocks + 2 * stages); // Q, dO; K, V
+std::size_t backward_q_shared(int width, int stages, int row_blocks) {
+    return tiles_bytes(width, 2 * row_blocks + 2 * stages); // Q, dO; K, V
 }
 
 // The backward's stages: two where the device lets a block have their shared memory, else one.
@@ -621,7 +664,7 @@ int stages_for(std::size_t two_stage_bytes) {
 // template arguments of `variant`: the row operands in registers in the dK/dV kernel (kv_regs) and
 // in the forward and dQ kernels (q_regs), the latter's 16-row blocks per warp, the backward's
 // stages. At hd 128 neither variant fits (mma_variants_fit): the row operands would take 32 more
-// registers a thread than the dK/dV kernel's 225 leave (ptxas, sm_90), a second row block 64 more
+// registers a thread than the dK/dV kernel's 253 leave (ptxas, sm_90), a second row block 64 more
 // accumulators; and one stage is only ever needed there.
 template <int kMaxHd, typename F>
 void with_variant(TensorCoreFlash variant, int stages, F&& f) {
@@ -652,7 +695,7 @@ void flash_attention_mma_forward(cudaStream_t s, void* out, float* lse, const vo
                             unsigned(B));
             launch_flash("flash_attention_mma_forward",
                          mma_forward_kernel<kMaxHd, decltype(q_regs)::value, kR, P>, grid, kThreads,
-                         forward_shared(hd, kR), s, static_cast<P*>(out), lse,
+                         forward_shared(kMaxHd, kR), s, static_cast<P*>(out), lse,
                          static_cast<const P*>(qkv), T, C, H, Hkv, scale);
         });
     });
@@ -672,7 +715,7 @@ void flash_attention_mma_backward(cudaStream_t s, void* dqkv, const void* dout, 
         // Asked for hd 128's kernels (one row block); at hd 64 every sm_80+ GPU has room for two
         // stages, mma_wide's dQ (74 KB) included.
         const int stages =
-            stages_for(std::max(backward_kv_shared(hd, 2), backward_q_shared(hd, 2, 1)));
+            stages_for(std::max(backward_kv_shared(kMaxHd, 2), backward_q_shared(kMaxHd, 2, 1)));
         with_variant<kMaxHd>(
             variant, stages, [&](auto kv_regs, auto q_regs, auto row_blocks, auto staged) {
                 constexpr int kR = decltype(row_blocks)::value;
@@ -681,11 +724,11 @@ void flash_attention_mma_backward(cudaStream_t s, void* dqkv, const void* dout, 
                                   unsigned(B));
                 launch_flash("flash_attention_mma_backward_kv",
                              mma_backward_kv_kernel<kMaxHd, decltype(kv_regs)::value, kStages, P>,
-                             kv_grid, kThreads, backward_kv_shared(hd, kStages), s,
+                             kv_grid, kThreads, backward_kv_shared(kMaxHd, kStages), s,
                              static_cast<P*>(dqkv), d, x, lse, row_dots, T, C, H, Hkv, scale);
                 launch_flash("flash_attention_mma_backward_q",
                              mma_backward_q_kernel<kMaxHd, decltype(q_regs)::value, kR, kStages, P>,
-                             q_grid, kThreads, backward_q_shared(hd, kStages, kR), s,
+                             q_grid, kThreads, backward_q_shared(kMaxHd, kStages, kR), s,
                              static_cast<P*>(dqkv), d, x, lse, row_dots, T, C, H, Hkv, scale);
             });
     });

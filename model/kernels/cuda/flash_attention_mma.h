@@ -14,11 +14,19 @@
 // registers. Backward likewise forms P and dS = P (dP - D) in registers, over 32 columns of the
 // tile at a time (dK, dV or dQ for hd 128 take 64 registers each).
 //
-// What an element of a score tile costs is what bounds these kernels beside the mma calls (a
-// tile's 64 mma calls per warp against 32 scores per lane), so as in FlashAttention-2: e^x is
-// computed as 2^(x log2 e), the scale and log2 e folded into one fma before the SFU's ex2
-// (fast_exp2.h: 2 instructions where expf takes 11), m kept in log2 units (lse is stored natural);
-// and only the tiles the causal diagonal or the sequence's end cross evaluate the mask.
+// What a tile costs in instructions beside its mma calls is what bounds these kernels (a tile's 64
+// mma calls per warp against 32 scores per lane, and every instruction issued by the same warp
+// schedulers), so as in FlashAttention-2: e^x is computed as 2^(x log2 e), the scale and log2 e
+// folded into one fma before the SFU's ex2 (fast_exp2.h: 2 instructions where expf takes 11), m
+// kept in log2 units (lse is stored natural). Everything else a tile could test is known when the
+// kernel is compiled:
+// - the head dim: the kernels compute at the width they are sized for (64 or 128); a smaller head
+//   (a multiple of 16) has zeros in the tiles' other columns, whose products add nothing;
+// - whether the tile is cut: only the tiles the causal diagonal or the sequence's end cross
+//   compute part of a tile and evaluate the mask, in a copy of the code of their own (by_cut); the
+//   others, most of them, run a copy with no such test;
+// - a thread's share of a tile's copies (TileStream, flash_attention_common.h): the same column and
+//   rows in every tile, with no division.
 //
 // The numbers are the WMMA kernels': P and dS rounded to the storage type before their products, l
 // summed from the unrounded probabilities, products exact and accumulated in fp32 — so the same
@@ -30,9 +38,10 @@
 // (cp_async.h) into two buffers: each tile, the block waits for its copies, meets at one barrier
 // (it has landed for everyone, and everyone is done with the previous one) and starts the next
 // tile's copies into the other buffer before computing — so the loads overlap the mma work.
-// Shared memory per block (16-bit tiles, rows padded to hd + 8 elements, which puts the 8 rows an
-// ldmatrix phase reads 4 banks apart — no bank conflicts), at hd 64 / 128: forward Q + two each
-// of K, V 46,080 / 87,040 B; dK/dV K, V + two each of Q, dO, lse, D 56,320 / 105,472 B; dQ Q, dO
+// Shared memory per block (16-bit tiles, rows padded to 64 + 8 or 128 + 8 elements, which puts the
+// 8 rows an ldmatrix phase reads 4 banks apart — no bank conflicts), at hd <= 64 / <= 128: forward
+// Q + two each of K, V 46,080 / 87,040 B; dK/dV K, V + two each of Q, dO, lse, D 56,320 / 105,472
+// B; dQ Q, dO
 // + two each of K, V 55,296 / 104,448 B (mma_wide at hd 64, its Q and dO tiles of 128 rows: forward
 // 55,296 B, dQ 73,728 B). A GPU that lets a block opt in to less than the
 // backward's two stages (an sm_86/89's 99 KiB, at hd 128) runs it on one buffer, refilled after a

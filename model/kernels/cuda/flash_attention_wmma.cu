@@ -76,7 +76,7 @@ struct Carve {
 // Rows [r0, r0 + kTile) of a head's hd columns into `tile` (flash_attention_common.h).
 template <int kMaxHd, typename T>
 __device__ void load_tile(T* tile, const T* src, std::size_t stride, int r0, int T_, int hd) {
-    load_tile16<kTile, kThreads, kMaxHd>(tile, tile_pitch(hd), src, stride, r0, T_, hd);
+    load_tile16<kTile, kThreads, kMaxHd>(tile, tile_pitch(hd), src, stride, r0, T_, hd, hd);
 }
 
 // S (16 x kTile, fp32, into `scratch`) = A_w B^T over hd: A_w the warp's 16 rows of tile `a`
