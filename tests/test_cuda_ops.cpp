@@ -23,6 +23,7 @@
 #include <cstring>
 #include <future>
 #include <random>
+#include <utility>
 #include <vector>
 
 #ifdef SHARDLAB_CUDA_EMU
@@ -505,11 +506,22 @@ struct FlashRun {
     std::vector<float> out, lse, dqkv, qkv, dout; // qkv, dout: the inputs as stored
     std::vector<char> out_bits, lse_bits, dqkv_bits;
 };
-FlashRun run_flash(Side& g, DType dt, int B, int T, int C, int H, int Hkv, std::uint64_t seed) {
+// `skip` elements before the inputs qkv and dout (each a view that far into its allocation): 1 puts
+// them off the 16-byte grid, where the tensor-core kernels copy their tiles element by element.
+Tensor input_at(Side& g, std::vector<float> values, DType dt, Shape shape, std::int64_t skip) {
+    values.insert(values.begin(), std::size_t(skip), 0.0f);
+    const Tensor x = g.make(values, dt, {std::int64_t(values.size())});
+    return Tensor{static_cast<char*>(x.data) + skip * dtype_size(dt), dt, shape, x.device};
+}
+
+FlashRun run_flash(Side& g, DType dt, int B, int T, int C, int H, int Hkv, std::uint64_t seed,
+                   std::int64_t skip = 0) {
     FlashRun r;
     const int row = C / H * (H + 2 * Hkv); // a qkv row: 3C when Hkv = H
-    const Tensor tq = g.make(random_values(std::size_t(B) * T * row, seed), dt, {B, T, row});
-    const Tensor tdo = g.make(random_values(std::size_t(B) * T * C, seed + 1), dt, {B, T, C});
+    const Tensor tq =
+        input_at(g, random_values(std::size_t(B) * T * row, seed), dt, {B, T, row}, skip);
+    const Tensor tdo =
+        input_at(g, random_values(std::size_t(B) * T * C, seed + 1), dt, {B, T, C}, skip);
     const Tensor to = g.make(std::vector<float>(std::size_t(B) * T * C, NAN), dt, {B, T, C});
     const Tensor tl =
         g.make(std::vector<float>(std::size_t(B) * H * T, NAN), DType::f32, {B, H, T});
@@ -764,6 +776,30 @@ TEST(CudaOps, FlashAttentionMmaWideIsTheMmaKernelsBitForBit) {
     expect_the_mma_kernels_bits(t, cuda::TensorCoreFlash::mma_wide,
                                 {FlashCase{1, 40, 1, 16}, FlashCase{2, 130, 4, 32, 2},
                                  FlashCase{1, 200, 2, 64, 2}, FlashCase{1, 300, 2, 64, 1}});
+}
+
+// Inputs off the 16-byte grid (qkv and dout one element into their allocations) are copied into the
+// tensor-core kernels' tiles element by element, not by cp.async: the same tiles, zeros included
+// (rows past T; at hd 48 the columns up to the kernels' width of 64), so the same bits as aligned
+// inputs. T = 130: tiles cut by the diagonal and by T, and a tile no one cuts; grouped queries.
+// Both kernel families, one 16-bit type each (the copies move bytes: the type changes nothing).
+TEST(CudaOps, FlashAttentionOffTheGridIsTheAlignedBits) {
+    MAKE_TWIN(t);
+    using cuda::TensorCoreFlash;
+    for (const auto& [tc, dt] : {std::pair{TensorCoreFlash::mma, DType::bf16},
+                                 std::pair{TensorCoreFlash::mma_wide, DType::f16}})
+        for (const FlashCase c : {FlashCase{1, 130, 4, 48, 2}, FlashCase{1, 130, 2, 64}}) {
+            SCOPED_TRACE(testing::Message() << flash_name(tc) << " " << dtype_name(dt) << " hd "
+                                            << c.hd << " Hkv " << c.kv());
+            Side& g = flash_side(t, tc);
+            const int C = c.H * c.hd;
+            const FlashRun a = run_flash(g, dt, c.B, c.T, C, c.H, c.kv(), 74);
+            const FlashRun b = run_flash(g, dt, c.B, c.T, C, c.H, c.kv(), 74, 1);
+            ASSERT_EQ(a.qkv, b.qkv); // the same stored inputs
+            EXPECT_EQ(a.out_bits, b.out_bits);
+            EXPECT_EQ(a.lse_bits, b.lse_bits);
+            EXPECT_EQ(a.dqkv_bits, b.dqkv_bits);
+        }
 }
 
 #ifdef SHARDLAB_CUDA_EMU
