@@ -780,25 +780,28 @@ TEST(CudaOps, FlashAttentionMmaWideIsTheMmaKernelsBitForBit) {
 
 // Inputs off the 16-byte grid (qkv and dout one element into their allocations) are copied into the
 // tensor-core kernels' tiles element by element, not by cp.async: the same tiles, zeros included
-// (rows past T; at hd 48 the columns up to the kernels' width of 64), so the same bits as aligned
-// inputs. T = 130: tiles cut by the diagonal and by T, and a tile no one cuts; grouped queries.
-// Both kernel families, one 16-bit type each (the copies move bytes: the type changes nothing).
+// (rows past T; at hd 48 the mma kernels' columns up to their width of 64), so the same bits as
+// aligned inputs. T = 130: tiles cut by the diagonal and by T and, in the mma kernels, a tile
+// neither cuts; grouped queries. The mma, mma_wide and WMMA kernels, one 16-bit type each (the
+// copies move bytes: the type changes nothing). The run off the grid goes first, so that on a GPU
+// a tile it failed to write cannot hold the aligned run's values.
 TEST(CudaOps, FlashAttentionOffTheGridIsTheAlignedBits) {
     MAKE_TWIN(t);
     using cuda::TensorCoreFlash;
     for (const auto& [tc, dt] : {std::pair{TensorCoreFlash::mma, DType::bf16},
-                                 std::pair{TensorCoreFlash::mma_wide, DType::f16}})
+                                 std::pair{TensorCoreFlash::mma_wide, DType::f16},
+                                 std::pair{TensorCoreFlash::wmma, DType::bf16}})
         for (const FlashCase c : {FlashCase{1, 130, 4, 48, 2}, FlashCase{1, 130, 2, 64}}) {
             SCOPED_TRACE(testing::Message() << flash_name(tc) << " " << dtype_name(dt) << " hd "
                                             << c.hd << " Hkv " << c.kv());
             Side& g = flash_side(t, tc);
             const int C = c.H * c.hd;
-            const FlashRun a = run_flash(g, dt, c.B, c.T, C, c.H, c.kv(), 74);
-            const FlashRun b = run_flash(g, dt, c.B, c.T, C, c.H, c.kv(), 74, 1);
-            ASSERT_EQ(a.qkv, b.qkv); // the same stored inputs
-            EXPECT_EQ(a.out_bits, b.out_bits);
-            EXPECT_EQ(a.lse_bits, b.lse_bits);
-            EXPECT_EQ(a.dqkv_bits, b.dqkv_bits);
+            const FlashRun off = run_flash(g, dt, c.B, c.T, C, c.H, c.kv(), 74, 1);
+            const FlashRun on = run_flash(g, dt, c.B, c.T, C, c.H, c.kv(), 74);
+            ASSERT_EQ(on.qkv, off.qkv); // the same stored inputs
+            EXPECT_EQ(on.out_bits, off.out_bits);
+            EXPECT_EQ(on.lse_bits, off.lse_bits);
+            EXPECT_EQ(on.dqkv_bits, off.dqkv_bits);
         }
 }
 

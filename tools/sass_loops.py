@@ -37,7 +37,7 @@ def parse(body):
             labels[m.group(1)] = len(ins)
             continue
         m = INSTR.match(line)
-        if m and m.group(2) != "@!PT ":  # predicated never: a scheduling placeholder
+        if m and (m.group(2) or "").strip() != "@!PT":  # predicated never: a placeholder
             ins.append((int(m.group(1), 16), m.group(3), m.group(4), (m.group(2) or "").strip()))
     return ins, labels
 
@@ -51,7 +51,7 @@ def loops(ins, labels):
     found = []
     for k, (_, op, rest, _) in enumerate(ins):
         m = TARGET.search(rest) if op.startswith("BRA") else None
-        if m and labels.get(m.group(1), len(ins)) <= k:
+        if m and labels.get(m.group(1), len(ins)) < k:  # not the padding's branch to itself
             found.append((labels[m.group(1)], k))
     return sorted(found, key=lambda lo_hi: lo_hi[0] - lo_hi[1])
 

@@ -99,34 +99,36 @@ __device__ void load_tile16(T* tile, int pitch, const T* src, std::size_t stride
 // cp.async, tile after tile (the tiles of one walk): as load_tile16 gives them (the head's hd
 // columns, then zeros; rows past T zeros), complete for this thread after cp_async_commit() and
 // the cp_async_wait() that covers the group, for the block after a __syncthreads() that follows.
-// A thread's 16-byte column and rows within a tile are the same in every tile, so all that is
-// worked out once, here, and a tile's copies cost a compare, a select and an add each. A source
-// off the 16-byte grid is copied by load_tile16, at once.
+// A thread's 16-byte column and rows within a tile are the same in every tile: a kernel makes the
+// stream once, before its walk, and a tile's copies then cost a compare, a select and an add
+// each. A source off the 16-byte grid is copied by load_tile16, at once.
 template <int kRows, int kThreads, int kWidth, typename T>
 struct TileStream {
     static constexpr int kChunks = kWidth / 8, kStep = kThreads / kChunks;
     static_assert(kThreads % kChunks == 0 && kRows % kStep == 0, "chunks spread evenly");
     const T* src;       // the head's row 0 (real: what a copy of no bytes names)
     std::size_t stride; // elements from one row to the next
-    int T_, hd, row, col;
+    int T_, hd;
     bool async; // 16-byte copies allowed
 
     __device__ TileStream(const T* src_, std::size_t stride_, int seq, int hd_)
-        : src(src_), stride(stride_), T_(seq), hd(hd_), row(int(threadIdx.x) / kChunks),
-          col(int(threadIdx.x) % kChunks * 8), async(aligned16(src_) && stride_ % 8 == 0) {}
+        : src(src_), stride(stride_), T_(seq), hd(hd_), async(aligned16(src_) && stride_ % 8 == 0) {
+    }
 
     // Starts the copies of rows [r0, r0 + kRows) into `tile` (row pitch `pitch`).
     __device__ void load(T* tile, int pitch, int r0) const {
         if (!async)
             return load_tile16<kRows, kThreads, kWidth>(tile, pitch, src, stride, r0, T_, hd,
                                                         kWidth);
-        const T* from = src + std::size_t(r0 + row) * stride + col;
+        const int row = int(threadIdx.x) / kChunks, col = int(threadIdx.x) % kChunks * 8;
+        // An offset, not a pointer, steps past T: only a real row's address is ever formed.
+        std::size_t at = std::size_t(r0 + row) * stride + std::size_t(col);
         const std::size_t step = kStep * stride;
         SHARDLAB_UNROLL
-        for (int i = 0; i < kRows / kStep; ++i, from += step) {
+        for (int i = 0; i < kRows / kStep; ++i, at += step) {
             const int r = row + i * kStep;
             const bool valid = r0 + r < T_ && col < hd; // else zeros, from row 0 for no bytes
-            cp_async<16>(tile + r * pitch + col, valid ? from : src, valid);
+            cp_async<16>(tile + r * pitch + col, valid ? src + at : src, valid);
         }
     }
 };

@@ -66,13 +66,16 @@ __device__ Stages<E, kStages> carve_stages(unsigned char*& at, std::size_t n) {
     return {carve<E>(at, kStages * n), n};
 }
 
-// Rows [r0, r0 + kN) of a head's hd columns into `tile` by cp.async (flash_attention_common.h),
-// zeros in its columns from hd to kMaxHd: there for this thread once the copies' group is waited
-// for.
-template <int kMaxHd, int kN = kTile, typename T>
-__device__ void load_tile(T* tile, const T* src, std::size_t stride, int r0, int T_, int hd) {
-    TileStream<kN, kThreads, kMaxHd, T>(src, stride, T_, hd).load(tile, tile_pitch(kMaxHd), r0);
-}
+// The copies of kN-row tiles of a head's hd columns by cp.async (flash_attention_common.h), zeros
+// in their columns from hd to kMaxHd: load(tile, r0) starts rows [r0, r0 + kN), there for this
+// thread once the copies' group is waited for.
+template <int kMaxHd, typename T, int kN = kTile>
+struct HeadTiles : TileStream<kN, kThreads, kMaxHd, T> {
+    using TileStream<kN, kThreads, kMaxHd, T>::TileStream;
+    __device__ void load(T* tile, int r0) const {
+        TileStream<kN, kThreads, kMaxHd, T>::load(tile, tile_pitch(kMaxHd), r0);
+    }
+};
 
 // The 8-column blocks [first, last) of a score tile that one of a warp's 16-row blocks computes;
 // the others hold no score its mask keeps.
@@ -321,7 +324,7 @@ __device__ void write_normalised(T* out, float* lse, int b, int h, int q0, int T
 // per warp (query tiles of 64 kR rows; key tiles of 64 either way). A row block folds exactly the
 // key tiles and 8-key blocks that the kR = 1 kernel's warp holding its rows does (masking more
 // tiles, but keeping each score that one keeps), so every row gets the same bits. Always two
-// stages: 87,040 B at hd 128, under every sm_80+ GPU's opt-in (99 KiB at the least).
+// stages: 87,040 B at hd 80 to 128, under every sm_80+ GPU's opt-in (99 KiB at the least).
 template <int kMaxHd, bool kRegs, int kR, typename T>
 __global__ void __launch_bounds__(kThreads)
     mma_forward_kernel(T* out, float* lse, const T* qkv, int T_, int C, int H, int Hkv,
@@ -343,16 +346,17 @@ __global__ void __launch_bounds__(kThreads)
     const int last_kt = last_key_tile(qt, kR, T_);
     const std::size_t stride = at.row();
     const T* rows = qkv + std::size_t(b) * T_ * stride;
-    const T* kh = rows + at.k_col(at.kv_of(h)); // the kv head's k and v columns
-    const T* vh = rows + at.v_col(at.kv_of(h));
+    // The kv head's k and v columns.
+    const HeadTiles<kMaxHd, T> k_tiles(rows + at.k_col(at.kv_of(h)), stride, T_, hd);
+    const HeadTiles<kMaxHd, T> v_tiles(rows + at.v_col(at.kv_of(h)), stride, T_, hd);
 
     // Starts the copies of key tile j (its K and V rows).
     auto fetch = [&](int j) {
-        load_tile<kMaxHd>(Ks[j], kh, stride, j * kTile, T_, hd);
-        load_tile<kMaxHd>(Vs[j], vh, stride, j * kTile, T_, hd);
+        k_tiles.load(Ks[j], j * kTile);
+        v_tiles.load(Vs[j], j * kTile);
         cp_async_commit();
     };
-    load_tile<kMaxHd, kQTile>(Qs, rows + at.q_col(h), stride, qt * kQTile, T_, hd);
+    HeadTiles<kMaxHd, T, kQTile>(rows + at.q_col(h), stride, T_, hd).load(Qs, qt * kQTile);
     fetch(0); // Q in the same group
     WarpRows<kRegs, kMaxHd, T> q;
     const float scale_log2 = scale * kLog2e;
@@ -442,9 +446,10 @@ __global__ void __launch_bounds__(kThreads)
         const int h = ahead.h, qt = ahead.qt;
         ahead.next();
         const std::size_t bh = std::size_t(b) * H + h;
-        load_tile<kMaxHd>(Qs[step], rows + at.q_col(h), stride, qt * kTile, T_, hd);
-        load_tile<kMaxHd>(dOs[step], dout + std::size_t(b) * T_ * C + std::size_t(h) * hd,
-                          std::size_t(C), qt * kTile, T_, hd);
+        HeadTiles<kMaxHd, T>(rows + at.q_col(h), stride, T_, hd).load(Qs[step], qt * kTile);
+        HeadTiles<kMaxHd, T>(dout + std::size_t(b) * T_ * C + std::size_t(h) * hd, std::size_t(C),
+                             T_, hd)
+            .load(dOs[step], qt * kTile);
         if (threadIdx.x < unsigned(kTile)) {
             const int qi = qt * kTile + int(threadIdx.x), from = qi < T_ ? qi : qt * kTile;
             cp_async<4>(Ls[step] + threadIdx.x, lse + bh * T_ + from, qi < T_); // else 0
@@ -452,8 +457,8 @@ __global__ void __launch_bounds__(kThreads)
         }
         cp_async_commit();
     };
-    load_tile<kMaxHd>(Ks, rows + at.k_col(kv), stride, kt * kTile, T_, hd);
-    load_tile<kMaxHd>(Vs, rows + at.v_col(kv), stride, kt * kTile, T_, hd);
+    HeadTiles<kMaxHd, T>(rows + at.k_col(kv), stride, T_, hd).load(Ks, kt * kTile);
+    HeadTiles<kMaxHd, T>(rows + at.v_col(kv), stride, T_, hd).load(Vs, kt * kTile);
     fetch(0); // K and V in the same group
     WarpRows<kRegs, kMaxHd, T> kw, vw;
     MmaD dk[1][kMaxHd / 8] = {}, dv[1][kMaxHd / 8] = {}; // the warp's one row block: 16 keys
@@ -546,18 +551,19 @@ __global__ void __launch_bounds__(kThreads)
     const float scale_log2 = scale * kLog2e;
     const std::size_t stride = at.row(), bh = std::size_t(b) * H + h;
     const T* rows = qkv + std::size_t(b) * T_ * stride;
-    const T* kh = rows + at.k_col(at.kv_of(h)); // the kv head's k and v columns
-    const T* vh = rows + at.v_col(at.kv_of(h));
+    // The kv head's k and v columns.
+    const HeadTiles<kMaxHd, T> k_tiles(rows + at.k_col(at.kv_of(h)), stride, T_, hd);
+    const HeadTiles<kMaxHd, T> v_tiles(rows + at.v_col(at.kv_of(h)), stride, T_, hd);
     const T* dhead = dout + std::size_t(b) * T_ * C + std::size_t(h) * hd;
 
     // Starts the copies of key tile j (its K and V rows).
     auto fetch = [&](int j) {
-        load_tile<kMaxHd>(Ks[j], kh, stride, j * kTile, T_, hd);
-        load_tile<kMaxHd>(Vs[j], vh, stride, j * kTile, T_, hd);
+        k_tiles.load(Ks[j], j * kTile);
+        v_tiles.load(Vs[j], j * kTile);
         cp_async_commit();
     };
-    load_tile<kMaxHd, kQTile>(Qs, rows + at.q_col(h), stride, qt * kQTile, T_, hd);
-    load_tile<kMaxHd, kQTile>(dOs, dhead, std::size_t(C), qt * kQTile, T_, hd);
+    HeadTiles<kMaxHd, T, kQTile>(rows + at.q_col(h), stride, T_, hd).load(Qs, qt * kQTile);
+    HeadTiles<kMaxHd, T, kQTile>(dhead, std::size_t(C), T_, hd).load(dOs, qt * kQTile);
     fetch(0); // Q and dO in the same group
     WarpRows<kRegs, kMaxHd, T> qw, dow;
     float row_lse2[kR][2], row_D[kR][2]; // per row block and lane row; lse in log2 units
@@ -648,8 +654,9 @@ std::size_t backward_q_shared(int width, int stages, int row_blocks) {
 }
 
 // The backward's stages: two where the device lets a block have their shared memory, else one.
-// Every sm_80+ GPU lets it at hd 64 (74 KB at most: mma_wide's dQ); at hd 128 (105 KB) an H100's
-// 227 KB do, an sm_86/89's 99 KB do not.
+// Every sm_80+ GPU lets it for the kernels sized for hd <= 64 (74 KB at most: mma_wide's dQ); for
+// those sized for 128 (105 KB, at any hd from 80 to 128) an H100's 227 KB do, an sm_86/89's 99 KB
+// do not.
 int stages_for(std::size_t two_stage_bytes) {
     int device = 0, optin = 0;
     check_cuda(cudaGetDevice(&device), "cudaGetDevice");
@@ -712,8 +719,8 @@ void flash_attention_mma_backward(cudaStream_t s, void* dqkv, const void* dout, 
         constexpr int kMaxHd = decltype(max_hd)::value;
         const P* d = static_cast<const P*>(dout);
         const P* x = static_cast<const P*>(qkv);
-        // Asked for hd 128's kernels (one row block); at hd 64 every sm_80+ GPU has room for two
-        // stages, mma_wide's dQ (74 KB) included.
+        // Asked for the kernels sized for 128 (one row block); for those sized for 64 every sm_80+
+        // GPU has room for two stages, mma_wide's dQ (74 KB) included.
         const int stages =
             stages_for(std::max(backward_kv_shared(kMaxHd, 2), backward_q_shared(kMaxHd, 2, 1)));
         with_variant<kMaxHd>(
