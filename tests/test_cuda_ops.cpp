@@ -974,7 +974,10 @@ TEST(CudaOps, EmbeddingIsTheCpusBitForBitBackwardIncluded) {
 // (skip) take the element path for some or all chunks; the long rows give each thread several
 // chunks, with logits rising along the row so the running maximum grows in almost every chunk, and
 // V = 9001 more than one batch of the chunks a thread loads at a time (4 x 256 chunks: 8,192
-// columns in 16-bit, 4,096 in fp32), the last batch partly past V.
+// columns in 16-bit, 4,096 in fp32), the last batch partly past V. A batch of four chunks inside V
+// takes a path of its own; V = 6403 (16-bit) and 3203 (fp32) end in chunk 800, 3 columns of which
+// are the vocabulary's, so that thread 32's batch (chunks 32, 288, 544, 800) holds three whole
+// chunks and that partial one: the general path's.
 TEST(CudaOps, CrossEntropyLossAndFusedGradient) {
     MAKE_TWIN(t);
     struct Case {
@@ -982,9 +985,10 @@ TEST(CudaOps, CrossEntropyLossAndFusedGradient) {
         std::int64_t skip;
     };
     // N = 600: the mean's rows staged in three tiles of 256, the last short.
-    for (const Case c : {Case{21, 67, 67, 0}, Case{21, 67, 80, 0}, Case{9, 64, 64, 1},
-                         Case{9, 67, 80, 3}, Case{3, 5000, 5120, 0}, Case{3, 4099, 4103, 1},
-                         Case{2, 9001, 9016, 0}, Case{600, 67, 72, 0}}) {
+    for (const Case c :
+         {Case{21, 67, 67, 0}, Case{21, 67, 80, 0}, Case{9, 64, 64, 1}, Case{9, 67, 80, 3},
+          Case{3, 5000, 5120, 0}, Case{3, 4099, 4103, 1}, Case{2, 9001, 9016, 0},
+          Case{2, 6403, 6416, 0}, Case{2, 3203, 3216, 0}, Case{600, 67, 72, 0}}) {
         const int N = c.N, V = c.V, ld = c.ld;
         std::vector<std::uint16_t> targets(N);
         for (int i = 0; i < N; ++i) targets[i] = std::uint16_t(i == 1 ? V - 1 : (i * 13) % V);

@@ -102,6 +102,29 @@ __device__ __forceinline__ void load_chunks(float (&f)[kInFlight][W], int (&n)[k
     }
 }
 
+// Whether each of a batch's chunks is whole (W valid columns): all of a row's batches but its last
+// one or two. Those fold and write with W known when compiled, a copy of the code without the
+// per-element tests of n (the same operations in the same order: the same bits).
+template <int W>
+__device__ __forceinline__ bool whole(const int (&n)[kInFlight]) {
+    bool all = true;
+    SHARDLAB_UNROLL
+    for (int b = 0; b < kInFlight; ++b) all = all && n[b] == W;
+    return all;
+}
+
+// The gradient of one chunk (first column c0, n of its columns inside V) into f: (softmax -
+// onehot) * scale, zeros past V.
+template <int W>
+__device__ __forceinline__ void chunk_gradient(float (&f)[W], int n, int c0, int target, MaxSum row,
+                                               float inv_sum, float dlogits_scale) {
+    for (int e = 0; e < W; ++e) {
+        const float onehot = c0 + e == target ? 1.0f : 0.0f;
+        f[e] = e < n ? (exp_of(f[e] - row.m) * inv_sum - onehot) * dlogits_scale
+                     : 0.0f; // past V: the padding's zero gradient
+    }
+}
+
 template <typename T>
 __global__ void cross_entropy_rows_kernel(T* logits, const std::uint16_t* targets, int V, int ld,
                                           float dlogits_scale, double* row_losses) {
@@ -117,8 +140,13 @@ __global__ void cross_entropy_rows_kernel(T* logits, const std::uint16_t* target
     MaxSum own;
     for (int k0 = int(threadIdx.x); k0 * W < V; k0 += kInFlight * int(kThreads)) {
         load_chunks(f, n, z, k0, V);
-        SHARDLAB_UNROLL
-        for (int b = 0; b < kInFlight; ++b) fold_chunk(own, f[b], n[b]); // n <= 0: adds nothing
+        if (whole<W>(n)) {
+            SHARDLAB_UNROLL
+            for (int b = 0; b < kInFlight; ++b) fold_chunk(own, f[b], W);
+        } else {
+            SHARDLAB_UNROLL
+            for (int b = 0; b < kInFlight; ++b) fold_chunk(own, f[b], n[b]); // n <= 0: adds 0
+        }
     }
     const MaxSum row = block_max_sum(own, ms, ss);
     if (threadIdx.x == 0) row_losses[r] = double(logf(row.s) + row.m - z_target);
@@ -127,15 +155,20 @@ __global__ void cross_entropy_rows_kernel(T* logits, const std::uint16_t* target
     for (int k0 = int(threadIdx.x); k0 * W < ld; k0 += kInFlight * int(kThreads)) {
         // Only this thread read these columns in the first sweep: no barrier needed.
         load_chunks(f, n, z, k0, V);
+        if (whole<W>(n)) { // every chunk inside V, so inside ld too
+            SHARDLAB_UNROLL
+            for (int b = 0; b < kInFlight; ++b) {
+                const int c0 = (k0 + b * int(kThreads)) * W;
+                chunk_gradient(f[b], W, c0, target, row, inv_sum, dlogits_scale);
+                store_chunk(z, c0, ld, f[b]);
+            }
+            continue;
+        }
         SHARDLAB_UNROLL
         for (int b = 0; b < kInFlight; ++b) {
             const int c0 = (k0 + b * int(kThreads)) * W;
             if (c0 >= ld) break;
-            for (int e = 0; e < W; ++e) {
-                const float onehot = c0 + e == target ? 1.0f : 0.0f;
-                f[b][e] = e < n[b] ? (exp_of(f[b][e] - row.m) * inv_sum - onehot) * dlogits_scale
-                                   : 0.0f; // past V: the padding's zero gradient
-            }
+            chunk_gradient(f[b], n[b], c0, target, row, inv_sum, dlogits_scale);
             store_chunk(z, c0, ld, f[b]);
         }
     }
