@@ -258,12 +258,15 @@ step_compile() { peer compile; }
 # the flash kernels again under SHARDLAB_CUDA_FLASH=mma_wide (logs/profile_mma_wide.txt: its
 # forward and dQ kernels with two row blocks a warp, its dK/dV kernel mma_regs's). The
 # patterns are anchored at the kernels' own names, so cuBLAS's sm90_xmma_* GEMMs stay out.
+# InstructionStats counts the instructions each kernel executed: against tools/sass.sh's static
+# counts per tile (docs/DECISIONS.md, "The flash kernels' instructions, counted in SASS").
 PROFILE_FLASH='regex:^(mma_(forward|backward)|row_dots)'
 PROFILE_MEMORY='regex:^(cross_entropy_rows|mean_kernel|embedding_backward|sort_tile|place_by_rank|layernorm_(forward|backward|params)|add_partials|column_partials|gelu_backward|squared_norm)'
 profile_run() { # FLASH KERNELS FILE SECONDS
   SHARDLAB_CUDA_FLASH=$1 timeout --foreground -k 5 "$4" "$ncu" --clock-control none \
     --section SpeedOfLight --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis \
     --section ComputeWorkloadAnalysis --section SchedulerStats --section WarpStateStats \
+    --section InstructionStats \
     --kernel-name-base function -k "$2" \
     shardlab bench step --device cuda $(gpt2) --layers 1 --vocab "$(vocabs | cut -d' ' -f2)" \
     --vocab-multiple 1 --precision bf16 --batch "$(batch)" --seq-len "$(seqlen)" --steps 1 --warmup 0 \
