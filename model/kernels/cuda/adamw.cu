@@ -82,7 +82,7 @@ void adamw(cudaStream_t s, const AdamWInput* inputs, std::size_t count) {
             if (x.n == 0) continue;
             batch.part[batch.count++] = {x.master,         x.m, x.v, x.grad, x.params, x.n,
                                          unsigned(blocks), x.k};
-            blocks += (x.n + kThreads - 1) / kThreads;
+            blocks += blocks_for(x.n, kThreads);
         }
         if (batch.count > 0) launch_parts(s, batch, blocks, grad_type, param_type);
     }

@@ -23,6 +23,7 @@
 #include "model/kernels/cuda/fast_exp2.h"
 #include "model/kernels/cuda/kernels.h"
 #include "model/kernels/cuda/row_chunks.h"
+#include "model/kernels/cuda/with_constant.h"
 
 namespace shardlab::cuda {
 
@@ -103,8 +104,8 @@ __device__ __forceinline__ void load_chunks(float (&f)[kInFlight][W], int (&n)[k
 }
 
 // Whether each of a batch's chunks is whole (W valid columns): all of a row's batches but its last
-// one or two. Those fold and write with W known when compiled, a copy of the code without the
-// per-element tests of n (the same operations in the same order: the same bits).
+// one or two. Those fold and write with W known when compiled (with_constant.h), a copy of the
+// code without the per-element tests of n (the same operations in the same order: the same bits).
 template <int W>
 __device__ __forceinline__ bool whole(const int (&n)[kInFlight]) {
     bool all = true;
@@ -140,13 +141,11 @@ __global__ void cross_entropy_rows_kernel(T* logits, const std::uint16_t* target
     MaxSum own;
     for (int k0 = int(threadIdx.x); k0 * W < V; k0 += kInFlight * int(kThreads)) {
         load_chunks(f, n, z, k0, V);
-        if (whole<W>(n)) {
+        with_constant(whole<W>(n), [&](auto all_whole) {
             SHARDLAB_UNROLL
-            for (int b = 0; b < kInFlight; ++b) fold_chunk(own, f[b], W);
-        } else {
-            SHARDLAB_UNROLL
-            for (int b = 0; b < kInFlight; ++b) fold_chunk(own, f[b], n[b]); // n <= 0: adds 0
-        }
+            for (int b = 0; b < kInFlight; ++b) // n <= 0: adds nothing
+                fold_chunk(own, f[b], decltype(all_whole)::value ? W : n[b]);
+        });
     }
     const MaxSum row = block_max_sum(own, ms, ss);
     if (threadIdx.x == 0) row_losses[r] = double(logf(row.s) + row.m - z_target);
@@ -155,22 +154,16 @@ __global__ void cross_entropy_rows_kernel(T* logits, const std::uint16_t* target
     for (int k0 = int(threadIdx.x); k0 * W < ld; k0 += kInFlight * int(kThreads)) {
         // Only this thread read these columns in the first sweep: no barrier needed.
         load_chunks(f, n, z, k0, V);
-        if (whole<W>(n)) { // every chunk inside V, so inside ld too
+        with_constant(whole<W>(n), [&](auto all_whole) {
+            constexpr bool kWhole = decltype(all_whole)::value; // every chunk inside V and ld
             SHARDLAB_UNROLL
             for (int b = 0; b < kInFlight; ++b) {
                 const int c0 = (k0 + b * int(kThreads)) * W;
-                chunk_gradient(f[b], W, c0, target, row, inv_sum, dlogits_scale);
+                if (!kWhole && c0 >= ld) break;
+                chunk_gradient(f[b], kWhole ? W : n[b], c0, target, row, inv_sum, dlogits_scale);
                 store_chunk(z, c0, ld, f[b]);
             }
-            continue;
-        }
-        SHARDLAB_UNROLL
-        for (int b = 0; b < kInFlight; ++b) {
-            const int c0 = (k0 + b * int(kThreads)) * W;
-            if (c0 >= ld) break;
-            chunk_gradient(f[b], n[b], c0, target, row, inv_sum, dlogits_scale);
-            store_chunk(z, c0, ld, f[b]);
-        }
+        });
     }
 }
 

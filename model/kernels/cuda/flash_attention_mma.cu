@@ -12,6 +12,7 @@
 #include "model/kernels/cuda/flash_attention_mma.h"
 #include "model/kernels/cuda/mma_m16n8k16.h"
 #include "model/kernels/cuda/qkv_layout.h"
+#include "model/kernels/cuda/with_constant.h"
 
 #include "core/cuda/element.h"
 #include "core/cuda/launch.h"
@@ -117,18 +118,6 @@ __device__ bool any_has(const Span (&spans)[kR], int n) {
     SHARDLAB_UNROLL
     for (int r = 0; r < kR; ++r) any = any || spans[r].has(n);
     return any;
-}
-
-// Calls f(std::true_type) where `cut` holds, else f(std::false_type): two copies of f's code, one
-// per case. A tile that the causal diagonal or the sequence's end cuts tests which scores it
-// computes and masks; every other tile (most of them) has all of its spans full, known when
-// compiled, so its copy has none of those tests and branches.
-template <typename F>
-__device__ void by_cut(bool cut, F&& f) {
-    if (cut)
-        f(std::true_type{});
-    else
-        f(std::false_type{});
 }
 
 // s[r][n] += A_r B^T for each of the warp's kR row blocks r and its 8-column blocks n in spans[r]
@@ -375,8 +364,10 @@ __global__ void __launch_bounds__(kThreads)
         __syncthreads();
         if (kt < last_kt) fetch(kt + 1);
         if (kt == 0) q.load(Qs + warp * kRows * kR * pitch);
-        // Only the tiles the diagonal crosses hold keys after a query, or past T.
-        by_cut((kt + 1) * kTile > qt * kQTile, [&](auto cut) {
+        // Only the tiles the diagonal crosses hold keys after a query, or past T. A tile it cuts
+        // tests which scores it computes and masks; the others (most of them) run a copy of the
+        // code whose spans are full and known when compiled (with_constant.h).
+        with_constant((kt + 1) * kTile > qt * kQTile, [&](auto cut) {
             constexpr bool kCut = decltype(cut)::value;
             // A row block computes the 8-key blocks with a key at or before its last row: all of
             // them in a tile the diagonal does not cut.
@@ -478,7 +469,7 @@ __global__ void __launch_bounds__(kThreads)
             vw.load(Vs + warp * kRows * pitch);
         }
         // Only the diagonal tile holds queries before a key; only the last, queries past T.
-        by_cut(qt == kt || (qt + 1) * kTile > T_, [&](auto cut) {
+        with_constant(qt == kt || (qt + 1) * kTile > T_, [&](auto cut) {
             constexpr bool kCut = decltype(cut)::value;
             for (int pass = 0; pass < kCols / kPass; ++pass) {
                 const int c0 = pass * kPass * 8; // the pass's first column (query) of the tile
@@ -589,7 +580,7 @@ __global__ void __launch_bounds__(kThreads)
         }
         // Only the tiles the diagonal crosses hold keys after a query; only the last, queries
         // past T.
-        by_cut((kt + 1) * kTile > qt * kQTile || (qt + 1) * kQTile > T_, [&](auto cut) {
+        with_constant((kt + 1) * kTile > qt * kQTile || (qt + 1) * kQTile > T_, [&](auto cut) {
             constexpr bool kCut = decltype(cut)::value;
             for (int pass = 0; pass < kCols / kPass; ++pass) {
                 const int c0 = pass * kPass * 8; // the pass's first column (key) of the tile
