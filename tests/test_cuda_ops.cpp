@@ -964,73 +964,122 @@ TEST(CudaOps, EmbeddingIsTheCpusBitForBitBackwardIncluded) {
     }
 }
 
+namespace {
+// Rows of logits for the cross-entropy tests: N rows of V columns ld apart, from element `skip` of
+// the buffer; the logits rise along each row (so the running maximum grows in almost every chunk),
+// the padded columns V..ld-1 hold 40 and more. Row 1's target is the last column.
+struct CrossEntropyCase {
+    int N, V, ld;
+    std::int64_t skip;
+    std::vector<float> logits() const {
+        auto z = random_values(std::size_t(N) * ld + skip, 21, 3.0f);
+        for (int r = 0; r < N; ++r)
+            for (int v = 0; v < ld; ++v) {
+                float& x = z[skip + std::size_t(r) * ld + v];
+                x = v < V ? x + 8.0f * float(v) / float(V) : 40.0f + float(v);
+            }
+        return z;
+    }
+    std::vector<std::uint16_t> targets() const {
+        std::vector<std::uint16_t> t(N);
+        for (int i = 0; i < N; ++i) t[i] = std::uint16_t(i == 1 ? V - 1 : (i * 13) % V);
+        return t;
+    }
+};
+
+struct CrossEntropyRun {
+    double loss;
+    std::vector<float> grad;
+    std::vector<char> grad_bits;
+};
+
+// One cross_entropy call on side x (its gradient over the logits, scaled by `scale`).
+CrossEntropyRun run_cross_entropy(Side& x, const CrossEntropyCase& c, DType dt, float scale) {
+    const auto targets = c.targets();
+    Allocation tg = x.ctx->tracker().allocate(c.N * 2, Category::workspace, x.s());
+    x.s().upload(tg.data(), targets.data(), c.N * 2);
+    const auto logits = c.logits();
+    const Tensor whole = x.make(logits, dt, {std::int64_t(logits.size())});
+    const Tensor z{static_cast<char*>(whole.data) + c.skip * dtype_size(dt), dt, Shape{c.N, c.ld},
+                   whole.device};
+    double* l = x.scalar<double>();
+    x.ops->cross_entropy(x.s(), z, c.V, tg.as<std::uint16_t>(), scale, l);
+    CrossEntropyRun run{x.value(l), x.read(z), x.bits(z)};
+    x.memory.push_back(std::move(tg));
+    return run;
+}
+} // namespace
+
 // Cross-entropy: the row's log-sum-exp sums V exponentials in another order (the device's sum is
 // also rescaled as its running maximum grows: one rounding per rescale, at most
 // ceil(V / W / 256) + 13 of them per term, well below V), and CUDA's expf and logf are not the
 // host's: a relative difference of a few V u in the loss; the gradient is one rounding of
-// probabilities that close. With a padded vocabulary (ld > V) the padded columns hold 40 and more
-// — they would dominate the softmax if read — and their gradient is exactly 0 on both sides. Rows
-// of widths off the vector widths (4 fp32, 8 16-bit) and logits starting off the 16-byte grid
-// (skip) take the element path for some or all chunks; the long rows give each thread several
-// chunks, with logits rising along the row so the running maximum grows in almost every chunk, and
-// V = 9001 more than one batch of the chunks a thread loads at a time (4 x 256 chunks: 8,192
-// columns in 16-bit, 4,096 in fp32), the last batch partly past V. A batch of four chunks inside V
-// takes a path of its own; V = 6403 (16-bit) and 3203 (fp32) end in chunk 800, 3 columns of which
-// are the vocabulary's, so that thread 32's batch (chunks 32, 288, 544, 800) holds three whole
-// chunks and that partial one: the general path's.
+// probabilities that close. With a padded vocabulary (ld > V) the padded columns would dominate
+// the softmax if read, and their gradient is exactly 0 on both sides. Rows of widths off the
+// vector widths (4 fp32, 8 16-bit) and logits starting off the 16-byte grid (skip) take the
+// element path for some or all chunks; the long rows give each thread several chunks, and V =
+// 17001 more than one batch of the chunks a thread loads at a time (8 x 256 chunks: 16,384
+// columns in 16-bit, 8,192 in fp32), the last batch partly past V. A batch of eight chunks inside
+// V takes a path of its own; V = 14403 (16-bit) and 7203 (fp32) end in chunk 1800, 3 columns of
+// which are the vocabulary's, so that thread 8's batch (chunks 8, 264, ..., 1800) holds seven
+// whole chunks and that partial one: the general path's.
 TEST(CudaOps, CrossEntropyLossAndFusedGradient) {
     MAKE_TWIN(t);
-    struct Case {
-        int N, V, ld;
-        std::int64_t skip;
-    };
     // N = 600: the mean's rows staged in three tiles of 256, the last short.
-    for (const Case c :
-         {Case{21, 67, 67, 0}, Case{21, 67, 80, 0}, Case{9, 64, 64, 1}, Case{9, 67, 80, 3},
-          Case{3, 5000, 5120, 0}, Case{3, 4099, 4103, 1}, Case{2, 9001, 9016, 0},
-          Case{2, 6403, 6416, 0}, Case{2, 3203, 3216, 0}, Case{600, 67, 72, 0}}) {
+    for (const CrossEntropyCase c :
+         {CrossEntropyCase{21, 67, 67, 0}, CrossEntropyCase{21, 67, 80, 0},
+          CrossEntropyCase{9, 64, 64, 1}, CrossEntropyCase{9, 67, 80, 3},
+          CrossEntropyCase{3, 5000, 5120, 0}, CrossEntropyCase{3, 4099, 4103, 1},
+          CrossEntropyCase{2, 17001, 17016, 0}, CrossEntropyCase{2, 14403, 14416, 0},
+          CrossEntropyCase{2, 7203, 7216, 0}, CrossEntropyCase{600, 67, 72, 0}}) {
         const int N = c.N, V = c.V, ld = c.ld;
-        std::vector<std::uint16_t> targets(N);
-        for (int i = 0; i < N; ++i) targets[i] = std::uint16_t(i == 1 ? V - 1 : (i * 13) % V);
-        auto logits = random_values(std::size_t(N) * ld + c.skip, 21, 3.0f);
-        for (int r = 0; r < N; ++r)
-            for (int v = 0; v < ld; ++v) {
-                float& z = logits[c.skip + std::size_t(r) * ld + v];
-                z = v < V ? z + 8.0f * float(v) / float(V) : 40.0f + float(v);
-            }
         for (DType dt : kAll)
             for (float scale : {0.0f, 1.0f / N}) {
                 SCOPED_TRACE(testing::Message()
                              << dtype_name(dt) << " scale " << scale << " N " << N << " V " << V
                              << " ld " << ld << " skip " << c.skip);
-                double loss[2];
-                std::vector<float> grad[2];
-                for (int side = 0; side < 2; ++side) {
-                    Side& x = side ? t.gpu : t.cpu;
-                    Allocation tg = x.ctx->tracker().allocate(N * 2, Category::workspace, x.s());
-                    x.s().upload(tg.data(), targets.data(), N * 2);
-                    const Tensor whole = x.make(logits, dt, {std::int64_t(logits.size())});
-                    const Tensor z{static_cast<char*>(whole.data) + c.skip * dtype_size(dt), dt,
-                                   Shape{N, ld}, whole.device};
-                    double* l = x.scalar<double>();
-                    x.ops->cross_entropy(x.s(), z, V, tg.as<std::uint16_t>(), scale, l);
-                    loss[side] = x.value(l);
-                    grad[side] = x.read(z);
-                    x.memory.push_back(std::move(tg));
-                }
-                EXPECT_NEAR(loss[1], loss[0], 8.0 * V * 0x1p-24 * std::fabs(loss[0]));
-                std::vector<double> bound(grad[0].size());
+                const CrossEntropyRun cpu = run_cross_entropy(t.cpu, c, dt, scale);
+                const CrossEntropyRun gpu = run_cross_entropy(t.gpu, c, dt, scale);
+                EXPECT_NEAR(gpu.loss, cpu.loss, 8.0 * V * 0x1p-24 * std::fabs(cpu.loss));
+                std::vector<double> bound(cpu.grad.size());
                 for (std::size_t i = 0; i < bound.size(); ++i)
                     bound[i] =
-                        scale == 0.0f ? 0.0 : 8.0 * V * 0x1p-24 * scale + rounding(dt, grad[0][i]);
-                expect_within(grad[1], grad[0], bound, "dlogits");
+                        scale == 0.0f ? 0.0 : 8.0 * V * 0x1p-24 * scale + rounding(dt, cpu.grad[i]);
+                expect_within(gpu.grad, cpu.grad, bound, "dlogits");
                 for (int r = 0; r < N && scale != 0.0f; ++r)
                     for (int v = V; v < ld; ++v)
-                        ASSERT_EQ(grad[1][std::size_t(r) * ld + v], 0.0f)
+                        ASSERT_EQ(gpu.grad[std::size_t(r) * ld + v], 0.0f)
                             << "row " << r << " col " << v;
             }
     }
 }
+
+#ifdef SHARDLAB_CUDA_EMU
+// Cross-entropy keeps as many of a row's chunks in shared memory between its two sweeps as the
+// device's opt-in leaves room for with two blocks an SM (all of GPT-2's 16-bit rows on an H100,
+// 57% of its fp32 ones), and reads the rest again. Whatever that number, the loss and the gradient
+// have the same bits: the emulator's 227 KiB hold these rows whole; an opt-in of 20,000 B holds
+// 589 chunks of each, and one of 1,152 B none. Rows on and off the 16-byte grid. Emulator only: a
+// GPU's opt-in is its own.
+TEST(CudaOps, CrossEntropyIsTheSameBitsWhateverTheRowCacheHolds) {
+    MAKE_TWIN(t);
+    for (const CrossEntropyCase c :
+         {CrossEntropyCase{2, 17001, 17016, 0}, CrossEntropyCase{3, 4099, 4103, 1}})
+        for (DType dt : kAll) {
+            SCOPED_TRACE(testing::Message() << dtype_name(dt) << " V " << c.V);
+            const CrossEntropyRun whole = run_cross_entropy(t.gpu, c, dt, 1.0f / c.N);
+            for (const std::size_t optin : {std::size_t(20000), std::size_t(1152)}) {
+                SCOPED_TRACE(testing::Message() << "opt-in " << optin);
+                const std::size_t h100 = shardlab::emu::set_shared_optin(optin);
+                const CrossEntropyRun part = run_cross_entropy(t.gpu, c, dt, 1.0f / c.N);
+                shardlab::emu::set_shared_optin(h100);
+                EXPECT_EQ(std::bit_cast<std::uint64_t>(part.loss),
+                          std::bit_cast<std::uint64_t>(whole.loss));
+                EXPECT_EQ(part.grad_bits, whole.grad_bits);
+            }
+        }
+}
+#endif
 
 // Sizes below, at and off the vector widths (4 fp32, 8 16-bit), and pointers on and off the
 // 16-byte grid: the vector and element paths give the CPU's bits.

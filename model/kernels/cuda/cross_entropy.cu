@@ -1,12 +1,13 @@
 // Fused softmax + cross-entropy, one block per row, in two sweeps of the row: the first reads it
 // once for the row's maximum and sum of exponentials together (the online softmax: each thread
-// keeps a running maximum m and sum s of e^(x - m), rescaling s when m grows), the second reads it
-// again and writes the gradient (softmax - onehot) * scale over the logits. The row is walked in
-// chunks of W = Packed<T>::size columns (row_chunks.h: one 16-byte load or store where the chunk
-// is whole and aligned, element by element otherwise), thread t taking chunks t, t + 256, ...
-// (kInFlight of them loaded at a time, then used in that order): a fixed order of every sum
-// whatever the alignment. Rows are ld apart and only their first V
-// columns are the vocabulary: the padded columns V..ld-1 are not read and get a zero gradient.
+// keeps a running maximum m and sum s of e^(x - m), rescaling s when m grows), the second writes
+// the gradient (softmax - onehot) * scale over the logits, taking the values the first read from a
+// copy of the row in shared memory (all of it for GPT-2's 16-bit rows on an H100; the part that
+// does not fit is read again). The row is walked in chunks of W = Packed<T>::size columns (16
+// bytes: one load or store where the chunk is whole and aligned, element by element otherwise),
+// thread t taking chunks t, t + 256, ... (kInFlight of them loaded at a time, then used in that
+// order): a fixed order of every sum whatever the alignment. Rows are ld apart and only their first
+// V columns are the vocabulary: the padded columns V..ld-1 are not read and get a zero gradient.
 // The mean over rows is summed by one thread, in row order, as the CPU does; the block stages the
 // rows' losses in shared memory 256 at a time, so that thread waits for one global load per 256
 // rows rather than one per row (16,384 rows in GPT-2's step).
@@ -25,12 +26,14 @@
 #include "model/kernels/cuda/row_chunks.h"
 #include "model/kernels/cuda/with_constant.h"
 
+#include <algorithm>
+
 namespace shardlab::cuda {
 
 namespace {
 constexpr unsigned kThreads = 256;
 constexpr unsigned kWarps = kThreads / 32;
-constexpr int kInFlight = 4; // chunks a thread loads before it uses them
+constexpr int kInFlight = 8; // chunks a thread loads before it uses them
 
 // e^x for x <= 0 (an element less the running maximum) as 2^(x log2 e) by the SFU's ex2
 // (fast_exp2.h): 3 instructions where expf takes 11, twice per logit. The product x log2 e adds
@@ -87,20 +90,37 @@ __device__ __forceinline__ MaxSum block_max_sum(MaxSum r, float (&ms)[kWarps],
     return total;
 }
 
-// A thread's chunks k0, k0 + 256, ... (kInFlight of them) of a row of V columns, all loaded before
-// any is used: one 16-byte load in flight per thread left the sweeps waiting on memory's latency
-// (the loop's body, with its exponentials, was not unrolled). n[b]: the chunk's valid columns,
-// <= 0 for a chunk at or past V (then f[b] is zeros).
-template <typename T, int W>
-__device__ __forceinline__ void load_chunks(float (&f)[kInFlight][W], int (&n)[kInFlight],
-                                            const T* z, int k0, int V) {
+// A thread's batch of chunks k0, k0 + 256, ... (kInFlight of them) of a row of V columns, as
+// stored (16 bytes each; zeros past V), all loaded before any is used: one 16-byte load in flight
+// per thread left the sweeps waiting on memory's latency. n[b]: the chunk's valid columns, <= 0
+// for a chunk at or past V. The first sweep loads from global memory and copies each chunk below
+// `cached` into the block's row cache; the second takes those from the cache.
+template <typename T, bool kFromCache>
+__device__ __forceinline__ void load_batch(Packed<T> (&p)[kInFlight], int (&n)[kInFlight],
+                                           const T* z, Packed<T>* cache, int cached, int k0,
+                                           int V) {
+    constexpr int W = Packed<T>::size;
     SHARDLAB_UNROLL
     for (int b = 0; b < kInFlight; ++b) {
-        const int c0 = (k0 + b * int(kThreads)) * W;
-        n[b] = c0 < V ? load_chunk(f[b], z, c0, V) : 0;
-        if (c0 >= V)
-            for (float& x : f[b]) x = 0.0f;
+        const int k = k0 + b * int(kThreads), c0 = k * W;
+        n[b] = c0 < V ? min(W, V - c0) : 0;
+        if (kFromCache && k < cached) {
+            p[b] = cache[k];
+            continue;
+        }
+        if (n[b] == W && aligned16(z + c0)) {
+            p[b] = load_packed(z + c0);
+        } else {
+            for (int e = 0; e < W; ++e) p[b].v[e] = e < n[b] ? z[c0 + e] : from_f32<T>(0.0f);
+        }
+        if (!kFromCache && k < cached) cache[k] = p[b];
     }
+}
+
+template <typename T>
+__device__ __forceinline__ void unpack(float (&f)[Packed<T>::size], const Packed<T>& p) {
+    SHARDLAB_UNROLL
+    for (int e = 0; e < Packed<T>::size; ++e) f[e] = to_f32(p.v[e]);
 }
 
 // Whether each of a batch's chunks is whole (W valid columns): all of a row's batches but its last
@@ -126,25 +146,33 @@ __device__ __forceinline__ void chunk_gradient(float (&f)[W], int n, int c0, int
     }
 }
 
+// One block per row. The row's first `cached` chunks stay in dynamic shared memory between the
+// sweeps (cached_chunks below: all of a GPT-2 row in 16-bit on an H100), so the second sweep reads
+// only the rest from global memory: one read of the logits and one write, not two reads.
 template <typename T>
 __global__ void cross_entropy_rows_kernel(T* logits, const std::uint16_t* targets, int V, int ld,
-                                          float dlogits_scale, double* row_losses) {
+                                          float dlogits_scale, double* row_losses, int cached) {
     constexpr int W = Packed<T>::size;
     __shared__ float ms[kWarps], ss[kWarps];
+    SHARDLAB_DYNAMIC_SHARED(unsigned char, raw);
+    Packed<T>* cache = reinterpret_cast<Packed<T>*>(raw);
     const int r = int(blockIdx.x);
     T* z = logits + std::size_t(r) * ld;
     const int target = targets[r];
     // Read before the barrier in block_max_sum; the gradient overwrites it only after.
     const float z_target = threadIdx.x == 0 ? to_f32(z[target]) : 0.0f;
-    float f[kInFlight][W];
+    Packed<T> p[kInFlight];
     int n[kInFlight];
     MaxSum own;
     for (int k0 = int(threadIdx.x); k0 * W < V; k0 += kInFlight * int(kThreads)) {
-        load_chunks(f, n, z, k0, V);
+        load_batch<T, false>(p, n, z, cache, cached, k0, V);
         with_constant(whole<W>(n), [&](auto all_whole) {
             SHARDLAB_UNROLL
-            for (int b = 0; b < kInFlight; ++b) // n <= 0: adds nothing
-                fold_chunk(own, f[b], decltype(all_whole)::value ? W : n[b]);
+            for (int b = 0; b < kInFlight; ++b) { // n <= 0: adds nothing
+                float f[W];
+                unpack(f, p[b]);
+                fold_chunk(own, f, decltype(all_whole)::value ? W : n[b]);
+            }
         });
     }
     const MaxSum row = block_max_sum(own, ms, ss);
@@ -152,16 +180,19 @@ __global__ void cross_entropy_rows_kernel(T* logits, const std::uint16_t* target
     if (dlogits_scale == 0.0f) return;
     const float inv_sum = 1.0f / row.s;
     for (int k0 = int(threadIdx.x); k0 * W < ld; k0 += kInFlight * int(kThreads)) {
-        // Only this thread read these columns in the first sweep: no barrier needed.
-        load_chunks(f, n, z, k0, V);
+        // Only this thread read these columns, and wrote their cache, in the first sweep: no
+        // barrier needed.
+        load_batch<T, true>(p, n, z, cache, cached, k0, V);
         with_constant(whole<W>(n), [&](auto all_whole) {
             constexpr bool kWhole = decltype(all_whole)::value; // every chunk inside V and ld
             SHARDLAB_UNROLL
             for (int b = 0; b < kInFlight; ++b) {
                 const int c0 = (k0 + b * int(kThreads)) * W;
                 if (!kWhole && c0 >= ld) break;
-                chunk_gradient(f[b], kWhole ? W : n[b], c0, target, row, inv_sum, dlogits_scale);
-                store_chunk(z, c0, ld, f[b]);
+                float f[W];
+                unpack(f, p[b]);
+                chunk_gradient(f, kWhole ? W : n[b], c0, target, row, inv_sum, dlogits_scale);
+                store_chunk(z, c0, ld, f);
             }
         });
     }
@@ -180,6 +211,18 @@ __global__ void mean_kernel(const double* row_losses, int N, double* loss) {
     }
     if (threadIdx.x == 0) *loss = N > 0 ? total / N : 0.0;
 }
+// The chunks of a row of V columns (W a chunk) that the kernel keeps in shared memory: as many as
+// leave room for two blocks an SM (each block's 1 KiB reserve and its static 64 B beside them;
+// an SM has the opt-in plus one reserve), so that 16 warps an SM, 8 chunks in flight each, hide
+// the first sweep's latency. An H100's 115,648 B hold 7,228 chunks: a 16-bit row of 57,824
+// columns (GPT-2's 50,257 whole), in fp32 57% of GPT-2's.
+int cached_chunks(int V, int W) {
+    constexpr std::size_t kReserve = 1024, kStatic = 2 * kWarps * sizeof(float);
+    const std::size_t half_sm = (shared_optin_bytes() + kReserve) / 2;
+    const std::size_t per_block = half_sm > kReserve + kStatic ? half_sm - kReserve - kStatic : 0;
+    const int chunks = (V + W - 1) / W;
+    return int(std::min<std::size_t>(std::size_t(chunks), per_block / 16));
+}
 } // namespace
 
 void cross_entropy(cudaStream_t s, void* logits, const std::uint16_t* targets, int N, int V, int ld,
@@ -187,8 +230,10 @@ void cross_entropy(cudaStream_t s, void* logits, const std::uint16_t* targets, i
     if (N > 0)
         dispatch(t, [&](auto tag) {
             using T = typename decltype(tag)::type;
-            launch("cross_entropy_rows", cross_entropy_rows_kernel<T>, unsigned(N), kThreads, 0, s,
-                   static_cast<T*>(logits), targets, V, ld, dlogits_scale, row_losses);
+            const int cached = cached_chunks(V, Packed<T>::size);
+            launch_with_shared("cross_entropy_rows", cross_entropy_rows_kernel<T>, unsigned(N),
+                               kThreads, std::size_t(cached) * 16, s, static_cast<T*>(logits),
+                               targets, V, ld, dlogits_scale, row_losses, cached);
         });
     launch("cross_entropy_mean", mean_kernel, 1, kThreads, 0, s, row_losses, N, loss);
 }

@@ -327,9 +327,9 @@ void flash_attention_forward(cudaStream_t s, void* out, float* lse, const void* 
     const dim3 grid(unsigned(tiles(T)), unsigned(H), unsigned(B));
     dispatch(t, [&](auto tag) {
         using P = typename decltype(tag)::type;
-        launch_flash("flash_attention_forward", flash_forward_kernel<P>, grid, kThreads,
-                     forward_shared(hd), s, static_cast<P*>(out), lse, static_cast<const P*>(qkv),
-                     T, C, H, Hkv, scale);
+        launch_with_shared("flash_attention_forward", flash_forward_kernel<P>, grid, kThreads,
+                           forward_shared(hd), s, static_cast<P*>(out), lse,
+                           static_cast<const P*>(qkv), T, C, H, Hkv, scale);
     });
 }
 
@@ -355,12 +355,12 @@ void flash_attention_backward(cudaStream_t s, void* dqkv, const void* dout, cons
                                                        H, Hkv, t)
                        : flash_attention_mma_backward(s, dqkv, dout, qkv, lse, row_dots, B, T, C, H,
                                                       Hkv, t, tc);
-        launch_flash("flash_attention_backward_kv", flash_backward_kv_kernel<P>, kv_grid, kThreads,
-                     backward_kv_shared(hd), s, static_cast<P*>(dqkv), d, x, lse,
-                     static_cast<const float*>(row_dots), T, C, H, Hkv, scale);
-        launch_flash("flash_attention_backward_q", flash_backward_q_kernel<P>, q_grid, kThreads,
-                     backward_q_shared(hd), s, static_cast<P*>(dqkv), d, x, lse,
-                     static_cast<const float*>(row_dots), T, C, H, Hkv, scale);
+        launch_with_shared("flash_attention_backward_kv", flash_backward_kv_kernel<P>, kv_grid,
+                           kThreads, backward_kv_shared(hd), s, static_cast<P*>(dqkv), d, x, lse,
+                           static_cast<const float*>(row_dots), T, C, H, Hkv, scale);
+        launch_with_shared("flash_attention_backward_q", flash_backward_q_kernel<P>, q_grid,
+                           kThreads, backward_q_shared(hd), s, static_cast<P*>(dqkv), d, x, lse,
+                           static_cast<const float*>(row_dots), T, C, H, Hkv, scale);
     });
 }
 

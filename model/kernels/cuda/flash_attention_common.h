@@ -1,6 +1,5 @@
 // What the flash attention kernels share (flash_attention.cu on CUDA cores, flash_attention_mma.cu
-// and flash_attention_wmma.cu on tensor cores): a launch with more dynamic shared memory than the
-// default 48 KiB (opted in per kernel); for the tensor-core kernels, the choice of a kernel
+// and flash_attention_wmma.cu on tensor cores): for the tensor-core kernels, the choice of a kernel
 // template by 16-bit storage type and register sizing, and the load of a 16-bit tile into shared
 // memory, at once or by cp.async. Included by .cu files only.
 #pragma once
@@ -19,20 +18,6 @@
 #include <utility>
 
 namespace shardlab::cuda {
-
-constexpr std::size_t kFlashDefaultShared = 48 * 1024; // more needs an opt-in per kernel
-
-// Launches `kernel` on `threads` threads a block with `smem` bytes of dynamic shared memory,
-// opting in above the default.
-template <typename... KArgs, typename... Args>
-void launch_flash(const char* name, void (*kernel)(KArgs...), dim3 grid, unsigned threads,
-                  std::size_t smem, cudaStream_t s, Args&&... args) {
-    if (smem > kFlashDefaultShared)
-        check_cuda(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)),
-                   name);
-    launch(name, kernel, grid, threads, smem, s, std::forward<Args>(args)...);
-}
 
 // Calls fn(TypeTag<T>{}, std::integral_constant<int, kMaxHd>{}) for the 16-bit storage type of t
 // and the smallest register sizing (64 or 128) that holds hd; `what` names the kernels in a

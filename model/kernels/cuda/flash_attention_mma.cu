@@ -649,11 +649,7 @@ std::size_t backward_q_shared(int width, int stages, int row_blocks) {
 // those sized for 128 (105 KB, at any hd from 80 to 128) an H100's 227 KB do, an sm_86/89's 99 KB
 // do not.
 int stages_for(std::size_t two_stage_bytes) {
-    int device = 0, optin = 0;
-    check_cuda(cudaGetDevice(&device), "cudaGetDevice");
-    check_cuda(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
-               "cudaDeviceGetAttribute(MaxSharedMemoryPerBlockOptin)");
-    return two_stage_bytes <= std::size_t(optin) ? 2 : 1;
+    return two_stage_bytes <= shared_optin_bytes() ? 2 : 1;
 }
 
 } // namespace
@@ -691,10 +687,10 @@ void flash_attention_mma_forward(cudaStream_t s, void* out, float* lse, const vo
             constexpr int kR = decltype(row_blocks)::value;
             const dim3 grid(unsigned((T + kTile * kR - 1) / (kTile * kR)), unsigned(H),
                             unsigned(B));
-            launch_flash("flash_attention_mma_forward",
-                         mma_forward_kernel<kMaxHd, decltype(q_regs)::value, kR, P>, grid, kThreads,
-                         forward_shared(kMaxHd, kR), s, static_cast<P*>(out), lse,
-                         static_cast<const P*>(qkv), T, C, H, Hkv, scale);
+            launch_with_shared("flash_attention_mma_forward",
+                               mma_forward_kernel<kMaxHd, decltype(q_regs)::value, kR, P>, grid,
+                               kThreads, forward_shared(kMaxHd, kR), s, static_cast<P*>(out), lse,
+                               static_cast<const P*>(qkv), T, C, H, Hkv, scale);
         });
     });
 }
@@ -720,14 +716,16 @@ void flash_attention_mma_backward(cudaStream_t s, void* dqkv, const void* dout, 
                 constexpr int kStages = decltype(staged)::value;
                 const dim3 q_grid(unsigned((T + kTile * kR - 1) / (kTile * kR)), unsigned(H),
                                   unsigned(B));
-                launch_flash("flash_attention_mma_backward_kv",
-                             mma_backward_kv_kernel<kMaxHd, decltype(kv_regs)::value, kStages, P>,
-                             kv_grid, kThreads, backward_kv_shared(kMaxHd, kStages), s,
-                             static_cast<P*>(dqkv), d, x, lse, row_dots, T, C, H, Hkv, scale);
-                launch_flash("flash_attention_mma_backward_q",
-                             mma_backward_q_kernel<kMaxHd, decltype(q_regs)::value, kR, kStages, P>,
-                             q_grid, kThreads, backward_q_shared(kMaxHd, kStages, kR), s,
-                             static_cast<P*>(dqkv), d, x, lse, row_dots, T, C, H, Hkv, scale);
+                launch_with_shared(
+                    "flash_attention_mma_backward_kv",
+                    mma_backward_kv_kernel<kMaxHd, decltype(kv_regs)::value, kStages, P>, kv_grid,
+                    kThreads, backward_kv_shared(kMaxHd, kStages), s, static_cast<P*>(dqkv), d, x,
+                    lse, row_dots, T, C, H, Hkv, scale);
+                launch_with_shared(
+                    "flash_attention_mma_backward_q",
+                    mma_backward_q_kernel<kMaxHd, decltype(q_regs)::value, kR, kStages, P>, q_grid,
+                    kThreads, backward_q_shared(kMaxHd, kStages, kR), s, static_cast<P*>(dqkv), d,
+                    x, lse, row_dots, T, C, H, Hkv, scale);
             });
     });
 }

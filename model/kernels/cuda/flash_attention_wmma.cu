@@ -401,10 +401,10 @@ void flash_attention_wmma_forward(cudaStream_t s, void* out, float* lse, const v
     const dim3 grid(unsigned(tiles(T)), unsigned(H), unsigned(B));
     dispatch_tensor_cores(t, hd, "flash attention on tensor cores", [&](auto tag, auto max_hd) {
         using P = typename decltype(tag)::type;
-        launch_flash("flash_attention_wmma_forward",
-                     wmma_forward_kernel<decltype(max_hd)::value, P>, grid, kThreads,
-                     forward_shared(hd), s, static_cast<P*>(out), lse, static_cast<const P*>(qkv),
-                     T, C, H, Hkv, scale);
+        launch_with_shared("flash_attention_wmma_forward",
+                           wmma_forward_kernel<decltype(max_hd)::value, P>, grid, kThreads,
+                           forward_shared(hd), s, static_cast<P*>(out), lse,
+                           static_cast<const P*>(qkv), T, C, H, Hkv, scale);
     });
 }
 
@@ -419,14 +419,14 @@ void flash_attention_wmma_backward(cudaStream_t s, void* dqkv, const void* dout,
         using P = typename decltype(tag)::type;
         const P* d = static_cast<const P*>(dout);
         const P* x = static_cast<const P*>(qkv);
-        launch_flash("flash_attention_wmma_backward_kv",
-                     wmma_backward_kv_kernel<decltype(max_hd)::value, P>, kv_grid, kThreads,
-                     backward_kv_shared(hd), s, static_cast<P*>(dqkv), d, x, lse, row_dots, T, C, H,
-                     Hkv, scale);
-        launch_flash("flash_attention_wmma_backward_q",
-                     wmma_backward_q_kernel<decltype(max_hd)::value, P>, q_grid, kThreads,
-                     backward_q_shared(hd), s, static_cast<P*>(dqkv), d, x, lse, row_dots, T, C, H,
-                     Hkv, scale);
+        launch_with_shared("flash_attention_wmma_backward_kv",
+                           wmma_backward_kv_kernel<decltype(max_hd)::value, P>, kv_grid, kThreads,
+                           backward_kv_shared(hd), s, static_cast<P*>(dqkv), d, x, lse, row_dots, T,
+                           C, H, Hkv, scale);
+        launch_with_shared("flash_attention_wmma_backward_q",
+                           wmma_backward_q_kernel<decltype(max_hd)::value, P>, q_grid, kThreads,
+                           backward_q_shared(hd), s, static_cast<P*>(dqkv), d, x, lse, row_dots, T,
+                           C, H, Hkv, scale);
     });
 }
 
