@@ -1022,7 +1022,8 @@ CrossEntropyRun run_cross_entropy(Side& x, const CrossEntropyCase& c, DType dt, 
 // columns in 16-bit, 8,192 in fp32), the last batch partly past V. A batch of eight chunks inside
 // V takes a path of its own; V = 14403 (16-bit) and 7203 (fp32) end in chunk 1800, 3 columns of
 // which are the vocabulary's, so that thread 8's batch (chunks 8, 264, ..., 1800) holds seven
-// whole chunks and that partial one: the general path's.
+// whole chunks and that partial one: the general path's. And GPT-2's rows: V = 50257 padded to
+// 50304 (in fp32 more than the row copy in shared memory holds: the rest read twice).
 TEST(CudaOps, CrossEntropyLossAndFusedGradient) {
     MAKE_TWIN(t);
     // N = 600: the mean's rows staged in three tiles of 256, the last short.
@@ -1031,7 +1032,8 @@ TEST(CudaOps, CrossEntropyLossAndFusedGradient) {
           CrossEntropyCase{9, 64, 64, 1}, CrossEntropyCase{9, 67, 80, 3},
           CrossEntropyCase{3, 5000, 5120, 0}, CrossEntropyCase{3, 4099, 4103, 1},
           CrossEntropyCase{2, 17001, 17016, 0}, CrossEntropyCase{2, 14403, 14416, 0},
-          CrossEntropyCase{2, 7203, 7216, 0}, CrossEntropyCase{600, 67, 72, 0}}) {
+          CrossEntropyCase{2, 7203, 7216, 0}, CrossEntropyCase{2, 50257, 50304, 0},
+          CrossEntropyCase{600, 67, 72, 0}}) {
         const int N = c.N, V = c.V, ld = c.ld;
         for (DType dt : kAll)
             for (float scale : {0.0f, 1.0f / N}) {
@@ -1058,13 +1060,14 @@ TEST(CudaOps, CrossEntropyLossAndFusedGradient) {
 // Cross-entropy keeps as many of a row's chunks in shared memory between its two sweeps as the
 // device's opt-in leaves room for with two blocks an SM (all of GPT-2's 16-bit rows on an H100,
 // 57% of its fp32 ones), and reads the rest again. Whatever that number, the loss and the gradient
-// have the same bits: the emulator's 227 KiB hold these rows whole; an opt-in of 20,000 B holds
-// 589 chunks of each, and one of 1,152 B none. Rows on and off the 16-byte grid. Emulator only: a
-// GPU's opt-in is its own.
+// have the same bits: the emulator's 227 KiB (an H100's) hold these rows whole but GPT-2's in
+// fp32; an opt-in of 20,000 B holds 589 chunks of each, and one of 1,152 B none. Rows on and off
+// the 16-byte grid. Emulator only: a GPU's opt-in is its own.
 TEST(CudaOps, CrossEntropyIsTheSameBitsWhateverTheRowCacheHolds) {
     MAKE_TWIN(t);
     for (const CrossEntropyCase c :
-         {CrossEntropyCase{2, 17001, 17016, 0}, CrossEntropyCase{3, 4099, 4103, 1}})
+         {CrossEntropyCase{2, 17001, 17016, 0}, CrossEntropyCase{3, 4099, 4103, 1},
+          CrossEntropyCase{2, 50257, 50304, 0}})
         for (DType dt : kAll) {
             SCOPED_TRACE(testing::Message() << dtype_name(dt) << " V " << c.V);
             const CrossEntropyRun whole = run_cross_entropy(t.gpu, c, dt, 1.0f / c.N);
