@@ -23,14 +23,18 @@ inline dim3 column_chunk_grid(int rows, int cols) {
 }
 
 // This thread's column c and its block's chunk of rows [first, last); c >= cols past the last
-// column (the thread then has nothing to do).
+// column (the thread then has nothing to do). The grid's rows of blocks take the chunks from the
+// last: a GPU starts blocks in about the order of their index, so the rows a row kernel just
+// walked in order (the LayerNorm and RMSNorm backward's din, right before their parameter
+// gradients) are read while L2 still holds them. Which block takes a chunk changes no bits.
 struct ColumnChunk {
-    int c, first, last;
+    int c, first, last, chunk;
 
     __device__ static ColumnChunk mine(int rows) {
-        const int first = int(blockIdx.y) * kColumnChunkRows;
+        const int chunk = int(gridDim.y - 1 - blockIdx.y);
+        const int first = chunk * kColumnChunkRows;
         return {int(blockIdx.x * blockDim.x + threadIdx.x), first,
-                rows - first < kColumnChunkRows ? rows : first + kColumnChunkRows};
+                rows - first < kColumnChunkRows ? rows : first + kColumnChunkRows, chunk};
     }
     // Calls fold(load(r, i)) for the chunk's rows r in order, i = r * cols + c being the element
     // of this column, the loads of kInOrderBatch rows issued before their folds.
@@ -47,7 +51,7 @@ struct ColumnChunk {
     // Where the chunk's partial of this column goes in partials [chunks, cols] (`set`: the n-th
     // [chunks, cols] block of them, for a kernel that takes several sums).
     __device__ std::size_t partial(int cols, int set = 0) const {
-        return (std::size_t(set) * gridDim.y + blockIdx.y) * cols + c;
+        return (std::size_t(set) * gridDim.y + chunk) * cols + c;
     }
 };
 
