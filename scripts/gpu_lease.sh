@@ -255,8 +255,8 @@ step_compile() { peer compile; }
 # of the flash attention (logs/profile.txt);
 # the memory-bound ones the trace put at about 2 TB/s, cross-entropy, embedding backward,
 # LayerNorm, the column sums, the GELU backward and the gradient norm (logs/profile_memory.txt);
-# the flash kernels again under SHARDLAB_CUDA_FLASH=mma_wide (logs/profile_mma_wide.txt: its
-# forward and dQ kernels with two row blocks a warp, its dK/dV kernel mma_regs's). The
+# the flash kernels again under SHARDLAB_CUDA_FLASH=mma_wide (logs/profile_mma_wide.txt: all
+# three with two row blocks a warp). The
 # patterns are anchored at the kernels' own names, so cuBLAS's sm90_xmma_* GEMMs stay out.
 # InstructionStats counts the instructions each kernel executed: against tools/sass.sh's static
 # counts per tile (docs/DECISIONS.md, "The flash kernels' instructions, counted in SASS").

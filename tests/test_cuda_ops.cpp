@@ -764,13 +764,15 @@ TEST(CudaOps, FlashAttentionMmaRegsIsTheMmaKernelsBitForBit) {
                                 {FlashCase{1, 65, 2, 16, 1}, FlashCase{1, 65, 2, 64, 2}});
 }
 
-// Two 16-row blocks a warp in the forward and dQ kernels (SHARDLAB_CUDA_FLASH=mma_wide: query
-// tiles of 128 rows, key tiles of 64) make, for each row, the mma calls of the default kernels: the
-// same bits. The sequences cover a query tile shorter than one key tile (T = 40: warps whose rows
-// are all past T), one that ends inside its second key tile (130: the walk stops at T's last key
-// tile, not the query tile's), two tiles of 128 with the second partial (200), and a whole second
-// tile whose dQ walks key tiles without a mask (300, as GPT-2's T = 1024 mostly does); hd 16, 32
-// and 64 (all sized for hd <= 64), a head of one, grouped queries.
+// Two 16-row blocks a warp (SHARDLAB_CUDA_FLASH=mma_wide: in the forward and dQ query tiles of 128
+// rows, key tiles of 64; in dK/dV key tiles of 128, query tiles of 64) make, for each row, the mma
+// calls of the default kernels: the same bits. The sequences cover a tile of 128 shorter than one
+// of 64 (T = 40: warps whose rows are all past T), one that ends inside its second tile of 64 (130:
+// the walk stops at T's last tile, not the wide tile's; in dK/dV the second wide tile's two keys),
+// two tiles of 128 with the second partial (200), and a whole second tile walked without a mask
+// (300, as GPT-2's T = 1024 mostly does); in dK/dV the query tile before a wide tile's upper keys
+// (none of their mma calls) and the one the diagonal cuts for them; hd 16, 32 and 64 (all sized
+// for hd <= 64), a head of one, grouped queries.
 TEST(CudaOps, FlashAttentionMmaWideIsTheMmaKernelsBitForBit) {
     MAKE_TWIN(t);
     expect_the_mma_kernels_bits(t, cuda::TensorCoreFlash::mma_wide,

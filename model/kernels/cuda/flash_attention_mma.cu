@@ -1,6 +1,6 @@
 // Flash attention's register-softmax tensor-core kernels: the design is explained in
 // flash_attention_mma.h. Within a warp, lane l (g = l / 4, t = l % 4) holds, of each of the warp's
-// 16-row blocks (one, or mma_wide's two in the forward and dQ kernels), rows g and g + 8, and of
+// 16-row blocks (one, or mma_wide's two), rows g and g + 8, and of
 // every 8-column block of a score tile its columns 2t and 2t + 1 — the
 // accumulator layout of mma_m16n8k16.h — so a row's reductions run over the 4 lanes of g (two
 // butterfly shuffles, the same bits in each lane: a + b = b + a). Each kernel is a template on the
@@ -398,40 +398,55 @@ __global__ void __launch_bounds__(kThreads)
                                  l[r]);
 }
 
+// The dK/dV kernel's blocks an SM that ptxas is asked to leave registers for: at hd 64, 3 with one
+// row block a warp (168 registers: mma_regs's row operands then spill 40 B rather than take 180,
+// which would allow 2), 2 with two (255); at hd 128 whatever its 253 registers give (1 asks
+// nothing).
+constexpr int kv_blocks_per_sm(int max_hd, int row_blocks) {
+    return max_hd > 64 ? 1 : row_blocks == 1 ? 3 : 2;
+}
+
 // dK, dV of one key tile: one block per (key tile, kv head, batch), walking, for each query head of
-// the kv head's group in order, the query tiles from the diagonal one down, 32 queries per pass
-// (the group's sum stays in the accumulators: one fixed sequence of mma calls). A warp's rows are
-// 16 keys; the columns of its score accumulators are queries (S^T = K Q^T, dP^T = V dO^T), so P^T
-// and dS^T are A operands as they stand. kRegs: the warp's K and V rows held in registers.
-// kStages: buffers per streamed tile, 2 where the device's shared memory allows, else 1
+// the kv head's group in order, the query tiles from the first that sees its keys (causal) down,
+// 32 queries per pass (the group's sum stays in the accumulators: one fixed sequence of mma
+// calls). A warp's rows are kR blocks of 16 keys (key tiles of 64 kR; query tiles of 64 either
+// way); the columns of its score accumulators are queries (S^T = K Q^T, dP^T = V dO^T), so P^T and
+// dS^T are A operands as they stand. A row block makes the mma calls that the kR = 1 kernel's warp
+// holding its keys makes, in the same order, and no others (a query tile before its keys: none),
+// so every key gets the same bits. kRegs: the warp's K and V rows held in registers (one row
+// block). kStages: buffers per streamed tile, 2 where the device's shared memory allows, else 1
 // (stages_for below).
-template <int kMaxHd, bool kRegs, int kStages, typename T>
-__global__ void __launch_bounds__(kThreads)
+template <int kMaxHd, bool kRegs, int kR, int kStages, typename T>
+__global__ void __launch_bounds__(kThreads, kv_blocks_per_sm(kMaxHd, kR))
     mma_backward_kv_kernel(T* dqkv, const T* dout, const T* qkv, const float* lse, const float* D,
                            int T_, int C, int H, int Hkv, float scale) {
+    static_assert(kR == 1 || !kRegs, "row operands in registers: one row block");
+    constexpr int kKeyTile = kTile * kR;
     const QkvLayout at{C / H, H, Hkv};
     const int hd = at.hd;
     constexpr int pitch = tile_pitch(kMaxHd);
     const int warp = int(threadIdx.x / 32), g = int(threadIdx.x % 32) / 4, t = int(threadIdx.x % 4);
     SHARDLAB_DYNAMIC_SHARED(unsigned char, raw);
     unsigned char* at_byte = raw;
-    T* Ks = carve<T>(at_byte, std::size_t(kTile) * pitch);
-    T* Vs = carve<T>(at_byte, std::size_t(kTile) * pitch);
+    T* Ks = carve<T>(at_byte, std::size_t(kKeyTile) * pitch);
+    T* Vs = carve<T>(at_byte, std::size_t(kKeyTile) * pitch);
     const auto Qs = carve_stages<T, kStages>(at_byte, std::size_t(kTile) * pitch);
     const auto dOs = carve_stages<T, kStages>(at_byte, std::size_t(kTile) * pitch);
     const auto Ls = carve_stages<float, kStages>(at_byte, kTile); // the query tile's lse
     const auto Ds = carve_stages<float, kStages>(at_byte, kTile); // and D
     const int kt = int(blockIdx.x), kv = int(blockIdx.y), b = int(blockIdx.z);
-    const int key0 = kt * kTile + warp * kRows + g; // this lane's keys: key0 and key0 + 8
+    const int row0 = kt * kKeyTile + warp * kRows * kR; // the warp's first key
     const float scale_log2 = scale * kLog2e;
     const std::size_t stride = at.row();
     const T* rows = qkv + std::size_t(b) * T_ * stride;
 
-    // The group's heads in order, each one's query tiles from the diagonal one (causal) down: one
-    // walk over the pairs, as in the other flash kernels.
-    const int steps = at.group() * (tiles(T_) - kt);
-    GroupWalk here{kv * at.group(), kt, kt, tiles(T_) - 1}; // the step being computed
-    GroupWalk ahead = here;                                 // and the one fetched next
+    // The group's heads in order, each one's query tiles from the first holding a query at or
+    // after the block's first key (causal) down: one walk over the pairs, as in the other flash
+    // kernels.
+    const int first_qt = kt * kR;
+    const int steps = at.group() * (tiles(T_) - first_qt);
+    GroupWalk here{kv * at.group(), first_qt, first_qt, tiles(T_) - 1}; // the step being computed
+    GroupWalk ahead = here;                                             // and the one fetched next
     // Starts the copies of step `step`'s query tile: Q, dO, lse, D.
     auto fetch = [&](int step) {
         const int h = ahead.h, qt = ahead.qt;
@@ -448,11 +463,11 @@ __global__ void __launch_bounds__(kThreads)
         }
         cp_async_commit();
     };
-    HeadTiles<kMaxHd, T>(rows + at.k_col(kv), stride, T_, hd).load(Ks, kt * kTile);
-    HeadTiles<kMaxHd, T>(rows + at.v_col(kv), stride, T_, hd).load(Vs, kt * kTile);
+    HeadTiles<kMaxHd, T, kKeyTile>(rows + at.k_col(kv), stride, T_, hd).load(Ks, kt * kKeyTile);
+    HeadTiles<kMaxHd, T, kKeyTile>(rows + at.v_col(kv), stride, T_, hd).load(Vs, kt * kKeyTile);
     fetch(0); // K and V in the same group
     WarpRows<kRegs, kMaxHd, T> kw, vw;
-    MmaD dk[1][kMaxHd / 8] = {}, dv[1][kMaxHd / 8] = {}; // the warp's one row block: 16 keys
+    MmaD dk[kR][kMaxHd / 8] = {}, dv[kR][kMaxHd / 8] = {}; // the warp's row blocks: 16 keys each
     for (int step = 0; step < steps; ++step, here.next()) {
         const int qt = here.qt;
         const T* Qt = Qs[step];
@@ -465,42 +480,54 @@ __global__ void __launch_bounds__(kThreads)
         __syncthreads();
         if (kStages == 2 && step + 1 < steps) fetch(step + 1);
         if (step == 0) {
-            kw.load(Ks + warp * kRows * pitch);
-            vw.load(Vs + warp * kRows * pitch);
+            kw.load(Ks + warp * kRows * kR * pitch);
+            vw.load(Vs + warp * kRows * kR * pitch);
         }
-        // Only the diagonal tile holds queries before a key; only the last, queries past T.
-        with_constant(qt == kt || (qt + 1) * kTile > T_, [&](auto cut) {
+        // Only the query tiles the diagonal crosses hold queries before a key; only the last,
+        // queries past T.
+        with_constant(qt < first_qt + kR || (qt + 1) * kTile > T_, [&](auto cut) {
             constexpr bool kCut = decltype(cut)::value;
             for (int pass = 0; pass < kCols / kPass; ++pass) {
                 const int c0 = pass * kPass * 8; // the pass's first column (query) of the tile
-                // In the diagonal tile, 8-query blocks before the warp's first key are wholly
-                // masked.
-                const int first =
-                    kCut && qt == kt && 2 * warp > pass * kPass ? 2 * warp - pass * kPass : 0;
-                if (first >= kPass) continue;
-                const Span span[1] = {{first, kPass}};
-                MmaD st[1][kPass] = {}, dpt[1][kPass] = {};
-                scores<kMaxHd>(st, kw.operands(), Qt + c0 * pitch, span);   // S^T
-                scores<kMaxHd>(dpt, vw.operands(), dOt + c0 * pitch, span); // dP^T
-                if (kCut) // keys after a query, queries past T, and the blocks not computed
-                    mask(st[0], [&](int n, int i) {
-                        const int query = qt * kTile + c0 + n * 8 + 2 * t + i % 2;
-                        return n >= first && key0 + 8 * (i / 2) <= query && query < T_;
-                    });
+                // A row block's 8-query blocks before its first key are wholly masked (where the
+                // diagonal cuts the tile); all of them, for a query tile before its keys.
+                Span spans[kR];
                 SHARDLAB_UNROLL
-                for (int n = 0; n < kPass; ++n) {
-                    const int j = c0 + n * 8 + 2 * t; // this lane's queries j, j + 1 of the tile
-                    const float2 lse = *reinterpret_cast<const float2*>(Lt + j);
-                    const float2 d = *reinterpret_cast<const float2*>(Dt + j);
-                    const float lse2[2] = {lse.x * kLog2e, lse.y * kLog2e}; // in log2 units
-                    for (int i = 0; i < 4; ++i) {
-                        const float p = fast_exp2(fmaf(st[0][n].x[i], scale_log2, -lse2[i % 2]));
-                        st[0][n].x[i] = p; // P^T (0 where masked)
-                        dpt[0][n].x[i] = p * (dpt[0][n].x[i] - (i % 2 ? d.y : d.x)); // dS^T
+                for (int r = 0; r < kR; ++r) {
+                    const int ahead_by = row0 + kRows * r - (qt * kTile + c0); // a multiple of 16
+                    const int first = kCut && ahead_by > 0 ? min(ahead_by / 8, kPass) : 0;
+                    spans[r] = {first, kPass};
+                }
+                if (!any_has(spans, kPass - 1))
+                    continue; // every query of the pass before every key
+                MmaD st[kR][kPass] = {}, dpt[kR][kPass] = {};
+                scores<kMaxHd>(st, kw.operands(), Qt + c0 * pitch, spans);   // S^T
+                scores<kMaxHd>(dpt, vw.operands(), dOt + c0 * pitch, spans); // dP^T
+                SHARDLAB_UNROLL
+                for (int r = 0; r < kR; ++r) {
+                    const int key0 = row0 + kRows * r + g; // this lane's keys: key0 and key0 + 8
+                    if (kCut) // keys after a query, queries past T, and the blocks not computed
+                        mask(st[r], [&](int n, int i) {
+                            const int query = qt * kTile + c0 + n * 8 + 2 * t + i % 2;
+                            return spans[r].has(n) && key0 + 8 * (i / 2) <= query && query < T_;
+                        });
+                    SHARDLAB_UNROLL
+                    for (int n = 0; n < kPass; ++n) {
+                        const int j =
+                            c0 + n * 8 + 2 * t; // this lane's queries j, j + 1 of the tile
+                        const float2 lse = *reinterpret_cast<const float2*>(Lt + j);
+                        const float2 d = *reinterpret_cast<const float2*>(Dt + j);
+                        const float lse2[2] = {lse.x * kLog2e, lse.y * kLog2e}; // in log2 units
+                        for (int i = 0; i < 4; ++i) {
+                            const float p =
+                                fast_exp2(fmaf(st[r][n].x[i], scale_log2, -lse2[i % 2]));
+                            st[r][n].x[i] = p; // P^T (0 where masked)
+                            dpt[r][n].x[i] = p * (dpt[r][n].x[i] - (i % 2 ? d.y : d.x)); // dS^T
+                        }
                     }
                 }
-                product<kMaxHd>(dv, st, dOt + c0 * pitch, span);
-                product<kMaxHd>(dk, dpt, Qt + c0 * pitch, span);
+                product<kMaxHd>(dv, st, dOt + c0 * pitch, spans);
+                product<kMaxHd>(dk, dpt, Qt + c0 * pitch, spans);
             }
         });
         if (kStages == 1 && step + 1 < steps) {
@@ -509,9 +536,11 @@ __global__ void __launch_bounds__(kThreads)
         }
     }
     T* drows = dqkv + std::size_t(b) * T_ * stride;
-    const int row0 = kt * kTile + warp * kRows;
-    write_rows<kMaxHd>(drows + at.k_col(kv), stride, row0, T_, dk[0], scale, hd);
-    write_rows<kMaxHd>(drows + at.v_col(kv), stride, row0, T_, dv[0], 1.0f, hd);
+    SHARDLAB_UNROLL
+    for (int r = 0; r < kR; ++r) {
+        write_rows<kMaxHd>(drows + at.k_col(kv), stride, row0 + kRows * r, T_, dk[r], scale, hd);
+        write_rows<kMaxHd>(drows + at.v_col(kv), stride, row0 + kRows * r, T_, dv[r], 1.0f, hd);
+    }
 }
 
 // dQ of one query tile: one block per (query tile, head, batch), walking the key tiles up to the
@@ -636,9 +665,9 @@ std::size_t tiles_bytes(int width, int n) {
 std::size_t forward_shared(int width, int row_blocks) {
     return tiles_bytes(width, row_blocks + 4); // Q (64 rows a row block) and two each of K, V
 }
-std::size_t backward_kv_shared(int width, int stages) {
-    return tiles_bytes(width, 2 + 2 * stages) +
-           2 * stages * kTile * sizeof(float); // K, V; Q, dO, lse, D
+std::size_t backward_kv_shared(int width, int stages, int row_blocks) {
+    return tiles_bytes(width, 2 * row_blocks + 2 * stages) +
+           2 * stages * kTile * sizeof(float); // K, V (64 rows a row block); Q, dO, lse, D
 }
 std::size_t backward_q_shared(int width, int stages, int row_blocks) {
     return tiles_bytes(width, 2 * row_blocks + 2 * stages); // Q, dO; K, V
@@ -654,12 +683,12 @@ int stages_for(std::size_t two_stage_bytes) {
 
 } // namespace
 
-// Runs f(kv_regs, q_regs, row_blocks, stages), each a std::integral_constant, for the kernels'
-// template arguments of `variant`: the row operands in registers in the dK/dV kernel (kv_regs) and
-// in the forward and dQ kernels (q_regs), the latter's 16-row blocks per warp, the backward's
-// stages. At hd 128 neither variant fits (mma_variants_fit): the row operands would take 32 more
-// registers a thread than the dK/dV kernel's 253 leave (ptxas, sm_90), a second row block 64 more
-// accumulators; and one stage is only ever needed there.
+// Runs f(kv_regs, kv_row_blocks, q_regs, row_blocks, stages), each a std::integral_constant, for
+// the kernels' template arguments of `variant`: the row operands in registers in the dK/dV kernel
+// (kv_regs) and in the forward and dQ kernels (q_regs), each kernel's 16-row blocks per warp, the
+// backward's stages. At hd 128 neither variant fits (mma_variants_fit): the row operands would take
+// 32 more registers a thread than the dK/dV kernel's 253 leave (ptxas, sm_90), a second row block
+// 64 more accumulators; and one stage is only ever needed there.
 template <int kMaxHd, typename F>
 void with_variant(TensorCoreFlash variant, int stages, F&& f) {
     using No = std::false_type;
@@ -667,12 +696,12 @@ void with_variant(TensorCoreFlash variant, int stages, F&& f) {
     using One = std::integral_constant<int, 1>;
     using Two = std::integral_constant<int, 2>;
     if constexpr (kMaxHd == 64) {
-        if (variant == TensorCoreFlash::mma_regs) return f(Yes{}, Yes{}, One{}, Two{});
-        if (variant == TensorCoreFlash::mma_wide) return f(Yes{}, No{}, Two{}, Two{});
-        return f(No{}, No{}, One{}, Two{});
+        if (variant == TensorCoreFlash::mma_regs) return f(Yes{}, One{}, Yes{}, One{}, Two{});
+        if (variant == TensorCoreFlash::mma_wide) return f(No{}, Two{}, No{}, Two{}, Two{});
+        return f(No{}, One{}, No{}, One{}, Two{});
     } else {
-        if (stages == 1) return f(No{}, No{}, One{}, One{});
-        return f(No{}, No{}, One{}, Two{});
+        if (stages == 1) return f(No{}, One{}, No{}, One{}, One{});
+        return f(No{}, One{}, No{}, One{}, Two{});
     }
 }
 
@@ -683,7 +712,7 @@ void flash_attention_mma_forward(cudaStream_t s, void* out, float* lse, const vo
     dispatch_tensor_cores(t, hd, "flash attention on mma.sync", [&](auto tag, auto max_hd) {
         using P = typename decltype(tag)::type;
         constexpr int kMaxHd = decltype(max_hd)::value;
-        with_variant<kMaxHd>(variant, 2, [&](auto, auto q_regs, auto row_blocks, auto) {
+        with_variant<kMaxHd>(variant, 2, [&](auto, auto, auto q_regs, auto row_blocks, auto) {
             constexpr int kR = decltype(row_blocks)::value;
             const dim3 grid(unsigned((T + kTile * kR - 1) / (kTile * kR)), unsigned(H),
                             unsigned(B));
@@ -700,7 +729,6 @@ void flash_attention_mma_backward(cudaStream_t s, void* dqkv, const void* dout, 
                                   int H, int Hkv, DType t, TensorCoreFlash variant) {
     const int hd = C / H;
     const float scale = 1.0f / std::sqrt(float(hd));
-    const dim3 kv_grid(unsigned(tiles(T)), unsigned(Hkv), unsigned(B)); // a kv head's whole group
     dispatch_tensor_cores(t, hd, "flash attention on mma.sync", [&](auto tag, auto max_hd) {
         using P = typename decltype(tag)::type;
         constexpr int kMaxHd = decltype(max_hd)::value;
@@ -709,18 +737,23 @@ void flash_attention_mma_backward(cudaStream_t s, void* dqkv, const void* dout, 
         // Asked for the kernels sized for 128 (one row block); for those sized for 64 every sm_80+
         // GPU has room for two stages, mma_wide's dQ (74 KB) included.
         const int stages =
-            stages_for(std::max(backward_kv_shared(kMaxHd, 2), backward_q_shared(kMaxHd, 2, 1)));
+            stages_for(std::max(backward_kv_shared(kMaxHd, 2, 1), backward_q_shared(kMaxHd, 2, 1)));
         with_variant<kMaxHd>(
-            variant, stages, [&](auto kv_regs, auto q_regs, auto row_blocks, auto staged) {
+            variant, stages,
+            [&](auto kv_regs, auto kv_row_blocks, auto q_regs, auto row_blocks, auto staged) {
+                constexpr int kKvR = decltype(kv_row_blocks)::value;
                 constexpr int kR = decltype(row_blocks)::value;
                 constexpr int kStages = decltype(staged)::value;
+                // A kv head's whole group a block.
+                const dim3 kv_grid(unsigned((T + kTile * kKvR - 1) / (kTile * kKvR)), unsigned(Hkv),
+                                   unsigned(B));
                 const dim3 q_grid(unsigned((T + kTile * kR - 1) / (kTile * kR)), unsigned(H),
                                   unsigned(B));
                 launch_with_shared(
                     "flash_attention_mma_backward_kv",
-                    mma_backward_kv_kernel<kMaxHd, decltype(kv_regs)::value, kStages, P>, kv_grid,
-                    kThreads, backward_kv_shared(kMaxHd, kStages), s, static_cast<P*>(dqkv), d, x,
-                    lse, row_dots, T, C, H, Hkv, scale);
+                    mma_backward_kv_kernel<kMaxHd, decltype(kv_regs)::value, kKvR, kStages, P>,
+                    kv_grid, kThreads, backward_kv_shared(kMaxHd, kStages, kKvR), s,
+                    static_cast<P*>(dqkv), d, x, lse, row_dots, T, C, H, Hkv, scale);
                 launch_with_shared(
                     "flash_attention_mma_backward_q",
                     mma_backward_q_kernel<kMaxHd, decltype(q_regs)::value, kR, kStages, P>, q_grid,

@@ -5,7 +5,8 @@
 // kept selectable (SHARDLAB_CUDA_FLASH=wmma) so a GPU run can time one against the other.
 //
 // Same tiling as the WMMA kernels — tiles of kFlashMmaTile = 64 rows, 128 threads = 4 warps of 16
-// rows (mma_wide: query tiles of 128, 32 rows a warp, in the forward and dQ), causal tiles skipped,
+// rows (mma_wide: tiles of 128 rows a block, 32 a warp, of queries in the forward and dQ, of keys
+// in dK/dV; the tiles they walk stay of 64), causal tiles skipped,
 // lse kept per row, a deterministic two-kernel backward whose dK/dV blocks sum a kv head's group in
 // order, grouped-query rows — but a warp's score tile never leaves its registers: S = Q K^T lands
 // in eight 16 x 8 accumulators, a row's four lanes (same g) take its maximum and sum with two
@@ -42,7 +43,7 @@
 // 8 rows an ldmatrix phase reads 4 banks apart — no bank conflicts), for the kernels sized for
 // hd <= 64 / <= 128: forward Q + two each of K, V 46,080 / 87,040 B; dK/dV K, V + two each of Q,
 // dO, lse, D 56,320 / 105,472 B; dQ Q, dO + two each of K, V 55,296 / 104,448 B (mma_wide, its Q
-// and dO tiles of 128 rows: forward 55,296 B, dQ 73,728 B). So a head of 80 to 112 takes hd 128's
+// and dO, or K and V, tiles of 128 rows: forward 55,296 B, dQ 73,728 B, dK/dV 74,752 B). So a head of 80 to 112 takes hd 128's
 // shared memory (and work): on an H100 a head of 80 runs 2 forward blocks a SM where it could run
 // 3. A GPU that lets a block opt in to less than the backward's two stages (an sm_86/89's 99 KiB,
 // for hd 80 to 128) runs it on one buffer, refilled after a second barrier a tile: the same bits.
@@ -65,9 +66,10 @@ constexpr int kFlashMmaTile = 64;
 // - mma_regs: each warp holds the A operands of its rows that every tile of the walk uses (Q
 //   forward; K and V, or Q and dO, backward) in registers instead of reading them from shared
 //   memory for each tile;
-// - mma_wide: in the forward and dQ kernels each warp owns two 16-row blocks (query tiles of 128
-//   rows, key tiles still of 64), and each K or V operand it reads from shared memory feeds the
-//   mma calls of both: half the shared-memory reads per mma; dK/dV as mma_regs.
+// - mma_wide: each warp owns two 16-row blocks (in the forward and dQ query tiles of 128 rows, key
+//   tiles still of 64; in dK/dV key tiles of 128, query tiles of 64), and each operand of the
+//   walked tiles it reads from shared memory feeds the mma calls of both: half those reads per
+//   mma.
 // Both at hd <= 64 only (mma_variants_fit); to be timed against mma on a GPU.
 void flash_attention_mma_forward(cudaStream_t s, void* out, float* lse, const void* qkv, int B,
                                  int T, int C, int H, int Hkv, DType t, TensorCoreFlash variant);

@@ -5,8 +5,8 @@
 // scores through shared memory (flash_attention_wmma.h), chosen by $SHARDLAB_CUDA_FLASH so that a
 // GPU run can time one against the other. Two more forms of the mma kernels, the same bits as mma:
 // mma_regs holds each warp's row operands in registers across the walk; mma_wide gives each warp
-// of the forward and dQ kernels two 16-row blocks (query tiles of 128 rows), so that every K and V
-// operand read from shared memory serves both, its dK/dV kernel mma_regs's. Free of CUDA headers,
+// two 16-row blocks (tiles of 128 rows: queries in the forward and dQ, keys in dK/dV), so that every
+// operand of the walked tiles read from shared memory serves both. Free of CUDA headers,
 // so the tests can hold each path to its own error bound.
 #pragma once
 
