@@ -43,10 +43,11 @@
 // 8 rows an ldmatrix phase reads 4 banks apart — no bank conflicts), for the kernels sized for
 // hd <= 64 / <= 128: forward Q + two each of K, V 46,080 / 87,040 B; dK/dV K, V + two each of Q,
 // dO, lse, D 56,320 / 105,472 B; dQ Q, dO + two each of K, V 55,296 / 104,448 B (mma_wide, its Q
-// and dO, or K and V, tiles of 128 rows: forward 55,296 B, dQ 73,728 B, dK/dV 74,752 B). So a head of 80 to 112 takes hd 128's
-// shared memory (and work): on an H100 a head of 80 runs 2 forward blocks a SM where it could run
-// 3. A GPU that lets a block opt in to less than the backward's two stages (an sm_86/89's 99 KiB,
-// for hd 80 to 128) runs it on one buffer, refilled after a second barrier a tile: the same bits.
+// and dO, or K and V, tiles of 128 rows: forward 55,296 B, dQ 73,728 B, dK/dV 74,752 B). So a head
+// of 80 to 112 takes hd 128's shared memory (and work): on an H100 a head of 80 runs 2 forward
+// blocks a SM where it could run 3. A GPU that lets a block opt in to less than the backward's two
+// stages (an sm_86/89's 99 KiB, for hd 80 to 128) runs it on one buffer, refilled after a second
+// barrier a tile: the same bits.
 // Included by .cu files only.
 #pragma once
 
