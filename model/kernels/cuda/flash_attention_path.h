@@ -5,9 +5,9 @@
 // scores through shared memory (flash_attention_wmma.h), chosen by $SHARDLAB_CUDA_FLASH so that a
 // GPU run can time one against the other. Two more forms of the mma kernels, the same bits as mma:
 // mma_regs holds each warp's row operands in registers across the walk; mma_wide gives each warp
-// two 16-row blocks (tiles of 128 rows: queries in the forward and dQ, keys in dK/dV), so that every
-// operand of the walked tiles read from shared memory serves both. Free of CUDA headers,
-// so the tests can hold each path to its own error bound.
+// two 16-row blocks (tiles of 128 rows: queries in the forward and dQ, keys in dK/dV), so that
+// every operand of the walked tiles read from shared memory serves both. Free of CUDA headers, so
+// the tests can hold each path to its own error bound.
 #pragma once
 
 #include "core/dtype.h"
