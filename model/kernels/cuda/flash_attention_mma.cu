@@ -78,20 +78,6 @@ struct HeadTiles : TileStream<kN, kThreads, kMaxHd, T> {
     }
 };
 
-// The 8-column blocks [first, last) of a score tile that one of a warp's 16-row blocks computes;
-// the others hold no score its mask keeps.
-struct Span {
-    int first, last;
-    __device__ bool has(int n) const { return n >= first && n < last; }
-};
-
-// How many of the `most` 8-key blocks from key `key0` hold a key at or before row `row` (the last
-// of a row block): causal attention's visible part.
-__device__ inline int visible_blocks(int row, int key0, int most = kCols) {
-    const int blocks = (row - key0) / 8 + 1;
-    return row < key0 ? 0 : blocks < most ? blocks : most;
-}
-
 // The last key tile that query tile qt (of 64 kR rows) sees, causal: the one holding its last row,
 // or T's last.
 __device__ inline int last_key_tile(int qt, int kR, int T_) {
@@ -111,21 +97,11 @@ struct GroupWalk {
     }
 };
 
-// Whether any of a warp's kR row blocks computes 8-column block n.
-template <int kR>
-__device__ bool any_has(const Span (&spans)[kR], int n) {
-    bool any = false;
-    SHARDLAB_UNROLL
-    for (int r = 0; r < kR; ++r) any = any || spans[r].has(n);
-    return any;
-}
-
-// s[r][n] += A_r B^T for each of the warp's kR row blocks r and its 8-column blocks n in spans[r]
-// (first and last even): A_r's operand for columns [16 k, 16 k + 16) given by a_of(r, k); B
-// the rows of tile `b` from its row 0 (8 per block), by ldmatrix (mma_m16n8k16.h), a B pair per
-// instruction, read once for all kR row blocks.
+// s[r][n] += A_r B^T for each of the warp's kR row blocks r and 8-column blocks n: A_r's operand
+// for columns [16 k, 16 k + 16) given by a_of(r, k); B the rows of tile `b` from its row 0 (8 per
+// block), by ldmatrix (mma_m16n8k16.h), a B pair per instruction, read once for all kR row blocks.
 template <int kMaxHd, int kR, int N, typename T, typename AOf>
-__device__ void scores_of(MmaD (&s)[kR][N], AOf a_of, const T* b, const Span (&spans)[kR]) {
+__device__ void scores_of(MmaD (&s)[kR][N], AOf a_of, const T* b) {
     constexpr int pitch = tile_pitch(kMaxHd);
     SHARDLAB_UNROLL
     for (int k = 0; k < kMaxHd / 16; ++k) {
@@ -133,13 +109,11 @@ __device__ void scores_of(MmaD (&s)[kR][N], AOf a_of, const T* b, const Span (&s
         SHARDLAB_UNROLL
         for (int r = 0; r < kR; ++r) fa[r] = a_of(r, k);
         SHARDLAB_UNROLL
-        for (int n = 0; n < N; n += 2) { // first and last are even: B operands load in pairs
-            if (!any_has(spans, n)) continue;
+        for (int n = 0; n < N; n += 2) { // B operands load in pairs
             MmaB fb[2];
             ldmatrix_b_rows(fb, b + n * 8 * pitch + k * 16, pitch);
             SHARDLAB_UNROLL
             for (int r = 0; r < kR; ++r) {
-                if (!spans[r].has(n)) continue;
                 mma<T>(s[r][n], fa[r], fb[0]);
                 mma<T>(s[r][n + 1], fa[r], fb[1]);
             }
@@ -150,11 +124,10 @@ __device__ void scores_of(MmaD (&s)[kR][N], AOf a_of, const T* b, const Span (&s
 // scores_of with the warp's row blocks at `a` in a shared tile (row block r from row 16 r), each
 // operand loaded when it is used.
 template <int kMaxHd, int kR, int N, typename T>
-__device__ void scores(MmaD (&s)[kR][N], const T* a, const T* b, const Span (&spans)[kR]) {
+__device__ void scores(MmaD (&s)[kR][N], const T* a, const T* b) {
     constexpr int pitch = tile_pitch(kMaxHd);
     scores_of<kMaxHd>(
-        s, [&](int r, int k) { return ldmatrix_a(a + r * kRows * pitch + k * 16, pitch); }, b,
-        spans);
+        s, [&](int r, int k) { return ldmatrix_a(a + r * kRows * pitch + k * 16, pitch); }, b);
 }
 
 // The warp's rows of a tile, as scores() takes them: with kRegs, their A operands for all columns
@@ -180,23 +153,19 @@ struct WarpRows<true, kMaxHd, T> {
 
 // scores_of with the warp's one row block's A operands from registers.
 template <int kMaxHd, int N, typename T>
-__device__ void scores(MmaD (&s)[1][N], const WarpRows<true, kMaxHd, T>& a, const T* b,
-                       const Span (&spans)[1]) {
+__device__ void scores(MmaD (&s)[1][N], const WarpRows<true, kMaxHd, T>& a, const T* b) {
     scores_of<kMaxHd>(
-        s, [&](int, int k) { return a.fa[k]; }, b, spans);
+        s, [&](int, int k) { return a.fa[k]; }, b);
 }
 
 // acc[r] += P_r V over V's 8-column blocks, for each of the warp's kR row blocks r: P_r its 16 x
 // 8N probabilities as accumulators p[r][0 .. N) (rounded to T here), V the rows of tile `v` from
-// its row 0 (each B pair read once for all row blocks); only P_r's 16-column blocks inside spans[r]
-// (whose ends are even), the others being zero (masked).
+// its row 0 (each B pair read once for all row blocks).
 template <int kMaxHd, int kR, int N, typename T>
-__device__ void product(MmaD (&acc)[kR][kMaxHd / 8], const MmaD (&p)[kR][N], const T* v,
-                        const Span (&spans)[kR]) {
+__device__ void product(MmaD (&acc)[kR][kMaxHd / 8], const MmaD (&p)[kR][N], const T* v) {
     constexpr int pitch = tile_pitch(kMaxHd);
     SHARDLAB_UNROLL
     for (int kb = 0; kb < N / 2; ++kb) {
-        if (!any_has(spans, 2 * kb)) continue;
         MmaA fp[kR];
         SHARDLAB_UNROLL
         for (int r = 0; r < kR; ++r) fp[r] = a_from<T>(p[r][2 * kb], p[r][2 * kb + 1]);
@@ -206,7 +175,6 @@ __device__ void product(MmaD (&acc)[kR][kMaxHd / 8], const MmaD (&p)[kR][N], con
             ldmatrix_b_cols(fb, v + kb * 16 * pitch + n * 8, pitch);
             SHARDLAB_UNROLL
             for (int r = 0; r < kR; ++r) {
-                if (!spans[r].has(2 * kb)) continue;
                 mma<T>(acc[r][n], fp[r], fb[0]);
                 mma<T>(acc[r][n + 1], fp[r], fb[1]);
             }
@@ -311,9 +279,9 @@ __device__ void write_normalised(T* out, float* lse, int b, int h, int q0, int T
 // One block per (query tile, query head, batch). kRegs: the warp's Q rows held in registers for
 // the whole walk of key tiles, instead of read from the shared tile for each. kR: 16-row blocks
 // per warp (query tiles of 64 kR rows; key tiles of 64 either way). A row block folds exactly the
-// key tiles and 8-key blocks that the kR = 1 kernel's warp holding its rows does (masking more
-// tiles, but keeping each score that one keeps), so every row gets the same bits. Always two
-// stages: 87,040 B at hd 80 to 128, under every sm_80+ GPU's opt-in (99 KiB at the least).
+// key tiles that the kR = 1 kernel's warp holding its rows does (a warp's 16 kR rows start at a
+// multiple of 16 kR, so its row blocks skip the same tiles), so every row gets the same bits.
+// Always two stages: 87,040 B at hd 80 to 128, under every sm_80+ GPU's opt-in (99 KiB at least).
 template <int kMaxHd, bool kRegs, int kR, typename T>
 __global__ void __launch_bounds__(kThreads)
     mma_forward_kernel(T* out, float* lse, const T* qkv, int T_, int C, int H, int Hkv,
@@ -364,32 +332,26 @@ __global__ void __launch_bounds__(kThreads)
         __syncthreads();
         if (kt < last_kt) fetch(kt + 1);
         if (kt == 0) q.load(Qs + warp * kRows * kR * pitch);
-        // Only the tiles the diagonal crosses hold keys after a query, or past T. A tile it cuts
-        // tests which scores it computes and masks; the others (most of them) run a copy of the
-        // code whose spans are full and known when compiled (with_constant.h).
+        // Only the tiles the diagonal crosses hold keys after a query, or past T: a tile it cuts
+        // is masked, in a copy of the code of its own (with_constant.h). A warp whose rows all
+        // come before the tile's first key (mma_wide's first two, against the diagonal's second
+        // key tile) computes nothing of it.
         with_constant((kt + 1) * kTile > qt * kQTile, [&](auto cut) {
             constexpr bool kCut = decltype(cut)::value;
-            // A row block computes the 8-key blocks with a key at or before its last row: all of
-            // them in a tile the diagonal does not cut.
-            Span spans[kR];
-            SHARDLAB_UNROLL
-            for (int r = 0; r < kR; ++r)
-                spans[r] = {0, kCut ? visible_blocks(row0 + kRows * r + kRows - 1, kt * kTile)
-                                    : kCols};
+            if (kCut && row0 + kRows * kR - 1 < kt * kTile) return;
             MmaD s[kR][kCols] = {};
-            scores<kMaxHd>(s, q.operands(), Kt, spans);
+            scores<kMaxHd>(s, q.operands(), Kt);
             SHARDLAB_UNROLL
             for (int r = 0; r < kR; ++r) {
-                if (spans[r].last == 0) continue; // every key after the row block: nothing to fold
                 if (kCut)
                     mask(s[r], [&](int n, int i) {
                         const int key = kt * kTile + n * 8 + 2 * t + i % 2;
                         const int query = row0 + kRows * r + g + 8 * (i / 2);
-                        return n < spans[r].last && key <= query && key < T_;
+                        return key <= query && key < T_;
                     });
                 fold<kMaxHd>(s[r], m[r], l[r], o[r], scale_log2);
             }
-            product<kMaxHd>(o, s, Vt, spans);
+            product<kMaxHd>(o, s, Vt);
         });
     }
     SHARDLAB_UNROLL
@@ -399,9 +361,9 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 // The dK/dV kernel's blocks an SM that ptxas is asked to leave registers for: at hd 64, 3 with one
-// row block a warp (168 registers: mma_regs's row operands then spill 40 B rather than take 180,
-// which would allow 2), 2 with two (255); at hd 128 whatever its 253 registers give (1 asks
-// nothing).
+// row block a warp (168 registers, where ptxas would take some 180 and allow 2: a few words spill,
+// 16 B in mma, 40 B in mma_regs, loaded in each step's copies, outside its passes), 2 with two
+// (255); at hd 128 whatever its 250-odd registers give (1 asks nothing).
 constexpr int kv_blocks_per_sm(int max_hd, int row_blocks) {
     return max_hd > 64 ? 1 : row_blocks == 1 ? 3 : 2;
 }
@@ -489,27 +451,21 @@ __global__ void __launch_bounds__(kThreads, kv_blocks_per_sm(kMaxHd, kR))
             constexpr bool kCut = decltype(cut)::value;
             for (int pass = 0; pass < kCols / kPass; ++pass) {
                 const int c0 = pass * kPass * 8; // the pass's first column (query) of the tile
-                // A row block's 8-query blocks before its first key are wholly masked (where the
-                // diagonal cuts the tile); all of them, for a query tile before its keys.
-                Span spans[kR];
-                SHARDLAB_UNROLL
-                for (int r = 0; r < kR; ++r) {
-                    const int ahead_by = row0 + kRows * r - (qt * kTile + c0); // a multiple of 16
-                    const int first = kCut && ahead_by > 0 ? min(ahead_by / 8, kPass) : 0;
-                    spans[r] = {first, kPass};
-                }
-                if (!any_has(spans, kPass - 1))
-                    continue; // every query of the pass before every key
+                // Where the diagonal cuts the tile, a warp whose keys all come after the pass's
+                // last query (all of them, for mma_wide's upper keys against the query tile before
+                // them) computes nothing of the pass.
+                if (kCut && row0 > qt * kTile + c0 + kPass * 8 - 1) continue;
                 MmaD st[kR][kPass] = {}, dpt[kR][kPass] = {};
-                scores<kMaxHd>(st, kw.operands(), Qt + c0 * pitch, spans);   // S^T
-                scores<kMaxHd>(dpt, vw.operands(), dOt + c0 * pitch, spans); // dP^T
+                scores<kMaxHd>(st, kw.operands(), Qt + c0 * pitch);   // S^T
+                scores<kMaxHd>(dpt, vw.operands(), dOt + c0 * pitch); // dP^T
                 SHARDLAB_UNROLL
                 for (int r = 0; r < kR; ++r) {
                     const int key0 = row0 + kRows * r + g; // this lane's keys: key0 and key0 + 8
-                    if (kCut) // keys after a query, queries past T, and the blocks not computed
+                    // Keys after a query, queries past T.
+                    if (kCut)
                         mask(st[r], [&](int n, int i) {
                             const int query = qt * kTile + c0 + n * 8 + 2 * t + i % 2;
-                            return spans[r].has(n) && key0 + 8 * (i / 2) <= query && query < T_;
+                            return key0 + 8 * (i / 2) <= query && query < T_;
                         });
                     SHARDLAB_UNROLL
                     for (int n = 0; n < kPass; ++n) {
@@ -526,8 +482,8 @@ __global__ void __launch_bounds__(kThreads, kv_blocks_per_sm(kMaxHd, kR))
                         }
                     }
                 }
-                product<kMaxHd>(dv, st, dOt + c0 * pitch, spans);
-                product<kMaxHd>(dk, dpt, Qt + c0 * pitch, spans);
+                product<kMaxHd>(dv, st, dOt + c0 * pitch);
+                product<kMaxHd>(dk, dpt, Qt + c0 * pitch);
             }
         });
         if (kStages == 1 && step + 1 < steps) {
@@ -613,26 +569,19 @@ __global__ void __launch_bounds__(kThreads)
             constexpr bool kCut = decltype(cut)::value;
             for (int pass = 0; pass < kCols / kPass; ++pass) {
                 const int c0 = pass * kPass * 8; // the pass's first column (key) of the tile
-                // A row block computes the pass's 8-key blocks with a key at or before its last
-                // row: all of them where the diagonal does not cut the tile.
-                Span spans[kR];
-                SHARDLAB_UNROLL
-                for (int r = 0; r < kR; ++r)
-                    spans[r] = {0, kCut ? visible_blocks(row0 + kRows * r + kRows - 1,
-                                                         kt * kTile + c0, kPass)
-                                        : kPass};
-                if (!any_has(spans, 0)) continue; // every key of the pass after every row
+                // Where the diagonal cuts the tile, a warp whose rows all come before the pass's
+                // first key computes nothing of the pass.
+                if (kCut && row0 + kRows * kR - 1 < kt * kTile + c0) continue;
                 MmaD s[kR][kPass] = {}, dp[kR][kPass] = {};
-                scores<kMaxHd>(s, qw.operands(), Kt + c0 * pitch, spans);
-                scores<kMaxHd>(dp, dow.operands(), Vt + c0 * pitch, spans);
+                scores<kMaxHd>(s, qw.operands(), Kt + c0 * pitch);
+                scores<kMaxHd>(dp, dow.operands(), Vt + c0 * pitch);
                 SHARDLAB_UNROLL
                 for (int r = 0; r < kR; ++r) {
-                    if (spans[r].last == 0) continue;
-                    if (kCut) // keys after a query, queries past T, and the blocks not computed
+                    if (kCut) // keys after a query, queries past T
                         mask(s[r], [&](int n, int i) {
                             const int key = kt * kTile + c0 + n * 8 + 2 * t + i % 2;
                             const int query = row0 + kRows * r + g + 8 * (i / 2);
-                            return n < spans[r].last && key <= query && query < T_;
+                            return key <= query && query < T_;
                         });
                     SHARDLAB_UNROLL
                     for (int n = 0; n < kPass; ++n)
@@ -643,7 +592,7 @@ __global__ void __launch_bounds__(kThreads)
                                 p * (dp[r][n].x[i] - row_D[r][i / 2]); // dS (0 if masked)
                         }
                 }
-                product<kMaxHd>(dq, dp, Kt + c0 * pitch, spans);
+                product<kMaxHd>(dq, dp, Kt + c0 * pitch);
             }
         });
         if (kStages == 1 && kt < last_kt) {

@@ -24,8 +24,11 @@
 // - the head dim: the kernels compute at the width they are sized for (64 or 128); a smaller head
 //   (a multiple of 16) has zeros in the tiles' other columns, whose products add nothing;
 // - whether the tile is cut: only the tiles the causal diagonal or the sequence's end cross
-//   compute part of a tile and evaluate the mask, in a copy of the code of their own
-//   (with_constant.h); the others, most of them, run a copy with no such test;
+//   evaluate the mask, in a copy of the code of their own (with_constant.h); the others, most of
+//   them, run a copy without it. A cut tile is computed whole, as FlashAttention-2 does, the mask
+//   setting the scores it hides to -inf: its blocks past the diagonal add exact zeros, where
+//   choosing the blocks to compute cost more instructions than computing them. A warp none of
+//   whose scores the mask keeps in a tile (or a backward pass over half of one) skips it;
 // - a thread's share of a tile's copies (TileStream, flash_attention_common.h): the same column and
 //   rows in every tile, with no division.
 //
