@@ -6,7 +6,7 @@ ex2 and other special functions, LDGSTS: cp.async, BAR: barriers) and where it b
 that holds a tile's work says what a tile costs per warp, beside its mma calls.
 
     python3 tools/sass_loops.py build-sass/flash_attention_mma.sass \\
-        "mma_backward_kv_kernel<64, false, 2, __nv_bfloat16>" [--blocks]"""
+        "mma_backward_kv_kernel<64, false, 1, 2, __nv_bfloat16>" [--blocks]"""
 import argparse
 import collections
 import re

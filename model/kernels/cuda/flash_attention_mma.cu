@@ -623,9 +623,9 @@ std::size_t backward_q_shared(int width, int stages, int row_blocks) {
 }
 
 // The backward's stages: two where the device lets a block have their shared memory, else one.
-// Every sm_80+ GPU lets it for the kernels sized for hd <= 64 (74 KB at most: mma_wide's dQ); for
-// those sized for 128 (105 KB, at any hd from 80 to 128) an H100's 227 KB do, an sm_86/89's 99 KB
-// do not.
+// Every sm_80+ GPU lets it for the kernels sized for hd <= 64 (75 KB at most: mma_wide's dK/dV);
+// for those sized for 128 (105 KB, at any hd from 80 to 128) an H100's 227 KB do, an sm_86/89's 99
+// KB do not.
 int stages_for(std::size_t two_stage_bytes) {
     return two_stage_bytes <= shared_optin_bytes() ? 2 : 1;
 }
@@ -684,7 +684,7 @@ void flash_attention_mma_backward(cudaStream_t s, void* dqkv, const void* dout, 
         const P* d = static_cast<const P*>(dout);
         const P* x = static_cast<const P*>(qkv);
         // Asked for the kernels sized for 128 (one row block); for those sized for 64 every sm_80+
-        // GPU has room for two stages, mma_wide's dQ (74 KB) included.
+        // GPU has room for two stages, mma_wide's dK/dV (75 KB) included.
         const int stages =
             stages_for(std::max(backward_kv_shared(kMaxHd, 2, 1), backward_q_shared(kMaxHd, 2, 1)));
         with_variant<kMaxHd>(
