@@ -623,9 +623,9 @@ std::size_t backward_q_shared(int width, int stages, int row_blocks) {
 }
 
 // The backward's stages: two where the device lets a block have their shared memory, else one.
-// Every sm_80+ GPU lets it for the kernels sized for hd <= 64 (75 KB at most: mma_wide's dK/dV);
-// for those sized for 128 (105 KB, at any hd from 80 to 128) an H100's 227 KB do, an sm_86/89's 99
-// KB do not.
+// Every sm_80+ GPU lets it for the kernels sized for hd <= 64 (75 KB at most: mma_wide's dK/dV).
+// For those sized for 128 (105 KB, at any hd from 80 to 128), an H100 does (227 KB), an sm_86/89
+// GPU does not (99 KB).
 int stages_for(std::size_t two_stage_bytes) {
     return two_stage_bytes <= shared_optin_bytes() ? 2 : 1;
 }
