@@ -103,16 +103,12 @@ __device__ __forceinline__ void load_batch(Packed<T> (&p)[kInFlight], int (&n)[k
     SHARDLAB_UNROLL
     for (int b = 0; b < kInFlight; ++b) {
         const int k = k0 + b * int(kThreads), c0 = k * W;
-        n[b] = c0 < V ? min(W, V - c0) : 0;
-        if (kFromCache && k < cached) {
+        if (kFromCache && k < cached) { // a chunk of the copy: inside V
+            n[b] = min(W, V - c0);
             p[b] = cache[k];
             continue;
         }
-        if (n[b] == W && aligned16(z + c0)) {
-            p[b] = load_packed(z + c0);
-        } else {
-            for (int e = 0; e < W; ++e) p[b].v[e] = e < n[b] ? z[c0 + e] : from_f32<T>(0.0f);
-        }
+        p[b] = load_stored_chunk(z, c0, V, n[b]); // at or past V: zeros, nothing read
         if (!kFromCache && k < cached) cache[k] = p[b];
     }
 }
@@ -211,17 +207,18 @@ __global__ void mean_kernel(const double* row_losses, int N, double* loss) {
     }
     if (threadIdx.x == 0) *loss = N > 0 ? total / N : 0.0;
 }
-// The chunks of a row of V columns (W a chunk) that the kernel keeps in shared memory: as many as
+// The chunks of a row of V columns of T that the kernel keeps in shared memory: as many as
 // leave room for two blocks an SM (each block's 1 KiB reserve and its static 64 B beside them;
 // an SM has the opt-in plus one reserve), so that 16 warps an SM, 8 chunks in flight each, hide
 // the first sweep's latency. An H100's 115,648 B hold 7,228 chunks: a 16-bit row of 57,824
 // columns (GPT-2's 50,257 whole), in fp32 57% of GPT-2's.
-int cached_chunks(int V, int W) {
+template <typename T>
+int cached_chunks(int V) {
     constexpr std::size_t kReserve = 1024, kStatic = 2 * kWarps * sizeof(float);
     const std::size_t half_sm = (shared_optin_bytes() + kReserve) / 2;
     const std::size_t per_block = half_sm > kReserve + kStatic ? half_sm - kReserve - kStatic : 0;
-    const int chunks = (V + W - 1) / W;
-    return int(std::min<std::size_t>(std::size_t(chunks), per_block / 16));
+    const std::size_t chunks = blocks_for(std::size_t(V), Packed<T>::size);
+    return int(std::min(chunks, per_block / sizeof(Packed<T>)));
 }
 } // namespace
 
@@ -230,9 +227,9 @@ void cross_entropy(cudaStream_t s, void* logits, const std::uint16_t* targets, i
     if (N > 0)
         dispatch(t, [&](auto tag) {
             using T = typename decltype(tag)::type;
-            const int cached = cached_chunks(V, Packed<T>::size);
+            const int cached = cached_chunks<T>(V);
             launch_with_shared("cross_entropy_rows", cross_entropy_rows_kernel<T>, unsigned(N),
-                               kThreads, std::size_t(cached) * 16, s, static_cast<T*>(logits),
+                               kThreads, cached * sizeof(Packed<T>), s, static_cast<T*>(logits),
                                targets, V, ld, dlogits_scale, row_losses, cached);
         });
     launch("cross_entropy_mean", mean_kernel, 1, kThreads, 0, s, row_losses, N, loss);

@@ -469,8 +469,8 @@ __global__ void __launch_bounds__(kThreads, kv_blocks_per_sm(kMaxHd, kR))
                         });
                     SHARDLAB_UNROLL
                     for (int n = 0; n < kPass; ++n) {
-                        const int j =
-                            c0 + n * 8 + 2 * t; // this lane's queries j, j + 1 of the tile
+                        // This lane's queries j, j + 1 of the tile.
+                        const int j = c0 + n * 8 + 2 * t;
                         const float2 lse = *reinterpret_cast<const float2*>(Lt + j);
                         const float2 d = *reinterpret_cast<const float2*>(Dt + j);
                         const float lse2[2] = {lse.x * kLog2e, lse.y * kLog2e}; // in log2 units
@@ -663,8 +663,7 @@ void flash_attention_mma_forward(cudaStream_t s, void* out, float* lse, const vo
         constexpr int kMaxHd = decltype(max_hd)::value;
         with_variant<kMaxHd>(variant, 2, [&](auto, auto, auto q_regs, auto row_blocks, auto) {
             constexpr int kR = decltype(row_blocks)::value;
-            const dim3 grid(unsigned((T + kTile * kR - 1) / (kTile * kR)), unsigned(H),
-                            unsigned(B));
+            const dim3 grid(blocks_for(std::size_t(T), kTile * kR), unsigned(H), unsigned(B));
             launch_with_shared("flash_attention_mma_forward",
                                mma_forward_kernel<kMaxHd, decltype(q_regs)::value, kR, P>, grid,
                                kThreads, forward_shared(kMaxHd, kR), s, static_cast<P*>(out), lse,
@@ -694,10 +693,9 @@ void flash_attention_mma_backward(cudaStream_t s, void* dqkv, const void* dout, 
                 constexpr int kR = decltype(row_blocks)::value;
                 constexpr int kStages = decltype(staged)::value;
                 // A kv head's whole group a block.
-                const dim3 kv_grid(unsigned((T + kTile * kKvR - 1) / (kTile * kKvR)), unsigned(Hkv),
+                const dim3 kv_grid(blocks_for(std::size_t(T), kTile * kKvR), unsigned(Hkv),
                                    unsigned(B));
-                const dim3 q_grid(unsigned((T + kTile * kR - 1) / (kTile * kR)), unsigned(H),
-                                  unsigned(B));
+                const dim3 q_grid(blocks_for(std::size_t(T), kTile * kR), unsigned(H), unsigned(B));
                 launch_with_shared(
                     "flash_attention_mma_backward_kv",
                     mma_backward_kv_kernel<kMaxHd, decltype(kv_regs)::value, kKvR, kStages, P>,

@@ -41,6 +41,18 @@ __device__ __forceinline__ int load_chunk(float (&f)[W], const T* row, int c0, i
     return n;
 }
 
+// The chunk of W = Packed<T>::size columns at c0 as stored, zeros past the row's end C: one
+// 16-byte load where whole and aligned, element by element otherwise. n: its valid columns.
+template <typename T>
+__device__ __forceinline__ Packed<T> load_stored_chunk(const T* row, int c0, int C, int& n) {
+    constexpr int W = Packed<T>::size;
+    n = min(W, C - c0);
+    if (n == W && aligned16(row + c0)) return load_packed(row + c0);
+    Packed<T> p;
+    for (int e = 0; e < W; ++e) p.v[e] = e < n ? row[c0 + e] : from_f32<T>(0.0f);
+    return p;
+}
+
 // Copies the chunk of W = Packed<T>::size columns at c0 from src to dst as stored (no conversion:
 // every bit, NaN payloads included), 16 bytes at once where whole and aligned on both sides.
 template <typename T>
