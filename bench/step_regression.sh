@@ -5,7 +5,8 @@
 #   git worktree add /tmp/base <commit> && (cd /tmp/base && scripts/build.sh)
 #   bench/step_regression.sh /tmp/base/build/shardlab build/shardlab
 # Configurations: tiny, 8 x 256 tokens, 2 threads, fp32 and bf16; LONG=1 adds tiny at 2 x 1024
-# and GPT-2 124M at 1 x 1024 in bf16 (attention's share grows with T). Prints each configuration's
+# and GPT-2 124M at 1 x 1024 in bf16 (attention's share grows with T); LLAMA=1 adds tiny-llama at
+# 4 x 256, fp32 and bf16 (RMSNorm, SwiGLU, RoPE, grouped queries). Prints each configuration's
 # median tokens/s for both binaries and the median of the per-round ratios new/base; every run
 # goes to bench/results/${NAME:-step_regression}.jsonl.
 set -euo pipefail
@@ -19,6 +20,10 @@ configs=("--preset tiny --batch 8 --precision fp32 --steps 10"
 if [ "${LONG:-0}" = 1 ]; then
   configs+=("--preset tiny --seq 1024 --batch 2 --precision bf16 --steps 6"
     "--preset gpt2 --batch 1 --seq-len 1024 --precision bf16 --steps 3 --warmup 1")
+fi
+if [ "${LLAMA:-0}" = 1 ]; then
+  configs+=("--preset tiny-llama --batch 4 --seq-len 256 --precision fp32 --steps 10"
+    "--preset tiny-llama --batch 4 --seq-len 256 --precision bf16 --steps 10")
 fi
 for c in "${configs[@]}"; do
   for round in $(seq "$rounds"); do

@@ -1,11 +1,13 @@
-// LayerNorm: rows in parallel for the normalisation and dinp; columns in parallel for the
-// weight / bias gradients (each a sum over rows, in row order: thread-count independent; each
-// thread streams its slice of every row).
+// LayerNorm: rows in parallel, in groups (row_groups.h), for the normalisation and dinp; columns
+// in parallel for the weight / bias gradients (each a sum over rows, in row order: thread-count
+// independent; each thread streams its slice of every row).
 #include "model/kernels/cpu/layernorm.h"
 
 #include "model/kernels/cpu/parallel.h"
+#include "model/kernels/cpu/row_groups.h"
 #include "model/kernels/cpu/target_clones.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <vector>
@@ -32,82 +34,102 @@ SHARDLAB_TARGET_CLONES void param_grads_range(acc_t<T>* __restrict dw, acc_t<T>*
         }
     }
 }
-} // namespace
 
-namespace {
-// One row: mean, 1/std, and the normalised, scaled, shifted output.
-template <typename T>
-SHARDLAB_TARGET_CLONES void layernorm_row(T* __restrict y, acc_t<T>& mean, acc_t<T>& rstd,
-                                          const T* __restrict x, const T* __restrict weight,
-                                          const T* __restrict bias, int C) {
+// R rows: means, 1/std, and the normalised, scaled, shifted outputs.
+template <int R, typename T>
+SHARDLAB_TARGET_CLONES void
+layernorm_rows(T* __restrict y, acc_t<T>* __restrict mean, acc_t<T>* __restrict rstd,
+               const T* __restrict x, const T* __restrict weight, const T* __restrict bias, int C) {
     using A = acc_t<T>;
-    A m = 0;
-    for (int c = 0; c < C; ++c) m += to_acc(x[c]);
-    m /= C;
-    A v = 0;
-    for (int c = 0; c < C; ++c) {
-        A d = to_acc(x[c]) - m;
-        v += d * d;
-    }
-    const A s = A(1) / std::sqrt(v / C + A(1e-5));
+    A m[R] = {}, v[R] = {};
     for (int c = 0; c < C; ++c)
-        y[c] = from_acc<T>((to_acc(x[c]) - m) * s * to_acc(weight[c]) + to_acc(bias[c]));
-    mean = m;
-    rstd = s;
+        for (int j = 0; j < R; ++j) m[j] += to_acc(x[std::size_t(j) * C + c]);
+    for (int j = 0; j < R; ++j) m[j] /= C;
+    for (int c = 0; c < C; ++c)
+        for (int j = 0; j < R; ++j) {
+            const A d = to_acc(x[std::size_t(j) * C + c]) - m[j];
+            v[j] += d * d;
+        }
+    for (int j = 0; j < R; ++j) {
+        const A s = A(1) / std::sqrt(v[j] / C + A(1e-5));
+        const T* xr = x + std::size_t(j) * C;
+        T* yr = y + std::size_t(j) * C;
+        for (int c = 0; c < C; ++c)
+            yr[c] = from_acc<T>((to_acc(xr[c]) - m[j]) * s * to_acc(weight[c]) + to_acc(bias[c]));
+        mean[j] = m[j];
+        rstd[j] = s;
+    }
 }
 
-// residual[c] += x[c] for one row, rounded to the storage type as the separate add would.
+// residual[c] += x[c] for n values, rounded to the storage type as the separate add would.
 template <typename T>
-SHARDLAB_TARGET_CLONES void add_row(T* __restrict residual, const T* __restrict x, int C) {
-    for (int c = 0; c < C; ++c) residual[c] = from_acc<T>(to_acc(residual[c]) + to_acc(x[c]));
+SHARDLAB_TARGET_CLONES void add_values(T* __restrict residual, const T* __restrict x,
+                                       std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i)
+        residual[i] = from_acc<T>(to_acc(residual[i]) + to_acc(x[i]));
+}
+
+// R rows of dinp += the LayerNorm's input gradient. dx may be dy: each row's sums read all of dy
+// before any of dx is written. The sums' terms are computed kChunk columns at a time, row by row
+// (vectorised), then added in column order with the rows' chains interleaved.
+template <int R, typename T>
+SHARDLAB_TARGET_CLONES void
+layernorm_backward_rows(T* dx, const T* dy, const T* __restrict x, const T* __restrict weight,
+                        const acc_t<T>* __restrict mean, const acc_t<T>* __restrict rstd, int C) {
+    using A = acc_t<T>;
+    A dnorm_mean[R] = {}, dnorm_norm_mean[R] = {};
+    A dnorm[R][kChunk], dnorm_xhat[R][kChunk];
+    for (int c0 = 0; c0 < C; c0 += kChunk) {
+        const int n = std::min(kChunk, C - c0);
+        for (int j = 0; j < R; ++j)
+            for (int k = 0; k < n; ++k) {
+                const std::size_t i = std::size_t(j) * C + c0 + k;
+                const A xhat = (to_acc(x[i]) - mean[j]) * rstd[j];
+                dnorm[j][k] = to_acc(weight[c0 + k]) * to_acc(dy[i]);
+                dnorm_xhat[j][k] = dnorm[j][k] * xhat;
+            }
+        add_in_order(dnorm_mean, dnorm, n);
+        add_in_order(dnorm_norm_mean, dnorm_xhat, n);
+    }
+    for (int j = 0; j < R; ++j) {
+        const A dm = dnorm_mean[j] / C, dnm = dnorm_norm_mean[j] / C;
+        for (int c = 0; c < C; ++c) {
+            const std::size_t i = std::size_t(j) * C + c;
+            const A xhat = (to_acc(x[i]) - mean[j]) * rstd[j];
+            const A dnorm = to_acc(weight[c]) * to_acc(dy[i]);
+            dx[i] = from_acc<T>(to_acc(dx[i]) + (dnorm - dm - xhat * dnm) * rstd[j]);
+        }
+    }
 }
 } // namespace
 
 template <typename T>
 void layernorm_forward(T* out, acc_t<T>* mean, acc_t<T>* rstd, const T* inp, const T* weight,
                        const T* bias, int N, int C) {
-#pragma omp parallel for schedule(static)
-    for (int r = 0; r < N; ++r)
-        layernorm_row(out + std::size_t(r) * C, mean[r], rstd[r], inp + std::size_t(r) * C, weight,
-                      bias, C);
+    for_row_groups(N, [&]<int R>(int r) {
+        const std::size_t at = std::size_t(r) * C;
+        layernorm_rows<R>(out + at, mean + r, rstd + r, inp + at, weight, bias, C);
+    });
 }
 
 template <typename T>
 void residual_layernorm_forward(T* residual, const T* x, T* out, acc_t<T>* mean, acc_t<T>* rstd,
                                 const T* weight, const T* bias, int N, int C) {
-#pragma omp parallel for schedule(static)
-    for (int r = 0; r < N; ++r) { // the row is still in L1 when the norm reads it back
-        T* res = residual + std::size_t(r) * C;
-        add_row(res, x + std::size_t(r) * C, C);
-        layernorm_row(out + std::size_t(r) * C, mean[r], rstd[r], res, weight, bias, C);
-    }
+    for_row_groups(N, [&]<int R>(int r) { // the rows are still in L1 when the norm reads them
+        const std::size_t at = std::size_t(r) * C;
+        add_values(residual + at, x + at, std::size_t(R) * C);
+        layernorm_rows<R>(out + at, mean + r, rstd + r, residual + at, weight, bias, C);
+    });
 }
 
 template <typename T>
 void layernorm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight,
                         const acc_t<T>* mean, const acc_t<T>* rstd, int N, int C) {
     using A = acc_t<T>;
-#pragma omp parallel for schedule(static)
-    for (int r = 0; r < N; ++r) {
-        const T* x = inp + std::size_t(r) * C;
-        const T* dy = dout + std::size_t(r) * C;
-        A dnorm_mean = 0, dnorm_norm_mean = 0;
-        for (int c = 0; c < C; ++c) {
-            const A xhat = (to_acc(x[c]) - mean[r]) * rstd[r];
-            const A dnorm = to_acc(weight[c]) * to_acc(dy[c]);
-            dnorm_mean += dnorm;
-            dnorm_norm_mean += dnorm * xhat;
-        }
-        dnorm_mean /= C;
-        dnorm_norm_mean /= C;
-        T* dx = dinp + std::size_t(r) * C;
-        for (int c = 0; c < C; ++c) {
-            const A xhat = (to_acc(x[c]) - mean[r]) * rstd[r];
-            const A dnorm = to_acc(weight[c]) * to_acc(dy[c]);
-            dx[c] = from_acc<T>(to_acc(dx[c]) +
-                                (dnorm - dnorm_mean - xhat * dnorm_norm_mean) * rstd[r]);
-        }
-    }
+    for_row_groups(N, [&]<int R>(int r) {
+        const std::size_t at = std::size_t(r) * C;
+        layernorm_backward_rows<R>(dinp + at, dout + at, inp + at, weight, mean + r, rstd + r, C);
+    });
     parallel_ranges(std::size_t(C), [&](std::size_t lo, std::size_t hi) {
         std::vector<A> dw(hi - lo, A(0)), db(hi - lo, A(0));
         param_grads_range(dw.data(), db.data(), dout, inp, mean, rstd, N, C, lo, hi);
