@@ -84,7 +84,7 @@ std::vector<T> stored(Vec& v) {
     return out;
 }
 
-constexpr int kN = 6, kC = 16;
+constexpr int kN = 11, kC = 16; // 11 rows: one group of row_groups.h's 8 and a ragged tail
 constexpr float kEps = 1e-5f;
 
 // LlamaRMSNorm: x * rsqrt(mean(x^2) + eps) * weight.
