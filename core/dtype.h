@@ -46,7 +46,8 @@ inline std::uint16_t f32_to_bf16(float f) {
 float f16_to_f32(std::uint16_t h);
 std::uint16_t f32_to_f16(float f);
 
-// Element-wise conversion of n values between any two dtypes (same type: a copy).
+// Element-wise conversion of n values between any two dtypes (same type: a copy, which may
+// overlap; otherwise src and dst must not). Long conversions are split over the OpenMP team.
 void convert(const void* src, DType src_type, void* dst, DType dst_type, std::size_t n);
 
 // Reads / writes element i of a buffer as fp32.

@@ -7,7 +7,7 @@
 #include "launch/cli_util.h"
 #include "launch/commands.h"
 #include "measure/host_adamw_rate.h"
-#include "model/kernels/cpu/target_clones.h"
+#include "core/target_clones.h"
 #include "model/kernels/cpu/threads.h"
 
 #include <fmt/format.h>

@@ -345,15 +345,11 @@ void CpuOps::fixed_squares(Stream& s, const Tensor& src, int exponent, std::int6
 }
 
 void CpuOps::adamw(Stream& s, const std::vector<AdamWTensor>& tensors) {
-    s.enqueue([tensors] {
-        for (const AdamWTensor& x : tensors) {
-            float* w = x.master.as<float>();
-            cpu::adamw(w, x.m.as<float>(), x.v.as<float>(), x.grad.data, x.grad.dtype,
-                       x.master.numel(), x.k);
-            if (x.params.data)
-                shardlab::convert(w, DType::f32, x.params.data, x.params.dtype, x.master.numel());
-        }
-    });
+    std::vector<cpu::AdamWSegment> segments;
+    for (const AdamWTensor& x : tensors)
+        segments.push_back({x.master.as<float>(), x.m.as<float>(), x.v.as<float>(), x.grad.data,
+                            x.grad.dtype, x.params.data, x.params.dtype, x.master.numel(), x.k});
+    s.enqueue([segments = std::move(segments)] { cpu::adamw(segments); });
 }
 
 } // namespace shardlab

@@ -2,10 +2,10 @@
 // $SHARDLAB_GEMM or auto picks; test_ops_cpu_onednn forces oneDNN): every dtype, GEMM with
 // both transposes, alpha / beta, a bias and strided batches (a loop of 2-D products), the
 // squared norm (eight interleaved double sums in a fixed order, whatever the split into parts),
-// AdamW writing the rounded parameters, and the element-wise ops — all enqueued on a worker-thread
-// stream, read after synchronising. Then the GEMM's two libraries (oneDNN, OpenBLAS) against a
-// float64 product, within bounds argued from fp32 / bf16 precision, and oneDNN's product repeatable
-// bit for bit.
+// AdamW writing the rounded parameters (one tensor, and several in one team against a scalar loop),
+// and the element-wise ops — all enqueued on a worker-thread stream, read after synchronising. Then
+// the GEMM's two libraries (oneDNN, OpenBLAS) against a float64 product, within bounds argued from
+// fp32 / bf16 precision, and oneDNN's product repeatable bit for bit.
 #include "core/device_context.h"
 #include "core/error.h"
 #include "model/kernels/cpu/adamw.h"
@@ -17,6 +17,7 @@
 #include "optim/adamw.h"
 
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <cmath>
 #include <cstring>
@@ -178,6 +179,76 @@ TEST(CpuOps, AdamWUpdatesThenWritesTheRoundedParameters) {
     EXPECT_EQ(m, w_m);
     EXPECT_EQ(v, w_v);
     EXPECT_EQ(params, w_params);
+}
+
+// One AdamW element as model/kernels/adamw_step.h writes it, in the kernel's order of operations
+// (the build has no fused multiply-adds, so the same expression rounds the same).
+void adamw_element(float& p, float& m, float& v, float g, const AdamWStep& k) {
+    const float gi = g * k.grad_scale;
+    m = k.b1 * m + (1.0f - k.b1) * gi;
+    v = k.b2 * v + (1.0f - k.b2) * gi * gi;
+    p = p * k.keep - k.step_size * m / (std::sqrt(v) * k.inv_bc2_sqrt + k.eps);
+}
+
+// The tensors of an update in one team: sizes below, at and across the kernel's 4096-element
+// tiles, 1 element, gradients in fp32, bf16 and fp16, with and without rounded parameters and
+// weight decay; against a scalar loop per element, at 1, 2 and 3 threads.
+TEST(CpuOps, AdamWOverSeveralTensorsIsEachElementsUpdateAtAnyThreadCount) {
+    struct Case {
+        std::size_t n;
+        DType grad, params; // params f32 here: no rounded copy
+        bool decay;
+    };
+    const std::vector<Case> cases = {{3, DType::bf16, DType::bf16, true},
+                                     {5000, DType::f32, DType::bf16, false},
+                                     {4097, DType::bf16, DType::f32, true},
+                                     {1, DType::f16, DType::f16, true},
+                                     {8193, DType::f16, DType::bf16, false}};
+    for (int threads : {1, 2, 3}) {
+        std::vector<std::vector<char>> master, m, v, g, params;
+        std::vector<cpu::AdamWSegment> segments;
+        for (std::size_t c = 0; c < cases.size(); ++c) {
+            const Case& x = cases[c];
+            master.push_back(random_bytes(x.n, DType::f32, 100 + c));
+            m.push_back(random_bytes(x.n, DType::f32, 200 + c));
+            v.push_back(random_bytes(x.n, DType::f32, 300 + c));
+            g.push_back(random_bytes(x.n, x.grad, 400 + c));
+            params.push_back(std::vector<char>(x.n * dtype_size(x.params), 0));
+        }
+        for (std::size_t c = 0; c < cases.size(); ++c) {
+            const Case& x = cases[c];
+            for (std::size_t i = 0; i < x.n; ++i) // v >= 0
+                store_from_f32(v[c].data(), DType::f32, i,
+                               std::fabs(load_as_f32(v[c].data(), DType::f32, i)));
+            const bool rounded = x.params != DType::f32;
+            segments.push_back({reinterpret_cast<float*>(master[c].data()),
+                                reinterpret_cast<float*>(m[c].data()),
+                                reinterpret_cast<float*>(v[c].data()), g[c].data(), x.grad,
+                                rounded ? params[c].data() : nullptr, x.params, x.n,
+                                adamw_step(AdamWConfig{}, 1e-3f, 7, x.decay, 0.25f)});
+        }
+        auto want_master = master, want_m = m, want_v = v, want_params = params;
+        for (std::size_t c = 0; c < cases.size(); ++c)
+            for (std::size_t i = 0; i < cases[c].n; ++i) {
+                float* p = reinterpret_cast<float*>(want_master[c].data()) + i;
+                adamw_element(*p, reinterpret_cast<float*>(want_m[c].data())[i],
+                              reinterpret_cast<float*>(want_v[c].data())[i],
+                              load_as_f32(g[c].data(), cases[c].grad, i), segments[c].k);
+                if (cases[c].params != DType::f32)
+                    store_from_f32(want_params[c].data(), cases[c].params, i, *p);
+            }
+        const int before = omp_get_max_threads();
+        omp_set_num_threads(threads);
+        cpu::adamw(segments);
+        omp_set_num_threads(before);
+        for (std::size_t c = 0; c < cases.size(); ++c) {
+            SCOPED_TRACE("threads " + std::to_string(threads) + ", tensor " + std::to_string(c));
+            EXPECT_EQ(master[c], want_master[c]);
+            EXPECT_EQ(m[c], want_m[c]);
+            EXPECT_EQ(v[c], want_v[c]);
+            EXPECT_EQ(params[c], want_params[c]);
+        }
+    }
 }
 
 TEST(CpuOps, ElementwiseOpsConvertFillAndAccumulate) {

@@ -1,15 +1,15 @@
 // The update in PyTorch's order (model/kernels/adamw_step.h). The fp32 loop is compiled for
 // AVX-512, AVX2 and baseline x86-64 and picked at run time (target_clones); shardlab builds with
-// -ffp-contract=off, so no variant fuses a multiply-add and all of them round identically.
+// -ffp-contract=off, so no variant fuses a multiply-add and all of them round identically. The
+// widening and rounding are core/dtype.h's convert(), which a tile calls inside the team.
 #include "model/kernels/cpu/adamw.h"
 
-#include "model/kernels/cpu/target_clones.h"
+#include "core/target_clones.h"
 
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
-#include <cstdint>
-#include <type_traits>
 #include <vector>
 
 namespace shardlab::cpu {
@@ -27,41 +27,49 @@ SHARDLAB_TARGET_CLONES void adamw_f32(float* __restrict p, float* __restrict m, 
     }
 }
 
-// Each thread updates one contiguous range; 16-bit gradients are widened a tile at a time.
-template <typename Widen>
-void parallel_update(float* p, float* m, float* v, const void* grad, std::size_t n, AdamWStep k,
-                     Widen widen) {
-#pragma omp parallel
-    {
-        const std::size_t t = std::size_t(omp_get_thread_num()),
-                          nt = std::size_t(omp_get_num_threads());
-        const std::size_t lo = n * t / nt, hi = n * (t + 1) / nt;
-        if constexpr (std::is_same_v<Widen, std::nullptr_t>) {
-            adamw_f32(p + lo, m + lo, v + lo, static_cast<const float*>(grad) + lo, hi - lo, k);
-        } else {
-            constexpr std::size_t kTile = 4096;
-            std::vector<float> g(kTile);
-            for (std::size_t i = lo; i < hi; i += kTile) {
-                const std::size_t len = std::min(kTile, hi - i);
-                widen(grad, i, len, g.data());
-                adamw_f32(p + i, m + i, v + i, g.data(), len, k);
+constexpr std::size_t kTile = 4096; // elements widened and rounded at a time (16 KiB in fp32)
+
+// Elements lo .. hi of the segments' concatenation, a tile at a time: widen the gradient, update,
+// round the weights. Elementwise, so any split over threads gives the same bits.
+void update_share(const std::vector<AdamWSegment>& segments, std::size_t lo, std::size_t hi) {
+    std::vector<float> widened;
+    std::size_t first = 0; // the segment's first element in the concatenation
+    for (const AdamWSegment& s : segments) {
+        const std::size_t begin = std::max(lo, first), end = std::min(hi, first + s.n);
+        for (std::size_t i = begin; i < end; i += kTile) {
+            const std::size_t at = i - first, len = std::min(kTile, end - i);
+            const float* g = static_cast<const float*>(s.grad) + at;
+            if (s.grad_type != DType::f32) {
+                widened.resize(kTile);
+                convert(static_cast<const char*>(s.grad) + at * dtype_size(s.grad_type),
+                        s.grad_type, widened.data(), DType::f32, len);
+                g = widened.data();
             }
+            adamw_f32(s.master + at, s.m + at, s.v + at, g, len, s.k);
+            if (s.params)
+                convert(s.master + at, DType::f32,
+                        static_cast<char*>(s.params) + at * dtype_size(s.params_type),
+                        s.params_type, len);
         }
+        first += s.n;
     }
 }
 } // namespace
 
+void adamw(const std::vector<AdamWSegment>& segments) {
+    std::size_t total = 0;
+    for (const AdamWSegment& s : segments) total += s.n;
+#pragma omp parallel
+    {
+        const std::size_t t = std::size_t(omp_get_thread_num()),
+                          nt = std::size_t(omp_get_num_threads());
+        update_share(segments, total * t / nt, total * (t + 1) / nt);
+    }
+}
+
 void adamw(float* master, float* m, float* v, const void* grad, DType grad_type, std::size_t n,
            const AdamWStep& k) {
-    if (grad_type == DType::f32) return parallel_update(master, m, v, grad, n, k, nullptr);
-    parallel_update(master, m, v, grad, n, k,
-                    [grad_type](const void* src, std::size_t at, std::size_t len, float* out) {
-                        const auto* s = static_cast<const std::uint16_t*>(src) + at;
-                        if (grad_type == DType::bf16)
-                            for (std::size_t i = 0; i < len; ++i) out[i] = bf16_to_f32(s[i]);
-                        else
-                            for (std::size_t i = 0; i < len; ++i) out[i] = f16_to_f32(s[i]);
-                    });
+    adamw({{master, m, v, grad, grad_type, nullptr, DType::f32, n, k}});
 }
 
 } // namespace shardlab::cpu

@@ -4,7 +4,7 @@
 // losses are summed in row order in double, so the mean is independent of the thread count.
 #include "model/kernels/cpu/cross_entropy.h"
 
-#include "model/kernels/cpu/target_clones.h"
+#include "core/target_clones.h"
 #include "model/kernels/cpu/vec_math.h"
 
 #include <cmath>

@@ -15,7 +15,7 @@
 #include "model/kernels/cpu/flash_attention.h"
 
 #include "model/kernels/cpu/attention_heads.h"
-#include "model/kernels/cpu/target_clones.h"
+#include "core/target_clones.h"
 #include "model/kernels/cpu/vec_math.h"
 
 #include <algorithm>

@@ -3,7 +3,7 @@
 #include "model/kernels/cpu/gelu.h"
 
 #include "model/kernels/cpu/parallel.h"
-#include "model/kernels/cpu/target_clones.h"
+#include "core/target_clones.h"
 #include "model/kernels/cpu/vec_math.h"
 
 #include <cmath>

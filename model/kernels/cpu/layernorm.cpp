@@ -5,7 +5,7 @@
 
 #include "model/kernels/cpu/parallel.h"
 #include "model/kernels/cpu/row_groups.h"
-#include "model/kernels/cpu/target_clones.h"
+#include "core/target_clones.h"
 
 #include <algorithm>
 #include <cmath>

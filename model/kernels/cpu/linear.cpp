@@ -3,7 +3,7 @@
 
 #include "model/kernels/cpu/gemm.h"
 #include "model/kernels/cpu/parallel.h"
-#include "model/kernels/cpu/target_clones.h"
+#include "core/target_clones.h"
 
 #include <cstddef>
 #include <vector>

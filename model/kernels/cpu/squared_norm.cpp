@@ -1,7 +1,7 @@
 // SquaredNorm: a scalar head and tail around whole groups of eight, each group vectorized.
 #include "model/kernels/cpu/squared_norm.h"
 
-#include "model/kernels/cpu/target_clones.h"
+#include "core/target_clones.h"
 
 namespace shardlab::cpu {
 

@@ -2,7 +2,7 @@
 #include "model/kernels/cpu/swiglu.h"
 
 #include "model/kernels/cpu/parallel.h"
-#include "model/kernels/cpu/target_clones.h"
+#include "core/target_clones.h"
 #include "model/kernels/cpu/vec_math.h"
 
 namespace shardlab::cpu {
