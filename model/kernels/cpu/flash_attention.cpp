@@ -14,8 +14,8 @@
 // do not depend on the thread count. Per-thread scratch is O(T * hd + kRows * kCols), never T x T.
 #include "model/kernels/cpu/flash_attention.h"
 
-#include "model/kernels/cpu/attention_heads.h"
 #include "core/target_clones.h"
+#include "model/kernels/cpu/attention_heads.h"
 #include "model/kernels/cpu/vec_math.h"
 
 #include <algorithm>
@@ -42,25 +42,54 @@ inline int visible(int i, int j0, int cols) {
     return std::clamp(i + 1 - j0, 0, cols);
 }
 
-// Online softmax for one row of a score tile s[0 .. cols) (already scaled), of which the first n
-// are visible: updates the running max m and sum l, turns s into exp(s - m_new) (zeros for the
-// masked tail, exactly), and returns the factor exp(m_old - m_new) the row's output is rescaled by.
-template <typename A>
-SHARDLAB_TARGET_CLONES A online_softmax_row(A* __restrict s, int n, int cols, A& m, A& l) {
-    A mx = m;
-    for (int j = 0; j < n; ++j) mx = s[j] > mx ? s[j] : mx;
-    // m starts at -inf; exp(-inf - finite) is 0 in double and ~1e-38 via vexp's clamp in fp32,
-    // either way multiplying l = 0 and a zero output row.
-    const A alpha = vexp(m - mx);
-    A sum = 0;
-    for (int j = 0; j < n; ++j) {
-        s[j] = vexp(s[j] - mx);
-        sum += s[j];
+// Online softmax for R rows of a score tile s (already scaled; row r at s + r * cols), of which the
+// first n[r] keys are visible: updates each row's running max m and sum l, turns s into
+// exp(s - m_new) (zeros for the masked tail, exactly), and sets alpha[r] = exp(m_old - m_new), the
+// factor the row's output is rescaled by. Each row's max and sum run over its keys in order, as
+// for a row alone; the R rows' chains interleave, where one row waited on every add's latency.
+template <int R, typename A>
+SHARDLAB_TARGET_CLONES void online_softmax_rows(A* __restrict s, const int* n, int cols, A* m, A* l,
+                                                A* alpha) {
+    A mx[R], sum[R] = {};
+    for (int r = 0; r < R; ++r) { // the masked tail at -inf: never the max
+        mx[r] = m[r];
+        for (int j = n[r]; j < cols; ++j) s[r * cols + j] = -std::numeric_limits<A>::infinity();
     }
-    for (int j = n; j < cols; ++j) s[j] = 0;
-    m = mx;
-    l = l * alpha + sum;
-    return alpha;
+    for (int j = 0; j < cols; ++j)
+        for (int r = 0; r < R; ++r) mx[r] = s[r * cols + j] > mx[r] ? s[r * cols + j] : mx[r];
+    for (int r = 0; r < R; ++r) {
+        // m starts at -inf; exp(-inf - finite) is 0 in double and ~1e-38 via vexp's clamp in
+        // fp32, either way multiplying l = 0 and a zero output row.
+        alpha[r] = vexp(m[r] - mx[r]);
+        A* row = s + r * cols;
+        for (int j = 0; j < n[r]; ++j) row[j] = vexp(row[j] - mx[r]);
+        for (int j = n[r]; j < cols; ++j) row[j] = 0;
+    }
+    for (int j = 0; j < cols; ++j) // + 0 past a row's keys: the sum of its visible ones
+        for (int r = 0; r < R; ++r) sum[r] += s[r * cols + j];
+    for (int r = 0; r < R; ++r) {
+        m[r] = mx[r];
+        l[r] = l[r] * alpha[r] + sum[r];
+    }
+}
+
+// D[t] = rowsum(dO_t * O_t) for R rows (row t at d + t * ld, y + t * ld), each sum in index order,
+// the rows' chains interleaved.
+template <int R, typename T>
+SHARDLAB_TARGET_CLONES void output_dots(acc_t<T>* __restrict D, const T* __restrict d,
+                                        const T* __restrict y, std::size_t ld, int hd) {
+    acc_t<T> sum[R] = {};
+    for (int e = 0; e < hd; ++e)
+        for (int t = 0; t < R; ++t) sum[t] += to_acc(d[t * ld + e]) * to_acc(y[t * ld + e]);
+    for (int t = 0; t < R; ++t) D[t] = sum[t];
+}
+
+// Calls f.template operator()<R>(first) over [0, n): groups of 8, then the rest one by one.
+template <typename F>
+void in_groups_of_8(int n, F&& f) {
+    int i = 0;
+    for (; i + 8 <= n; i += 8) f.template operator()<8>(i);
+    for (; i < n; ++i) f.template operator()<1>(i);
 }
 
 // Backward for one row of a tile: s holds the scaled scores, dp = dO V^T. On return s holds
@@ -198,12 +227,15 @@ void forward(T* out, acc_t<T>* lse, const T* qkv, int B, int T_, int C, int H, i
                         // S = scale * Q_tile K_tile^T
                         tiles(false, true, rows, cols, hd, scale, q.at(i0), q.ld, k.at(j0), k.ld,
                               0.0f, w.s.data(), cols, w.scratch);
-                        for (int r = 0; r < rows; ++r) {
-                            const A alpha =
-                                online_softmax_row(w.s.data() + std::size_t(r) * cols,
-                                                   visible(i0 + r, j0, cols), cols, w.m[r], w.l[r]);
-                            scale_row(w.o.data() + std::size_t(r) * hd, hd, alpha);
-                        }
+                        int n[kRows];
+                        A alpha[kRows];
+                        for (int r = 0; r < rows; ++r) n[r] = visible(i0 + r, j0, cols);
+                        in_groups_of_8(rows, [&]<int R>(int r) {
+                            online_softmax_rows<R>(w.s.data() + std::size_t(r) * cols, n + r, cols,
+                                                   w.m.data() + r, w.l.data() + r, alpha + r);
+                        });
+                        for (int r = 0; r < rows; ++r)
+                            scale_row(w.o.data() + std::size_t(r) * hd, hd, alpha[r]);
                         // O_tile += P V_tile (the masked probabilities are exact zeros); l was
                         // summed from P before any rounding.
                         tiles(false, false, rows, hd, cols, 1.0f,
@@ -253,13 +285,11 @@ void backward(T* dqkv, const T* dout, const T* qkv, const T* out, const acc_t<T>
                     // (rounded to T), as FlashAttention-2 does: it is the output the loss saw, and
                     // the exact one differs by one rounding of O (relative 2^-9 in bf16), the same
                     // order as the probabilities the materialising path stores in T.
-                    for (int t = 0; t < T_; ++t) {
-                        const T* y = out + (std::size_t(b) * T_ + t) * C + h * hd;
-                        const T* d = dbase + std::size_t(t) * C + h * hd;
-                        A sum = 0;
-                        for (int e = 0; e < hd; ++e) sum += to_acc(d[e]) * to_acc(y[e]);
-                        D[t] = sum;
-                    }
+                    in_groups_of_8(T_, [&]<int R>(int t) {
+                        const std::size_t at = std::size_t(t) * C + h * hd;
+                        output_dots<R>(D.data() + t, dbase + at, out + std::size_t(b) * T_ * C + at,
+                                       std::size_t(C), hd);
+                    });
                     std::fill(dq.begin(), dq.end(), A(0));
                     head_backward(tiles, w, q, k, v, go, dq.data(), dk.data(), dv.data(), D.data(),
                                   lse + (std::size_t(b) * H + h) * T_, T_, hd, scale);
