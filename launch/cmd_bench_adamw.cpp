@@ -3,11 +3,11 @@
 // grad, master, m, v; write master, m, v: 28 B in fp32) divided by the memory bandwidth this
 // machine gives a kernel with exactly that traffic and no arithmetic.
 #include "core/error.h"
+#include "core/target_clones.h"
 #include "core/timer.h"
 #include "launch/cli_util.h"
 #include "launch/commands.h"
 #include "measure/host_adamw_rate.h"
-#include "core/target_clones.h"
 #include "model/kernels/cpu/threads.h"
 
 #include <fmt/format.h>

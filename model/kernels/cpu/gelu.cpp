@@ -2,8 +2,8 @@
 // runs in a loop compiled for the CPU's vector ISA (parallel.h).
 #include "model/kernels/cpu/gelu.h"
 
-#include "model/kernels/cpu/parallel.h"
 #include "core/target_clones.h"
+#include "model/kernels/cpu/parallel.h"
 #include "model/kernels/cpu/vec_math.h"
 
 #include <cmath>

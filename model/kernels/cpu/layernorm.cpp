@@ -3,9 +3,9 @@
 // independent; each thread streams its slice of every row).
 #include "model/kernels/cpu/layernorm.h"
 
+#include "core/target_clones.h"
 #include "model/kernels/cpu/parallel.h"
 #include "model/kernels/cpu/row_groups.h"
-#include "core/target_clones.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,9 +1,9 @@
 // Linear forward / backward on top of gemm<T>.
 #include "model/kernels/cpu/linear.h"
 
+#include "core/target_clones.h"
 #include "model/kernels/cpu/gemm.h"
 #include "model/kernels/cpu/parallel.h"
-#include "core/target_clones.h"
 
 #include <cstddef>
 #include <vector>

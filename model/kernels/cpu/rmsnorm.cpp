@@ -7,9 +7,9 @@
 //   dx = r * (w * dy) - x * r^3 * mean(w * dy * x)          dw = sum over rows of dy * x * r
 #include "model/kernels/cpu/rmsnorm.h"
 
+#include "core/target_clones.h"
 #include "model/kernels/cpu/parallel.h"
 #include "model/kernels/cpu/row_groups.h"
-#include "core/target_clones.h"
 
 #include <algorithm>
 #include <cmath>

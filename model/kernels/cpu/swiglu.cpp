@@ -1,8 +1,8 @@
 // Element-wise, each thread's range in a loop compiled for the CPU's vector ISA (parallel.h).
 #include "model/kernels/cpu/swiglu.h"
 
-#include "model/kernels/cpu/parallel.h"
 #include "core/target_clones.h"
+#include "model/kernels/cpu/parallel.h"
 #include "model/kernels/cpu/vec_math.h"
 
 namespace shardlab::cpu {
