@@ -34,7 +34,7 @@ void softmax_row(A* s, int i, int cols, int T_, T* a, A* p) {
 template <typename A>
 struct HeadBuffers {
     std::vector<A> q, k, v, o, s, p;
-    std::vector<std::byte> scratch; // the tile products' (tile_gemm.h)
+    MatmulThreadState tile_state; // the tile products' (tile_gemm.h)
     HeadBuffers(int T_, int hd)
         : q(std::size_t(T_) * hd), k(q.size()), v(q.size()), o(q.size()),
           s(std::size_t(kTile) * T_), p(s.size()) {}
@@ -58,7 +58,7 @@ void attention_forward(T* out, T* att, const T* qkv, int B, int T_, int C, int H
                     const int rows = std::min(kTile, T_ - i0), cols = i0 + rows;
                     // S = scale * Q_tile K[0 .. cols)^T, then row-wise causal softmax.
                     tiles(false, true, rows, cols, hd, scale, w.q.data() + std::size_t(i0) * hd, hd,
-                          w.k.data(), hd, 0.0f, w.s.data(), cols, w.scratch);
+                          w.k.data(), hd, 0.0f, w.s.data(), cols, w.tile_state);
                     for (int r = 0; r < rows; ++r) {
                         T* a = att + ((std::size_t(b) * H + h) * T_ + i0 + r) * T_;
                         softmax_row(w.s.data() + std::size_t(r) * cols, i0 + r, cols, T_, a,
@@ -66,7 +66,7 @@ void attention_forward(T* out, T* att, const T* qkv, int B, int T_, int C, int H
                     }
                     // O_tile = P V[0 .. cols): the masked probabilities are exact zeros.
                     tiles(false, false, rows, hd, cols, 1.0f, w.p.data(), cols, w.v.data(), hd,
-                          0.0f, w.o.data(), hd, w.scratch);
+                          0.0f, w.o.data(), hd, w.tile_state);
                     for (int r = 0; r < rows; ++r) {
                         T* y = out + (std::size_t(b) * T_ + i0 + r) * C + h * hd;
                         for (int e = 0; e < hd; ++e)
@@ -101,7 +101,7 @@ void attention_backward(T* dqkv, const T* dout, const T* qkv, const T* att, int 
                     const A* qt = w.q.data() + std::size_t(i0) * hd;
                     // dP = dO_tile V[0 .. cols)^T
                     tiles(false, true, rows, cols, hd, 1.0f, go, hd, w.v.data(), hd, 0.0f,
-                          w.s.data(), cols, w.scratch);
+                          w.s.data(), cols, w.tile_state);
                     for (int r = 0; r < rows; ++r) { // dS = P (dP - sum_j P dP) * scale
                         const T* a = att + ((std::size_t(b) * H + h) * T_ + i0 + r) * T_;
                         A* p = w.p.data() + std::size_t(r) * cols;
@@ -113,11 +113,11 @@ void attention_backward(T* dqkv, const T* dout, const T* qkv, const T* att, int 
                     }
                     // dQ_tile = dS K; dK += dS^T Q_tile; dV += P^T dO_tile.
                     tiles(false, false, rows, hd, cols, 1.0f, w.s.data(), cols, w.k.data(), hd,
-                          0.0f, dq.data() + std::size_t(i0) * hd, hd, w.scratch);
+                          0.0f, dq.data() + std::size_t(i0) * hd, hd, w.tile_state);
                     tiles(true, false, cols, hd, rows, 1.0f, w.s.data(), cols, qt, hd, 1.0f,
-                          dk.data(), hd, w.scratch);
+                          dk.data(), hd, w.tile_state);
                     tiles(true, false, cols, hd, rows, 1.0f, w.p.data(), cols, go, hd, 1.0f,
-                          dv.data(), hd, w.scratch);
+                          dv.data(), hd, w.tile_state);
                 }
                 store_dqkv_head(dqkv, b, h, T_, C, hd, dq.data(), dk.data(), dv.data());
             }

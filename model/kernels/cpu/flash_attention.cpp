@@ -121,7 +121,7 @@ struct FlashBuffers {
     static constexpr bool kCopies = std::is_same_v<X, A>;
     std::vector<A> q, k, v, o, s, p, m, l;
     std::vector<X> ps, pp;
-    std::vector<std::byte> scratch; // the tile products' (tile_gemm.h)
+    MatmulThreadState tile_state; // the tile products' (tile_gemm.h)
     FlashBuffers(int T_, int hd)
         : q(kCopies ? std::size_t(T_) * hd : 0), k(q.size()), v(q.size()), o(std::size_t(T_) * hd),
           s(std::size_t(kRows) * kCols), p(s.size()), m(kRows), l(kRows),
@@ -179,9 +179,9 @@ void head_backward(const TileGemm& tiles, FlashBuffers<A, X>& w, Rows<X> q, Rows
             const X* vt = v.at(j0);
             // S = scale * Q_tile K_tile^T; dP = dO_tile V_tile^T
             tiles(false, true, rows, cols, hd, float(scale), qt, q.ld, kt, k.ld, 0.0f, w.s.data(),
-                  cols, w.scratch);
+                  cols, w.tile_state);
             tiles(false, true, rows, cols, hd, 1.0f, go, dout.ld, vt, v.ld, 0.0f, w.p.data(), cols,
-                  w.scratch);
+                  w.tile_state);
             for (int r = 0; r < rows; ++r)
                 grad_scores_row(w.s.data() + std::size_t(r) * cols,
                                 w.p.data() + std::size_t(r) * cols, visible(i0 + r, j0, cols), cols,
@@ -190,11 +190,11 @@ void head_backward(const TileGemm& tiles, FlashBuffers<A, X>& w, Rows<X> q, Rows
             const X* dS = tile_operand(w.p.data(), w.pp, rows, cols);
             // dQ_tile += dS K_tile; dK_tile += dS^T Q_tile; dV_tile += P^T dO_tile.
             tiles(false, false, rows, hd, cols, 1.0f, dS, cols, kt, k.ld, 1.0f,
-                  dq + std::size_t(i0) * hd, hd, w.scratch);
+                  dq + std::size_t(i0) * hd, hd, w.tile_state);
             tiles(true, false, cols, hd, rows, 1.0f, dS, cols, qt, q.ld, 1.0f,
-                  dk + std::size_t(j0) * hd, hd, w.scratch);
+                  dk + std::size_t(j0) * hd, hd, w.tile_state);
             tiles(true, false, cols, hd, rows, 1.0f, P, cols, go, dout.ld, 1.0f,
-                  dv + std::size_t(j0) * hd, hd, w.scratch);
+                  dv + std::size_t(j0) * hd, hd, w.tile_state);
         }
     }
 }
@@ -226,7 +226,7 @@ void forward(T* out, acc_t<T>* lse, const T* qkv, int B, int T_, int C, int H, i
                         const int cols = std::min(kCols, i1 - j0);
                         // S = scale * Q_tile K_tile^T
                         tiles(false, true, rows, cols, hd, scale, q.at(i0), q.ld, k.at(j0), k.ld,
-                              0.0f, w.s.data(), cols, w.scratch);
+                              0.0f, w.s.data(), cols, w.tile_state);
                         int n[kRows];
                         A alpha[kRows];
                         for (int r = 0; r < rows; ++r) n[r] = visible(i0 + r, j0, cols);
@@ -240,7 +240,7 @@ void forward(T* out, acc_t<T>* lse, const T* qkv, int B, int T_, int C, int H, i
                         // summed from P before any rounding.
                         tiles(false, false, rows, hd, cols, 1.0f,
                               tile_operand(w.s.data(), w.ps, rows, cols), cols, v.at(j0), v.ld,
-                              1.0f, w.o.data(), hd, w.scratch);
+                              1.0f, w.o.data(), hd, w.tile_state);
                     }
                     for (int r = 0; r < rows; ++r) {
                         const A inv = A(1) / w.l[r];

@@ -5,10 +5,13 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <algorithm>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <tuple>
 #include <unordered_map>
+#include <vector>
 
 namespace shardlab::cpu {
 
@@ -106,12 +109,55 @@ void OneDnnMatmul::run(const MatmulShape& s, const void* A, const void* B, const
     impl_->execute(impl_->get(s), s, A, B, bias, C, scratchpad);
 }
 
+struct MatmulThreadState::Impl {
+    // A shape this thread ran: its primitive (in the shared cache, whose entries never move) and
+    // the memory objects of its arguments, repointed at each call's matrices.
+    struct Shape {
+        Key key;
+        Entry* entry;
+        std::unordered_map<int, memory> args;
+    };
+    static constexpr std::size_t kShapes = 32; // a kernel's tiles have a handful; more: start over
+    std::vector<Shape> shapes;
+    std::vector<std::byte> scratchpad;
+    std::optional<dnnl::stream> stream;
+};
+
+MatmulThreadState::MatmulThreadState() : impl_(std::make_unique<Impl>()) {}
+MatmulThreadState::~MatmulThreadState() = default;
+MatmulThreadState::MatmulThreadState(MatmulThreadState&&) noexcept = default;
+MatmulThreadState& MatmulThreadState::operator=(MatmulThreadState&&) noexcept = default;
+
 void OneDnnMatmul::run(const MatmulShape& s, const void* A, const void* B, void* C,
-                       std::vector<std::byte>& scratchpad) {
-    Entry& e = impl_->get(s); // one lookup for the size and the product: tiles run thousands a step
+                       MatmulThreadState& state) {
+    MatmulThreadState::Impl& t = *state.impl_;
+    const Key k = key_of(s);
+    auto it =
+        std::find_if(t.shapes.begin(), t.shapes.end(), [&](const auto& x) { return x.key == k; });
+    if (it == t.shapes.end()) { // first time on this thread: one lookup in the shared cache
+        if (t.shapes.size() == t.kShapes) t.shapes.clear();
+        Entry& e = impl_->get(s);
+        const dnnl::engine& engine = impl_->engine;
+        t.shapes.push_back(
+            {k,
+             &e,
+             {{DNNL_ARG_SRC, memory(e.pd.src_desc(), engine, nullptr)},
+              {DNNL_ARG_WEIGHTS, memory(e.pd.weights_desc(), engine, nullptr)},
+              {DNNL_ARG_DST, memory(e.pd.dst_desc(), engine, nullptr)},
+              {DNNL_ARG_SCRATCHPAD, memory(e.pd.scratchpad_desc(), engine, nullptr)}}});
+        it = t.shapes.end() - 1;
+        if (!t.stream) t.stream.emplace(engine); // CPU streams run on the calling thread
+    }
+    Entry& e = *it->entry;
     const std::size_t need = e.pd.scratchpad_desc().get_size();
-    if (scratchpad.size() < need) scratchpad.resize(need);
-    impl_->execute(e, s, A, B, nullptr, C, scratchpad.data());
+    if (t.scratchpad.size() < need) t.scratchpad.resize(need);
+    // oneDNN takes non-const handles; it does not write the inputs.
+    it->args.at(DNNL_ARG_SRC).set_data_handle(const_cast<void*>(A));
+    it->args.at(DNNL_ARG_WEIGHTS).set_data_handle(const_cast<void*>(B));
+    it->args.at(DNNL_ARG_DST).set_data_handle(C);
+    it->args.at(DNNL_ARG_SCRATCHPAD).set_data_handle(t.scratchpad.data());
+    e.prim.execute(*t.stream, it->args);
+    t.stream->wait();
 }
 
 std::string OneDnnMatmul::implementation(DType dtype) {

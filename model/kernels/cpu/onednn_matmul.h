@@ -12,7 +12,6 @@
 #include <cstddef>
 #include <memory>
 #include <string>
-#include <vector>
 
 namespace shardlab::cpu {
 
@@ -23,6 +22,23 @@ struct MatmulShape {
     float alpha = 1.0f, beta = 0.0f;
     bool bias = false;    // bias [N] added to every row of the product
     bool f32_out = false; // C fp32 whatever A and B are (bf16 tiles summed into fp32: tile_gemm.h)
+};
+
+// What one thread keeps for its many small products (the attention tiles: thousands a step): the
+// scratchpad, and the arguments of the shapes it has run, oneDNN memory objects pointed at each
+// call's matrices instead of built anew (building them cost ~1 us a call, as much as a 64 x 8 x 64
+// product). Owned by the thread's buffers, used by that thread only.
+class MatmulThreadState {
+  public:
+    MatmulThreadState();
+    ~MatmulThreadState();
+    MatmulThreadState(MatmulThreadState&&) noexcept;
+    MatmulThreadState& operator=(MatmulThreadState&&) noexcept;
+
+  private:
+    friend class OneDnnMatmul;
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
 };
 
 class OneDnnMatmul {
@@ -37,10 +53,9 @@ class OneDnnMatmul {
     // Runs the product; scratchpad holds scratchpad_bytes(s) bytes, bias is null unless s.bias.
     void run(const MatmulShape& s, const void* A, const void* B, const void* bias, void* C,
              void* scratchpad);
-    // The same without a bias, with a scratchpad grown here to what the shape needs (the tile
-    // products: one cache lookup a call instead of two).
-    void run(const MatmulShape& s, const void* A, const void* B, void* C,
-             std::vector<std::byte>& scratchpad);
+    // The same without a bias, on the calling thread's state: its scratchpad, grown here to what
+    // the shape needs, and the memory objects of the shapes it ran before (the tile products).
+    void run(const MatmulShape& s, const void* A, const void* B, void* C, MatmulThreadState& state);
     // oneDNN's name for the implementation it picks for a square-ish product of this dtype,
     // e.g. "brg:avx512_core_bf16" or "gemm:jit"; "" when it has none on this CPU (bf16 without
     // AVX-512), and a name with "ref" when only its slow reference code would run.

@@ -19,24 +19,24 @@ MatmulShape tile_shape(DType dtype, bool ta, bool tb, int M, int N, int K, float
 
 void TileGemm::operator()(bool ta, bool tb, int M, int N, int K, float alpha, const float* A,
                           int lda, const float* B, int ldb, float beta, float* C, int ldc,
-                          std::vector<std::byte>& scratch) const {
+                          MatmulThreadState& state) const {
     if (!onednn_) return gemm<float>(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, nullptr);
     onednn_->run(tile_shape(DType::f32, ta, tb, M, N, K, alpha, lda, ldb, beta, ldc), A, B, C,
-                 scratch);
+                 state);
 }
 
 void TileGemm::operator()(bool ta, bool tb, int M, int N, int K, float alpha, const double* A,
                           int lda, const double* B, int ldb, float beta, double* C, int ldc,
-                          std::vector<std::byte>&) const {
+                          MatmulThreadState&) const {
     gemm<double>(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, nullptr);
 }
 
 void TileGemm::operator()(bool ta, bool tb, int M, int N, int K, float alpha, const bf16_t* A,
                           int lda, const bf16_t* B, int ldb, float beta, float* C, int ldc,
-                          std::vector<std::byte>& scratch) const {
+                          MatmulThreadState& state) const {
     check(bf16_operands_, "internal: bf16 tile products need oneDNN's bf16 matmul");
     onednn_->run(tile_shape(DType::bf16, ta, tb, M, N, K, alpha, lda, ldb, beta, ldc), A, B, C,
-                 scratch);
+                 state);
 }
 
 } // namespace shardlab::cpu

@@ -12,9 +12,6 @@
 #include "model/kernels/cpu/numeric.h"
 #include "model/kernels/cpu/onednn_matmul.h"
 
-#include <cstddef>
-#include <vector>
-
 namespace shardlab::cpu {
 
 class TileGemm {
@@ -23,19 +20,20 @@ class TileGemm {
     TileGemm(OneDnnMatmul& onednn, bool bf16_operands)
         : onednn_(&onednn), bf16_operands_(bf16_operands) {}
 
-    // C = alpha op(A) op(B) + beta C on row-major tiles. scratch: the calling thread's own
-    // scratchpad for oneDNN, grown here when a shape needs more (OpenBLAS needs none); a part of
-    // the kernel's per-thread scratch, untracked as the rest of it (17 KiB for GPT-2's tiles).
+    // C = alpha op(A) op(B) + beta C on row-major tiles. state: the calling thread's own, for
+    // oneDNN (its scratchpad, grown here when a shape needs more, and the arguments of the shapes
+    // it ran: onednn_matmul.h; OpenBLAS needs none); a part of the kernel's per-thread scratch,
+    // untracked as the rest of it (17 KiB of scratchpad for GPT-2's tiles).
     void operator()(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
                     int lda, const float* B, int ldb, float beta, float* C, int ldc,
-                    std::vector<std::byte>& scratch) const;
+                    MatmulThreadState& state) const;
     void operator()(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const double* A,
                     int lda, const double* B, int ldb, float beta, double* C, int ldc,
-                    std::vector<std::byte>& scratch) const;
+                    MatmulThreadState& state) const;
     // bf16 A and B, fp32 C: only where bf16_operands().
     void operator()(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const bf16_t* A,
                     int lda, const bf16_t* B, int ldb, float beta, float* C, int ldc,
-                    std::vector<std::byte>& scratch) const;
+                    MatmulThreadState& state) const;
 
     bool bf16_operands() const { return bf16_operands_; }
     const char* library() const { return onednn_ ? "oneDNN" : "OpenBLAS"; }
