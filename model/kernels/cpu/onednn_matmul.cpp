@@ -5,7 +5,6 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
-#include <algorithm>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -121,6 +120,35 @@ struct MatmulThreadState::Impl {
     std::vector<Shape> shapes;
     std::vector<std::byte> scratchpad;
     std::optional<dnnl::stream> stream;
+
+    Shape* find(const Key& k) {
+        for (Shape& x : shapes)
+            if (x.key == k) return &x;
+        return nullptr;
+    }
+
+    Shape& add(const Key& k, Entry& e, const dnnl::engine& engine) {
+        if (shapes.size() == kShapes) shapes.clear();
+        if (!stream) stream.emplace(engine); // CPU streams run on the calling thread
+        std::unordered_map<int, memory> args{
+            {DNNL_ARG_SRC, memory(e.pd.src_desc(), engine, nullptr)},
+            {DNNL_ARG_WEIGHTS, memory(e.pd.weights_desc(), engine, nullptr)},
+            {DNNL_ARG_DST, memory(e.pd.dst_desc(), engine, nullptr)},
+            {DNNL_ARG_SCRATCHPAD, memory(e.pd.scratchpad_desc(), engine, nullptr)}};
+        return shapes.emplace_back(Shape{k, &e, std::move(args)});
+    }
+
+    void run(Shape& x, const void* A, const void* B, void* C) {
+        const std::size_t need = x.entry->pd.scratchpad_desc().get_size();
+        if (scratchpad.size() < need) scratchpad.resize(need);
+        // oneDNN takes non-const handles; it does not write the inputs.
+        x.args.at(DNNL_ARG_SRC).set_data_handle(const_cast<void*>(A));
+        x.args.at(DNNL_ARG_WEIGHTS).set_data_handle(const_cast<void*>(B));
+        x.args.at(DNNL_ARG_DST).set_data_handle(C);
+        x.args.at(DNNL_ARG_SCRATCHPAD).set_data_handle(scratchpad.data());
+        x.entry->prim.execute(*stream, x.args);
+        stream->wait();
+    }
 };
 
 MatmulThreadState::MatmulThreadState() : impl_(std::make_unique<Impl>()) {}
@@ -132,32 +160,9 @@ void OneDnnMatmul::run(const MatmulShape& s, const void* A, const void* B, void*
                        MatmulThreadState& state) {
     MatmulThreadState::Impl& t = *state.impl_;
     const Key k = key_of(s);
-    auto it =
-        std::find_if(t.shapes.begin(), t.shapes.end(), [&](const auto& x) { return x.key == k; });
-    if (it == t.shapes.end()) { // first time on this thread: one lookup in the shared cache
-        if (t.shapes.size() == t.kShapes) t.shapes.clear();
-        Entry& e = impl_->get(s);
-        const dnnl::engine& engine = impl_->engine;
-        t.shapes.push_back(
-            {k,
-             &e,
-             {{DNNL_ARG_SRC, memory(e.pd.src_desc(), engine, nullptr)},
-              {DNNL_ARG_WEIGHTS, memory(e.pd.weights_desc(), engine, nullptr)},
-              {DNNL_ARG_DST, memory(e.pd.dst_desc(), engine, nullptr)},
-              {DNNL_ARG_SCRATCHPAD, memory(e.pd.scratchpad_desc(), engine, nullptr)}}});
-        it = t.shapes.end() - 1;
-        if (!t.stream) t.stream.emplace(engine); // CPU streams run on the calling thread
-    }
-    Entry& e = *it->entry;
-    const std::size_t need = e.pd.scratchpad_desc().get_size();
-    if (t.scratchpad.size() < need) t.scratchpad.resize(need);
-    // oneDNN takes non-const handles; it does not write the inputs.
-    it->args.at(DNNL_ARG_SRC).set_data_handle(const_cast<void*>(A));
-    it->args.at(DNNL_ARG_WEIGHTS).set_data_handle(const_cast<void*>(B));
-    it->args.at(DNNL_ARG_DST).set_data_handle(C);
-    it->args.at(DNNL_ARG_SCRATCHPAD).set_data_handle(t.scratchpad.data());
-    e.prim.execute(*t.stream, it->args);
-    t.stream->wait();
+    MatmulThreadState::Impl::Shape* x = t.find(k);
+    if (!x) x = &t.add(k, impl_->get(s), impl_->engine); // the shared cache, once a thread
+    t.run(*x, A, B, C);
 }
 
 std::string OneDnnMatmul::implementation(DType dtype) {
