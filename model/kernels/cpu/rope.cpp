@@ -3,6 +3,7 @@
 // the difference is below fp32's rounding of the product, argued in the test).
 #include "model/kernels/cpu/rope.h"
 
+#include "core/target_clones.h"
 #include "model/kernels/cpu/parallel.h"
 
 #include <algorithm>
@@ -33,27 +34,35 @@ void angle_table(std::size_t positions, int D, const Rope& rope, std::vector<A>&
     });
 }
 
-// sign +1: forward rotation; -1: its inverse (backward: -A(sin) is A(-sin), rounding being
-// symmetric).
+// One row's heads rotated by its position's cos and sin (c, s: one per pair). sign +1: forward
+// rotation; -1: its inverse (backward: -A(sin) is A(-sin), rounding being symmetric).
+template <typename T>
+SHARDLAB_TARGET_CLONES void rotate_row(T* __restrict row, const acc_t<T>* __restrict c,
+                                       const acc_t<T>* __restrict s, int heads, int D, int sign) {
+    using A = acc_t<T>;
+    const int half = D / 2;
+    for (int h = 0; h < heads; ++h) {
+        T* v = row + std::size_t(h) * std::size_t(D);
+        for (int j = 0; j < half; ++j) {
+            const A sj = sign > 0 ? s[j] : -s[j];
+            const A a = to_acc(v[j]), b = to_acc(v[j + half]);
+            v[j] = from_acc<T>(a * c[j] - b * sj);
+            v[j + half] = from_acc<T>(b * c[j] + a * sj);
+        }
+    }
+}
+
 template <typename T>
 void rotate(T* x, int rows, int T_, int heads, int D, int stride, const Rope& rope, int sign) {
     using A = acc_t<T>;
-    const int half = D / 2;
+    const std::size_t half = std::size_t(D / 2);
     std::vector<A> cos_t, sin_t;
     angle_table(std::min(std::size_t(T_), std::size_t(rows)), D, rope, cos_t, sin_t);
     parallel_ranges(std::size_t(rows), [&](std::size_t lo, std::size_t hi) {
         for (std::size_t r = lo; r < hi; ++r) {
-            const std::size_t at = (r % std::size_t(T_)) * std::size_t(half);
-            for (int j = 0; j < half; ++j) {
-                const A c = cos_t[at + std::size_t(j)];
-                const A s = sign > 0 ? sin_t[at + std::size_t(j)] : -sin_t[at + std::size_t(j)];
-                for (int h = 0; h < heads; ++h) {
-                    T* v = x + r * std::size_t(stride) + std::size_t(h) * std::size_t(D);
-                    const A a = to_acc(v[j]), b = to_acc(v[j + half]);
-                    v[j] = from_acc<T>(a * c - b * s);
-                    v[j + half] = from_acc<T>(b * c + a * s);
-                }
-            }
+            const std::size_t at = (r % std::size_t(T_)) * half;
+            rotate_row(x + r * std::size_t(stride), cos_t.data() + at, sin_t.data() + at, heads, D,
+                       sign);
         }
     });
 }
