@@ -6,6 +6,7 @@
 #include "model/kernels/cpu/parallel.h"
 
 #include <cstddef>
+#include <cstring>
 #include <vector>
 
 namespace shardlab::cpu {
@@ -35,8 +36,7 @@ void add_column_sums(T* dst, const T* src, int rows, int cols) {
 template <typename T>
 void bias_rows(T* out, const T* bias, int rows, int cols) {
 #pragma omp parallel for schedule(static)
-    for (int r = 0; r < rows; ++r)
-        for (int c = 0; c < cols; ++c) out[std::size_t(r) * cols + c] = bias[c];
+    for (int r = 0; r < rows; ++r) std::memcpy(out + std::size_t(r) * cols, bias, sizeof(T) * cols);
 }
 
 template <typename T>
