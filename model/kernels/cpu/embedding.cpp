@@ -1,6 +1,8 @@
 // Embedding: positions grouped by token (a counting sort) so each dwte row is touched once.
 #include "model/kernels/cpu/embedding.h"
 
+#include "model/kernels/cpu/residual.h"
+
 #include <algorithm>
 #include <cstddef>
 #include <vector>
@@ -19,8 +21,7 @@ void embedding_forward(T* out, const std::uint16_t* tokens, const T* wte, const 
                 std::copy_n(we, C, o);
                 continue;
             }
-            const T* pe = wpe + std::size_t(t) * C;
-            for (int c = 0; c < C; ++c) o[c] = from_acc<T>(to_acc(we[c]) + to_acc(pe[c]));
+            add_values(o, we, wpe + std::size_t(t) * C, std::size_t(C));
         }
 }
 

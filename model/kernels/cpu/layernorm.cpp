@@ -5,6 +5,7 @@
 
 #include "core/target_clones.h"
 #include "model/kernels/cpu/parallel.h"
+#include "model/kernels/cpu/residual.h"
 #include "model/kernels/cpu/row_groups.h"
 
 #include <algorithm>
@@ -61,14 +62,6 @@ layernorm_rows(T* __restrict y, acc_t<T>* __restrict mean, acc_t<T>* __restrict 
     }
 }
 
-// residual[c] += x[c] for n values, rounded to the storage type as the separate add would.
-template <typename T>
-SHARDLAB_TARGET_CLONES void add_values(T* __restrict residual, const T* __restrict x,
-                                       std::size_t n) {
-    for (std::size_t i = 0; i < n; ++i)
-        residual[i] = from_acc<T>(to_acc(residual[i]) + to_acc(x[i]));
-}
-
 // R rows of dinp += the LayerNorm's input gradient. dx may be dy: each row's sums read all of dy
 // before any of dx is written. The sums' terms are computed kChunk columns at a time, row by row
 // (vectorised), then added in column order with the rows' chains interleaved.
@@ -117,7 +110,7 @@ void residual_layernorm_forward(T* residual, const T* x, T* out, acc_t<T>* mean,
                                 const T* weight, const T* bias, int N, int C) {
     for_row_groups(N, [&]<int R>(int r) { // the rows are still in L1 when the norm reads them
         const std::size_t at = std::size_t(r) * C;
-        add_values(residual + at, x + at, std::size_t(R) * C);
+        add_values(residual + at, residual + at, x + at, std::size_t(R) * C); // as accumulate
         layernorm_rows<R>(out + at, mean + r, rstd + r, residual + at, weight, bias, C);
     });
 }

@@ -8,6 +8,11 @@
 
 namespace shardlab::cpu {
 
+// out[i] = a[i] + b[i], rounded once to T, for n values on the calling thread (the row kernels'
+// own adds: the fused residual + LayerNorm, the embedding's token + position rows).
+template <typename T>
+void add_values(T* out, const T* a, const T* b, std::size_t n);
+
 template <typename T>
 void residual_forward(T* out, const T* a, const T* b, std::size_t n);
 
