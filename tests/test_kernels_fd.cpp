@@ -655,6 +655,50 @@ TYPED_TEST(Kernels, GiveTheSameBitsAtAnyThreadCount) {
     set_threads(saved);
 }
 
+// LayerNorm takes its rows in groups of eight with their sums interleaved (row_groups.h): each
+// row must still come out as it does alone. 19 rows: two groups and a ragged tail; C = 67 leaves a
+// partial 64-column chunk in the backward. The fused residual form, too. dweight and dbias sum
+// over the rows, so only the per-row outputs are compared.
+TYPED_TEST(Kernels, LayerNormRowsInGroupsAreTheBitsOfOneRowAtATime) {
+    using S = TypeParam;
+    using A = acc_t<S>;
+    constexpr int N = 19, C = 67;
+    std::mt19937_64 rng(21);
+    std::uniform_real_distribution<double> u(-2.0, 2.0);
+    auto values = [&](std::size_t n) {
+        std::vector<S> v(n);
+        for (S& e : v) e = from_acc<S>(A(u(rng)));
+        return v;
+    };
+    const auto x = values(std::size_t(N) * C), w = values(C), b = values(C);
+    const auto dout = values(std::size_t(N) * C), branch = values(std::size_t(N) * C);
+    std::vector<S> out(x.size()), res = x, fused(x.size()), din(x.size(), S{}), dw(C), db(C);
+    std::vector<A> mean(N), rstd(N), fmean(N), frstd(N);
+    layernorm_forward<S>(out.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), N, C);
+    residual_layernorm_forward<S>(res.data(), branch.data(), fused.data(), fmean.data(),
+                                  frstd.data(), w.data(), b.data(), N, C);
+    layernorm_backward<S>(din.data(), dw.data(), db.data(), dout.data(), x.data(), w.data(),
+                          mean.data(), rstd.data(), N, C);
+    for (int r = 0; r < N; ++r) {
+        const std::size_t at = std::size_t(r) * C;
+        std::vector<S> o(C), rr(x.begin() + at, x.begin() + at + C), fo(C), di(C, S{}), w1(C),
+            b1(C);
+        A m, sd, fm, fsd;
+        layernorm_forward<S>(o.data(), &m, &sd, x.data() + at, w.data(), b.data(), 1, C);
+        residual_layernorm_forward<S>(rr.data(), branch.data() + at, fo.data(), &fm, &fsd, w.data(),
+                                      b.data(), 1, C);
+        layernorm_backward<S>(di.data(), w1.data(), b1.data(), dout.data() + at, x.data() + at,
+                              w.data(), &m, &sd, 1, C);
+        SCOPED_TRACE(std::string(TestFixture::type_name()) + ", row " + std::to_string(r));
+        EXPECT_EQ(std::memcmp(o.data(), out.data() + at, C * sizeof(S)), 0) << "out";
+        EXPECT_EQ(std::memcmp(&m, &mean[r], sizeof(A)), 0) << "mean";
+        EXPECT_EQ(std::memcmp(&sd, &rstd[r], sizeof(A)), 0) << "rstd";
+        EXPECT_EQ(std::memcmp(rr.data(), res.data() + at, C * sizeof(S)), 0) << "residual";
+        EXPECT_EQ(std::memcmp(fo.data(), fused.data() + at, C * sizeof(S)), 0) << "fused out";
+        EXPECT_EQ(std::memcmp(di.data(), din.data() + at, C * sizeof(S)), 0) << "dinp";
+    }
+}
+
 // The update too: each thread takes one contiguous range, and 2 and 3 threads cut 1000 elements
 // at other places than 1 does (a range's start changes the loop's vector peel and tail).
 TEST(KernelsThreads, AdamWGivesTheSameBitsAtAnyThreadCount) {

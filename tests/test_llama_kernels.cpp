@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <random>
 #include <vector>
@@ -130,6 +131,37 @@ double rmsnorm_precision_error() {
 TEST(LlamaKernels, RmsNormInFp32AndBf16AgainstDouble) {
     EXPECT_LT(rmsnorm_precision_error<float>(), 1e-5);
     EXPECT_LT(rmsnorm_precision_error<bf16_t>(), 2e-2);
+}
+
+// RMSNorm takes its rows in groups of eight with their sums interleaved (row_groups.h): each row
+// must come out as it does alone (19 rows: two groups and a tail; C = 67: a partial 64-column
+// chunk in the backward). dweight sums over the rows, so only dinp is compared there.
+template <typename T>
+void expect_grouped_rows_match_single_rows() {
+    constexpr int N = 19, C = 67;
+    Vec xd = random_vec(N * C, 7), wd = random_vec(C, 8), dd = random_vec(N * C, 9);
+    const std::vector<T> x = stored<T>(xd), w = stored<T>(wd), dout = stored<T>(dd);
+    std::vector<T> y(x.size()), dx(x.size(), T{}), dw(C, T{});
+    std::vector<acc_t<T>> rstd(N);
+    rmsnorm_forward<T>(y.data(), rstd.data(), x.data(), w.data(), N, C, kEps);
+    rmsnorm_backward<T>(dx.data(), dw.data(), dout.data(), x.data(), w.data(), rstd.data(), N, C);
+    for (int r = 0; r < N; ++r) {
+        const std::size_t at = std::size_t(r) * C;
+        std::vector<T> y1(C), dx1(C, T{}), dw1(C, T{});
+        acc_t<T> r1;
+        rmsnorm_forward<T>(y1.data(), &r1, x.data() + at, w.data(), 1, C, kEps);
+        rmsnorm_backward<T>(dx1.data(), dw1.data(), dout.data() + at, x.data() + at, w.data(), &r1,
+                            1, C);
+        EXPECT_EQ(std::memcmp(y1.data(), y.data() + at, C * sizeof(T)), 0) << "row " << r;
+        EXPECT_EQ(std::memcmp(&r1, &rstd[r], sizeof r1), 0) << "row " << r;
+        EXPECT_EQ(std::memcmp(dx1.data(), dx.data() + at, C * sizeof(T)), 0) << "row " << r;
+    }
+}
+
+TEST(LlamaKernels, RmsNormRowsInGroupsAreTheBitsOfOneRowAtATime) {
+    expect_grouped_rows_match_single_rows<double>();
+    expect_grouped_rows_match_single_rows<float>();
+    expect_grouped_rows_match_single_rows<bf16_t>();
 }
 
 // inv_freq as transformers computes it: theta^(-2j/D), then for Llama 3's rope_scaling
