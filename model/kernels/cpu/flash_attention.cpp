@@ -16,6 +16,7 @@
 
 #include "core/target_clones.h"
 #include "model/kernels/cpu/attention_heads.h"
+#include "model/kernels/cpu/row_groups.h"
 #include "model/kernels/cpu/vec_math.h"
 
 #include <algorithm>
@@ -82,14 +83,6 @@ SHARDLAB_TARGET_CLONES void output_dots(acc_t<T>* __restrict D, const T* __restr
     for (int e = 0; e < hd; ++e)
         for (int t = 0; t < R; ++t) sum[t] += to_acc(d[t * ld + e]) * to_acc(y[t * ld + e]);
     for (int t = 0; t < R; ++t) D[t] = sum[t];
-}
-
-// Calls f.template operator()<R>(first) over [0, n): groups of 8, then the rest one by one.
-template <typename F>
-void in_groups_of_8(int n, F&& f) {
-    int i = 0;
-    for (; i + 8 <= n; i += 8) f.template operator()<8>(i);
-    for (; i < n; ++i) f.template operator()<1>(i);
 }
 
 // Backward for one row of a tile: s holds the scaled scores, dp = dO V^T. On return s holds
@@ -230,7 +223,7 @@ void forward(T* out, acc_t<T>* lse, const T* qkv, int B, int T_, int C, int H, i
                         int n[kRows];
                         A alpha[kRows];
                         for (int r = 0; r < rows; ++r) n[r] = visible(i0 + r, j0, cols);
-                        in_groups_of_8(rows, [&]<int R>(int r) {
+                        for_row_groups_here(rows, [&]<int R>(int r) {
                             online_softmax_rows<R>(w.s.data() + std::size_t(r) * cols, n + r, cols,
                                                    w.m.data() + r, w.l.data() + r, alpha + r);
                         });
@@ -285,7 +278,7 @@ void backward(T* dqkv, const T* dout, const T* qkv, const T* out, const acc_t<T>
                     // (rounded to T), as FlashAttention-2 does: it is the output the loss saw, and
                     // the exact one differs by one rounding of O (relative 2^-9 in bf16), the same
                     // order as the probabilities the materialising path stores in T.
-                    in_groups_of_8(T_, [&]<int R>(int t) {
+                    for_row_groups_here(T_, [&]<int R>(int t) {
                         const std::size_t at = std::size_t(t) * C + h * hd;
                         output_dots<R>(D.data() + t, dbase + at, out + std::size_t(b) * T_ * C + at,
                                        std::size_t(C), hd);

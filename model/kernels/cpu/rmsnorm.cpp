@@ -41,17 +41,17 @@ SHARDLAB_TARGET_CLONES void rmsnorm_rows(T* __restrict y, acc_t<T>* __restrict r
 }
 
 // R rows of dinp += the RMSNorm's input gradient. dx may be dy: each row's sum reads all of dy
-// before any of dx is written. The sum's terms are computed kChunk columns at a time, row by row
-// (vectorised), then added in column order with the rows' chains interleaved.
+// before any of dx is written. The sum's terms are computed kGroupCols columns at a time, row by
+// row (vectorised), then added in column order with the rows' chains interleaved.
 template <int R, typename T>
 SHARDLAB_TARGET_CLONES void rmsnorm_backward_rows(T* dx, const T* dy, const T* __restrict x,
                                                   const T* __restrict weight,
                                                   const acc_t<T>* __restrict rstd, int C) {
     using A = acc_t<T>;
     A dot[R] = {}; // mean(w * dy * x)
-    A terms[R][kChunk];
-    for (int c0 = 0; c0 < C; c0 += kChunk) {
-        const int n = std::min(kChunk, C - c0);
+    A terms[R][kGroupCols];
+    for (int c0 = 0; c0 < C; c0 += kGroupCols) {
+        const int n = std::min(kGroupCols, C - c0);
         for (int j = 0; j < R; ++j)
             for (int k = 0; k < n; ++k) {
                 const std::size_t i = std::size_t(j) * C + c0 + k;
