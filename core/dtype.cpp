@@ -5,7 +5,9 @@
 #include "core/error.h"
 #include "core/target_clones.h"
 
+#ifdef _OPENMP // not in the fuzzing build, which links no OpenMP: convert() then runs on one thread
 #include <omp.h>
+#endif
 
 #include <cmath>
 
@@ -110,22 +112,26 @@ SHARDLAB_TARGET_CLONES void convert_range(const S* __restrict src, D* __restrict
     for (std::size_t i = 0; i < n; ++i) dst[i] = to(src[i]);
 }
 
-// Each element converts alone, so any split over threads gives the same bits. Below this many
-// elements a team costs more than it saves.
-constexpr std::size_t kParallelFrom = std::size_t(1) << 16;
-
 template <typename S, typename D, typename To>
 void convert_typed(const void* src, void* dst, std::size_t n, To to) {
     const auto* s = static_cast<const S*>(src);
     auto* d = static_cast<D*>(dst);
-    if (n < kParallelFrom || omp_in_parallel()) return convert_range(s, d, n, to);
+#ifdef _OPENMP
+    // Each element converts alone, so any split over threads gives the same bits. Below this
+    // many elements a team costs more than it saves.
+    constexpr std::size_t kParallelFrom = std::size_t(1) << 16;
+    if (n >= kParallelFrom && !omp_in_parallel()) {
 #pragma omp parallel
-    {
-        const std::size_t t = std::size_t(omp_get_thread_num()),
-                          nt = std::size_t(omp_get_num_threads());
-        const std::size_t lo = n * t / nt, hi = n * (t + 1) / nt;
-        convert_range(s + lo, d + lo, hi - lo, to);
+        {
+            const std::size_t t = std::size_t(omp_get_thread_num()),
+                              nt = std::size_t(omp_get_num_threads());
+            const std::size_t lo = n * t / nt, hi = n * (t + 1) / nt;
+            convert_range(s + lo, d + lo, hi - lo, to);
+        }
+        return;
     }
+#endif
+    convert_range(s, d, n, to);
 }
 } // namespace
 
