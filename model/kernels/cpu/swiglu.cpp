@@ -1,34 +1,63 @@
-// Element-wise, each thread's range in a loop compiled for the CPU's vector ISA (parallel.h).
+// Element-wise, each thread's range a chunk at a time in loops compiled for the CPU's vector ISA
+// (parallel.h).
 #include "model/kernels/cpu/swiglu.h"
 
 #include "core/target_clones.h"
 #include "model/kernels/cpu/parallel.h"
 #include "model/kernels/cpu/vec_math.h"
 
+#include <algorithm>
+#include <cstddef>
+
 namespace shardlab::cpu {
 
 namespace {
+// The exponentials of a chunk go through a small buffer first: the same values, but GCC's code for
+// vexp and the division in one loop ran at a third of the speed of the two loops (0.76 against
+// 0.25 ms for 704 K bf16 values, one thread, x86-64-v4).
+constexpr std::size_t kChunk = 256;
+
+// e[i] = exp(-gate[i]) for n <= kChunk values.
 template <typename T>
-SHARDLAB_TARGET_CLONES void swiglu_forward_range(T* __restrict out, const T* __restrict gate,
-                                                 const T* __restrict up, std::size_t n) {
+SHARDLAB_TARGET_CLONES void neg_exp(acc_t<T>* __restrict e, const T* __restrict gate,
+                                    std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) e[i] = vexp(-to_acc(gate[i]));
+}
+
+template <typename T>
+SHARDLAB_TARGET_CLONES void swiglu_forward_chunk(T* __restrict out, const T* __restrict gate,
+                                                 const T* __restrict up,
+                                                 const acc_t<T>* __restrict e, std::size_t n) {
     using A = acc_t<T>;
     for (std::size_t i = 0; i < n; ++i) {
         const A g = to_acc(gate[i]);
-        const A sig = A(1) / (A(1) + vexp(-g));
+        const A sig = A(1) / (A(1) + e[i]);
         out[i] = from_acc<T>(g * sig * to_acc(up[i]));
     }
 }
 
 template <typename T>
-SHARDLAB_TARGET_CLONES void
-swiglu_backward_range(T* __restrict dgate, T* __restrict dup, const T* __restrict dout,
-                      const T* __restrict gate, const T* __restrict up, std::size_t n) {
+SHARDLAB_TARGET_CLONES void swiglu_backward_chunk(T* __restrict dgate, T* __restrict dup,
+                                                  const T* __restrict dout,
+                                                  const T* __restrict gate, const T* __restrict up,
+                                                  const acc_t<T>* __restrict e, std::size_t n) {
     using A = acc_t<T>;
     for (std::size_t i = 0; i < n; ++i) {
         const A g = to_acc(gate[i]), u = to_acc(up[i]), dy = to_acc(dout[i]);
-        const A sig = A(1) / (A(1) + vexp(-g));
+        const A sig = A(1) / (A(1) + e[i]);
         dgate[i] = from_acc<T>(dy * u * sig * (A(1) + g * (A(1) - sig)));
         dup[i] = from_acc<T>(dy * g * sig);
+    }
+}
+
+// Calls f(first, count, e) over [lo, hi) in chunks, e holding exp(-gate) of the chunk.
+template <typename T, typename F>
+void in_chunks(const T* gate, std::size_t lo, std::size_t hi, F&& f) {
+    acc_t<T> e[kChunk];
+    for (std::size_t i = lo; i < hi; i += kChunk) {
+        const std::size_t n = std::min(kChunk, hi - i);
+        neg_exp(e, gate + i, n);
+        f(i, n, e);
     }
 }
 } // namespace
@@ -36,14 +65,18 @@ swiglu_backward_range(T* __restrict dgate, T* __restrict dup, const T* __restric
 template <typename T>
 void swiglu_forward(T* out, const T* gate, const T* up, std::size_t n) {
     parallel_ranges(n, [&](std::size_t lo, std::size_t hi) {
-        swiglu_forward_range(out + lo, gate + lo, up + lo, hi - lo);
+        in_chunks(gate, lo, hi, [&](std::size_t i, std::size_t m, const acc_t<T>* e) {
+            swiglu_forward_chunk(out + i, gate + i, up + i, e, m);
+        });
     });
 }
 
 template <typename T>
 void swiglu_backward(T* dgate, T* dup, const T* dout, const T* gate, const T* up, std::size_t n) {
     parallel_ranges(n, [&](std::size_t lo, std::size_t hi) {
-        swiglu_backward_range(dgate + lo, dup + lo, dout + lo, gate + lo, up + lo, hi - lo);
+        in_chunks(gate, lo, hi, [&](std::size_t i, std::size_t m, const acc_t<T>* e) {
+            swiglu_backward_chunk(dgate + i, dup + i, dout + i, gate + i, up + i, e, m);
+        });
     });
 }
 
