@@ -5,8 +5,7 @@
 #include "model/kernels/cpu/adamw.h"
 
 #include "core/target_clones.h"
-
-#include <omp.h>
+#include "model/kernels/cpu/parallel.h"
 
 #include <algorithm>
 #include <cmath>
@@ -59,12 +58,7 @@ void update_share(const std::vector<AdamWSegment>& segments, std::size_t lo, std
 void adamw(const std::vector<AdamWSegment>& segments) {
     std::size_t total = 0;
     for (const AdamWSegment& s : segments) total += s.n;
-#pragma omp parallel
-    {
-        const std::size_t t = std::size_t(omp_get_thread_num()),
-                          nt = std::size_t(omp_get_num_threads());
-        update_share(segments, total * t / nt, total * (t + 1) / nt);
-    }
+    parallel_ranges(total, [&](std::size_t lo, std::size_t hi) { update_share(segments, lo, hi); });
 }
 
 void adamw(float* master, float* m, float* v, const void* grad, DType grad_type, std::size_t n,
