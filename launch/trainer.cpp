@@ -438,7 +438,7 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
     // measured before the trim, it counted pages the process no longer held a moment later.
     release_free_heap();
     resident.baseline = current_resident_bytes();
-    resident.baseline_file = current_resident_file_bytes();
+    resident.baseline_code = current_resident_code_bytes();
     reset_peak_resident();
     const TraceSession trace(o, backend, rank, outside);
     Ops& ops = trace.ops ? static_cast<Ops&>(*trace.ops) : backend.ops();
