@@ -3,15 +3,18 @@
 // group of query heads that share it, so that its dK, dV are summed on one thread in head order: no
 // atomics, no reduction across threads), and the work is done in query tiles of kRows x key tiles
 // of kCols with small single-threaded GEMMs on the backend's library (tile_gemm.h). Their operands:
-// q, k, v copied once into fp32 (double for double) rows; or, for bf16 where the library multiplies
-// bf16 as it is (oneDNN on AVX512-BF16), the bf16 rows read in place and the probability and dS
-// tiles rounded to bf16 before they enter a product, as the CUDA tensor-core kernels do (fp32
-// sums either way). Causal: a query tile needs only the key tiles up to its last row, so tiles
-// above the diagonal are never computed. Forward keeps a running max m and sum l per row and
-// rescales the output tile as larger scores arrive (the online softmax); it stores out and
-// lse = m + log l only. Backward recomputes each probability tile as exp(S - lse) and accumulates
-// dQ, dK, dV in per-pair fp32 buffers. Every sum runs in a fixed order on one thread, so the bits
-// do not depend on the thread count. Per-thread scratch is O(T * hd + kRows * kCols), never T x T.
+// each head's q, k, v (and dO) copied once into dense rows, in fp32 (double for double); or, for
+// bf16 where the library multiplies bf16 as it is (oneDNN on AVX512-BF16), in bf16 as stored, the
+// probability and dS tiles rounded to bf16 before they enter a product, as the CUDA tensor-core
+// kernels do (fp32 sums either way). Dense because oneDNN's brgemm kernels take only tiles whose
+// rows are contiguous: read in place from the qkv rows, the products fell to gemm:jit, 21 GFLOP/s
+// for Q K^T on a Xeon with AMX where the dense tile runs 560 (docs/DECISIONS.md). Causal: a query
+// tile needs only the key tiles up to its last row, so tiles above the diagonal are never computed.
+// Forward keeps a running max m and sum l per row and rescales the output tile as larger scores
+// arrive (the online softmax); it stores out and lse = m + log l only. Backward recomputes each
+// probability tile as exp(S - lse) and accumulates dQ, dK, dV in per-pair fp32 buffers. Every sum
+// runs in a fixed order on one thread, so the bits do not depend on the thread count. Per-thread
+// scratch is O(T * hd + kRows * kCols), never T x T.
 #include "model/kernels/cpu/flash_attention.h"
 
 #include "core/target_clones.h"
@@ -106,32 +109,32 @@ struct Rows {
     const X* at(int row) const { return data + std::size_t(row) * ld; }
 };
 
-// Scratch of one thread. X is the products' operand type: A, with q, k, v (and dO) copied into
-// dense rows; or bf16 multiplied as it is (tile_gemm.h), read in place, with the probability and
-// dS tiles rounded to it (ps, pp) before they enter a product.
+// Scratch of one thread. X is the products' operand type: A; or bf16 multiplied as it is
+// (tile_gemm.h), with the probability and dS tiles rounded to it (ps, pp) before they enter a
+// product. q, k, v, dout: one head's operands as dense rows (head_rows).
 template <typename A, typename X>
 struct FlashBuffers {
-    static constexpr bool kCopies = std::is_same_v<X, A>;
-    std::vector<A> q, k, v, o, s, p, m, l;
+    static constexpr bool kRounds = !std::is_same_v<X, A>;
+    std::vector<X> q, k, v, dout;
+    std::vector<A> o, s, p, m, l;
     std::vector<X> ps, pp;
     MatmulThreadState tile_state; // the tile products' (tile_gemm.h)
     FlashBuffers(int T_, int hd)
-        : q(kCopies ? std::size_t(T_) * hd : 0), k(q.size()), v(q.size()), o(std::size_t(T_) * hd),
-          s(std::size_t(kRows) * kCols), p(s.size()), m(kRows), l(kRows),
-          ps(kCopies ? 0 : s.size()), pp(ps.size()) {}
+        : q(std::size_t(T_) * hd), k(q.size()), v(q.size()), dout(q.size()),
+          o(std::size_t(kRows) * hd), s(std::size_t(kRows) * kCols), p(s.size()), m(kRows),
+          l(kRows), ps(kRounds ? s.size() : 0), pp(ps.size()) {}
 };
 
-// Rows [T_, hd] at column col of base (row elements apart) for the products: copied into copy
-// (accumulation type, ld hd), or in place.
-template <typename X, typename T, typename A>
-Rows<X> head_rows(const T* base, std::size_t row, int col, int T_, int hd, std::vector<A>& copy) {
-    if constexpr (std::is_same_v<X, A>) {
+// Rows [T_, hd] at column col of base (row elements apart), copied into dense rows (ld hd) of the
+// products' operand type: widened to the accumulation type, or bf16 as stored.
+template <typename X, typename T>
+Rows<X> head_rows(const T* base, std::size_t row, int col, int T_, int hd, std::vector<X>& copy) {
+    if constexpr (std::is_same_v<X, T>)
+        for (int t = 0; t < T_; ++t)
+            std::copy_n(base + t * row + col, hd, copy.data() + std::size_t(t) * hd);
+    else
         load_head(base, row, col, T_, hd, copy.data());
-        return {copy.data(), hd};
-    } else {
-        static_assert(std::is_same_v<X, T>);
-        return {base + col, int(row)};
-    }
+    return {copy.data(), hd};
 }
 
 template <typename X, typename A>
@@ -201,7 +204,7 @@ void forward(T* out, acc_t<T>* lse, const T* qkv, int B, int T_, int C, int H, i
     const float scale = softmax_scale(hd);
 #pragma omp parallel
     {
-        FlashBuffers<A, X> w(T_, hd); // o: the output tile being accumulated (kRows x hd used)
+        FlashBuffers<A, X> w(T_, hd); // o: the output tile being accumulated
 #pragma omp for collapse(2) schedule(static)
         for (int b = 0; b < B; ++b)
             for (int h = 0; h < H; ++h) {
@@ -257,7 +260,7 @@ void backward(T* dqkv, const T* dout, const T* qkv, const T* out, const acc_t<T>
     const std::size_t head = std::size_t(T_) * hd;
 #pragma omp parallel
     {
-        FlashBuffers<A, X> w(T_, hd); // o holds dO's copy; s the scores, then P; p dP, then dS
+        FlashBuffers<A, X> w(T_, hd); // s: the scores, then P; p: dP, then dS
         std::vector<A> dq(head), dk(head), dv(head), D(static_cast<std::size_t>(T_));
         // One kv head and its group of query heads per iteration: dK and dV accumulate over the
         // group's heads in order, then the key tiles' order within each, all on this thread.
@@ -273,7 +276,7 @@ void backward(T* dqkv, const T* dout, const T* qkv, const T* out, const acc_t<T>
                 std::fill(dv.begin(), dv.end(), A(0));
                 for (int h = g * at.group(); h < (g + 1) * at.group(); ++h) {
                     const Rows<X> q = head_rows<X>(base, at.row(), at.q_col(h), T_, hd, w.q);
-                    const Rows<X> go = head_rows<X>(dbase, std::size_t(C), h * hd, T_, hd, w.o);
+                    const Rows<X> go = head_rows<X>(dbase, std::size_t(C), h * hd, T_, hd, w.dout);
                     // D_i = rowsum(dO_i * O_i) = sum_j P_ij dP_ij, from the out forward stored
                     // (rounded to T), as FlashAttention-2 does: it is the output the loss saw, and
                     // the exact one differs by one rounding of O (relative 2^-9 in bf16), the same
