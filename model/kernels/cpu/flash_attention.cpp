@@ -111,18 +111,18 @@ struct Rows {
 
 // Scratch of one thread. X is the products' operand type: A; or bf16 multiplied as it is
 // (tile_gemm.h), with the probability and dS tiles rounded to it (ps, pp) before they enter a
-// product. q, k, v, dout: one head's operands as dense rows (head_rows).
+// product. q, k, v: one head's operands as dense rows (head_rows).
 template <typename A, typename X>
 struct FlashBuffers {
     static constexpr bool kRounds = !std::is_same_v<X, A>;
-    std::vector<X> q, k, v, dout;
+    std::vector<X> q, k, v;
     std::vector<A> o, s, p, m, l;
     std::vector<X> ps, pp;
     MatmulThreadState tile_state; // the tile products' (tile_gemm.h)
     FlashBuffers(int T_, int hd)
-        : q(std::size_t(T_) * hd), k(q.size()), v(q.size()), dout(q.size()),
-          o(std::size_t(kRows) * hd), s(std::size_t(kRows) * kCols), p(s.size()), m(kRows),
-          l(kRows), ps(kRounds ? s.size() : 0), pp(ps.size()) {}
+        : q(std::size_t(T_) * hd), k(q.size()), v(q.size()), o(std::size_t(kRows) * hd),
+          s(std::size_t(kRows) * kCols), p(s.size()), m(kRows), l(kRows),
+          ps(kRounds ? s.size() : 0), pp(ps.size()) {}
 };
 
 // Rows [T_, hd] at column col of base (row elements apart), copied into dense rows (ld hd) of the
@@ -262,6 +262,7 @@ void backward(T* dqkv, const T* dout, const T* qkv, const T* out, const acc_t<T>
     {
         FlashBuffers<A, X> w(T_, hd); // s: the scores, then P; p: dP, then dS
         std::vector<A> dq(head), dk(head), dv(head), D(static_cast<std::size_t>(T_));
+        std::vector<X> dout_rows(head); // dO's dense rows (head_rows)
         // One kv head and its group of query heads per iteration: dK and dV accumulate over the
         // group's heads in order, then the key tiles' order within each, all on this thread.
 #pragma omp for collapse(2) schedule(static)
@@ -276,7 +277,8 @@ void backward(T* dqkv, const T* dout, const T* qkv, const T* out, const acc_t<T>
                 std::fill(dv.begin(), dv.end(), A(0));
                 for (int h = g * at.group(); h < (g + 1) * at.group(); ++h) {
                     const Rows<X> q = head_rows<X>(base, at.row(), at.q_col(h), T_, hd, w.q);
-                    const Rows<X> go = head_rows<X>(dbase, std::size_t(C), h * hd, T_, hd, w.dout);
+                    const Rows<X> go =
+                        head_rows<X>(dbase, std::size_t(C), h * hd, T_, hd, dout_rows);
                     // D_i = rowsum(dO_i * O_i) = sum_j P_ij dP_ij, from the out forward stored
                     // (rounded to T), as FlashAttention-2 does: it is the output the loss saw, and
                     // the exact one differs by one rounding of O (relative 2^-9 in bf16), the same
