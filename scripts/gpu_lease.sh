@@ -55,6 +55,9 @@ share_of() { # STEP PARTS: the time limit of each of a step's PARTS runs: its sh
   echo $((e < 5 ? 5 : e)) # a step cut short still gives them a limit (timeout 0 is none at all)
 }
 skip() { result "$*"; exit 77; }
+said() { # RC EACH TEXT: a part's words in its step's line: TEXT if it ended well, else why not
+  case $1 in 0) echo "$3" ;; 124 | 137) echo "killed after $2 s" ;; *) echo "failed ($1)" ;; esac
+}
 mpirun_cmd() { echo mpirun --oversubscribe --bind-to none $([ "$(id -u)" = 0 ] && echo --allow-run-as-root); }
 gpt2() { # the model every timing step uses: GPT-2 124M, or a tiny stand-in in the dry run
   if [ "$DRY" = 1 ]; then echo --layers 1 --hidden 32 --heads 2 --seq 16; else echo --preset gpt2; fi
@@ -156,7 +159,7 @@ PY
 }
 
 step_bench() {
-  local rc=0 v flash name each=$(share_of bench 4) line=""
+  local rc=0 one v flash name each=$(share_of bench 4) line=""
   local given padded
   read -r given padded <<< "$(vocabs)"
   # V = 50257 as given (--vocab-multiple 1: the odd leading dimension), 50304 the padded one, both
@@ -166,10 +169,11 @@ step_bench() {
   for run in "$given mma" "$padded mma" "$padded mma_regs" "$padded mma_wide"; do
     read -r v flash <<< "$run"
     name=bench_$v && [ "$flash" = mma ] || name=bench_${v}_$flash
+    one=0
     SHARDLAB_CUDA_FLASH=$flash timeout --foreground -k 5 $each shardlab bench step --device cuda $(gpt2) --vocab "$v" \
-      --vocab-multiple 1 --precision bf16 --batch "$(batch)" --seq-len "$(seqlen)" $(timed_steps) --json > "$LOGS/$name.json" || rc=$?
+      --vocab-multiple 1 --precision bf16 --batch "$(batch)" --seq-len "$(seqlen)" $(timed_steps) --json > "$LOGS/$name.json" || one=$? rc=$?
     cat "$LOGS/$name.json"
-    line+="V=$v $flash: $(speed "$LOGS/$name.json"); "
+    line+="V=$v $flash: $(said $one $each "$(speed "$LOGS/$name.json")"); "
   done
   result "$line"
   return $rc
@@ -187,19 +191,15 @@ print(", ".join(f"{k} {r[p + k + '_ms']:.3f} ms ({r[p + k + '_tflops']:.1f} TFLO
 PY
 }
 step_attention() {
-  local rc=0 flash each=$(share_of attention 5) line=""
+  local rc=0 one flash each=$(share_of attention 5) line=""
   # Each tensor-core variant of the flash kernels, forward and backward timed apart (materialize
   # beside them in the JSON), then PyTorch's scaled_dot_product_attention on the same shape.
   for flash in mma mma_regs mma_wide wmma; do
-    local one=0
+    one=0
     SHARDLAB_CUDA_FLASH=$flash timeout --foreground -k 5 $each shardlab bench attention --device cuda $(attn_shape) \
-      --seq-len "$(seqlen)" --precision bf16 --iters "$(attn_iters)" > "$LOGS/attention_$flash.json" || one=$?
+      --seq-len "$(seqlen)" --precision bf16 --iters "$(attn_iters)" > "$LOGS/attention_$flash.json" || one=$? rc=$?
     cat "$LOGS/attention_$flash.json"
-    case $one in # the part that ran out of time named, with its own limit (the step's is 5 shares)
-      0) line+="$flash: $(attn_speed "$LOGS/attention_$flash.json" flash_); " ;;
-      124 | 137) line+="$flash: killed after $each s; " rc=$one ;;
-      *) line+="$flash: failed ($one); " rc=$one ;;
-    esac
+    line+="$flash: $(said $one $each "$(attn_speed "$LOGS/attention_$flash.json" flash_)"); "
   done
   if python3 -c 'import torch' 2>/dev/null && torch_cuda; then
     timeout --foreground -k 5 $each env -u LD_LIBRARY_PATH python3 "$B/tools/torch_bench_attention.py" --device cuda \
@@ -227,14 +227,15 @@ step_trace() {
 peer() { # eager|compile: tools/torch_bench_step.py with the machine's own libraries
   python3 -c 'import torch' 2>/dev/null || skip "PyTorch absent"
   torch_cuda || skip "PyTorch without CUDA here"
-  local rc=0 v each=$(share_of "$1" 2) line="" flag=()
+  local rc=0 one v each=$(share_of "$1" 2) line="" flag=()
   [ "$1" = compile ] && flag=(--compile)
   for v in $(vocabs | tr ' ' '\n' | sort -r); do # 50304 first: the compile step may only get one
+    one=0
     timeout --foreground -k 5 $each env -u LD_LIBRARY_PATH python3 "$B/tools/torch_bench_step.py" --device cuda \
       $(peer_model) --vocab "$v" --seq "$(seqlen)" --batch "$(batch)" \
-      --precision bf16 --threads 1 $(timed_steps) "${flag[@]}" > "$LOGS/${STEP}_$v.json" || rc=$?
+      --precision bf16 --threads 1 $(timed_steps) "${flag[@]}" > "$LOGS/${STEP}_$v.json" || one=$? rc=$?
     cat "$LOGS/${STEP}_$v.json"
-    line+="V=$v: $(speed "$LOGS/${STEP}_$v.json"); "
+    line+="V=$v: $(said $one $each "$(speed "$LOGS/${STEP}_$v.json")"); "
   done
   result "$line"
   return $rc
