@@ -35,8 +35,9 @@ struct Fiber {
     ctx::fiber self;  // resumes this CUDA thread
     ctx::fiber sched; // resumes the block's scheduler
     std::source_location where;
-    unsigned mask = 0;        // at_warp: the lanes that meet
-    std::uint64_t target = 0; // at_warp: the rendezvous count every lane must reach
+    unsigned mask = 0;             // at_warp: the lanes that meet
+    WarpCompute compute = nullptr; // at_warp in warp_collective: what forms the lanes' results
+    std::uint64_t target = 0;      // at_warp: the rendezvous count every lane must reach
     // Warp operations done so far, counted per mask: the k-th operation with a mask meets the k-th
     // of every other lane in it, so lanes outside a partial mask never stall it (as on Volta+).
     std::vector<std::pair<unsigned, std::uint64_t>> warp_counts;
@@ -46,10 +47,12 @@ struct Fiber {
     sanitizers::FiberMarks marks;
 };
 
+// A warp's collective operations: each lane's deposit, its result, and whether the result is
+// there (set for the group by the lane that computes, cleared by each lane as it takes its own).
 struct Warp {
-    std::uint64_t slot[32] = {};
-    bool vote[32] = {};
-    std::uint32_t gather[32][kGatherWords] = {};
+    WarpWords in = {};
+    WarpWords out = {};
+    bool done[32] = {};
     char sync[2] = {}; // the race detector's rendezvous objects, alternating
 };
 
@@ -524,51 +527,87 @@ void meet(unsigned mask, std::source_location where) {
 } // namespace
 
 void syncwarp(unsigned mask, std::source_location where) {
+    me().compute = nullptr; // no result to form: a lane here meeting a shuffle is reported there
     meet(mask, where);
+}
+
+namespace {
+// The first lane of a met group to run computes every lane's result; it also checks that the
+// group's lanes are in the same operation (a shuffle meeting a vote would exchange nonsense).
+void complete(Warp& w, const Fiber& f, unsigned mask) {
+    const unsigned base = f.id.linear / 32 * 32;
+    for (unsigned l = 0; l < 32; ++l) {
+        if (!(mask >> l & 1u)) continue;
+        const Fiber& other = current_block->fibers[base + l];
+        if (other.compute != f.compute)
+            throw KernelError(
+                where_block(*current_block, f) + ": threads " + std::to_string(f.id.linear) +
+                " and " + std::to_string(other.id.linear) + " meet in different warp operations (" +
+                site(f.where) + ", " + site(other.where) + ")");
+    }
+    f.compute(mask, w.in, w.out);
+    for (unsigned l = 0; l < 32; ++l)
+        if (mask >> l & 1u) w.done[l] = true;
+}
+
+// A shuffle's deposit: the value (two words) and the lane it reads.
+void exchange(unsigned mask, const WarpWords& in, WarpWords& out) {
+    for (unsigned l = 0; l < 32; ++l) {
+        if (!(mask >> l & 1u)) continue;
+        const std::uint32_t src = in[l][2];
+        out[l][0] = in[src][0];
+        out[l][1] = in[src][1];
+    }
+}
+
+void ballot(unsigned mask, const WarpWords& in, WarpWords& out) {
+    std::uint32_t bits = 0;
+    for (unsigned l = 0; l < 32; ++l)
+        if ((mask >> l & 1u) && in[l][0]) bits |= 1u << l;
+    for (unsigned l = 0; l < 32; ++l)
+        if (mask >> l & 1u) out[l][0] = bits;
+}
+} // namespace
+
+void warp_collective(unsigned mask, const std::uint32_t* in, int in_words, std::uint32_t* out,
+                     int out_words, WarpCompute compute, std::source_location where) {
+    Fiber& f = me();
+    if (in_words < 0 || in_words > kCollectiveWords || out_words < 0 ||
+        out_words > kCollectiveWords)
+        throw KernelError(where_block(*current_block, f) + ": a warp operation of " +
+                          std::to_string(in_words) + " words in, " + std::to_string(out_words) +
+                          " out (at most " + std::to_string(kCollectiveWords) + " each, " +
+                          site(where) + ")");
+    Warp& w = current_block->warps[f.id.linear / 32];
+    const unsigned lane = f.id.linear % 32;
+    std::memcpy(w.in[lane], in, sizeof(std::uint32_t) * std::size_t(in_words));
+    f.compute = compute;
+    meet(mask, where); // every lane of the mask has deposited
+    if (!w.done[lane]) complete(w, f, mask);
+    w.done[lane] = false;
+    std::memcpy(out, w.out[lane], sizeof(std::uint32_t) * std::size_t(out_words));
 }
 
 std::uint64_t warp_exchange(unsigned mask, std::uint64_t value, int src,
                             std::source_location where) {
-    Fiber& f = me();
-    Warp& w = current_block->warps[f.id.linear / 32];
-    const unsigned lane = f.id.linear % 32;
-    w.slot[lane] = value;
-    meet(mask, where); // every lane has deposited
-    if (src < 0 || src > 31 || !(mask >> src & 1u))
+    if (src < 0 || src > 31 || !(mask >> src & 1u)) {
+        const Fiber& f = me();
         throw KernelError(where_block(*current_block, f) + ": thread " +
                           std::to_string(f.id.linear) + " reads lane " + std::to_string(src) +
                           ", which is not in the shuffle's mask (" + site(where) + ")");
-    const std::uint64_t got = w.slot[src];
-    meet(mask, where); // every lane has read: the slots may be written again
-    return got;
+    }
+    const std::uint32_t in[3] = {std::uint32_t(value), std::uint32_t(value >> 32),
+                                 std::uint32_t(src)};
+    std::uint32_t got[2];
+    warp_collective(mask, in, 3, got, 2, exchange, where);
+    return got[0] | std::uint64_t(got[1]) << 32;
 }
 
 unsigned warp_ballot(unsigned mask, bool predicate, std::source_location where) {
-    Fiber& f = me();
-    Warp& w = current_block->warps[f.id.linear / 32];
-    w.vote[f.id.linear % 32] = predicate;
-    meet(mask, where);
-    unsigned bits = 0;
-    for (unsigned l = 0; l < 32; ++l)
-        if ((mask >> l & 1u) && w.vote[l]) bits |= 1u << l;
-    meet(mask, where);
+    const std::uint32_t in = predicate;
+    std::uint32_t bits;
+    warp_collective(mask, &in, 1, &bits, 1, ballot, where);
     return bits;
-}
-
-void warp_all_gather(const std::uint32_t* mine, int words, std::uint32_t* all,
-                     std::source_location where) {
-    Fiber& f = me();
-    if (words < 0 || words > kGatherWords)
-        throw KernelError(where_block(*current_block, f) + ": a warp gather of " +
-                          std::to_string(words) + " words (at most " +
-                          std::to_string(kGatherWords) + ", " + site(where) + ")");
-    Warp& w = current_block->warps[f.id.linear / 32];
-    std::memcpy(w.gather[f.id.linear % 32], mine, sizeof(std::uint32_t) * std::size_t(words));
-    meet(0xffffffffu, where); // every lane has deposited
-    for (int l = 0; l < 32; ++l)
-        std::memcpy(all + std::size_t(l) * words, w.gather[l],
-                    sizeof(std::uint32_t) * std::size_t(words));
-    meet(0xffffffffu, where); // every lane has read: the slots may be written again
 }
 
 void check_aligned(const void* p, std::size_t alignment, const char* what) {

@@ -62,12 +62,18 @@ void syncwarp(unsigned mask, std::source_location where);
 std::uint64_t warp_exchange(unsigned mask, std::uint64_t value, int src,
                             std::source_location where);
 unsigned warp_ballot(unsigned mask, bool predicate, std::source_location where);
-// Every lane of the whole warp deposits `words` (at most kGatherWords) 32-bit values and receives
-// every lane's, lane l's at all[l * words ...]: what a warp-wide instruction whose operands are
-// spread over the lanes (PTX's mma.sync) reads. All 32 lanes must call it.
-inline constexpr int kGatherWords = 8;
-void warp_all_gather(const std::uint32_t* mine, int words, std::uint32_t* all,
-                     std::source_location where);
+// A warp operation whose result for each lane depends on what other lanes hold (shuffles, votes,
+// PTX's mma.sync and ldmatrix): every lane of `mask` deposits `in_words` 32-bit values (at most
+// kCollectiveWords) and waits for the others; then `compute`, given every lane's deposit (lane l's
+// at in[l]), fills every lane's result (out[l], lanes of the mask only), once for the group, run
+// by whichever of its lanes resumes first; each lane receives its own `out_words`. One rendezvous
+// a call. `compute` must be a plain function of its arguments: no device functions (threadIdx,
+// shuffles, barriers) inside it. Lanes that meet with different `compute`s are reported.
+inline constexpr int kCollectiveWords = 10;
+using WarpWords = std::uint32_t[32][kCollectiveWords];
+using WarpCompute = void (*)(unsigned mask, const WarpWords& in, WarpWords& out);
+void warp_collective(unsigned mask, const std::uint32_t* in, int in_words, std::uint32_t* out,
+                     int out_words, WarpCompute compute, std::source_location where);
 int lane_id();
 void* dynamic_shared(); // this block's dynamic shared memory (the launch's `smem` bytes)
 // Reports a misaligned vector access (CUDA's cudaErrorMisalignedAddress) instead of doing it.

@@ -664,6 +664,42 @@ TEST(Simt, AWarpOperationWhoseMaskNamesAnExitedLaneIsReported) {
     EXPECT_NE(what.find("lane 31 of the mask 0xffffffff exited"), std::string::npos) << what;
 }
 
+// Half the warp shuffles while the other half votes: on a GPU the lanes of a warp operation must
+// run the same one; here the two would have met as one and exchanged each other's deposits.
+__global__ void shuffle_against_vote(unsigned* out) {
+    const unsigned lane = threadIdx.x % 32;
+    if (lane < 16)
+        out[lane] = unsigned(__shfl_sync(0xffffffffu, int(lane), 0));
+    else
+        out[lane] = __ballot_sync(0xffffffffu, lane % 2 == 0);
+}
+
+// The same with __syncwarp, which forms no result, against a shuffle that does, after a shuffle
+// of every lane (so that the lane at __syncwarp was last in a shuffle too).
+__global__ void shuffle_against_syncwarp(unsigned* out) {
+    const unsigned lane = threadIdx.x % 32;
+    out[lane] = unsigned(__shfl_sync(0xffffffffu, int(lane), 2));
+    if (lane == 0)
+        __syncwarp();
+    else
+        out[lane] += unsigned(__shfl_sync(0xffffffffu, int(lane), 1));
+}
+
+TEST(Simt, LanesMeetingInDifferentWarpOperationsAreReported) {
+    {
+        DeviceArray<unsigned> out(32);
+        launch_faulting("shuffle_against_vote", shuffle_against_vote, 1, 32, 0, nullptr, out.p);
+        const std::string what = expect_fault(cudaErrorLaunchFailure);
+        EXPECT_NE(what.find("meet in different warp operations (test_simt.cpp:"), std::string::npos)
+            << what;
+        EXPECT_NE(what.find("kernel shuffle_against_vote"), std::string::npos) << what;
+    }
+    DeviceArray<unsigned> out(32);
+    launch_faulting("shuffle_against_syncwarp", shuffle_against_syncwarp, 1, 32, 0, nullptr, out.p);
+    const std::string what = expect_fault(cudaErrorLaunchFailure);
+    EXPECT_NE(what.find("meet in different warp operations"), std::string::npos) << what;
+}
+
 __global__ void vector_load(float* out, const float* in) {
     const float4 v = cuda::load4(in);
     out[0] = v.x + v.y + v.z + v.w;

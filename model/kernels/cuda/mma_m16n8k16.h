@@ -9,10 +9,10 @@
 //   B: b[0] = rows 2t, 2t+1 of column g, b[1] = rows 2t+8, 2t+9 (the lower row in the low half);
 //   D: d[0], d[1] = (g, 2t), (g, 2t+1); d[2], d[3] = (g+8, 2t), (g+8, 2t+1).
 // On a GPU the function is the instruction. The emulator has no PTX: there it computes the
-// definition — each lane gathers the warp's registers and forms its four elements as
-// d + sum over k = 0..15 in order, in fp32 (a product of 16-bit values is exact in fp32, so only
-// the additions round; tensor cores add in their own order: the same to fp32 roundoff of the sum).
-// Included by .cu files only.
+// definition — once every lane has handed its registers over (emu::warp_collective), each lane's
+// four elements are formed as d + sum over k = 0..15 in order, in fp32 (a product of 16-bit values
+// is exact in fp32, so only the additions round; tensor cores add in their own order: the same to
+// fp32 roundoff of the sum). Included by .cu files only.
 #pragma once
 
 #include "core/cuda/element.h"
@@ -89,6 +89,69 @@ __device__ __forceinline__ MmaB load_b_cols(const T* p, int pitch) {
     return {{pack2<T>(top[0], top[pitch]), pack2<T>(top[8 * pitch], top[9 * pitch])}};
 }
 
+#ifdef SHARDLAB_CUDA_EMU
+// The emulator has no PTX: the two warp-wide instructions as functions of every lane's registers
+// (emu::warp_collective), computed once for the warp.
+namespace emulated {
+template <typename T>
+inline float half_of(std::uint32_t word, int high) {
+    const std::uint16_t bits = std::uint16_t(high ? word >> 16 : word & 0xffffu);
+    T v;
+    memcpy(&v, &bits, 2);
+    return to_f32(v);
+}
+
+// ldmatrix_x4: lane l deposited the address of row l % 8 of matrix l / 8 (two words); lane (g, t)
+// receives in r[i] matrix i's (g, 2t..2t+1), or with kTrans its (2t..2t+1, g).
+template <bool kTrans>
+void ldmatrix_x4(unsigned, const emu::WarpWords& in, emu::WarpWords& out) {
+    auto row_of = [&](int lane) {
+        const std::uint64_t bits = in[lane][0] | std::uint64_t(in[lane][1]) << 32;
+        return reinterpret_cast<const std::uint16_t*>(std::uintptr_t(bits));
+    };
+    for (int lane = 0; lane < 32; ++lane) {
+        const int g = lane / 4, t = lane % 4;
+        for (int i = 0; i < 4; ++i)
+            out[lane][i] = kTrans ? std::uint32_t(row_of(8 * i + 2 * t)[g]) |
+                                        std::uint32_t(row_of(8 * i + 2 * t + 1)[g]) << 16
+                                  : std::uint32_t(row_of(8 * i + g)[2 * t]) |
+                                        std::uint32_t(row_of(8 * i + g)[2 * t + 1]) << 16;
+    }
+}
+
+// mma: lane l deposited a[0..3], b[0..1] and its accumulators d[0..3] (as bits). A and B are
+// widened once from where the file comment's layout puts them; each lane's d[i] = (row, col)
+// becomes d + sum over k = 0..15 in order, in fp32.
+template <typename T>
+void mma(unsigned, const emu::WarpWords& in, emu::WarpWords& out) {
+    float A[16][16], Bt[8][16]; // A row-major, B by columns
+    for (int lane = 0; lane < 32; ++lane) {
+        const int g = lane / 4, t = lane % 4;
+        for (int h = 0; h < 2; ++h) {
+            A[g][2 * t + h] = half_of<T>(in[lane][0], h);
+            A[g + 8][2 * t + h] = half_of<T>(in[lane][1], h);
+            A[g][2 * t + 8 + h] = half_of<T>(in[lane][2], h);
+            A[g + 8][2 * t + 8 + h] = half_of<T>(in[lane][3], h);
+            Bt[g][2 * t + h] = half_of<T>(in[lane][4], h);
+            Bt[g][2 * t + 8 + h] = half_of<T>(in[lane][5], h);
+        }
+    }
+    for (int lane = 0; lane < 32; ++lane) {
+        const int g = lane / 4, t = lane % 4;
+        for (int i = 0; i < 4; ++i) {
+            const float* row = A[g + 8 * (i / 2)];
+            const float* col = Bt[2 * t + i % 2];
+            float s;
+            memcpy(&s, &in[lane][6 + i], 4);
+            for (int k = 0; k < 16; ++k) s += row[k] * col[k];
+            memcpy(&out[lane][i], &s, 4);
+        }
+    }
+}
+
+} // namespace emulated
+#endif
+
 // PTX's ldmatrix.sync.aligned.m8n8.x4[.trans].shared.b16: four 8 x 8 matrices of 16-bit elements
 // from shared memory in one warp-wide load. Lane l gives the address of row l % 8 of matrix l / 8
 // (8 contiguous elements, 16-byte aligned) and receives, in r[i], matrix i's elements
@@ -96,26 +159,16 @@ __device__ __forceinline__ MmaB load_b_cols(const T* p, int pitch) {
 // and (2(l % 4) + 1, l / 4) — the lower in the low half. That is the mma operands' layout, so one
 // ldmatrix gives an A operand or two B operands: the loaders below do what load_a, load_b_rows
 // and load_b_cols do (the tests hold them to the same registers) in 1 instruction instead of 4,
-// 4 and 8. Under the emulator each lane reads what the instruction would deliver to it from the
-// rows the warp's lanes name (emu::warp_all_gather).
+// 4 and 8. Under the emulator the rows the warp's lanes name are read for every lane at once
+// (emu::warp_collective), as the instruction would deliver them.
 template <bool kTrans>
 __device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&r)[4], const void* row) {
 #ifdef SHARDLAB_CUDA_EMU
     emu::check_aligned(row, 16, "ldmatrix's row address");
     const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(row);
     const std::uint32_t mine[2] = {std::uint32_t(a), std::uint32_t(std::uint64_t(a) >> 32)};
-    std::uint32_t all[64];
-    emu::warp_all_gather(mine, 2, all, std::source_location::current());
-    const int g = emu::lane_id() / 4, t = emu::lane_id() % 4;
-    auto row_of = [&](int lane) {
-        const std::uint64_t bits = all[2 * lane] | std::uint64_t(all[2 * lane + 1]) << 32;
-        return reinterpret_cast<const std::uint16_t*>(std::uintptr_t(bits));
-    };
-    for (int i = 0; i < 4; ++i)
-        r[i] = kTrans ? std::uint32_t(row_of(8 * i + 2 * t)[g]) |
-                            std::uint32_t(row_of(8 * i + 2 * t + 1)[g]) << 16
-                      : std::uint32_t(row_of(8 * i + g)[2 * t]) |
-                            std::uint32_t(row_of(8 * i + g)[2 * t + 1]) << 16;
+    emu::warp_collective(0xffffffffu, mine, 2, r, 4, emulated::ldmatrix_x4<kTrans>,
+                         std::source_location::current());
 #else
     const unsigned address = unsigned(__cvta_generic_to_shared(row));
     if constexpr (kTrans)
@@ -162,44 +215,20 @@ __device__ __forceinline__ void ldmatrix_b_cols(MmaB (&b)[2], const T* p, int pi
     b[1] = {{r[2], r[3]}};
 }
 
-#ifdef SHARDLAB_CUDA_EMU
-namespace emulated {
-template <typename T>
-inline float half_of(std::uint32_t word, int high) {
-    const std::uint16_t bits = std::uint16_t(high ? word >> 16 : word & 0xffffu);
-    T v;
-    memcpy(&v, &bits, 2);
-    return to_f32(v);
-}
-} // namespace emulated
-#endif
-
 // d += a b on the tensor cores (T: __nv_bfloat16 or __half). Warp-collective: all 32 lanes call it.
 template <typename T>
 __device__ __forceinline__ void mma(MmaD& d, const MmaA& a, const MmaB& b) {
     static_assert(std::is_same_v<T, __nv_bfloat16> || std::is_same_v<T, __half>,
                   "mma.m16n8k16 takes bf16 or fp16");
 #ifdef SHARDLAB_CUDA_EMU
-    constexpr int kWords = 6; // a lane's a[0..3], b[0..1]
-    const std::uint32_t mine[kWords] = {a.r[0], a.r[1], a.r[2], a.r[3], b.r[0], b.r[1]};
-    std::uint32_t all[32 * kWords];
-    emu::warp_all_gather(mine, kWords, all, std::source_location::current());
-    const int g = emu::lane_id() / 4, t = emu::lane_id() % 4;
-    // A(row, k) and B(k, col) where the file comment's layout puts them.
-    auto A = [&](int row, int k) {
-        const int lane = (row % 8) * 4 + (k % 8) / 2, reg = (row >= 8) + 2 * (k >= 8);
-        return emulated::half_of<T>(all[lane * kWords + reg], k % 2);
-    };
-    auto B = [&](int k, int col) {
-        const int lane = col * 4 + (k % 8) / 2, reg = 4 + (k >= 8);
-        return emulated::half_of<T>(all[lane * kWords + reg], k % 2);
-    };
-    for (int i = 0; i < 4; ++i) {
-        const int row = g + 8 * (i / 2), col = 2 * t + i % 2;
-        float s = d.x[i];
-        for (int k = 0; k < 16; ++k) s += A(row, k) * B(k, col);
-        d.x[i] = s;
-    }
+    std::uint32_t mine[10]; // a[0..3], b[0..1], d[0..3]
+    memcpy(mine, a.r, 16);
+    memcpy(mine + 4, b.r, 8);
+    memcpy(mine + 6, d.x, 16);
+    std::uint32_t got[4];
+    emu::warp_collective(0xffffffffu, mine, 10, got, 4, emulated::mma<T>,
+                         std::source_location::current());
+    memcpy(d.x, got, 16);
 #else
     // Not volatile: the instruction has no effect beyond its outputs, so nvcc may schedule it.
     if constexpr (std::is_same_v<T, __nv_bfloat16>)
