@@ -10,6 +10,7 @@
 #include <boost/context/pooled_fixedsize_stack.hpp>
 
 #include <algorithm>
+#include <bit>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -53,7 +54,8 @@ struct Warp {
     WarpWords in = {};
     WarpWords out = {};
     bool done[32] = {};
-    char sync[2] = {}; // the race detector's rendezvous objects, alternating
+    char sync[2] = {};         // the race detector's rendezvous objects, alternating
+    char result_sync[32] = {}; // its objects for a computed result, by the group's lowest lane
 };
 
 // What the running fiber's calls reach: its block and itself.
@@ -530,14 +532,10 @@ void meet(unsigned mask, std::source_location where) {
 }
 } // namespace
 
-void syncwarp(unsigned mask, std::source_location where) {
-    me().compute = nullptr; // no result to form: a lane here meeting a shuffle is reported there
-    meet(mask, where);
-}
-
 namespace {
 // The first lane of a met group to run computes every lane's result; it also checks that the
 // group's lanes are in the same operation (a shuffle meeting a vote would exchange nonsense).
+// __syncwarp is an operation with nothing to compute (nullptr).
 void complete(Warp& w, const Fiber& f, unsigned mask) {
     const unsigned base = f.id.linear / 32 * 32;
     for (unsigned l = 0; l < 32; ++l) {
@@ -549,7 +547,7 @@ void complete(Warp& w, const Fiber& f, unsigned mask) {
                 " and " + std::to_string(other.id.linear) + " meet in different warp operations (" +
                 site(f.where) + ", " + site(other.where) + ")");
     }
-    f.compute(mask, w.in, w.out);
+    if (f.compute) f.compute(mask, w.in, w.out);
     for (unsigned l = 0; l < 32; ++l)
         if (mask >> l & 1u) w.done[l] = true;
 }
@@ -574,7 +572,8 @@ void ballot(unsigned mask, const WarpWords& in, WarpWords& out) {
 } // namespace
 
 void warp_collective(unsigned mask, const std::uint32_t* in, int in_words, std::uint32_t* out,
-                     int out_words, WarpCompute compute, std::source_location where) {
+                     int out_words, WarpCompute compute, std::source_location where,
+                     bool reads_memory) {
     Fiber& f = me();
     if (in_words < 0 || in_words > kCollectiveWords || out_words < 0 ||
         out_words > kCollectiveWords)
@@ -584,12 +583,24 @@ void warp_collective(unsigned mask, const std::uint32_t* in, int in_words, std::
                           site(where) + ")");
     Warp& w = current_block->warps[f.id.linear / 32];
     const unsigned lane = f.id.linear % 32;
-    std::memcpy(w.in[lane], in, sizeof(std::uint32_t) * std::size_t(in_words));
+    if (in_words) std::memcpy(w.in[lane], in, sizeof(std::uint32_t) * std::size_t(in_words));
     f.compute = compute;
     meet(mask, where); // every lane of the mask has deposited
-    if (!w.done[lane]) complete(w, f, mask);
+    // What a compute read of the kernel's memory for the warp (ldmatrix's shared-memory rows) must
+    // happen before every lane goes on, as the instruction's end orders it on a GPU. One object
+    // per group (by its lowest lane), so disjoint groups stay unordered.
+    void* result = &w.result_sync[std::countr_zero(mask)];
+    if (!w.done[lane]) {
+        complete(w, f, mask);
+        if (reads_memory) sanitizers::release(result);
+    }
+    if (reads_memory) sanitizers::acquire(result);
     w.done[lane] = false;
-    std::memcpy(out, w.out[lane], sizeof(std::uint32_t) * std::size_t(out_words));
+    if (out_words) std::memcpy(out, w.out[lane], sizeof(std::uint32_t) * std::size_t(out_words));
+}
+
+void syncwarp(unsigned mask, std::source_location where) {
+    warp_collective(mask, nullptr, 0, nullptr, 0, nullptr, where, false);
 }
 
 std::uint64_t warp_exchange(unsigned mask, std::uint64_t value, int src,
@@ -603,14 +614,14 @@ std::uint64_t warp_exchange(unsigned mask, std::uint64_t value, int src,
     const std::uint32_t in[3] = {std::uint32_t(value), std::uint32_t(value >> 32),
                                  std::uint32_t(src)};
     std::uint32_t got[2];
-    warp_collective(mask, in, 3, got, 2, exchange, where);
+    warp_collective(mask, in, 3, got, 2, exchange, where, false);
     return got[0] | std::uint64_t(got[1]) << 32;
 }
 
 unsigned warp_ballot(unsigned mask, bool predicate, std::source_location where) {
     const std::uint32_t in = predicate;
     std::uint32_t bits;
-    warp_collective(mask, &in, 1, &bits, 1, ballot, where);
+    warp_collective(mask, &in, 1, &bits, 1, ballot, where, false);
     return bits;
 }
 

@@ -68,12 +68,16 @@ unsigned warp_ballot(unsigned mask, bool predicate, std::source_location where);
 // at in[l]), fills every lane's result (out[l], lanes of the mask only), once for the group, run
 // by whichever of its lanes resumes first; each lane receives its own `out_words`. One rendezvous
 // a call. `compute` must be a plain function of its arguments: no device functions (threadIdx,
-// shuffles, barriers) inside it. Lanes that meet with different `compute`s are reported.
+// shuffles, barriers) inside it. Lanes that meet with different `compute`s are reported
+// (__syncwarp is this with nothing to compute: a null `compute`). A `compute` that reads the
+// kernel's memory (ldmatrix) says so (`reads_memory`): for the race detector its reads, made by
+// one lane for all, then happen before every lane of the group goes on.
 inline constexpr int kCollectiveWords = 10;
 using WarpWords = std::uint32_t[32][kCollectiveWords];
 using WarpCompute = void (*)(unsigned mask, const WarpWords& in, WarpWords& out);
 void warp_collective(unsigned mask, const std::uint32_t* in, int in_words, std::uint32_t* out,
-                     int out_words, WarpCompute compute, std::source_location where);
+                     int out_words, WarpCompute compute, std::source_location where,
+                     bool reads_memory);
 int lane_id();
 void* dynamic_shared(); // this block's dynamic shared memory (the launch's `smem` bytes)
 // Reports a misaligned vector access (CUDA's cudaErrorMisalignedAddress) instead of doing it.

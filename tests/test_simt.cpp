@@ -675,7 +675,8 @@ __global__ void shuffle_against_vote(unsigned* out) {
 }
 
 // The same with __syncwarp, which forms no result, against a shuffle that does, after a shuffle
-// of every lane (so that the lane at __syncwarp was last in a shuffle too).
+// of every lane (so that the lane at __syncwarp was last in a shuffle too) and before another (so
+// that it runs on into a shuffle, whichever lane resumes first).
 __global__ void shuffle_against_syncwarp(unsigned* out) {
     const unsigned lane = threadIdx.x % 32;
     out[lane] = unsigned(__shfl_sync(0xffffffffu, int(lane), 2));
@@ -683,6 +684,7 @@ __global__ void shuffle_against_syncwarp(unsigned* out) {
         __syncwarp();
     else
         out[lane] += unsigned(__shfl_sync(0xffffffffu, int(lane), 1));
+    out[lane] += unsigned(__shfl_sync(0xffffffffu, int(lane), 3));
 }
 
 TEST(Simt, LanesMeetingInDifferentWarpOperationsAreReported) {

@@ -168,7 +168,7 @@ __device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&r)[4], const void* r
     const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(row);
     const std::uint32_t mine[2] = {std::uint32_t(a), std::uint32_t(std::uint64_t(a) >> 32)};
     emu::warp_collective(0xffffffffu, mine, 2, r, 4, emulated::ldmatrix_x4<kTrans>,
-                         std::source_location::current());
+                         std::source_location::current(), true);
 #else
     const unsigned address = unsigned(__cvta_generic_to_shared(row));
     if constexpr (kTrans)
@@ -227,7 +227,7 @@ __device__ __forceinline__ void mma(MmaD& d, const MmaA& a, const MmaB& b) {
     memcpy(mine + 6, d.x, 16);
     std::uint32_t got[4];
     emu::warp_collective(0xffffffffu, mine, 10, got, 4, emulated::mma<T>,
-                         std::source_location::current());
+                         std::source_location::current(), false);
     memcpy(d.x, got, 16);
 #else
     // Not volatile: the instruction has no effect beyond its outputs, so nvcc may schedule it.
