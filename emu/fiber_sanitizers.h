@@ -5,13 +5,15 @@
 // ThreadSanitizer (SHARDLAB_EMU_TSAN: simt.cpp itself is compiled without instrumentation, so the
 // scheduler's bookkeeping is never reported): every CUDA thread is a TSan fiber, and switching to
 // one creates no happens-before ("no sync"), so two threads of a block are ordered only by what
-// orders them on a GPU: a barrier or a warp rendezvous, each a release by every thread that
-// arrives and an acquire by every thread that leaves. A race between them is reported with the
-// fiber's name: kernel, block and thread. A thread's last switch back to the scheduler (as it
-// exits) synchronises, so everything a block did happens before the next block on that OS thread
-// (which reuses its stacks and `__shared__` memory) and before the launch returns; its switches at
-// barriers and warp operations do not (the scheduler's code is not instrumented, so nothing there
-// needs them, and each would cost a vector-clock merge the size of every fiber ever made).
+// orders them on a GPU: a barrier or a __syncwarp, each a release by every thread that arrives
+// and an acquire by every thread that leaves (shuffles, votes, mma.sync and WMMA calls order no
+// memory, as in CUDA; ldmatrix's reads end before its lanes go on: emu::WarpOrder). A race between
+// them is reported with the fiber's name: kernel, block and thread. A thread's last switch back to
+// the scheduler (as it exits) synchronises, so everything a block did happens before the next block
+// on that OS thread (which reuses its stacks and `__shared__` memory) and before the launch
+// returns; its switches at barriers and warp operations do not (the scheduler's code is not
+// instrumented, so nothing there needs them, and each would cost a vector-clock merge the size of
+// every fiber ever made).
 //
 // AddressSanitizer (__SANITIZE_ADDRESS__): each switch names the stack it goes to
 // (__sanitizer_start_switch_fiber / __sanitizer_finish_switch_fiber).

@@ -483,9 +483,10 @@ void* dynamic_shared() {
 }
 
 namespace {
-// SHARDLAB_EMU_DELETE_BARRIER=FILE:LINE (tests/barrier_mutants.sh) turns that __syncthreads into
-// nothing, as if it were deleted from the source: the race detector must then report the race it
-// guarded against. Announced once on stderr, so a mutation that never ran is seen as such.
+// SHARDLAB_EMU_DELETE_BARRIER=FILE:LINE (tests/barrier_mutants.sh) turns that __syncthreads or
+// __syncwarp into nothing, as if it were deleted from the source: the race detector must then
+// report the race it guarded against. Announced once on stderr, so a mutation that never ran is
+// seen as such.
 bool deleted_barrier(const std::source_location& where) {
     const std::string& deleted = sanitizers::made_once([] {
         const char* env = std::getenv("SHARDLAB_EMU_DELETE_BARRIER");
@@ -514,7 +515,7 @@ void syncthreads(std::source_location where) {
 
 namespace {
 // One rendezvous of the lanes in `mask`: returns once every one of them has arrived.
-void meet(unsigned mask, std::source_location where) {
+void meet(unsigned mask, std::source_location where, bool orders_memory) {
     Fiber& f = me();
     const unsigned lane = f.id.linear % 32;
     if (!(mask >> lane & 1u))
@@ -526,9 +527,9 @@ void meet(unsigned mask, std::source_location where) {
     f.where = where;
     f.target = next_warp_count(f, mask);
     void* rendezvous = &current_block->warps[f.id.linear / 32].sync[f.target % 2];
-    sanitizers::release(rendezvous);
+    if (orders_memory) sanitizers::release(rendezvous);
     yield();
-    sanitizers::acquire(rendezvous);
+    if (orders_memory) sanitizers::acquire(rendezvous);
 }
 } // namespace
 
@@ -573,7 +574,7 @@ void ballot(unsigned mask, const WarpWords& in, WarpWords& out) {
 
 void warp_collective(unsigned mask, const std::uint32_t* in, int in_words, std::uint32_t* out,
                      int out_words, WarpCompute compute, std::source_location where,
-                     bool reads_memory) {
+                     WarpOrder order) {
     Fiber& f = me();
     if (in_words < 0 || in_words > kCollectiveWords || out_words < 0 ||
         out_words > kCollectiveWords)
@@ -585,22 +586,23 @@ void warp_collective(unsigned mask, const std::uint32_t* in, int in_words, std::
     const unsigned lane = f.id.linear % 32;
     if (in_words) std::memcpy(w.in[lane], in, sizeof(std::uint32_t) * std::size_t(in_words));
     f.compute = compute;
-    meet(mask, where); // every lane of the mask has deposited
+    meet(mask, where, order == WarpOrder::lanes); // every lane of the mask has deposited
     // What a compute read of the kernel's memory for the warp (ldmatrix's shared-memory rows) must
     // happen before every lane goes on, as the instruction's end orders it on a GPU. One object
     // per group (by its lowest lane), so disjoint groups stay unordered.
     void* result = &w.result_sync[std::countr_zero(mask)];
     if (!w.done[lane]) {
         complete(w, f, mask);
-        if (reads_memory) sanitizers::release(result);
+        if (order == WarpOrder::reads) sanitizers::release(result);
     }
-    if (reads_memory) sanitizers::acquire(result);
+    if (order == WarpOrder::reads) sanitizers::acquire(result);
     w.done[lane] = false;
     if (out_words) std::memcpy(out, w.out[lane], sizeof(std::uint32_t) * std::size_t(out_words));
 }
 
 void syncwarp(unsigned mask, std::source_location where) {
-    warp_collective(mask, nullptr, 0, nullptr, 0, nullptr, where, false);
+    if (deleted_barrier(where)) return;
+    warp_collective(mask, nullptr, 0, nullptr, 0, nullptr, where, WarpOrder::lanes);
 }
 
 std::uint64_t warp_exchange(unsigned mask, std::uint64_t value, int src,
@@ -614,14 +616,14 @@ std::uint64_t warp_exchange(unsigned mask, std::uint64_t value, int src,
     const std::uint32_t in[3] = {std::uint32_t(value), std::uint32_t(value >> 32),
                                  std::uint32_t(src)};
     std::uint32_t got[2];
-    warp_collective(mask, in, 3, got, 2, exchange, where, false);
+    warp_collective(mask, in, 3, got, 2, exchange, where, WarpOrder::nothing);
     return got[0] | std::uint64_t(got[1]) << 32;
 }
 
 unsigned warp_ballot(unsigned mask, bool predicate, std::source_location where) {
     const std::uint32_t in = predicate;
     std::uint32_t bits;
-    warp_collective(mask, &in, 1, &bits, 1, ballot, where, false);
+    warp_collective(mask, &in, 1, &bits, 1, ballot, where, WarpOrder::nothing);
     return bits;
 }
 

@@ -69,15 +69,22 @@ unsigned warp_ballot(unsigned mask, bool predicate, std::source_location where);
 // by whichever of its lanes resumes first; each lane receives its own `out_words`. One rendezvous
 // a call. `compute` must be a plain function of its arguments: no device functions (threadIdx,
 // shuffles, barriers) inside it. Lanes that meet with different `compute`s are reported
-// (__syncwarp is this with nothing to compute: a null `compute`). A `compute` that reads the
-// kernel's memory (ldmatrix) says so (`reads_memory`): for the race detector its reads, made by
-// one lane for all, then happen before every lane of the group goes on.
-inline constexpr int kCollectiveWords = 10;
+// (__syncwarp is this with nothing to compute: a null `compute`). `order` says what the operation
+// orders for the race detector (WarpOrder).
+inline constexpr int kCollectiveWords = 16;
 using WarpWords = std::uint32_t[32][kCollectiveWords];
 using WarpCompute = void (*)(unsigned mask, const WarpWords& in, WarpWords& out);
+// What a warp operation orders among its lanes' memory accesses, as CUDA orders them: __syncwarp
+// "guarantees memory ordering among threads participating in the barrier" (`lanes`); shuffles,
+// votes and mma.sync exchange registers and order no memory (`nothing`: a lane's shared write read
+// by another lane after a shuffle alone is a race, as compute-sanitizer's racecheck says too);
+// ldmatrix's shared-memory reads, made by one lane for the warp, happen before every lane goes on
+// (`reads`), as the instruction's end orders them on a GPU. A `compute` run for `nothing` must not
+// touch memory the race detector sees (its writes to `out` would race with the next compute's).
+enum class WarpOrder { nothing, lanes, reads };
 void warp_collective(unsigned mask, const std::uint32_t* in, int in_words, std::uint32_t* out,
                      int out_words, WarpCompute compute, std::source_location where,
-                     bool reads_memory);
+                     WarpOrder order);
 int lane_id();
 void* dynamic_shared(); // this block's dynamic shared memory (the launch's `smem` bytes)
 // Reports a misaligned vector access (CUDA's cudaErrorMisalignedAddress) instead of doing it.

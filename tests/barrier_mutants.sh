@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Mutation test of the race detector (the ThreadSanitizer emulator build, scripts/tsan.sh): every
-# `__syncthreads();` in model/kernels/cuda/ is deleted in turn (SHARDLAB_EMU_DELETE_BARRIER=FILE:LINE
-# makes the emulator skip it, as if it were not in the source) and the test of the kernel behind it
-# must then report a data race. A barrier without an entry below fails the test: a new one needs
+# `__syncthreads();` and `__syncwarp();` in model/kernels/cuda/ is deleted in turn
+# (SHARDLAB_EMU_DELETE_BARRIER=FILE:LINE makes the emulator skip it, as if it were not in the
+# source) and the test of the kernel behind it must then report a data race. (Shuffles, votes, mma
+# and WMMA's functions order no memory, as in CUDA, so none of them hides a deleted __syncwarp.) A barrier without an entry below fails the test: a new one needs
 # the test that exercises it. Usage: barrier_mutants.sh TEST_CUDA_OPS SOURCE_DIR
 set -uo pipefail
 bin=$1 src=$2
@@ -39,6 +40,6 @@ while IFS=: read -r path line _; do
   else
     cat "$log"; echo "barrier $site deleted: NO race reported by $filter"; fail=1
   fi
-done < <(grep -n '^[[:space:]]*__syncthreads();' "$src"/model/kernels/cuda/*.cu "$src"/model/kernels/cuda/*.h)
+done < <(grep -n '^[[:space:]]*__sync\(threads\|warp\)();' "$src"/model/kernels/cuda/*.cu "$src"/model/kernels/cuda/*.h)
 [ "$n" -ge 3 ] || { echo "only $n barriers found"; fail=1; }
 exit $fail

@@ -31,6 +31,13 @@
 
 using namespace shardlab;
 
+#if defined(__SANITIZE_THREAD__)
+// A race report ends the process with 66 at once (SimtRaceDetector's children rely on it).
+extern "C" const char* __tsan_default_options() {
+    return "halt_on_error=1 exitcode=66";
+}
+#endif
+
 namespace {
 
 // Device memory holding n values of T, copied back to the host on demand.
@@ -852,5 +859,64 @@ TEST(Simt, AFaultIsStickyUntilTheDeviceIsReset) {
     emu::reset_device();
     EXPECT_EQ(cudaMemcpy(&v, out.p, sizeof v, cudaMemcpyDeviceToHost), cudaSuccess);
 }
+
+// --- the race detector's view of warp operations (ThreadSanitizer builds: scripts/tsan.sh) ------
+#if defined(__SANITIZE_THREAD__)
+
+// Lane 1 writes a shared word that lane 0 then reads, the whole warp running `between` in between.
+// Only __syncwarp orders the two: CUDA promises memory ordering for it ("among threads
+// participating in the barrier") and for no shuffle, vote, mma.sync or WMMA function, and
+// compute-sanitizer's racecheck reports the read after a shuffle alone as a hazard too.
+enum class Between { syncwarp, shuffle, vote, mma, wmma };
+__global__ void write_then_read(int* out, const __nv_bfloat16* tile, Between between) {
+    __shared__ int word;
+    const unsigned lane = threadIdx.x;
+    if (lane == 1) word = 7;
+    if (between == Between::syncwarp) __syncwarp();
+    if (between == Between::shuffle) out[1 + lane] = __shfl_sync(0xffffffffu, int(lane), 3);
+    if (between == Between::vote) out[1 + lane] = int(__ballot_sync(0xffffffffu, lane % 2));
+    if (between == Between::mma) {
+        cuda::MmaD d{};
+        cuda::mma<__nv_bfloat16>(d, cuda::MmaA{}, cuda::MmaB{});
+        out[1 + lane] = int(d.x[0]);
+    }
+    if (between == Between::wmma) {
+        wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> f;
+        wmma::load_matrix_sync(f, tile, 16);
+        out[1 + lane] = int(__bfloat162float(f.x[0]));
+    }
+    if (lane == 0) out[0] = word;
+}
+
+// In a child process (a gtest death test, which re-runs this binary for the one statement): the
+// kernel, then exit(0) — or, if ThreadSanitizer reported a race, its exit code 66 at the report
+// (halt_on_error: the defaults below, which TSAN_OPTIONS could only repeat).
+void expect_race(Between between, bool race) {
+    const DeviceArray<__nv_bfloat16> tile(256);
+    DeviceArray<int> out(33);
+    auto run = [&] {
+        cuda::launch("write_then_read", write_then_read, 1, 32, 0, nullptr, out.p,
+                     static_cast<const __nv_bfloat16*>(tile.p), between);
+        std::exit(out.host()[0] == 7 ? 0 : 1);
+    };
+    if (race)
+        EXPECT_EXIT(run(), testing::ExitedWithCode(66), "ThreadSanitizer: data race");
+    else
+        EXPECT_EXIT(run(), testing::ExitedWithCode(0), "");
+}
+
+TEST(SimtRaceDetector, SyncwarpOrdersTheLanesMemory) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe"); // the emulator's pool runs threads
+    expect_race(Between::syncwarp, false);
+}
+
+TEST(SimtRaceDetector, ShufflesVotesMmaAndWmmaOrderNoMemory) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    for (const Between b : {Between::shuffle, Between::vote, Between::mma, Between::wmma}) {
+        SCOPED_TRACE(int(b));
+        expect_race(b, true);
+    }
+}
+#endif
 
 } // namespace

@@ -14,11 +14,13 @@
 // (unspecified, hardware-dependent) order and rounding: results agree to fp32 roundoff of the sum.
 //
 // Every *_sync function is warp-collective, as in CUDA: all 32 lanes must call it (it waits until
-// all have arrived — the same rendezvous as __syncwarp, so the race detector orders what each lane
-// did before it with what any lane does after it, and a lane that is missing or has exited is
-// reported as for a shuffle). After it, load_matrix_sync reads the whole tile in every lane (reads
-// never race), store_matrix_sync writes only the lane's 32nd share of the elements (lane l those
-// with index % 32 == l: disjoint, as on a GPU, so another lane reading them needs a __syncwarp or
+// all have arrived, and a lane that is missing or has exited is reported as for a shuffle). CUDA
+// promises no memory ordering for them, so for the race detector the rendezvous orders nothing
+// (emu::WarpOrder::nothing): a lane's write that another lane's load reads needs a __syncwarp or
+// __syncthreads between them (tests/barrier_mutants.sh deletes each of the kernels'). After it,
+// load_matrix_sync reads the whole tile in every lane (reads never race), store_matrix_sync writes
+// only the lane's 32nd share of the elements (lane l those with index % 32 == l: disjoint, as on a
+// GPU, so another lane reading them needs a __syncwarp or
 // __syncthreads after the store), mma_sync touches only the lane's own fragments. fill_fragment is
 // not a _sync function and is not a rendezvous. CUDA's preconditions are checked: the matrix
 // pointer 256-bit (32-byte) aligned, ldm a multiple of 16 bytes (8 16-bit elements, 4 floats).
@@ -92,9 +94,14 @@ struct shape<accumulator, M, N, K> {
     static constexpr int rows = M, cols = N;
 };
 
-// The rendezvous every *_sync function starts with.
+// What the rendezvous of a *_sync function computes: nothing. A function of its own, so that
+// lanes meeting a __syncwarp or a shuffle instead are reported.
+inline void wmma_arrival(unsigned, const ::shardlab::emu::WarpWords&, ::shardlab::emu::WarpWords&) {
+}
+// The rendezvous every *_sync function starts with: all lanes, no memory ordered.
 inline void arrive(std::source_location where) {
-    ::shardlab::emu::syncwarp(0xffffffffu, where);
+    ::shardlab::emu::warp_collective(0xffffffffu, nullptr, 0, nullptr, 0, wmma_arrival, where,
+                                     ::shardlab::emu::WarpOrder::nothing);
 }
 
 // CUDA's preconditions on a matrix in memory.
