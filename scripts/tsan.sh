@@ -8,8 +8,8 @@
 # a shuffle, vote, mma or WMMA call does not), the CUDA kernels' tests, where two threads of a block
 # touching one address without a barrier between them is a report (emu/fiber_sanitizers.h), and its
 # mutation test: deleting any one __syncthreads or __syncwarp of the kernels must be reported
-# (tests/barrier_mutants.sh). Any report fails the
-# run (exit code 66). Part of scripts/test.sh, so CI runs it too.
+# (tests/barrier_mutants.sh). Any report fails the run (exit code 66). Part of scripts/test.sh, so
+# CI runs it too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh --no-build

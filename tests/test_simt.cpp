@@ -890,7 +890,7 @@ __global__ void write_then_read(int* out, const __nv_bfloat16* tile, Between bet
 
 // In a child process (a gtest death test, which re-runs this binary for the one statement): the
 // kernel, then exit(0) — or, if ThreadSanitizer reported a race, its exit code 66 at the report
-// (halt_on_error: the defaults below, which TSAN_OPTIONS could only repeat).
+// (halt_on_error=1: this binary's defaults, at the top of the file; scripts/tsan.sh sets the same).
 void expect_race(Between between, bool race) {
     const DeviceArray<__nv_bfloat16> tile(256);
     DeviceArray<int> out(33);

@@ -20,10 +20,10 @@
 // __syncthreads between them (tests/barrier_mutants.sh deletes each of the kernels'). After it,
 // load_matrix_sync reads the whole tile in every lane (reads never race), store_matrix_sync writes
 // only the lane's 32nd share of the elements (lane l those with index % 32 == l: disjoint, as on a
-// GPU, so another lane reading them needs a __syncwarp or
-// __syncthreads after the store), mma_sync touches only the lane's own fragments. fill_fragment is
-// not a _sync function and is not a rendezvous. CUDA's preconditions are checked: the matrix
-// pointer 256-bit (32-byte) aligned, ldm a multiple of 16 bytes (8 16-bit elements, 4 floats).
+// GPU, so another lane reading them needs a __syncwarp or __syncthreads after the store), mma_sync
+// touches only the lane's own fragments. fill_fragment is not a _sync function and is not a
+// rendezvous. CUDA's preconditions are checked: the matrix pointer 256-bit (32-byte) aligned, ldm
+// a multiple of 16 bytes (8 16-bit elements, 4 floats).
 #pragma once
 
 #include "emu/simt.h"
