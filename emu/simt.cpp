@@ -56,7 +56,8 @@ struct Warp {
     WarpWords out = {};
     bool done[32] = {};
     char sync[2] = {};         // the race detector's rendezvous objects, alternating
-    char result_sync[32] = {}; // its objects for a computed result, by the group's lowest lane
+    char result_sync[32] = {}; // its objects for ldmatrix's reads (WarpOrder::reads), by the
+                               // group's lowest lane
 };
 
 // What the running fiber's calls reach: its block and itself.

@@ -3,8 +3,9 @@
 # `__syncthreads();` and `__syncwarp();` in model/kernels/cuda/ is deleted in turn
 # (SHARDLAB_EMU_DELETE_BARRIER=FILE:LINE makes the emulator skip it, as if it were not in the
 # source) and the test of the kernel behind it must then report a data race. (Shuffles, votes, mma
-# and WMMA's functions order no memory, as in CUDA, so none of them hides a deleted __syncwarp.) A barrier without an entry below fails the test: a new one needs
-# the test that exercises it. Usage: barrier_mutants.sh TEST_CUDA_OPS SOURCE_DIR
+# and WMMA's functions order no memory, as in CUDA, so none of them hides a deleted __syncwarp.)
+# A barrier without an entry below fails the test: a new one needs the test that exercises it.
+# Usage: barrier_mutants.sh TEST_CUDA_OPS SOURCE_DIR
 set -uo pipefail
 bin=$1 src=$2
 # The test that runs each file's barriers.
