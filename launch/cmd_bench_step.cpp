@@ -97,6 +97,11 @@ nlohmann::json bench_steps(const StepBenchOptions& o, const ModelConfig& c, int 
         gemm_path = all.substr(at, all.find('\n', at) - at);
     }
     const double gemm_peak = gemm.flop() / gemm_seconds(*backend, param_dtype(p), gemm, 5) / 1e9;
+    // The flash kernels as they ran (on a GPU, the forms auto chose in the first step).
+    const std::string flash =
+        o.attention == "flash"
+            ? backend->ops().flash_attention_kernels(param_dtype(p), c.head_dim())
+            : "";
     return {{"precision", o.precision},
             {"gflops", gflops},
             {"gemm_peak_gflops", gemm_peak},
@@ -105,6 +110,7 @@ nlohmann::json bench_steps(const StepBenchOptions& o, const ModelConfig& c, int 
             {"cpu", o.device.device == "cpu" ? cpu::cpu_model_name() + ", " + cpu::cpu_isa() : ""},
             {"checkpoint", o.checkpoint},
             {"attention", o.attention},
+            {"flash_kernels", flash},
             {"batch", o.batch},
             {"seq", seq},
             {"device", o.device.device},

@@ -4,6 +4,7 @@
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/cuda_stream.h"
 #include "core/error.h"
+#include "model/flash_tuner.h"
 #include "model/grouped_qkv.h"
 #include "model/kernels/cuda/attention.h"
 #include "model/kernels/cuda/flash_attention.h"
@@ -28,11 +29,20 @@ int rows(const Tensor& t) {
     return int(t.numel() / std::size_t(last_dim(t)));
 }
 
+#ifdef SHARDLAB_CUDA_EMU
+constexpr bool kEmulated = true;
+#else
+constexpr bool kEmulated = false;
+#endif
+// The tuner's timed runs of each form (flash_tuner.h): the best of 3 on a GPU; one under the
+// emulator, whose times only need to exist.
+constexpr int kTunerRuns = kEmulated ? 1 : 3;
+
 class CudaOps : public Ops {
   public:
     CudaOps(MemoryTracker& tracker, LinearPath path, cuda::TensorCoreFlash flash)
         : tracker_(tracker), epilogues_(path == LinearPath::cublaslt), flash_(flash),
-          blas_(epilogues_) {}
+          tuner_(kTunerRuns), blas_(epilogues_) {}
     CudaOps(const CudaOps&) = delete;
     CudaOps& operator=(const CudaOps&) = delete;
 
@@ -145,25 +155,32 @@ class CudaOps : public Ops {
 
     void flash_attention_forward(Stream& s, const Tensor& out, const Tensor& lse, const Tensor& qkv,
                                  int heads, int kv_heads) override {
-        const int B = int(qkv.dim(0)), T = int(qkv.dim(1));
-        const int C = grouped_qkv_width(qkv, heads, kv_heads);
-        cuda::flash_attention_forward(stream_of(s), out.data, lse.as<float>(), qkv.data, B, T, C,
-                                      heads, kv_heads, qkv.dtype, flash_);
+        const FlashShape shape = flash_shape(qkv, heads, kv_heads);
+        const auto run = [&](const cuda::FlashKernels& k) {
+            cuda::flash_attention_forward(stream_of(s), out.data, lse.as<float>(), qkv.data,
+                                          shape.B, shape.T, shape.C, heads, kv_heads, qkv.dtype, k);
+        };
+        if (tuned(shape)) return tuner_.forward(s, shape, run);
+        run(cuda::kernels_of(flash_));
     }
 
     void flash_attention_backward(Stream& s, const Tensor& dqkv, const Tensor& dout,
                                   const Tensor& qkv, const Tensor& out, const Tensor& lse,
                                   int heads, int kv_heads) override {
-        const int B = int(qkv.dim(0)), T = int(qkv.dim(1));
-        const int C = grouped_qkv_width(qkv, heads, kv_heads);
-        Allocation row_dots = scratch(s, std::size_t(B) * heads * T * sizeof(float));
-        cuda::flash_attention_backward(stream_of(s), dqkv.data, dout.data, qkv.data, out.data,
-                                       lse.as<const float>(), B, T, C, heads, kv_heads, qkv.dtype,
-                                       flash_, row_dots.as<float>());
+        const FlashShape shape = flash_shape(qkv, heads, kv_heads);
+        Allocation row_dots = scratch(s, std::size_t(shape.B) * heads * shape.T * sizeof(float));
+        const auto run = [&](const cuda::FlashKernels& k) {
+            cuda::flash_attention_backward(stream_of(s), dqkv.data, dout.data, qkv.data, out.data,
+                                           lse.as<const float>(), shape.B, shape.T, shape.C, heads,
+                                           kv_heads, qkv.dtype, k, row_dots.as<float>());
+        };
+        if (tuned(shape)) return tuner_.backward(s, shape, run);
+        run(cuda::kernels_of(flash_));
     }
 
     std::string flash_attention_kernels(DType t, int head_dim) const override {
-        return cuda::flash_kernels_name(t, head_dim, flash_);
+        const std::string name = cuda::flash_kernels_name(t, head_dim, flash_);
+        return name == "auto" ? tuner_.describe(t, head_dim) : name;
     }
 
     void gelu_forward(Stream& s, const Tensor& out, const Tensor& in) override {
@@ -317,6 +334,17 @@ class CudaOps : public Ops {
                                    take);
     }
 
+    static FlashShape flash_shape(const Tensor& qkv, int heads, int kv_heads) {
+        const int C = grouped_qkv_width(qkv, heads, kv_heads);
+        return {qkv.dtype, int(qkv.dim(0)), int(qkv.dim(1)), C, heads, kv_heads};
+    }
+    // Whether the tuner picks the mma kernels' forms for this call: asked to, and they have forms.
+    bool tuned(const FlashShape& f) const {
+        const int hd = f.C / f.H;
+        return flash_ == cuda::TensorCoreFlash::tuned && f.B > 0 && f.T > 0 &&
+               cuda::flash_attention_on_tensor_cores(f.dtype, hd) && cuda::mma_variants_fit(hd);
+    }
+
     // Released (reusable by later work) once the stream has passed the ops enqueued with it.
     Allocation scratch(Stream& s, std::size_t bytes) {
         return tracker_.allocate(bytes, Category::workspace, s);
@@ -325,6 +353,7 @@ class CudaOps : public Ops {
     MemoryTracker& tracker_;
     bool epilogues_;
     cuda::TensorCoreFlash flash_;
+    FlashTuner tuner_;  // the forms of `tuned`
     cuda::Cublas blas_; // opened here: a CPU-only process never loads cuBLAS
 };
 
@@ -351,11 +380,17 @@ LinearPath linear_path_from_environment() {
 }
 
 cuda::TensorCoreFlash tensor_core_flash_from_environment() {
-    return way_from_environment<cuda::TensorCoreFlash>(
-        "SHARDLAB_CUDA_FLASH", {{"mma", cuda::TensorCoreFlash::mma},
-                                {"wmma", cuda::TensorCoreFlash::wmma},
-                                {"mma_regs", cuda::TensorCoreFlash::mma_regs},
-                                {"mma_wide", cuda::TensorCoreFlash::mma_wide}});
+    using cuda::TensorCoreFlash;
+    // The emulator's times say nothing of a GPU's, and timing every form of every new shape would
+    // run its flash tests several times over: there mma is the default, auto on a GPU.
+    const std::pair<const char*, TensorCoreFlash> mma{"mma", TensorCoreFlash::mma},
+        tuned{"auto", TensorCoreFlash::tuned};
+    return way_from_environment<TensorCoreFlash>("SHARDLAB_CUDA_FLASH",
+                                                 {kEmulated ? mma : tuned,
+                                                  kEmulated ? tuned : mma,
+                                                  {"wmma", TensorCoreFlash::wmma},
+                                                  {"mma_regs", TensorCoreFlash::mma_regs},
+                                                  {"mma_wide", TensorCoreFlash::mma_wide}});
 }
 
 std::unique_ptr<Ops> make_cuda_ops(MemoryTracker& tracker, LinearPath path,

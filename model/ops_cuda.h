@@ -21,9 +21,10 @@ enum class LinearPath { cublaslt, separate };
 // $SHARDLAB_CUDA_EPILOGUES: "cublaslt" (the default when unset) or "separate".
 LinearPath linear_path_from_environment();
 
-// $SHARDLAB_CUDA_FLASH: "mma" (the default when unset), "wmma", "mma_regs" or "mma_wide" — which
-// tensor-core kernels run flash attention in bf16 / fp16
-// (model/kernels/cuda/flash_attention_path.h).
+// $SHARDLAB_CUDA_FLASH: "auto", "mma", "wmma", "mma_regs" or "mma_wide" — which tensor-core
+// kernels run flash attention in bf16 / fp16 (model/kernels/cuda/flash_attention_path.h); auto,
+// each mma kernel's fastest form timed on the GPU (model/flash_tuner.h), is the default on a GPU,
+// mma under the emulator.
 cuda::TensorCoreFlash tensor_core_flash_from_environment();
 
 // Defined only in builds with CUDA or its emulator (the CUDA backend is their one user).

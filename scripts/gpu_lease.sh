@@ -8,11 +8,11 @@
 #   train      `train --device cuda` ZeRO 0-3 +- offload, 2 ranks sharing the GPU over the staged
 #              (MPI) transport, measured = predicted memory and bytes; 1 rank over NCCL
 #              (tests/cuda_train_check.py)
-#   bench      GPT-2 124M bf16 `bench step`, micro-batch 16 x 1024, vocabulary 50257 and 50304,
-#              and 50304 again on the mma flash kernels with row operands in registers
-#              (SHARDLAB_CUDA_FLASH=mma_regs) and with two row blocks a warp (mma_wide)
+#   bench      GPT-2 124M bf16 `bench step`, micro-batch 16 x 1024, vocabulary 50257 and 50304 on
+#              the default flash kernels (auto: each kernel's fastest form), and 50304 again with
+#              every mma kernel in one form: mma, mma_regs, mma_wide
 #   attention  flash attention alone at GPT-2's shape, bf16 (`bench attention --device cuda`):
-#              forward and backward apart on mma, mma_regs, mma_wide and wmma, beside PyTorch's
+#              forward and backward apart on auto, mma, mma_regs, mma_wide and wmma, beside PyTorch's
 #              scaled_dot_product_attention (tools/torch_bench_attention.py)
 #   trace      three `--trace` steps of GPT-2 as `train` runs it by default (V = 50257 padded to
 #              50304: bench's 50304 GEMMs), turned into a per-op time table
@@ -154,21 +154,24 @@ gpu = sys.argv[2]
 # bf16 dense peak (datasheet) for the MFU; the bench's own FLOP count (gflops) where it gives one.
 peak = 989.5e3 if ("H100" in gpu or "H200" in gpu) and "PCIe" not in gpu else 756e3 if "H100 PCIe" in gpu else 0
 mfu = f", {r['gflops'] / peak:.1%} MFU" if peak and "gflops" in r else ""
-print(f"{r['ms_per_step']:.1f} ms, {r['tokens_per_s']:,.0f} tok/s{mfu}")
+# auto's choice, without its times: "forward mma_wide, dK/dV mma_regs, dQ mma_wide".
+chose = f" [{r['flash_kernels'].split(' (')[0][len('auto: '):]}]" if r.get("flash_kernels", "").startswith("auto: ") else ""
+print(f"{r['ms_per_step']:.1f} ms, {r['tokens_per_s']:,.0f} tok/s{mfu}{chose}")
 PY
 }
 
 step_bench() {
-  local rc=0 one v flash name each=$(share_of bench 4) line=""
+  local rc=0 one v flash name each=$(share_of bench 5) line=""
   local given padded
   read -r given padded <<< "$(vocabs)"
   # V = 50257 as given (--vocab-multiple 1: the odd leading dimension), 50304 the padded one, both
-  # on the default flash kernels (mma); then the padded one on the mma kernels' other forms (the
-  # row operands in registers, two row blocks a warp), to compare them. (WMMA's step, 12 ms slower
-  # on the H200, is left to the attention step.)
-  for run in "$given mma" "$padded mma" "$padded mma_regs" "$padded mma_wide"; do
+  # on the default flash kernels (auto: each kernel's fastest form, timed in the first step; the
+  # forms it chose are in the JSON's flash_kernels); then the padded one with every kernel in one
+  # form (plain mma, the row operands in registers, two row blocks a warp), to compare them.
+  # (WMMA's step, 12 ms slower on the H200, is left to the attention step.)
+  for run in "$given auto" "$padded auto" "$padded mma" "$padded mma_regs" "$padded mma_wide"; do
     read -r v flash <<< "$run"
-    name=bench_$v && [ "$flash" = mma ] || name=bench_${v}_$flash
+    name=bench_$v && [ "$flash" = auto ] || name=bench_${v}_$flash
     one=0
     SHARDLAB_CUDA_FLASH=$flash timeout --foreground -k 5 $each shardlab bench step --device cuda $(gpt2) --vocab "$v" \
       --vocab-multiple 1 --precision bf16 --batch "$(batch)" --seq-len "$(seqlen)" $(timed_steps) --json > "$LOGS/$name.json" || one=$? rc=$?
@@ -191,10 +194,11 @@ print(", ".join(f"{k} {r[p + k + '_ms']:.3f} ms ({r[p + k + '_tflops']:.1f} TFLO
 PY
 }
 step_attention() {
-  local rc=0 one flash each=$(share_of attention 5) line=""
+  local rc=0 one flash each=$(share_of attention 6) line=""
   # Each tensor-core variant of the flash kernels, forward and backward timed apart (materialize
-  # beside them in the JSON), then PyTorch's scaled_dot_product_attention on the same shape.
-  for flash in mma mma_regs mma_wide wmma; do
+  # beside them in the JSON), then PyTorch's scaled_dot_product_attention on the same shape. auto
+  # first: its flash_kernels names each kernel's fastest form and gives every form's time.
+  for flash in auto mma mma_regs mma_wide wmma; do
     one=0
     SHARDLAB_CUDA_FLASH=$flash timeout --foreground -k 5 $each shardlab bench attention --device cuda $(attn_shape) \
       --seq-len "$(seqlen)" --precision bf16 --iters "$(attn_iters)" > "$LOGS/attention_$flash.json" || one=$? rc=$?
@@ -305,11 +309,12 @@ limit_of() { # a step's time limit in seconds: LEASE_LIMITS overrides, the dry r
   [ "$1" = "${STEP:-}" ] && [ -n "${STEP_LIMIT:-}" ] && { echo "$STEP_LIMIT"; return; }
   for o in ${LEASE_LIMITS:-}; do [ "${o%%=*}" = "$1" ] && { echo "${o#*=}"; return; }; done
   if [ "$DRY" = 1 ]; then
-    # attention: 4 runs of the emulated flash kernels, each sized for hd 64 whatever the head dim,
-    # 3.5 s each alone under ASan, over 7 s beside another CI test (an Intel Xeon, 2026-11-29)
-    case $1 in env) echo 30 ;; ops | train | bench) echo 60 ;; llama) echo 45 ;; attention) echo 90 ;; *) echo 30 ;; esac
+    # attention: 5 runs of the emulated flash kernels, each sized for hd 64 whatever the head dim,
+    # 3.5 s each alone under ASan, over 7 s beside another CI test (an Intel Xeon, 2026-11-29); auto
+    # runs each kernel in every form first
+    case $1 in env) echo 30 ;; ops | train) echo 60 ;; bench) echo 75 ;; llama) echo 45 ;; attention) echo 120 ;; *) echo 30 ;; esac
   else
-    case $1 in env) echo 40 ;; ops) echo 90 ;; train) echo 180 ;; bench) echo 130 ;; attention) echo 100 ;; trace) echo 100 ;; eager | llama) echo 120 ;;
+    case $1 in env) echo 40 ;; ops) echo 90 ;; train) echo 180 ;; bench) echo 150 ;; attention) echo 120 ;; trace) echo 100 ;; eager | llama) echo 120 ;;
       memcheck | racecheck) echo 100 ;; profile) echo 120 ;; compile) echo 240 ;; *) echo 60 ;; esac
   fi
 }

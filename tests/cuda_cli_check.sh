@@ -59,7 +59,7 @@ SHARDLAB_EMU_GPUS=1 "$expect" 2 "NCCL allows one rank per GPU; use --transport m
 "$expect" 2 "--share-gpu and --transport apply to --device cuda only" "$shardlab" train "${model[@]}" --steps 1 --share-gpu --out "$work/x"
 "$expect" 2 "--transport infiniband is not a transport" "$shardlab" train "${model[@]}" --steps 1 --device cuda --transport infiniband --out "$work/x"
 # The kernel choices read from the environment: a value that is neither is refused, naming both.
-SHARDLAB_CUDA_FLASH=tiled "$expect" 2 "SHARDLAB_CUDA_FLASH=tiled: expected one of mma, wmma, mma_regs, mma_wide (mma is the default)" "$shardlab" bench step --device cuda "${model[@]}" --batch 1 --steps 1 --warmup 0
+SHARDLAB_CUDA_FLASH=tiled "$expect" 2 "SHARDLAB_CUDA_FLASH=tiled: expected one of mma, auto, wmma, mma_regs, mma_wide (mma is the default)" "$shardlab" bench step --device cuda "${model[@]}" --batch 1 --steps 1 --warmup 0
 SHARDLAB_CUDA_EPILOGUES=fused "$expect" 2 "SHARDLAB_CUDA_EPILOGUES=fused: expected one of cublaslt, separate (cublaslt is the default)" "$shardlab" bench step --device cuda "${model[@]}" --batch 1 --steps 1 --warmup 0
 # A CUDA error on one rank (rank 1's GPU is out of memory while the engine places the model):
 # every rank learns it, rank 1 and the error are named once, and nothing hangs.

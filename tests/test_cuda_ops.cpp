@@ -782,6 +782,41 @@ TEST(CudaOps, FlashAttentionMmaWideIsTheMmaKernelsBitForBit) {
                                  FlashCase{1, 200, 2, 64, 2}, FlashCase{1, 300, 2, 64, 1}});
 }
 
+// SHARDLAB_CUDA_FLASH=auto (the default on a GPU) times each mma kernel's forms on a shape's first
+// call and keeps the fastest (model/flash_tuner.h; its choosing: tests/test_flash_tuner.cpp). The
+// forms give the same bits whichever mix the times pick (each kernel writes its own columns of
+// dqkv, and each form of it is the mma kernels' bits: the tests above), so the results are mma's,
+// here from the tuning calls of a fresh Ops per case and then from the chosen forms. Named as it
+// ran: "auto" until a shape is timed, then the forms chosen; mma above hd 64 (one form),
+// cuda_cores for fp32. T = 130: tiles each form cuts differently; grouped queries.
+TEST(CudaOps, FlashAttentionAutoIsTheMmaKernelsBitForBit) {
+    MAKE_TWIN(t);
+    const auto tuned = cuda::TensorCoreFlash::tuned;
+    expect_the_mma_kernels_bits(t, tuned, {FlashCase{1, 130, 2, 64, 1}});
+    const FlashRun mma =
+        run_flash(flash_side(t, cuda::TensorCoreFlash::mma), DType::bf16, 1, 65, 128, 2, 2, 73);
+    Side& g = flash_side(t, tuned); // one Ops from here on
+    EXPECT_EQ(g.ops->flash_attention_kernels(DType::bf16, 64), "auto");
+    EXPECT_EQ(g.ops->flash_attention_kernels(DType::bf16, 128), "mma");
+    EXPECT_EQ(g.ops->flash_attention_kernels(DType::f32, 64), "cuda_cores");
+    const FlashRun timed = run_flash(g, DType::bf16, 1, 65, 128, 2, 2, 73);
+    const FlashRun chosen = run_flash(g, DType::bf16, 1, 65, 128, 2, 2, 73);
+    for (const FlashRun* r : {&timed, &chosen}) {
+        EXPECT_EQ(r->out_bits, mma.out_bits);
+        EXPECT_EQ(r->lse_bits, mma.lse_bits);
+        EXPECT_EQ(r->dqkv_bits, mma.dqkv_bits);
+    }
+    const std::string said = g.ops->flash_attention_kernels(DType::bf16, 64);
+    bool named = false; // one of the 27 choices, then the times
+    for (const cuda::MmaForm f : cuda::kMmaForms)
+        for (const cuda::MmaForm kv : cuda::kMmaForms)
+            for (const cuda::MmaForm q : cuda::kMmaForms)
+                named |= said.starts_with(std::string("auto: forward ") + cuda::mma_form_name(f) +
+                                          ", dK/dV " + cuda::mma_form_name(kv) + ", dQ " +
+                                          cuda::mma_form_name(q) + " (forward ms: mma ");
+    EXPECT_TRUE(named) << said;
+}
+
 // Inputs off the 16-byte grid (qkv and dout one element into their allocations) are copied into the
 // tensor-core kernels' tiles element by element, not by cp.async: the same tiles, zeros included
 // (rows past T; at hd 48 the mma kernels' columns up to their width of 64), so the same bits as

@@ -316,13 +316,13 @@ int head_dim(int C, int H, int Hkv) {
 } // namespace
 
 void flash_attention_forward(cudaStream_t s, void* out, float* lse, const void* qkv, int B, int T,
-                             int C, int H, int Hkv, DType t, TensorCoreFlash tc) {
+                             int C, int H, int Hkv, DType t, FlashKernels k) {
     const int hd = head_dim(C, H, Hkv);
     if (B == 0 || T == 0) return;
     if (flash_attention_on_tensor_cores(t, hd))
-        return tc == TensorCoreFlash::wmma
+        return k.wmma
                    ? flash_attention_wmma_forward(s, out, lse, qkv, B, T, C, H, Hkv, t)
-                   : flash_attention_mma_forward(s, out, lse, qkv, B, T, C, H, Hkv, t, tc);
+                   : flash_attention_mma_forward(s, out, lse, qkv, B, T, C, H, Hkv, t, k.forward);
     const float scale = 1.0f / std::sqrt(float(hd));
     const dim3 grid(unsigned(tiles(T)), unsigned(H), unsigned(B));
     dispatch(t, [&](auto tag) {
@@ -335,7 +335,7 @@ void flash_attention_forward(cudaStream_t s, void* out, float* lse, const void* 
 
 void flash_attention_backward(cudaStream_t s, void* dqkv, const void* dout, const void* qkv,
                               const void* out, const float* lse, int B, int T, int C, int H,
-                              int Hkv, DType t, TensorCoreFlash tc, float* row_dots) {
+                              int Hkv, DType t, FlashKernels k, float* row_dots) {
     const int hd = head_dim(C, H, Hkv);
     if (B == 0 || T == 0) return;
     const float scale = 1.0f / std::sqrt(float(hd));
@@ -350,11 +350,10 @@ void flash_attention_backward(cudaStream_t s, void* dqkv, const void* dout, cons
         launch("flash_attention_row_dots", row_dots_kernel<P>, blocks_for(rows, kDotWarps),
                kDotWarps * 32, 0, s, row_dots, d, o, rows, T, C, H);
         if (flash_attention_on_tensor_cores(t, hd))
-            return tc == TensorCoreFlash::wmma
-                       ? flash_attention_wmma_backward(s, dqkv, dout, qkv, lse, row_dots, B, T, C,
-                                                       H, Hkv, t)
-                       : flash_attention_mma_backward(s, dqkv, dout, qkv, lse, row_dots, B, T, C, H,
-                                                      Hkv, t, tc);
+            return k.wmma ? flash_attention_wmma_backward(s, dqkv, dout, qkv, lse, row_dots, B, T,
+                                                          C, H, Hkv, t)
+                          : flash_attention_mma_backward(s, dqkv, dout, qkv, lse, row_dots, B, T, C,
+                                                         H, Hkv, t, k.kv, k.q);
         launch_with_shared("flash_attention_backward_kv", flash_backward_kv_kernel<P>, kv_grid,
                            kThreads, backward_kv_shared(hd), s, static_cast<P*>(dqkv), d, x, lse,
                            static_cast<const float*>(row_dots), T, C, H, Hkv, scale);

@@ -51,14 +51,14 @@ constexpr int kFlashTile = 32;
 constexpr int kFlashMaxHeadDim = 128;
 
 // out [B, T, C] and lse [B, H, T] (fp32) from qkv [B, T, (H + 2 Hkv) hd], H query heads of
-// hd = C / H columns, Hkv kv heads (dividing H). `tc`: the kernels where tensor cores serve.
+// hd = C / H columns, Hkv kv heads (dividing H). `k`: the kernels where tensor cores serve.
 void flash_attention_forward(cudaStream_t s, void* out, float* lse, const void* qkv, int B, int T,
-                             int C, int H, int Hkv, DType t, TensorCoreFlash tc);
+                             int C, int H, int Hkv, DType t, FlashKernels k);
 
 // dqkv [B, T, (H + 2 Hkv) hd] overwritten; out and lse are forward's. row_dots: B * H * T floats
 // of scratch (D = rowsum(dO * O)).
 void flash_attention_backward(cudaStream_t s, void* dqkv, const void* dout, const void* qkv,
                               const void* out, const float* lse, int B, int T, int C, int H,
-                              int Hkv, DType t, TensorCoreFlash tc, float* row_dots);
+                              int Hkv, DType t, FlashKernels k, float* row_dots);
 
 } // namespace shardlab::cuda

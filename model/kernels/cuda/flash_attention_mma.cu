@@ -632,40 +632,52 @@ int stages_for(std::size_t two_stage_bytes) {
 
 } // namespace
 
-// Runs f(kv_regs, kv_row_blocks, q_regs, row_blocks, stages), each a std::integral_constant, for
-// the kernels' template arguments of `variant`: the row operands in registers in the dK/dV kernel
-// (kv_regs) and in the forward and dQ kernels (q_regs), each kernel's 16-row blocks per warp, the
-// backward's stages. At hd 128 neither variant fits (mma_variants_fit): the row operands would take
-// 32 more registers a thread than the dK/dV kernel's 253 leave (ptxas, sm_90), a second row block
-// 64 more accumulators; and one stage is only ever needed there.
+// Runs f(regs, row_blocks), each a std::integral_constant, for one kernel's template arguments in
+// `form`: its row operands in registers, its 16-row blocks per warp. At hd 128 neither the regs nor
+// the wide form fits (mma_variants_fit): the row operands would take 32 more registers a thread
+// than the dK/dV kernel's 253 leave (ptxas, sm_90), a second row block 64 more accumulators.
 template <int kMaxHd, typename F>
-void with_variant(TensorCoreFlash variant, int stages, F&& f) {
+void with_form(MmaForm form, F&& f) {
     using No = std::false_type;
     using Yes = std::true_type;
     using One = std::integral_constant<int, 1>;
     using Two = std::integral_constant<int, 2>;
     if constexpr (kMaxHd == 64) {
-        if (variant == TensorCoreFlash::mma_regs) return f(Yes{}, One{}, Yes{}, One{}, Two{});
-        if (variant == TensorCoreFlash::mma_wide) return f(No{}, Two{}, No{}, Two{}, Two{});
-        return f(No{}, One{}, No{}, One{}, Two{});
+        if (form == MmaForm::regs) return f(Yes{}, One{});
+        if (form == MmaForm::wide) return f(No{}, Two{});
+    }
+    return f(No{}, One{});
+}
+
+// Runs f(stages) for the backward's buffers per streamed tile: two for the kernels sized for 64
+// (every sm_80+ GPU has room, the wide dK/dV's 75 KB included); for those sized for 128, two where
+// the device lets a block have them (stages_for), else one.
+template <int kMaxHd, typename F>
+void with_stages(F&& f) {
+    using One = std::integral_constant<int, 1>;
+    using Two = std::integral_constant<int, 2>;
+    if constexpr (kMaxHd == 64) {
+        return f(Two{});
     } else {
-        if (stages == 1) return f(No{}, One{}, No{}, One{}, One{});
-        return f(No{}, One{}, No{}, One{}, Two{});
+        if (stages_for(
+                std::max(backward_kv_shared(kMaxHd, 2, 1), backward_q_shared(kMaxHd, 2, 1))) == 1)
+            return f(One{});
+        return f(Two{});
     }
 }
 
 void flash_attention_mma_forward(cudaStream_t s, void* out, float* lse, const void* qkv, int B,
-                                 int T, int C, int H, int Hkv, DType t, TensorCoreFlash variant) {
+                                 int T, int C, int H, int Hkv, DType t, MmaForm form) {
     const int hd = C / H;
     const float scale = 1.0f / std::sqrt(float(hd));
     dispatch_tensor_cores(t, hd, "flash attention on mma.sync", [&](auto tag, auto max_hd) {
         using P = typename decltype(tag)::type;
         constexpr int kMaxHd = decltype(max_hd)::value;
-        with_variant<kMaxHd>(variant, 2, [&](auto, auto, auto q_regs, auto row_blocks, auto) {
+        with_form<kMaxHd>(form, [&](auto regs, auto row_blocks) {
             constexpr int kR = decltype(row_blocks)::value;
             const dim3 grid(blocks_for(std::size_t(T), kTile * kR), unsigned(H), unsigned(B));
             launch_with_shared("flash_attention_mma_forward",
-                               mma_forward_kernel<kMaxHd, decltype(q_regs)::value, kR, P>, grid,
+                               mma_forward_kernel<kMaxHd, decltype(regs)::value, kR, P>, grid,
                                kThreads, forward_shared(kMaxHd, kR), s, static_cast<P*>(out), lse,
                                static_cast<const P*>(qkv), T, C, H, Hkv, scale);
         });
@@ -674,7 +686,7 @@ void flash_attention_mma_forward(cudaStream_t s, void* out, float* lse, const vo
 
 void flash_attention_mma_backward(cudaStream_t s, void* dqkv, const void* dout, const void* qkv,
                                   const float* lse, const float* row_dots, int B, int T, int C,
-                                  int H, int Hkv, DType t, TensorCoreFlash variant) {
+                                  int H, int Hkv, DType t, MmaForm kv, MmaForm q) {
     const int hd = C / H;
     const float scale = 1.0f / std::sqrt(float(hd));
     dispatch_tensor_cores(t, hd, "flash attention on mma.sync", [&](auto tag, auto max_hd) {
@@ -682,31 +694,28 @@ void flash_attention_mma_backward(cudaStream_t s, void* dqkv, const void* dout, 
         constexpr int kMaxHd = decltype(max_hd)::value;
         const P* d = static_cast<const P*>(dout);
         const P* x = static_cast<const P*>(qkv);
-        // Asked for the kernels sized for 128 (one row block); for those sized for 64 every sm_80+
-        // GPU has room for two stages, mma_wide's dK/dV (75 KB) included.
-        const int stages =
-            stages_for(std::max(backward_kv_shared(kMaxHd, 2, 1), backward_q_shared(kMaxHd, 2, 1)));
-        with_variant<kMaxHd>(
-            variant, stages,
-            [&](auto kv_regs, auto kv_row_blocks, auto q_regs, auto row_blocks, auto staged) {
-                constexpr int kKvR = decltype(kv_row_blocks)::value;
+        with_stages<kMaxHd>([&](auto staged) {
+            constexpr int kStages = decltype(staged)::value;
+            with_form<kMaxHd>(kv, [&](auto regs, auto row_blocks) {
                 constexpr int kR = decltype(row_blocks)::value;
-                constexpr int kStages = decltype(staged)::value;
                 // A kv head's whole group a block.
-                const dim3 kv_grid(blocks_for(std::size_t(T), kTile * kKvR), unsigned(Hkv),
-                                   unsigned(B));
-                const dim3 q_grid(blocks_for(std::size_t(T), kTile * kR), unsigned(H), unsigned(B));
+                const dim3 grid(blocks_for(std::size_t(T), kTile * kR), unsigned(Hkv), unsigned(B));
                 launch_with_shared(
                     "flash_attention_mma_backward_kv",
-                    mma_backward_kv_kernel<kMaxHd, decltype(kv_regs)::value, kKvR, kStages, P>,
-                    kv_grid, kThreads, backward_kv_shared(kMaxHd, kStages, kKvR), s,
-                    static_cast<P*>(dqkv), d, x, lse, row_dots, T, C, H, Hkv, scale);
+                    mma_backward_kv_kernel<kMaxHd, decltype(regs)::value, kR, kStages, P>, grid,
+                    kThreads, backward_kv_shared(kMaxHd, kStages, kR), s, static_cast<P*>(dqkv), d,
+                    x, lse, row_dots, T, C, H, Hkv, scale);
+            });
+            with_form<kMaxHd>(q, [&](auto regs, auto row_blocks) {
+                constexpr int kR = decltype(row_blocks)::value;
+                const dim3 grid(blocks_for(std::size_t(T), kTile * kR), unsigned(H), unsigned(B));
                 launch_with_shared(
                     "flash_attention_mma_backward_q",
-                    mma_backward_q_kernel<kMaxHd, decltype(q_regs)::value, kR, kStages, P>, q_grid,
+                    mma_backward_q_kernel<kMaxHd, decltype(regs)::value, kR, kStages, P>, grid,
                     kThreads, backward_q_shared(kMaxHd, kStages, kR), s, static_cast<P*>(dqkv), d,
                     x, lse, row_dots, T, C, H, Hkv, scale);
             });
+        });
     });
 }
 

@@ -64,23 +64,24 @@ namespace shardlab::cuda {
 constexpr int kFlashMmaTile = 64;
 
 // As flash_attention_forward (flash_attention.h; grouped-query, Hkv kv heads dividing H), for t
-// bf16 or f16 and hd = C / H a multiple of 16, at most kFlashMaxHeadDim. `variant` (mma, mma_regs
-// or mma_wide; flash_attention_path.h) picks the form of the kernels, all of them making the same
-// mma calls on the same operands for every row, so giving the same bits:
-// - mma_regs: each warp holds the A operands of its rows that every tile of the walk uses (Q
-//   forward; K and V, or Q and dO, backward) in registers instead of reading them from shared
-//   memory for each tile;
-// - mma_wide: each warp owns two 16-row blocks (in the forward and dQ query tiles of 128 rows, key
+// bf16 or f16 and hd = C / H a multiple of 16, at most kFlashMaxHeadDim. Each kernel runs in the
+// form it is given (flash_attention_path.h), every form making the same mma calls on the same
+// operands for every row, so giving the same bits:
+// - regs: each warp holds the A operands of its rows that every tile of the walk uses (Q forward;
+//   K and V, or Q and dO, backward) in registers instead of reading them from shared memory for
+//   each tile;
+// - wide: each warp owns two 16-row blocks (in the forward and dQ query tiles of 128 rows, key
 //   tiles still of 64; in dK/dV key tiles of 128, query tiles of 64), and each operand of the
 //   walked tiles it reads from shared memory feeds the mma calls of both: half those reads per
 //   mma.
-// Both at hd <= 64 only (mma_variants_fit); to be timed against mma on a GPU.
+// Both at hd <= 64 only (mma_variants_fit; above it plain runs); timed against plain on a GPU.
 void flash_attention_mma_forward(cudaStream_t s, void* out, float* lse, const void* qkv, int B,
-                                 int T, int C, int H, int Hkv, DType t, TensorCoreFlash variant);
+                                 int T, int C, int H, int Hkv, DType t, MmaForm form);
 
-// dQ, dK, dV into dqkv (overwritten) given forward's lse and D = rowsum(dO * O) [B, H, T].
+// dQ, dK, dV into dqkv (overwritten) given forward's lse and D = rowsum(dO * O) [B, H, T]: the
+// dK/dV kernel in form `kv`, then the dQ kernel in form `q`.
 void flash_attention_mma_backward(cudaStream_t s, void* dqkv, const void* dout, const void* qkv,
                                   const float* lse, const float* row_dots, int B, int T, int C,
-                                  int H, int Hkv, DType t, TensorCoreFlash variant);
+                                  int H, int Hkv, DType t, MmaForm kv, MmaForm q);
 
 } // namespace shardlab::cuda
