@@ -6,8 +6,9 @@
 // scores, from which any tile of probabilities is recomputed exactly.
 //
 // These launchers serve every dtype and head dim; bf16 and fp16 with a head dim that is a multiple
-// of 16 go on to the tensor-core (WMMA) kernels of flash_attention_wmma.h (the rule:
-// flash_attention_path.h). What follows describes the fp32 CUDA-core kernels, which take the rest.
+// of 16 go on to the tensor-core kernels, those of flash_attention_mma.h or, when asked, WMMA's of
+// flash_attention_wmma.h (the rule: flash_attention_path.h). What follows describes the fp32
+// CUDA-core kernels, which take the rest.
 //
 // The tiling (kFlashTile = 32 rows, 256 threads per block: 8 threads per row of a tile):
 //
