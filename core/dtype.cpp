@@ -3,11 +3,8 @@
 #include "core/dtype.h"
 
 #include "core/error.h"
+#include "core/parallel_ranges.h" // one thread in the fuzzing build, which links no OpenMP
 #include "core/target_clones.h"
-
-#ifdef _OPENMP // not in the fuzzing build, which links no OpenMP: convert() then runs on one thread
-#include <omp.h>
-#endif
 
 #include <cmath>
 
@@ -116,21 +113,13 @@ template <typename S, typename D, typename To>
 void convert_typed(const void* src, void* dst, std::size_t n, To to) {
     const auto* s = static_cast<const S*>(src);
     auto* d = static_cast<D*>(dst);
-#ifdef _OPENMP
     // Each element converts alone, so any split over threads gives the same bits. Below this
-    // many elements a team costs more than it saves.
+    // many elements a team costs more than it saves; inside one (AdamW's tiles) the calling thread
+    // converts its own share.
     constexpr std::size_t kParallelFrom = std::size_t(1) << 16;
-    if (n >= kParallelFrom && !omp_in_parallel()) {
-#pragma omp parallel
-        {
-            const std::size_t t = std::size_t(omp_get_thread_num()),
-                              nt = std::size_t(omp_get_num_threads());
-            const std::size_t lo = n * t / nt, hi = n * (t + 1) / nt;
-            convert_range(s + lo, d + lo, hi - lo, to);
-        }
-        return;
-    }
-#endif
+    if (n >= kParallelFrom && !in_parallel_team())
+        return parallel_ranges(
+            n, [&](std::size_t lo, std::size_t hi) { convert_range(s + lo, d + lo, hi - lo, to); });
     convert_range(s, d, n, to);
 }
 } // namespace

@@ -5,22 +5,10 @@
 // depend on the thread count.
 #pragma once
 
-#include <omp.h>
-
-#include <cstddef>
+#include "core/parallel_ranges.h"
 
 namespace shardlab::cpu {
 
-// Calls fn(lo, hi) once per thread of the team with the thread's share of [0, n).
-template <typename Fn>
-void parallel_ranges(std::size_t n, Fn&& fn) {
-#pragma omp parallel
-    {
-        const std::size_t t = std::size_t(omp_get_thread_num()),
-                          nt = std::size_t(omp_get_num_threads());
-        const std::size_t lo = n * t / nt, hi = n * (t + 1) / nt;
-        if (lo < hi) fn(lo, hi);
-    }
-}
+using shardlab::parallel_ranges; // fn(lo, hi) once per thread of the team, its share of [0, n)
 
 } // namespace shardlab::cpu
