@@ -59,8 +59,8 @@ void FlashTuner::backward(Stream& s, const FlashShape& shape, const Run& run) {
         c.kv_ms[std::size_t(f)] = best_ms(s, run, k);
     }
     k.kv = fastest(c.kv_ms);
-    c.q_ms[std::size_t(MmaForm::plain)] = c.kv_ms[std::size_t(k.kv)]; // timed just now
-    for (const MmaForm f : {MmaForm::regs, MmaForm::wide}) {
+    // dQ plain again, not the time that chose the dK/dV form: the smallest of three is biased low.
+    for (const MmaForm f : cuda::kMmaForms) {
         k.q = f;
         c.q_ms[std::size_t(f)] = best_ms(s, run, k);
     }

@@ -311,8 +311,8 @@ limit_of() { # a step's time limit in seconds: LEASE_LIMITS overrides, the dry r
   if [ "$DRY" = 1 ]; then
     # attention: 5 runs of the emulated flash kernels, each sized for hd 64 whatever the head dim,
     # 3.5 s each alone under ASan, over 7 s beside another CI test (an Intel Xeon, 2026-11-29); auto
-    # runs each kernel in every form first
-    case $1 in env) echo 30 ;; ops | train) echo 60 ;; bench) echo 75 ;; llama) echo 45 ;; attention) echo 120 ;; *) echo 30 ;; esac
+    # times each kernel in every form first: 20 s a run
+    case $1 in env) echo 30 ;; ops | train) echo 60 ;; bench) echo 75 ;; llama) echo 45 ;; attention) echo 150 ;; *) echo 30 ;; esac
   else
     case $1 in env) echo 40 ;; ops) echo 90 ;; train) echo 180 ;; bench) echo 150 ;; attention) echo 120 ;; trace) echo 100 ;; eager | llama) echo 120 ;;
       memcheck | racecheck) echo 100 ;; profile) echo 120 ;; compile) echo 240 ;; *) echo 60 ;; esac
@@ -346,7 +346,7 @@ done
 cd "$(dirname "$self")/.."
 bundle=$(realpath "$bundle")
 out=$(realpath -m "${out:-lease-out}")
-budget=${budget:-$([ "$DRY" = 1 ] && echo 150 || echo 420)}
+budget=${budget:-$([ "$DRY" = 1 ] && echo 180 || echo 420)}
 start=$(date +%s)
 deadline=$((start + budget))
 for s in $only; do case " $ALL_STEPS " in *" $s "*) ;; *) echo "gpu_lease: no step '$s' (steps: $ALL_STEPS)" >&2; exit 2 ;; esac; done

@@ -2,7 +2,8 @@
 """`shardlab train --device cuda` end to end on 2 ranks — on the SIMT emulator in CI (each rank its
 own emulated GPU, NCCL's stand-in between them), unchanged on a real GPU (label `gpu`):
   1. ZeRO 0/1/2/3 x offload, bf16: bitwise-identical losses and final weights (the contract),
-     ZeRO 3 with offload on the flash kernels' forms that SHARDLAB_CUDA_FLASH=auto picks;
+     ZeRO 0 on the plain mma flash kernels, ZeRO 3 with offload on the forms that
+     SHARDLAB_CUDA_FLASH=auto picks;
   2. on every rank, measured bytes equal the prediction per memory category and per collective,
      and the offload copies equal theirs;
   3. against `--device cpu` on the same seed and data: bf16 losses within 1e-2 relative and fp32
@@ -181,9 +182,11 @@ with tempfile.TemporaryDirectory() as tmp:
             if QUICK and (zero, offload) not in ((0, False), (3, True)):
                 continue
             name = f"zero{zero}{'-offload' if offload else ''}"
-            # ZeRO 3 with offload takes the flash kernels' forms that auto times (the default on a
-            # GPU; the emulator's is mma): every form gives the same bits.
-            flash = {"SHARDLAB_CUDA_FLASH": "auto"} if (zero, offload) == (3, True) else None
+            # ZeRO 0 runs the plain mma flash kernels and ZeRO 3 with offload the forms auto times,
+            # on the emulator (whose default is mma) as on a GPU (whose default is auto): every form
+            # gives the same bits.
+            flash = ({"SHARDLAB_CUDA_FLASH": "mma"} if (zero, offload) == (0, False) else
+                     {"SHARDLAB_CUDA_FLASH": "auto"} if (zero, offload) == (3, True) else None)
             try:
                 rep = run(bf16 + CUDA + ["--zero", str(zero)] + (["--offload"] if offload else []),
                           os.path.join(tmp, name), env_extra=flash)

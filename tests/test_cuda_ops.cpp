@@ -758,12 +758,14 @@ void expect_the_mma_kernels_bits(Twin& t, cuda::TensorCoreFlash variant,
 
 // The mma kernels with each warp's row operands in registers (SHARDLAB_CUDA_FLASH=mma_regs) make
 // the same mma calls on the same operands as the default's: the same bits, forward and backward,
-// at hd 16 and 64, with and without grouped queries. Two tiles each way (T = 65), so every barrier
-// is crossed more than once (barrier_mutants.sh runs this test with each deleted).
+// at hd 16, 48 (an odd number of 16-column blocks) and 64, with and without grouped queries. Two
+// tiles each way (T = 65), so every barrier is crossed more than once (barrier_mutants.sh runs this
+// test with each deleted).
 TEST(CudaOps, FlashAttentionMmaRegsIsTheMmaKernelsBitForBit) {
     MAKE_TWIN(t);
-    expect_the_mma_kernels_bits(t, cuda::TensorCoreFlash::mma_regs,
-                                {FlashCase{1, 65, 2, 16, 1}, FlashCase{1, 65, 2, 64, 2}});
+    expect_the_mma_kernels_bits(
+        t, cuda::TensorCoreFlash::mma_regs,
+        {FlashCase{1, 65, 2, 16, 1}, FlashCase{1, 65, 1, 48}, FlashCase{1, 65, 2, 64, 2}});
 }
 
 // Two 16-row blocks a warp (SHARDLAB_CUDA_FLASH=mma_wide: in the forward and dQ query tiles of 128
@@ -773,13 +775,14 @@ TEST(CudaOps, FlashAttentionMmaRegsIsTheMmaKernelsBitForBit) {
 // the walk stops at T's last tile, not the wide tile's; in dK/dV the second wide tile's two keys),
 // two tiles of 128 with the second partial (200), and a whole second tile walked without a mask
 // (300, as GPT-2's T = 1024 mostly does); in dK/dV the query tile before a wide tile's upper keys
-// (none of their mma calls) and the one the diagonal cuts for them; hd 16, 32 and 64 (all sized
-// for hd <= 64), a head of one, grouped queries.
+// (none of their mma calls) and the one the diagonal cuts for them; hd 16, 32, 48 and 64 (all
+// sized for hd <= 64), a head of one, grouped queries.
 TEST(CudaOps, FlashAttentionMmaWideIsTheMmaKernelsBitForBit) {
     MAKE_TWIN(t);
     expect_the_mma_kernels_bits(t, cuda::TensorCoreFlash::mma_wide,
                                 {FlashCase{1, 40, 1, 16}, FlashCase{2, 130, 4, 32, 2},
-                                 FlashCase{1, 200, 2, 64, 2}, FlashCase{1, 300, 2, 64, 1}});
+                                 FlashCase{1, 65, 1, 48}, FlashCase{1, 200, 2, 64, 2},
+                                 FlashCase{1, 300, 2, 64, 1}});
 }
 
 // SHARDLAB_CUDA_FLASH=auto (the default on a GPU) times each mma kernel's forms on a shape's first

@@ -1,8 +1,9 @@
 // The flash kernels' tuner (model/flash_tuner.h) on a CPU stream, with stand-in "kernels" that
 // sleep for a time set by their form: it keeps each kernel's fastest form (the backward's two
 // kernels one at a time), times a shape once, and names what it chose. A sleep lasts at least its
-// duration, so a form is never timed under its cost; the costs are 6 ms or more apart so that
-// delays on a loaded machine would have to hit every timed run of the cheaper form to mislead it.
+// duration, so a form is never timed under its cost; the costs are 6 ms or more apart and each form
+// is timed twice, so delays on a loaded machine would have to hit both timed runs of the cheaper
+// form, by more than the gap, to mislead it.
 // That the real kernels' forms give the same bits, and the tuner's run on CUDA streams:
 // tests/test_cuda_ops.cpp (FlashAttentionAutoIsTheMmaKernelsBitForBit).
 #include "core/cpu_stream.h"
@@ -60,15 +61,15 @@ TEST(FlashTuner, KeepsEachKernelsFastestForm) {
 
     k.ran.clear();
     tuner.backward(s, kGpt2, k.backward_run());
-    // dK/dV's three forms with dQ plain, then dQ's regs and wide with dK/dV's fastest (wide).
-    ASSERT_EQ(k.ran.size(), 15u);
+    // dK/dV's three forms with dQ plain, then dQ's three with dK/dV's fastest (wide).
+    ASSERT_EQ(k.ran.size(), 18u);
     for (std::size_t i = 0; i < 9; ++i) {
         EXPECT_EQ(k.ran[i].kv, cuda::kMmaForms[i / 3]);
         EXPECT_EQ(k.ran[i].q, MmaForm::plain);
     }
-    for (std::size_t i = 9; i < 15; ++i) {
+    for (std::size_t i = 9; i < 18; ++i) {
         EXPECT_EQ(k.ran[i].kv, MmaForm::wide);
-        EXPECT_EQ(k.ran[i].q, i < 12 ? MmaForm::regs : MmaForm::wide);
+        EXPECT_EQ(k.ran[i].q, cuda::kMmaForms[(i - 9) / 3]);
     }
 
     // Then every call runs the chosen forms, once, untimed.
@@ -95,15 +96,15 @@ TEST(FlashTuner, KeepsEachKernelsFastestForm) {
 // times again and keeps its own choice; the first shape's stands.
 TEST(FlashTuner, TimesEachShapeOnce) {
     CpuStream s("compute", std::make_shared<StreamGroupState>());
-    StandIn k{s, {6, 14, 22}, {}, {}, {}};
-    FlashTuner tuner(1);
+    StandIn k{s, {4, 16, 28}, {}, {}, {}};
+    FlashTuner tuner(2);
     tuner.forward(s, kGpt2, k.forward_run());
     FlashShape shorter = kGpt2;
     shorter.T = 256;
-    k.forward = {22, 14, 6};
+    k.forward = {28, 16, 4};
     k.ran.clear();
     tuner.forward(s, shorter, k.forward_run());
-    EXPECT_EQ(k.ran.size(), 6u); // timed: a new shape
+    EXPECT_EQ(k.ran.size(), 9u); // timed: a new shape
     k.ran.clear();
     tuner.forward(s, kGpt2, k.forward_run());
     tuner.forward(s, shorter, k.forward_run());
