@@ -631,6 +631,12 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
         engine.skipped_steps(), resident};
     const int steps_applied = steps_run - int(engine.skipped_steps() - skipped_before);
     nlohmann::json mine = rank_report(rank, measured, plan, steps_run, steps_applied);
+    // The attention kernels this rank ran (on a GPU, the forms auto timed: ranks may differ, their
+    // bits may not).
+    mine["attention_kernels"] =
+        s.attention == AttentionKind::flash
+            ? backend.ops().flash_attention_kernels(param_dtype(s.precision), s.config.head_dim())
+            : attention_name(s.attention);
     if (predicted) add_time_prediction(mine, *predicted, profile_name);
     const auto reports = gather_reports(mine, outside);
     if (lead) {

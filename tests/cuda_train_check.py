@@ -194,6 +194,13 @@ with tempfile.TemporaryDirectory() as tmp:
                 failed(e)
                 continue
             sig = (losses(rep), rep["final_params_sha256"])
+            # Each rank's report names the flash kernels it ran (hd 16 in bf16: tensor cores, forms).
+            asked = (flash or {}).get("SHARDLAB_CUDA_FLASH")
+            if asked:
+                kernels = [r["attention_kernels"] for r in rep["ranks"]]
+                want = "auto: forward " if asked == "auto" else asked
+                check(all(k == want or (asked == "auto" and k.startswith(want)) for k in kernels),
+                      f"{name}: attention kernels {kernels}, expected {want}")
             if reference is None:
                 reference = (name, sig)
             check(sig == reference[1], f"{name}: losses/weights differ from {reference[0]}: {sig} vs {reference[1]}")
