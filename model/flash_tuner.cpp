@@ -46,7 +46,7 @@ void FlashTuner::forward(Stream& s, const FlashShape& shape, const Run& run) {
         c.forward_ms[std::size_t(f)] = best_ms(s, run, {false, f, c.kernels.kv, c.kernels.q});
     c.kernels.forward = fastest(c.forward_ms);
     c.forward_timed = true;
-    last_.insert_or_assign({shape.dtype, shape.C / shape.H}, shape);
+    last_.insert_or_assign({shape.dtype, shape.head_dim()}, shape);
 }
 
 void FlashTuner::backward(Stream& s, const FlashShape& shape, const Run& run) {
@@ -67,7 +67,7 @@ void FlashTuner::backward(Stream& s, const FlashShape& shape, const Run& run) {
     k.q = fastest(c.q_ms);
     c.kernels.kv = k.kv, c.kernels.q = k.q;
     c.backward_timed = true;
-    last_.insert_or_assign({shape.dtype, shape.C / shape.H}, shape);
+    last_.insert_or_assign({shape.dtype, shape.head_dim()}, shape);
 }
 
 std::string FlashTuner::describe(DType t, int head_dim) const {

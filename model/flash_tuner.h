@@ -26,6 +26,7 @@ namespace shardlab {
 struct FlashShape {
     DType dtype;
     int B, T, C, H, Hkv;
+    int head_dim() const { return C / H; }
     bool operator<(const FlashShape& o) const { // a map key (C++17: the .cu files' standard)
         return std::tie(dtype, B, T, C, H, Hkv) < std::tie(o.dtype, o.B, o.T, o.C, o.H, o.Hkv);
     }

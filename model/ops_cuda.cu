@@ -340,9 +340,8 @@ class CudaOps : public Ops {
     }
     // Whether the tuner picks the mma kernels' forms for this call: asked to, and they have forms.
     bool tuned(const FlashShape& f) const {
-        const int hd = f.C / f.H;
         return flash_ == cuda::TensorCoreFlash::tuned && f.B > 0 && f.T > 0 &&
-               cuda::flash_attention_on_tensor_cores(f.dtype, hd) && cuda::mma_variants_fit(hd);
+               cuda::has_mma_forms(f.dtype, f.head_dim());
     }
 
     // Released (reusable by later work) once the stream has passed the ops enqueued with it.

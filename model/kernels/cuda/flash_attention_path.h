@@ -52,16 +52,21 @@ constexpr bool mma_variants_fit(int head_dim) {
     return head_dim <= 64;
 }
 
+// Whether the mma kernels serve storage t and head_dim in more than one form (tensor cores, and
+// the regs and wide forms fit): where mma_regs, mma_wide and auto choose anything.
+constexpr bool has_mma_forms(DType t, int head_dim) {
+    return flash_attention_on_tensor_cores(t, head_dim) && mma_variants_fit(head_dim);
+}
+
 // The kernels that run for storage t, head_dim and the variant asked for, as a benchmark names
 // them: "cuda_cores", "mma", "mma_regs", "mma_wide", "wmma" or "auto" (whose forms the tuner
 // names once it has timed them).
 constexpr const char* flash_kernels_name(DType t, int head_dim, TensorCoreFlash asked) {
     if (!flash_attention_on_tensor_cores(t, head_dim)) return "cuda_cores";
     if (asked == TensorCoreFlash::wmma) return "wmma";
-    if (asked == TensorCoreFlash::tuned && mma_variants_fit(head_dim)) return "auto";
-    if (asked == TensorCoreFlash::mma_regs && mma_variants_fit(head_dim)) return "mma_regs";
-    if (asked == TensorCoreFlash::mma_wide && mma_variants_fit(head_dim)) return "mma_wide";
-    return "mma";
+    if (!has_mma_forms(t, head_dim)) return "mma";
+    if (asked == TensorCoreFlash::tuned) return "auto";
+    return mma_form_name(kernels_of(asked).forward);
 }
 
 } // namespace shardlab::cuda
