@@ -28,7 +28,8 @@
 namespace shardlab::cuda {
 
 namespace {
-constexpr int kTile = kFlashMmaTile;  // rows of a key tile, and of a query tile a row block
+constexpr int kTile = kFlashMmaTile;  // rows of a walked tile (key tiles forward and in dQ, query
+                                      // tiles in dK/dV); a block's own tile has kR times as many
 constexpr int kWarps = 4;             // each owns kR row blocks of kRows rows (kR = 1: the tile's)
 constexpr int kRows = 16;             // mma's m
 constexpr int kThreads = kWarps * 32; // 128
@@ -606,8 +607,9 @@ __global__ void __launch_bounds__(kThreads)
         write_rows<kMaxHd>(dQ, stride, row0 + kRows * r, T_, dq[r], scale, hd);
 }
 
-// The shared bytes of each kernel for tiles `width` (kMaxHd) wide and `stages` buffers per streamed
-// tile (the carve order above).
+// The shared bytes of each kernel for tiles `width` (kMaxHd) wide, `row_blocks` 16-row blocks a
+// warp and, backward, `stages` buffers per streamed tile (the forward always two; the carve order
+// above).
 std::size_t tiles_bytes(int width, int n) {
     return std::size_t(n) * kTile * tile_pitch(width) * 2; // 16-bit tiles
 }

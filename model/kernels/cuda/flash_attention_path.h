@@ -28,7 +28,8 @@ struct FlashKernels {
     MmaForm forward = MmaForm::plain, kv = MmaForm::plain, q = MmaForm::plain;
 };
 
-// The kernels of a variant that names them all (not `tuned`, whose forms are timed: flash_tuner.h).
+// The kernels of a variant that names them all; for `tuned`, the plain forms: what runs where the
+// tuner has no forms to choose from (flash_tuner.h).
 constexpr FlashKernels kernels_of(TensorCoreFlash v) {
     const MmaForm f = v == TensorCoreFlash::mma_regs   ? MmaForm::regs
                       : v == TensorCoreFlash::mma_wide ? MmaForm::wide
