@@ -58,8 +58,10 @@ const Schedule& Schedule::process() {
     });
 }
 
-Schedule::Block::Block(const Schedule& s, const char* kernel, std::uint64_t block_linear)
-    : kind_(s.kind_), state_(s.seed_ ^ hash_name(kernel) ^ (block_linear * 0xd6e8feb86659fd93ull)) {
+void Schedule::Block::start(const Schedule& s, const char* kernel, std::uint64_t block_linear) {
+    kind_ = s.kind_;
+    state_ = s.seed_ ^ hash_name(kernel) ^ (block_linear * 0xd6e8feb86659fd93ull);
+    order_.clear(); // next_round makes it afresh for this block's kind
 }
 
 std::uint64_t Schedule::Block::next() {

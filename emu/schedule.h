@@ -28,7 +28,12 @@ class Schedule {
     class Block {
       public:
         Block() = default;
-        Block(const Schedule& s, const char* kernel, std::uint64_t block_linear);
+        Block(const Schedule& s, const char* kernel, std::uint64_t block_linear) {
+            start(s, kernel, block_linear);
+        }
+        // Seeds it for another block, keeping the order's storage (one allocation per OS
+        // thread, not one per block: under AddressSanitizer each was a fresh page in time).
+        void start(const Schedule& s, const char* kernel, std::uint64_t block_linear);
         // The order of `n` threads for the next round (a permutation of 0..n-1).
         const std::vector<unsigned>& next_round(unsigned n);
         // Whether the running thread gives way now (random schedules only; about one in four).

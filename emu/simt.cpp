@@ -6,6 +6,7 @@
 #include "emu/fiber_sanitizers.h"
 #include "emu/schedule.h"
 
+#include <boost/container/small_vector.hpp>
 #include <boost/context/fiber.hpp>
 #include <boost/context/pooled_fixedsize_stack.hpp>
 
@@ -42,7 +43,8 @@ struct Fiber {
     std::uint64_t target = 0;      // at_warp: the rendezvous count every lane must reach
     // Warp operations done so far, counted per mask: the k-th operation with a mask meets the k-th
     // of every other lane in it, so lanes outside a partial mask never stall it (as on Volta+).
-    std::vector<std::pair<unsigned, std::uint64_t>> warp_counts;
+    // Kernels use one or two masks: inline, no allocation per CUDA thread.
+    boost::container::small_vector<std::pair<unsigned, std::uint64_t>, 4> warp_counts;
     bool started = false; // has run: a fiber never resumed unwinds without running any of ours
     std::uint64_t barriers = 0; // barriers passed: which of the block's two barrier objects is next
     std::exception_ptr error;
@@ -68,7 +70,8 @@ struct Block {
     std::vector<char>* dynamic_shared = nullptr;
     Schedule::Block schedule;
     sanitizers::SchedulerMarks marks;
-    std::vector<void*> tsan_fibers; // one per thread slot, kept for every later block
+    std::vector<void*> tsan_fibers;        // one per thread slot, kept for every later block
+    std::vector<unsigned> waiting, exited; // release()'s lists, their storage kept across blocks
     // The race detector's objects: the block's start (everything before it happens before every
     // thread), and barriers in alternation (a thread may release the next barrier's before a
     // slower one has acquired the last one's, which must not order them).
@@ -184,7 +187,10 @@ bool lanes_met(const Block& b, const Fiber& f, std::string* fault) {
 // Releases what can be released; returns false when nothing can run and not all are done.
 bool release(Block& b) {
     bool any_ready = false;
-    std::vector<unsigned> waiting, exited;
+    std::vector<unsigned>& waiting = b.waiting;
+    std::vector<unsigned>& exited = b.exited;
+    waiting.clear();
+    exited.clear();
     std::string fault;
     // The lanes of one warp that wait in the same operation (mask and count) share its answer:
     // asked once per warp, not once per lane (32x fewer checks of a full-warp shuffle).
@@ -331,9 +337,8 @@ void make_fibers(Block& b, uint3 block_idx, dim3 grid, dim3 dim, const std::func
 void run_block(Block& b, const char* kernel, uint3 block_idx, dim3 grid, dim3 dim,
                const std::function<void()>& body, ctx::pooled_fixedsize_stack& stacks) {
     b.kernel = kernel;
-    b.schedule =
-        Schedule::Block(Schedule::process(), kernel,
-                        block_idx.x + 1ull * grid.x * (block_idx.y + 1ull * grid.y * block_idx.z));
+    b.schedule.start(Schedule::process(), kernel,
+                     block_idx.x + 1ull * grid.x * (block_idx.y + 1ull * grid.y * block_idx.z));
     sanitizers::enter_scheduler(b.marks);
     make_fibers(b, block_idx, grid, dim, body, stacks);
     sanitizers::release(&b.start_sync);
