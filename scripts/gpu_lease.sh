@@ -16,6 +16,8 @@
 #              scaled_dot_product_attention (tools/torch_bench_attention.py)
 #   trace      three `--trace` steps of GPT-2 as `train` runs it by default (V = 50257 padded to
 #              50304: bench's 50304 GEMMs), turned into a per-op time table
+#   time       the time model on this GPU: `train --calibrate` (the machine's rates measured at
+#              the start, for this model) predicts the GPT-2 step, measured beside it (docs/TIME.md)
 #   eager      the PyTorch eager peer (tools/torch_bench_step.py) on the same GPU and shapes
 #   llama      the Llama (issue 25; its kernels' tests are in test_cuda_ops): three bf16 `train`
 #              steps and a `bench step` of SmolLM-135M's shape, micro-batch 16 x 1024
@@ -217,6 +219,35 @@ step_attention() {
   return $rc
 }
 
+step_time() {
+  # One rank (the lease has one GPU, so no collective to price): the prediction's compute against
+  # the run's. The profile it measured (time_run/profile.json) is the GPU's rates per GEMM shape,
+  # per memory-bound kernel, and the flash kernels'.
+  timeout --foreground -k 5 $(($(limit_of time) - 10)) $(mpirun_cmd) -np 1 shardlab train --device cuda $(gpt2) \
+    --vocab "$(vocabs | cut -d' ' -f1)" --precision bf16 --micro-batch "$(batch)" --steps 6 --val-every 0 \
+    --calibrate --out "$LOGS/time_run" --quiet || return $?
+  local line
+  line=$(python3 - "$LOGS/time_run" <<'PY'
+import json, os, sys
+run = sys.argv[1]
+t = json.load(open(os.path.join(run, "report.json")))["ranks"][0]["time"]
+prof = json.load(open(os.path.join(run, "profile.json")))
+v, p = t["vs"]["step"], t["predicted"]
+flash = prof["attention"]["bf16"]["flash"]
+def rate(x, unit):  # "612 TFLOP/s"; the dry run's emulated rates are tiny: "3.34 MFLOP/s"
+    k = next((k for k in "TGMk" if x >= 1e3 ** " kMGT".index(k)), " ")
+    return f"{x / 1e3 ** ' kMGT'.index(k):.3g} {k.strip()}{unit}"
+print(f"step predicted {v['predicted_ms']:.1f} / measured {v['measured_ms']:.1f} ms ({v['error']:+.0%}); "
+      f"predicted GEMM {p['gemm_ms']:.1f}, attention {p['attention_ms']:.1f}, memory-bound "
+      f"{p['memory_bound_ms']:.1f}, AdamW {p['optimizer_ms']:.1f} ms; calibrated: GEMM bf16 "
+      f"{rate(prof['gemm']['bf16']['flop_per_s'], 'FLOP/s')}, flash forward "
+      f"{rate(flash['forward_flop_per_s'], 'FLOP/s')}, backward {rate(flash['backward_flop_per_s'], 'FLOP/s')}, "
+      f"memory-bound {rate(prof['memory_bound']['bytes_per_s'], 'B/s')}")
+PY
+) || { result "no prediction beside the measured step in time_run/report.json"; return 1; }
+  result "$line"
+}
+
 step_trace() {
   timeout --foreground -k 5 $(($(limit_of trace) - 15)) $(mpirun_cmd) -np 1 shardlab train --device cuda $(gpt2) \
     --vocab "$(vocabs | cut -d' ' -f1)" --precision bf16 --micro-batch "$(batch)" --steps 4 --warmup 1 \
@@ -302,7 +333,7 @@ step_profile() {
 # ---------------------------------------------------------------------------------------------
 # The runner
 # ---------------------------------------------------------------------------------------------
-ALL_STEPS="env ops train bench attention trace eager llama memcheck racecheck profile compile"
+ALL_STEPS="env ops train bench attention trace time eager llama memcheck racecheck profile compile"
 limit_of() { # a step's time limit in seconds: LEASE_LIMITS overrides, the dry run is shorter
   local o
   # Inside a step, its own limit is what the runner gave it (cut to what is left of the budget).
@@ -312,9 +343,9 @@ limit_of() { # a step's time limit in seconds: LEASE_LIMITS overrides, the dry r
     # attention: 5 runs of the emulated flash kernels, each sized for hd 64 whatever the head dim,
     # 3.5 s each alone under ASan, over 7 s beside another CI test (an Intel Xeon, 2026-11-29); auto
     # times each kernel in every form first: 20 s a run
-    case $1 in env) echo 30 ;; ops | train) echo 60 ;; bench) echo 75 ;; llama) echo 45 ;; attention) echo 150 ;; *) echo 30 ;; esac
+    case $1 in env) echo 30 ;; ops | train) echo 60 ;; bench) echo 75 ;; llama | time) echo 45 ;; attention) echo 150 ;; *) echo 30 ;; esac
   else
-    case $1 in env) echo 40 ;; ops) echo 90 ;; train) echo 180 ;; bench) echo 150 ;; attention) echo 120 ;; trace) echo 100 ;; eager | llama) echo 120 ;;
+    case $1 in env) echo 40 ;; ops) echo 90 ;; train) echo 180 ;; bench) echo 150 ;; attention) echo 120 ;; trace) echo 100 ;; eager | llama | time) echo 120 ;;
       memcheck | racecheck) echo 100 ;; profile) echo 120 ;; compile) echo 240 ;; *) echo 60 ;; esac
   fi
 }

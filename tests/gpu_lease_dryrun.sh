@@ -82,7 +82,8 @@ for f in files:
 print("$OUT:", ", ".join(f"{f} ({os.path.getsize(os.path.join(out, f)):,} B)" for f in sorted(files)))
 r = json.load(open(os.path.join(out, "results.json")))
 st = {s["step"]: (s["status"], s["result"]) for s in r["steps"]}
-want = {"env": "ok", "ops": "ok", "train": "ok", "bench": "ok", "attention": "ok", "trace": "ok", "eager": "TIMEOUT", "llama": "ok",
+want = {"env": "ok", "ops": "ok", "train": "ok", "bench": "ok", "attention": "ok", "trace": "ok", "time": "ok",
+        "eager": "TIMEOUT", "llama": "ok",
         "memcheck": "FAIL (3)", "racecheck": "SKIP", "profile": "SKIP", "compile": "SKIP"}
 for step, status in want.items():
     assert st[step][0] == status, f"{step}: {st[step]}, expected {status}"
@@ -110,6 +111,11 @@ for flash in ("auto", "mma", "mma_regs", "mma_wide", "wmma"):
                                   "materialize_backward_ms", "flash_forward_tflops")), a
     assert re.search(flash + r": forward [0-9.]+ ms \([0-9.]+ TFLOP/s\), backward", st["attention"][1]), st["attention"]
 assert "PyTorch SDPA: no PyTorch with CUDA here" in st["attention"][1], st["attention"]
+# The time model's prediction beside the measured step, and the rates the calibration measured.
+assert re.search(r"^step predicted [0-9.]+ / measured [0-9.]+ ms \([+-][0-9]+%\); predicted GEMM [0-9.]+, "
+                 r"attention [0-9.]+, memory-bound [0-9.]+, AdamW [0-9.]+ ms; calibrated: GEMM bf16 [0-9.]+ [kMGT]?FLOP/s, "
+                 r"flash forward [0-9.]+ [kMGT]?FLOP/s, backward [0-9.]+ [kMGT]?FLOP/s, memory-bound [0-9.]+ [kMGT]?B/s$",
+                 st["time"][1]), st["time"]
 assert re.search(r"^train: loss [0-9.]+ -> [0-9.]+; bench: [0-9.]+ ms", st["llama"][1]), st["llama"]
 assert r["bench_llama"]["tokens_per_s"] > 0, r
 names = tarfile.open(os.path.join(out, "lease-logs.tar.gz")).getnames()
