@@ -82,7 +82,7 @@ int run_calibrate(const CalibrateOptions& o) {
     if (o.out.empty())
         throw UsageError("give --out PROFILE.json to calibrate this machine, or --show NAME|FILE "
                          "to print a profile (built-ins: " +
-                         fmt::format("{}", fmt::join(builtin_profile_names(), ", ")) + ")");
+                         builtin_profile_list() + ")");
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     CalibrateSpec spec;
@@ -115,8 +115,8 @@ CommandRunner add_calibrate_command(CLI::App& cmd) {
     auto o = std::make_shared<CalibrateOptions>();
     cmd.add_option("--out", o->out, "Write the measured profile to this JSON file");
     cmd.add_option("--show", o->show,
-                   "Print a profile instead: a built-in's name (h100-sxm, a100-sxm, h100-pcie) "
-                   "or a file");
+                   "Print a profile instead: a built-in's name (" + builtin_profile_list() +
+                       ") or a file");
     add_model_options(cmd, o->model);
     cmd.add_option("--micro-batch", o->micro_batch,
                    "Sequences per micro-batch: the GEMMs' M is micro-batch x --seq")

@@ -16,6 +16,7 @@
 #include "launch/train_report.h"
 #include "model/family.h"
 #include "model/model_presets.h"
+#include "plan/builtin_profiles.h"
 #include "plan/memory_plan.h"
 #include "plan/time_model.h"
 
@@ -433,7 +434,8 @@ std::optional<MachineProfile> time_profile(const PlanFlags& f) {
     if (f.profile.empty()) {
         if (f.time)
             throw UsageError("--time needs rates: give --profile FILE (from `shardlab calibrate "
-                             "--out FILE`) or a built-in: h100-sxm, a100-sxm, h100-pcie");
+                             "--out FILE`) or a built-in: " +
+                             builtin_profile_list());
         return std::nullopt;
     }
     if (f.inference) throw UsageError("--time predicts a training step; drop --inference");
@@ -518,7 +520,8 @@ int run_fit(const PlanFlags& f, const PlanModel& model, const PlanOptions& o) {
                          "or a byte count, e.g. --gpu 2e9");
     if (f.profile.empty())
         throw UsageError("--fit ranks by predicted speed: give --profile FILE (from `shardlab "
-                         "calibrate --out FILE`) or a built-in: h100-sxm, a100-sxm, h100-pcie");
+                         "calibrate --out FILE`) or a built-in: " +
+                         builtin_profile_list());
     if (f.compare || !f.sweep.empty() || f.inference || f.estimator != "shardlab" ||
         !f.plot.empty())
         throw UsageError("--fit is its own search; drop --compare, --sweep-ranks, --inference, "
@@ -676,8 +679,8 @@ CommandRunner add_plan_command(CLI::App& cmd) {
     cmd.add_flag("--time", f->time,
                  "Predict the step's time per rank (needs --profile; docs/TIME.md)");
     cmd.add_option("--profile", f->profile,
-                   "Machine profile for --time: a file from `shardlab calibrate --out`, or "
-                   "h100-sxm | a100-sxm | h100-pcie (implies --time)");
+                   "Machine profile for --time: a file from `shardlab calibrate --out`, or " +
+                       builtin_profile_list(" | ") + " (implies --time)");
     cmd.add_flag("--fit", f->fit,
                  "Search stage x offload x checkpointing x micro-batch x prefetch x shard group "
                  "for what fits --gpu, ranked by --profile's predicted tokens/s");

@@ -3,6 +3,7 @@
 
 #include "core/error.h"
 #include "launch/flag_checks.h"
+#include "plan/builtin_profiles.h"
 
 #include <fmt/format.h>
 
@@ -120,9 +121,10 @@ void add_train_options(CLI::App& cmd, TrainOptions& o) {
                    "Write a Chrome/Perfetto trace (JSON) of every rank's streams: ops, "
                    "collectives, copies, host updates, memory (open in ui.perfetto.dev)");
     cmd.add_option("--profile", o.profile,
-                   "Machine profile (`shardlab calibrate --out FILE`, or h100-sxm | a100-sxm | "
-                   "h100-pcie): report.json and the table put the predicted step time beside the "
-                   "measured (docs/TIME.md)");
+                   "Machine profile (`shardlab calibrate --out FILE`, or " +
+                       builtin_profile_list(" | ") +
+                       "): report.json and the table put the predicted step time beside the "
+                       "measured (docs/TIME.md)");
     cmd.add_flag("--calibrate", o.calibrate,
                  "Calibrate this machine at the start (this model, micro-batch and precision), "
                  "write OUT/profile.json and predict the step with it, as --profile does");

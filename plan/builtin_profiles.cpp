@@ -4,6 +4,9 @@
 
 #include "plan/builtin_profiles_json.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <map>
 
 namespace shardlab {
@@ -25,6 +28,10 @@ std::vector<std::string> builtin_profile_names() {
     std::vector<std::string> names;
     for (const auto& [name, p] : builtins()) names.push_back(name);
     return names;
+}
+
+std::string builtin_profile_list(const char* separator) {
+    return fmt::format("{}", fmt::join(builtin_profile_names(), separator));
 }
 
 const MachineProfile* builtin_profile(const std::string& name) {

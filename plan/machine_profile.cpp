@@ -272,7 +272,7 @@ MachineProfile load_profile(const std::string& name_or_file) {
         throw UsageError(fmt::format("unknown profile '{}': not a built-in ({}) and no such file; "
                                      "name a built-in or a file written by `shardlab calibrate "
                                      "--out FILE`",
-                                     name_or_file, fmt::join(builtin_profile_names(), ", ")));
+                                     name_or_file, builtin_profile_list()));
     std::stringstream text;
     text << in.rdbuf();
     json j;

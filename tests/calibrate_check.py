@@ -218,7 +218,7 @@ def train_calibrated(np_, rpn, shardlab, mpirun):
 
 
 def show_builtins(shardlab):
-    for name in ["h100-sxm", "a100-sxm", "h100-pcie"]:
+    for name in ["h100-sxm", "h200-sxm", "a100-sxm", "h100-pcie"]:
         r = run([shardlab, "calibrate", "--show", name])
         if r.returncode != 0 or f"profile {name}" not in r.stdout or "source: " not in r.stdout:
             fail(f"--show {name}")
@@ -234,7 +234,7 @@ def bad(shardlab, mpirun):
     expect_bad([shardlab, "train", "--calibrate", "--profile", "h100-sxm", "--out", "/tmp/x"],
                "--calibrate measures the profile the run is priced with; drop it or --profile")
     expect_bad([shardlab, "calibrate", "--show", "h200-nvl"],
-               "unknown profile 'h200-nvl': not a built-in (a100-sxm, h100-pcie, h100-sxm)")
+               "unknown profile 'h200-nvl': not a built-in (a100-sxm, h100-pcie, h100-sxm, h200-sxm)")
     expect_bad(mpirun + ["-np", "2", shardlab, "calibrate", "--out", "/nonexistent-dir/p.json"] + SMALL,
                "cannot write --out /nonexistent-dir/p.json")
     expect_bad(mpirun + ["-np", "1", shardlab, "calibrate"], "give --out PROFILE.json")

@@ -97,7 +97,7 @@ TEST(GemmShapes, StepFlopsAreSixPerMatmulWeightPerToken) {
 
 TEST(BuiltinProfiles, LoadWithEveryValueCited) {
     ASSERT_EQ(builtin_profile_names(),
-              (std::vector<std::string>{"a100-sxm", "h100-pcie", "h100-sxm"}));
+              (std::vector<std::string>{"a100-sxm", "h100-pcie", "h100-sxm", "h200-sxm"}));
     for (const std::string& name : builtin_profile_names()) {
         const MachineProfile p = load_profile(name);
         EXPECT_EQ(p.name, name);
@@ -113,6 +113,11 @@ TEST(BuiltinProfiles, LoadWithEveryValueCited) {
     EXPECT_EQ(h100.gemm.at("bf16").flop_per_s, 989.4e12);
     EXPECT_EQ(h100.links.at("intra_node").ops.at("allreduce").fit.beta_s_per_byte, 1 / 450e9);
     EXPECT_EQ(h100.links.at("inter_node").ops.at("allgather").fit.alpha_s, 14e-6);
+    // The H200: the H100 SXM's compute and links, HBM3e's bandwidth.
+    const MachineProfile h200 = load_profile("h200-sxm");
+    EXPECT_EQ(h200.gemm.at("bf16").flop_per_s, 989.4e12);
+    EXPECT_EQ(h200.memory_bound_bytes_per_s, 4.8e12);
+    EXPECT_EQ(h200.links.at("intra_node").ops.at("allreduce").fit.beta_s_per_byte, 1 / 450e9);
 }
 
 TEST(MachineProfileFile, RoundTripsThroughJson) {
@@ -169,7 +174,7 @@ TEST(MachineProfileFile, BadInputIsRefusedNamingTheProblemAndTheFix) {
                 load_profile("h200-nvl");
             } catch (const UsageError& e) {
                 EXPECT_NE(std::string(e.what()).find("unknown profile 'h200-nvl': not a built-in "
-                                                     "(a100-sxm, h100-pcie, h100-sxm)"),
+                                                     "(a100-sxm, h100-pcie, h100-sxm, h200-sxm)"),
                           std::string::npos);
                 throw;
             }
