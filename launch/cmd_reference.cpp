@@ -4,6 +4,7 @@
 #include "core/error.h"
 #include "launch/cli_util.h"
 #include "launch/commands.h"
+#include "launch/flag_checks.h"
 #include "model/backend.h"
 #include "model/families.h"
 #include "model/kernels/cpu/threads.h"
@@ -23,7 +24,7 @@ namespace shardlab {
 namespace {
 struct ReferenceOptions {
     std::string weights, data, precision = "fp32", out, checkpoint = "none", attention = "flash";
-    int batch = 4, seq = 64, start = 0, threads = 0;
+    int batch = 4, seq = 0, start = 0, threads = 0; // seq 0: the model's context
 };
 
 struct Batch {
@@ -35,10 +36,16 @@ Batch load_batch(const ReferenceOptions& o, int vocab) {
     if (data.max_token() >= vocab)
         throw UsageError(fmt::format("'{}' holds token id {}, not below the vocabulary size {}",
                                      o.data, data.max_token(), vocab));
+    const TokenWindows windows(data.tokens, o.seq);
+    if (std::size_t(o.start) + std::size_t(o.batch) > windows.count()) // both flags are >= 0
+        throw UsageError(fmt::format(
+            "--start {} --batch {} asks for windows {}..{}, but '{}' holds {} windows of {} "
+            "tokens; use a smaller --start, --batch or --seq, or more data",
+            o.start, o.batch, o.start, std::int64_t(o.start) + o.batch - 1, o.data, windows.count(),
+            o.seq + 1));
     Batch b{std::vector<std::uint16_t>(std::size_t(o.batch) * o.seq),
             std::vector<std::uint16_t>(std::size_t(o.batch) * o.seq)};
-    TokenWindows(data.tokens, o.seq)
-        .fill(std::size_t(o.start), o.batch, b.inputs.data(), b.targets.data());
+    windows.fill(std::size_t(o.start), o.batch, b.inputs.data(), b.targets.data());
     return b;
 }
 
@@ -91,20 +98,24 @@ CommandRunner add_reference_command(CLI::App& cmd) {
                      "Weights: a .safetensors file, a Hugging Face folder or its index .json")
         ->required();
     grads->add_option("--data", o->data, "Token data (text or llm.c shard)")->required();
-    grads->add_option("--batch", o->batch, "Windows in the batch");
-    grads->add_option("--seq", o->seq, "Tokens per window T");
-    grads->add_option("--start", o->start, "First window");
+    grads->add_option("--batch", o->batch, "Windows in the batch")->check(at_least(1));
+    grads->add_option("--seq", o->seq, "Tokens per window T (default: the model's context)")
+        ->check(at_least(1));
+    grads->add_option("--start", o->start, "First window (0 the data's first)")->check(at_least(0));
     grads->add_option("--precision", o->precision, "fp32 | bf16 | fp16");
     grads->add_option("--checkpoint", o->checkpoint, "none | all | every:K");
     grads->add_option("--attention", o->attention, "flash | materialize");
-    grads->add_option(
-        "--threads", o->threads,
-        "Threads (default: the CPUs the rank is bound to, else cores / ranks on this node)");
+    grads
+        ->add_option(
+            "--threads", o->threads,
+            "Threads (default: the CPUs the rank is bound to, else cores / ranks on this node)")
+        ->check(at_least(0));
     grads->add_option("--out", o->out, "Output file")->required();
     return [o] {
         parse_precision(o->precision); // a bad name is a usage error before any work
         parse_attention(o->attention);
         const ModelWeights w = load_weights(o->weights);
+        if (o->seq == 0) o->seq = w.config.context;
         const auto backend = make_cpu_backend(o->threads > 0 ? o->threads : cpu::default_threads());
         write_grads(*o, w, *backend);
         return 0;

@@ -28,7 +28,8 @@ class TokenWindows {
 
     // Copies windows first .. first+batch-1 into inputs / targets [batch, T].
     void fill(std::size_t first, int batch, std::uint16_t* inputs, std::uint16_t* targets) const {
-        check(first + std::size_t(batch) <= count(),
+        // Written so that no sum wraps: a first window past the end is refused, not wrapped round.
+        check(batch >= 0 && first <= count() && std::size_t(batch) <= count() - first,
               "asked for windows " + std::to_string(first) + ".." +
                   std::to_string(first + batch - 1) + " but the data holds " +
                   std::to_string(count()) + " windows of " + std::to_string(seq_ + 1) +

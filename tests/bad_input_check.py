@@ -174,6 +174,13 @@ with tempfile.TemporaryDirectory() as tmp:
          "was written with min_lr_ratio = 0.10000000149011612, this run has 0.5; resume with --min-lr-ratio 0.1"),
         ("resume adding --reproducible", train + ["--resume", run, "--reproducible"],
          "was written with reproducible = false, this run has true; resume without --reproducible"),
+        # Once a window index before the data (its bytes read as tokens), under ASan a heap overflow.
+        ("reference grads --start -1", [SHARDLAB, "reference", "grads", "--weights", weights, "--data", small_text,
+                                        "--start", "-1", "--out", os.path.join(tmp, "g.safetensors")],
+         "--start: -1 is below 0; use 0 or more"),
+        ("reference grads past the data", [SHARDLAB, "reference", "grads", "--weights", weights, "--data", small_text,
+                                           "--start", "100000", "--out", os.path.join(tmp, "g.safetensors")],
+         "--start 100000 --batch 4 asks for windows 100000..100003, but"),
         ("bench attention --seq-len 0", [SHARDLAB, "bench", "attention", "--seq-len", "0"], "--seq-len: 0 is below 1; use 1 or more"),
         ("plan --params nan", [SHARDLAB, "plan", "--params", "nan"], "--params: nan is not in [1, 1e+15]"),
         ("plan --params -5", [SHARDLAB, "plan", "--params", "-5"], "--params: -5 is not in [1, 1e+15]"),
