@@ -3,6 +3,7 @@
 
 #include "comm/agreement.h"
 #include "core/error.h"
+#include "core/file_target.h"
 
 #include <fmt/format.h>
 #include <mpi.h>
@@ -44,13 +45,15 @@ int launcher_rank() {
     return 0;
 }
 
-// Written to PATH.tmp, flushed, then renamed over PATH: a reader sees the old file or the whole new
+// Written to PATH.tmp, flushed, then renamed over PATH (what its links name; a device or pipe is
+// written in place: core/file_target.h): a reader sees the old file or the whole new
 // one, never a torn one. A failure names the file and the reason (ENOSPC: the disk is full).
 void write_json_file(const std::string& path, const nlohmann::json& j) {
-    const std::string tmp = path + ".tmp";
+    const FileTarget target = file_target(path); // through links; a device written in place
+    const std::string tmp = target.temporary();
     const std::string text = j.dump(2) + "\n";
     auto fail = [&](const std::string& what, int err) {
-        std::remove(tmp.c_str());
+        if (!target.in_place) std::remove(tmp.c_str());
         throw Error("cannot " + what + " '" + path +
                     "': " + write_failure(err, "check that the directory is writable"));
     };
@@ -61,7 +64,8 @@ void write_json_file(const std::string& path, const nlohmann::json& j) {
     if (std::fflush(f) != 0 && !err) err = errno;
     if (std::fclose(f) != 0 && !err) err = errno;
     if (err) fail("write", err);
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) fail("replace", errno);
+    if (!target.in_place && std::rename(tmp.c_str(), target.path.c_str()) != 0)
+        fail("replace", errno);
 }
 
 std::string format_bytes(std::uint64_t bytes) {

@@ -185,6 +185,25 @@ double added_bytes(const TrainOptions& o, double params, int ranks) {
     return (checkpoints ? (one_there ? 1 : 2) * checkpoint : 0) + report + log;
 }
 
+// An output flag's path that is one of the run's own files (its log, report, profile or a
+// checkpoint, or inside one) would overwrite it or be overwritten by it.
+void check_not_run_file(const char* flag, const std::string& path, const TrainOptions& o) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    const fs::path p = fs::weakly_canonical(path, ec);
+    if (ec) return;
+    std::vector<std::string> own(std::begin(kRunFiles), std::end(kRunFiles));
+    own.insert(own.end(), {"profile.json", "checkpoint.tmp"});
+    for (const std::string& f : own) {
+        const fs::path file = fs::weakly_canonical(fs::path(o.out) / f, ec);
+        if (ec) continue;
+        if (p == file || p.string().rfind(file.string() + "/", 0) == 0)
+            throw UsageError(fmt::format("{} {} is the run's own {} (in --out {}), which the run "
+                                         "writes; choose a path outside it",
+                                         flag, path, f, o.out));
+    }
+}
+
 // Every output is checked before step 1, so no run trains for hours and then cannot write: the run
 // directory (every rank writes its checkpoint file there) and --save-weights (rank 0 writes it)
 // must be writable, with room for what they will hold.
@@ -203,6 +222,8 @@ void check_outputs(const TrainOptions& o, const ModelConfig& config, int ranks, 
         throw UsageError(fmt::format("--out {}: {:.1f} MB free, and this run will write about "
                                      "{:.1f} MB there; free some space or choose another --out",
                                      o.out, space.available / 1e6, need_out / 1e6));
+    if (!o.trace.empty()) check_not_run_file("--trace", o.trace, o);
+    if (!o.save_weights.empty()) check_not_run_file("--save-weights", o.save_weights, o);
     if (rank == 0 && !o.trace.empty() && fs::is_directory(o.trace, ec))
         throw UsageError("--trace " + o.trace + " is a directory; give a file name, e.g. " +
                          (fs::path(o.trace) / "trace.json").string());

@@ -4,6 +4,7 @@
 #include "model/safetensors.h"
 
 #include "core/error.h"
+#include "core/file_target.h"
 
 #include <nlohmann/json.hpp>
 
@@ -411,7 +412,8 @@ bool sync_to_disk(const std::string& path) {
 
 void write_safetensors(const std::string& path, const SafeTensorsFile& file) {
     const std::string header = build_header(path, file);
-    const std::string tmp = path + ".tmp";
+    const FileTarget target = file_target(path);
+    const std::string tmp = target.temporary();
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out)
         fail_write(path, "cannot create '" + tmp + "' (" + std::strerror(errno) +
@@ -419,11 +421,15 @@ void write_safetensors(const std::string& path, const SafeTensorsFile& file) {
     write_contents(out, header, file);
     out.close();
     std::error_code ec;
+    if (target.in_place) {
+        if (!out) fail_write(path, "writing it failed");
+        return;
+    }
     if (!out || !sync_to_disk(tmp)) {
         std::filesystem::remove(tmp, ec);
         fail_write(path, "writing '" + tmp + "' failed; check free disk space");
     }
-    std::filesystem::rename(tmp, path, ec);
+    std::filesystem::rename(tmp, target.path, ec);
     if (ec) {
         std::error_code ignored;
         std::filesystem::remove(tmp, ignored);

@@ -23,7 +23,7 @@ const char* st_dtype(DType t) {
 SafeTensorsWriter::SafeTensorsWriter(std::string path,
                                      const std::map<std::string, std::string>& metadata,
                                      const std::vector<TensorEntry>& tensors)
-    : path_(std::move(path)), tmp_(path_ + ".tmp") {
+    : path_(std::move(path)), target_(file_target(path_)), tmp_(target_.temporary()) {
     nlohmann::ordered_json h = nlohmann::ordered_json::object();
     if (!metadata.empty()) h["__metadata__"] = metadata;
     offsets_.push_back(0);
@@ -41,6 +41,12 @@ SafeTensorsWriter::SafeTensorsWriter(std::string path,
     data_start_ = 8 + header.size();
     file_ = std::fopen(tmp_.c_str(), "wb");
     if (!file_) fail("create '" + tmp_ + "'", errno);
+    if (target_.in_place && ::lseek(::fileno(file_), 0, SEEK_CUR) < 0) {
+        abandon();
+        throw Error("cannot write safetensors file '" + path_ +
+                    "': it is a pipe, and the file is written at offsets; name a regular file "
+                    "(and copy it from there)");
+    }
     unsigned char len[8];
     for (int i = 0; i < 8; ++i) len[i] = (std::uint64_t(header.size()) >> (8 * i)) & 0xffu;
     if (std::fwrite(len, 1, 8, file_) != 8 ||
@@ -49,9 +55,14 @@ SafeTensorsWriter::SafeTensorsWriter(std::string path,
 }
 
 SafeTensorsWriter::~SafeTensorsWriter() {
+    abandon();
+}
+
+void SafeTensorsWriter::abandon() {
     if (!file_) return;
     std::fclose(file_);
-    std::remove(tmp_.c_str());
+    file_ = nullptr;
+    if (!target_.in_place) std::remove(tmp_.c_str()); // never the device written in place
 }
 
 void SafeTensorsWriter::write(std::uint64_t data_offset, const void* bytes, std::size_t n) {
@@ -66,28 +77,35 @@ void SafeTensorsWriter::finish() {
     // The data section must be complete: a gap (a slice never written reads as zeros) would be a
     // bug, which the count of bytes written catches; the temporary file goes with it.
     int err = 0;
-    if (std::fflush(file_) != 0 || ::fsync(::fileno(file_)) != 0) err = errno;
-    const long size = std::fseek(file_, 0, SEEK_END) == 0 ? std::ftell(file_) : -1;
+    if (std::fflush(file_) != 0 || (!target_.in_place && ::fsync(::fileno(file_)) != 0))
+        err = errno;
+    const long size = target_.in_place                      ? long(data_start_ + written_)
+                      : std::fseek(file_, 0, SEEK_END) == 0 ? std::ftell(file_)
+                                                            : -1;
     if (std::fclose(file_) != 0 && !err) err = errno;
     file_ = nullptr;
+    const auto discard = [&] {
+        if (!target_.in_place) std::remove(tmp_.c_str());
+    };
     if (err) {
-        std::remove(tmp_.c_str());
+        discard();
         fail("write '" + tmp_ + "'", err);
     }
     if (std::uint64_t(size) != data_start_ + data_bytes() || written_ != data_bytes()) {
-        std::remove(tmp_.c_str());
+        discard();
         throw Error(fmt::format("internal: safetensors file '{}' was not written completely ({} "
                                 "of {} data bytes)",
                                 path_, written_, data_bytes()));
     }
-    if (std::rename(tmp_.c_str(), path_.c_str()) != 0) {
+    if (!target_.in_place && std::rename(tmp_.c_str(), target_.path.c_str()) != 0) {
         err = errno;
-        std::remove(tmp_.c_str());
+        discard();
         fail("rename '" + tmp_ + "' to it", err);
     }
 }
 
 void SafeTensorsWriter::fail(const std::string& what, int err) {
+    abandon(); // a constructor that throws has no destructor to close the file
     throw Error("cannot write safetensors file '" + path_ + "': cannot " + what + ": " +
                 write_failure(err, "check that the directory exists and is writable"));
 }

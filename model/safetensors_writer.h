@@ -5,6 +5,8 @@
 // --save-weights stream through it unit by unit.
 #pragma once
 
+#include "core/file_target.h"
+
 #include "core/dtype.h"
 
 #include <cstdint>
@@ -40,8 +42,11 @@ class SafeTensorsWriter {
 
   private:
     [[noreturn]] void fail(const std::string& what, int err);
+    void abandon(); // closes the file and removes the temporary
 
-    std::string path_, tmp_;
+    std::string path_;  // as named, for messages
+    FileTarget target_; // what the rename replaces (core/file_target.h)
+    std::string tmp_;
     std::FILE* file_ = nullptr;
     std::uint64_t data_start_ = 0, written_ = 0;
     std::vector<std::uint64_t> offsets_; // tensor i starts at offsets_[i]; the last is the end

@@ -3,6 +3,7 @@
 #include "model/weights_writer.h"
 
 #include "core/error.h"
+#include "core/file_target.h"
 #include "core/test_hook.h"
 #include "model/hf_checkpoint.h"
 
@@ -39,7 +40,8 @@ void sync_directory(const fs::path& dir) {
 
 // Written beside and renamed over, as the shards are: a crash leaves the old file or the new one.
 void write_text_atomically(const fs::path& p, const std::string& text) {
-    const fs::path tmp = p.string() + ".tmp";
+    const FileTarget target = file_target(p.string());
+    const fs::path tmp = target.temporary();
     {
         std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
         out << text;
@@ -47,13 +49,14 @@ void write_text_atomically(const fs::path& p, const std::string& text) {
         if (!out) {
             const int err = errno;
             std::error_code ec;
-            fs::remove(tmp, ec);
+            if (!target.in_place) fs::remove(tmp, ec);
             throw Error(fmt::format("cannot write '{}': {}", p.string(),
                                     write_failure(err, "check the folder is writable")));
         }
     }
+    if (target.in_place) return;
     std::error_code ec;
-    fs::rename(tmp, p, ec);
+    fs::rename(tmp, target.path, ec);
     if (ec)
         throw Error(fmt::format("cannot rename '{}' into place: {}", tmp.string(), ec.message()));
 }
