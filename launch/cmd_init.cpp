@@ -2,6 +2,7 @@
 // safetensors file or a Hugging Face folder.
 #include "core/error.h"
 #include "launch/commands.h"
+#include "launch/flag_checks.h"
 #include "launch/model_options.h"
 #include "model/families.h"
 #include "model/weights_io.h"
@@ -21,7 +22,7 @@ CommandRunner add_init_command(CLI::App& cmd) {
     };
     auto o = std::make_shared<Options>();
     add_model_options(cmd, o->model);
-    cmd.add_option("--seed", o->seed, "Initialisation seed");
+    cmd.add_option("--seed", o->seed, "Initialisation seed (0 to 2^64 - 1)")->check(seed_range());
     cmd.add_option("--dtype", o->dtype, "Stored dtype: fp32 | bf16");
     cmd.add_option("--out", o->out,
                    "Output .safetensors file, or a folder (ending in '/', or an existing "

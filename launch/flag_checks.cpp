@@ -1,7 +1,9 @@
 // The validators' arithmetic and their messages.
 #include "launch/flag_checks.h"
 
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <sstream>
 
@@ -59,6 +61,20 @@ CLI::Validator at_least(long long lo) {
                                  std::to_string(lo) + " or more";
         },
         ">= " + std::to_string(lo));
+}
+
+CLI::Validator seed_range() {
+    return CLI::Validator(
+        [](std::string& text) -> std::string {
+            const char* kRange = "; use a seed from 0 to 2^64 - 1 (18446744073709551615)";
+            if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
+                return text + (text.find('-') == 0 ? " is negative" : " is not a whole number") +
+                       kRange;
+            errno = 0;
+            std::strtoull(text.c_str(), nullptr, 10);
+            return errno == ERANGE ? text + " is above 2^64 - 1" + kRange : "";
+        },
+        "0 to 2^64 - 1");
 }
 
 CLI::Validator zero_or_in_range(double lo, double hi, const std::string& zero_means) {

@@ -19,6 +19,9 @@ CLI::Validator in_fp32_range(double lo, double hi, bool lo_open = false, bool hi
 
 // An integer flag of at least `lo` (e.g. --heads 1 and up).
 CLI::Validator at_least(long long lo);
+// A seed: a whole number from 0 to 2^64 - 1, refused outside it (an unsigned parse would wrap -1
+// and clamp 2^64 and more, making different seeds one run).
+CLI::Validator seed_range();
 // 0 (which means `zero_means`) or a number in [lo, hi]: e.g. a timeout too short to be sane.
 CLI::Validator zero_or_in_range(double lo, double hi, const std::string& zero_means);
 

@@ -30,7 +30,8 @@ void add_train_options(CLI::App& cmd, TrainOptions& o) {
     cmd.add_option("--zero", o.zero, "ZeRO stage 0-3");
     cmd.add_flag("--offload", o.offload,
                  "Master weights, m, v and the update on the host (any stage)");
-    cmd.add_option("--prefetch", o.prefetch, "ZeRO-3: units gathered ahead of use");
+    cmd.add_option("--prefetch", o.prefetch, "ZeRO-3: units gathered ahead of use")
+        ->check(at_least(0));
     cmd.add_flag("--reproducible", o.reproducible,
                  "The same bits at any rank count, stage, offload or split of the global batch: "
                  "one sequence a pass, gradients, norm and loss summed exactly in int64 fixed "
@@ -72,13 +73,7 @@ void add_train_options(CLI::App& cmd, TrainOptions& o) {
                    "fp16: initial dynamic loss scale (halved on an overflow, never below 1)")
         ->check(in_fp32_range(1, kInf));
     cmd.add_option("--seed", o.seed, "Initialisation and sampling seed (0 to 2^64 - 1)")
-        ->check(CLI::Validator(
-            [](std::string& text) -> std::string { // an unsigned parse would wrap "-1"
-                return text.find('-') == std::string::npos
-                           ? ""
-                           : text + " is negative; use a seed from 0 to 2^64 - 1";
-            },
-            ">= 0"));
+        ->check(seed_range());
     cmd.add_option("--data", o.data,
                    "Text file or llm.c token shard (default: /usr/share/common-licenses)");
     cmd.add_option("--val-every", o.val_every,

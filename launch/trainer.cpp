@@ -34,6 +34,7 @@
 #include "train/train_session.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <optional>
 
 #include <cmath>
@@ -282,7 +283,7 @@ RunSetup prepare(const TrainOptions& o, int ranks, int rank) {
         throw UsageError(fmt::format("--loss-scale {} applies to --precision fp16 only ({} "
                                      "needs no loss scaling); drop it or use --precision fp16",
                                      o.loss_scale, o.precision));
-    if (o.prefetch < 0 || (o.prefetch > 0 && o.zero != 3))
+    if (o.prefetch > 0 && o.zero != 3) // --prefetch's range is checked as it is parsed
         throw UsageError("--prefetch applies to --zero 3 only");
     if (o.micro_batch < 1 || o.steps < 1 || o.grad_accum < 1)
         throw UsageError("--micro-batch, --steps and --grad-accum must be at least 1");
@@ -294,6 +295,16 @@ RunSetup prepare(const TrainOptions& o, int ranks, int rank) {
         throw UsageError("--init " + o.init +
                          " takes the model's shape from the file; drop --layers, --hidden, "
                          "--heads, --kv-heads, --ffn, --vocab and --seq");
+    if (!o.init.empty()) { // ... and its family and head: a preset or --arch would be ignored
+        std::vector<std::string> given;
+        if (!o.model.arch.empty()) given.push_back("--arch " + o.model.arch);
+        if (!o.model.preset.empty()) given.push_back("--preset " + o.model.preset);
+        if (o.model.tied_head) given.push_back("--tied-head");
+        if (!given.empty())
+            throw UsageError(fmt::format("--init {} takes the model from the file (its family, "
+                                         "shape and head); drop {}",
+                                         o.init, fmt::join(given, " and ")));
+    }
     check_run_directory(o);
     check_shard_group(o, ranks, s);
     s.grad_accum = effective_grad_accum(o, ranks);
