@@ -2,6 +2,7 @@
 #include "comm/agreement.h"
 
 #include "comm/gather_to_root.h"
+#include "core/error.h"
 
 #include <fmt/format.h>
 
@@ -32,8 +33,7 @@ std::string failure_of(const std::function<void()>& fn) {
     try {
         fn();
     } catch (const std::exception& e) {
-        const std::string message = e.what();
-        return message.empty() ? "unknown error" : message;
+        return error_message(e);
     }
     return "";
 }

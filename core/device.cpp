@@ -23,8 +23,9 @@ void* host_allocate(std::size_t bytes) {
     void* p = std::aligned_alloc(kAlign, rounded == 0 ? kAlign : rounded);
     if (!p)
         throw Error("out of host memory allocating " + std::to_string(bytes) +
-                    " bytes; use a smaller batch (train's --micro-batch, eval's --batch), fewer "
-                    "ranks per node, a smaller model or ZeRO-3");
+                    " bytes; make the job smaller: a smaller batch (train's --micro-batch, eval's "
+                    "--batch), fewer ranks per node, a smaller model or ZeRO-3, or for "
+                    "collectives bench and calibrate a smaller largest size (-e)");
     return p;
 }
 } // namespace

@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <new>
 #include <stdexcept>
 #include <string>
 
@@ -28,6 +29,20 @@ class UsageError : public Error {
 inline std::string write_failure(int err, const std::string& otherwise) {
     return err == ENOSPC ? std::string("the disk is full (ENOSPC); free some space")
                          : std::string(std::strerror(err)) + "; " + otherwise;
+}
+
+// An exception's message for the user. The standard library's own say only "std::bad_alloc" or
+// "cannot create std::vector larger than max_size()": these name the problem and the fix.
+inline std::string error_message(const std::exception& e) {
+    if (dynamic_cast<const std::bad_alloc*>(&e))
+        return "out of host memory: this needs more memory than the machine has free; make it "
+               "smaller (the model, --micro-batch or --batch, --seq), or see what a run needs "
+               "with `shardlab plan` and the same model flags";
+    if (dynamic_cast<const std::length_error*>(&e))
+        return std::string("a size too large to allocate (") + e.what() +
+               "); a flag asks for more elements than a buffer can hold: make it smaller";
+    const std::string message = e.what();
+    return message.empty() ? "unknown error" : message;
 }
 
 // Throws Error(message) when cond is false. A function, not a macro: the message is built only

@@ -85,10 +85,10 @@ int run_guarded(const std::function<int()>& body) {
             MPI_Comm_size(MPI_COMM_WORLD, &size);
         }
         if (usage && !(mpi_live && size > 1)) {
-            if (rank == 0) fmt::print(stderr, "shardlab: error: {}\n", e.what());
+            if (rank == 0) fmt::print(stderr, "shardlab: error: {}\n", error_message(e));
             return 2;
         }
-        fmt::print(stderr, "shardlab: rank {}: error: {}\n", rank, e.what());
+        fmt::print(stderr, "shardlab: rank {}: error: {}\n", rank, error_message(e));
         std::fflush(stderr);
         if (mpi_live && size > 1)
             MPI_Abort(MPI_COMM_WORLD, usage ? 2 : 1); // the other ranks stop too

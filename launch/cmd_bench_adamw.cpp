@@ -7,6 +7,7 @@
 #include "core/timer.h"
 #include "launch/cli_util.h"
 #include "launch/commands.h"
+#include "launch/flag_checks.h"
 #include "measure/host_adamw_rate.h"
 #include "model/kernels/cpu/threads.h"
 
@@ -38,7 +39,6 @@ SHARDLAB_TARGET_CLONES void touch(float* __restrict p, float* __restrict m, floa
 }
 
 int run(const AdamBenchOptions& o) {
-    if (o.params < 1 || o.params > 4e9) throw UsageError("--params must be between 1 and 4e9");
     if (o.iters < 1) throw UsageError("--iters must be at least 1");
     cpu::set_threads(o.threads > 0 ? o.threads : cpu::default_threads());
     const std::size_t n = std::size_t(o.params);
@@ -72,7 +72,8 @@ int run(const AdamBenchOptions& o) {
 
 CommandRunner add_bench_adamw_command(CLI::App& cmd) {
     auto o = std::make_shared<AdamBenchOptions>();
-    cmd.add_option("--params", o->params, "Parameters in the shard (e.g. 100e6)");
+    cmd.add_option("--params", o->params, "Parameters in the shard (e.g. 100e6)")
+        ->check(in_range(1, 4e9));
     cmd.add_option("--threads", o->threads, "Threads (default: cores / ranks on this node)");
     cmd.add_option("--iters", o->iters, "Timed updates (the median is reported)");
     cmd.add_option("--json", o->json_path, "Also write the result to this JSON file");
