@@ -59,6 +59,7 @@ struct RunSetup {
     AttentionKind attention = AttentionKind::flash;
     int shard_group = 0; // S resolved (0: the world); "node" is resolved once the nodes are known
     std::optional<MachineProfile> calibrated; // --calibrate's profile, measured before the model
+    std::string data_sha256;                  // the tokens' fingerprint (data_fingerprint)
 };
 
 // --shard-group's rule, checked before anything runs: S consecutive ranks per group, N/S groups.
@@ -371,6 +372,37 @@ std::string data_fingerprint(const TrainValSplit& d) {
     return h.hex();
 }
 
+// The run's settings as report.json records them (and a resume must match), the data by its
+// fingerprint.
+nlohmann::json run_settings(const TrainOptions& o, const RunSetup& s) {
+    nlohmann::json settings = train_options_json(o, config_to_json(s.config), s.seq, s.grad_accum);
+    settings["data_sha256"] = s.data_sha256;
+    return settings;
+}
+
+// Every rank must train the same run: ranks started with other flags (an MPMD launch,
+// `mpirun A : B`, or a config file that differs per node) would drift apart silently (ZeRO-0's
+// replicas) or hang in the first collective of another shape. Paths may differ per node (the
+// data's and the init file's); the data is compared by its fingerprint.
+void check_same_settings(const nlohmann::json& settings, int rank, WatchedComm& comm) {
+    nlohmann::json mine = settings;
+    for (const char* path : {"data", "init", "deepspeed_config"}) mine.erase(path);
+    const std::vector<std::string> all = comm.gather(mine.dump(), 0, "every rank's settings");
+    if (rank != 0) return;
+    for (std::size_t r = 1; r < all.size(); ++r) {
+        if (all[r] == all[0]) continue;
+        const nlohmann::json theirs = nlohmann::json::parse(all[r]);
+        const nlohmann::json first = nlohmann::json::diff(mine, theirs).at(0);
+        const nlohmann::json::json_pointer at(first.at("path").get<std::string>());
+        const std::string there = theirs.contains(at) ? theirs.at(at).dump() : "absent";
+        const std::string here = mine.contains(at) ? mine.at(at).dump() : "absent";
+        throw UsageError(fmt::format("rank {} was started with other settings than rank 0: {} is "
+                                     "{} there and {} on rank 0; give every rank the same flags, "
+                                     "config file and data",
+                                     r, at.to_string().substr(1), there, here));
+    }
+}
+
 // Byte tokens as text; the ids of a tokenizer's tokens (llm.c shards) as numbers: shardlab has no
 // tokenizer to decode them, and ids read as bytes would be another text.
 std::string printable(const std::vector<std::uint16_t>& tokens, bool byte_level) {
@@ -460,10 +492,7 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
     const bool lead = rank == 0;
     DeviceContext& ctx = backend.context();
     MemoryTracker& tracker = ctx.tracker();
-    // Made first: the fingerprint reads every token, and the pages of a mapped data file it brings
-    // in belong to the runtime baseline (the token data), not to the model's init phase.
-    nlohmann::json config = train_options_json(o, config_to_json(s.config), T_, s.grad_accum);
-    config["data_sha256"] = data_fingerprint(s.data);
+    nlohmann::json config = run_settings(o, s);
     config["global_batch_seqs"] = N * B * s.grad_accum;
     ResidentPeaks resident;
     // Before the model is built, and after the heap that reading the data freed is handed back:
@@ -711,6 +740,14 @@ int run_training(const TrainOptions& o) {
     RunSetup setup;
     WatchedComm outside(MPI_COMM_WORLD, o.collective_timeout);
     collectively([&] { setup = prepare(o, ranks, rank); }, outside); // files differ per node
+    // The fingerprint reads every token: made before the runtime baseline is measured, so the pages
+    // of a mapped data file it brings in belong to the baseline (the token data), not to init.
+    collectively(
+        [&] {
+            setup.data_sha256 = data_fingerprint(setup.data);
+            check_same_settings(run_settings(o, setup), rank, outside);
+        },
+        outside);
     collectively(
         [&] {
             if (rank == 0) clear_replaced_run(o);

@@ -198,6 +198,11 @@ with tempfile.TemporaryDirectory() as tmp:
         ("plan --ranks 0", [SHARDLAB, "plan", "--preset", "gpt2", "--ranks", "0"], "--ranks: 0 is below 1; use 1 or more"),
         ("negative collective timeout", train + ["--collective-timeout", "-1"], "--collective-timeout: -1 is not 0 or in [1, 1e+09]; use 0 (wait forever)"),
         ("collective timeout below a sane floor", train + ["--collective-timeout", "0.001"], "--collective-timeout: 0.001 is not 0 or in [1, 1e+09]"),
+        # An MPMD launch whose ranks differ: ZeRO-0's replicas drifted apart silently, another
+        # shape hung until the collective timeout.
+        ("ranks started with other settings", MPIRUN + ["-np", "1", SHARDLAB, "train", *SMALL, "--out", os.path.join(tmp, "new8"), ":",
+                                                        "-np", "1", SHARDLAB, "train", *SMALL, "--out", os.path.join(tmp, "new8"), "--lr", "0.5"],
+         "rank 1 was started with other settings than rank 0: lr is 0.5 there"),
         ("resume at another global batch", MPIRUN + ["-np", "2"] + train + ["--resume", run], "was trained with a global batch of"),
         ("checkpoint export of a meta.json claiming 2e9 layers", [SHARDLAB, "checkpoint", "export", huge_ckpt, "--out", os.path.join(tmp, "x.safetensors")],
          "describes a model of 2.54e+13 parameters, but its rank files hold only"),
