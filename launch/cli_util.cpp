@@ -73,6 +73,12 @@ std::string format_bytes(std::uint64_t bytes) {
                        double(bytes) / double(1 << 20));
 }
 
+std::string short_bytes(double bytes) {
+    if (bytes < 1e6) return fmt::format("{:.1f} KB", bytes / 1e3);
+    if (bytes < 1e9) return fmt::format("{:.1f} MB", bytes / 1e6);
+    return fmt::format("{:.2f} GB", bytes / 1e9);
+}
+
 int run_guarded(const std::function<int()>& body) {
     auto report = [](const std::exception& e, bool usage) {
         int initialized = 0, finalized = 0;

@@ -22,6 +22,9 @@ void write_json_file(const std::string& path, const nlohmann::json& j);
 
 // "33554432 B (33.55 MB, 32.00 MiB)": exact integer first, then GB = 1e9 and GiB = 2^30 labelled.
 std::string format_bytes(std::uint64_t bytes);
+// A size for a sentence, in the unit that shows it: "8.2 KB", "38.8 MB", "1.25 GB" (powers of
+// 1000).
+std::string short_bytes(double bytes);
 
 // Runs a command body with shardlab's error policy. A UsageError before MPI starts (or on a
 // single rank) prints once and returns 2; one after MPI started, on one rank of several, cannot be

@@ -145,6 +145,10 @@ CommandRunner add_bench_step_command(CLI::App& cmd) {
     return [o] {
         const ModelConfig c = o->model.config();
         const int seq = o->seq ? o->seq : c.context;
+        if (seq < 1 || seq > c.context) // the model's own message would name train's --seq
+            throw UsageError(fmt::format("--seq-len {} is outside 1..{} (the model's context, "
+                                         "--seq); use --seq-len <= {} or a longer --seq",
+                                         seq, c.context, c.context));
         if (o->steps < 1 || o->warmup < 0)
             throw UsageError("--steps must be >= 1 and --warmup >= 0");
         if (o->peer != "none" && o->peer != "pytorch")

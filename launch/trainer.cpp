@@ -221,9 +221,10 @@ void check_outputs(const TrainOptions& o, const ModelConfig& config, int ranks, 
     const double need_out = added_bytes(o, params, ranks) + (weights_here ? 4 * params : 0);
     const fs::space_info space = fs::space(o.out, ec);
     if (!ec && double(space.available) < need_out)
-        throw UsageError(fmt::format("--out {}: {:.1f} MB free, and this run will write about "
-                                     "{:.1f} MB there; free some space or choose another --out",
-                                     o.out, space.available / 1e6, need_out / 1e6));
+        throw UsageError(fmt::format("--out {}: {} free, and this run will write about {} "
+                                     "there; free some space or choose another --out",
+                                     o.out, short_bytes(double(space.available)),
+                                     short_bytes(need_out)));
     if (!o.trace.empty()) check_not_run_file("--trace", o.trace, o);
     if (!o.save_weights.empty()) check_not_run_file("--save-weights", o.save_weights, o);
     if (rank == 0 && !o.trace.empty() && fs::is_directory(o.trace, ec))
@@ -246,9 +247,10 @@ void check_outputs(const TrainOptions& o, const ModelConfig& config, int ranks, 
                          "; create the directory or choose a writable path");
     const fs::space_info wspace = fs::space(dir, ec);
     if (!ec && double(wspace.available) < 4 * params + (1 << 20))
-        throw UsageError(fmt::format("--save-weights {}: {:.1f} MB free there, the weights need "
-                                     "{:.1f} MB; free some space or choose another path",
-                                     o.save_weights, wspace.available / 1e6, 4 * params / 1e6));
+        throw UsageError(fmt::format("--save-weights {}: {} free there, the weights need "
+                                     "{}; free some space or choose another path",
+                                     o.save_weights, short_bytes(double(wspace.available)),
+                                     short_bytes(4 * params)));
 }
 
 // --reproducible multiplies with OpenBLAS, whose products shardlab threads in fixed blocks
@@ -349,7 +351,8 @@ RunSetup prepare(const TrainOptions& o, int ranks, int rank) {
             "validation) is too small for a global batch of {} ranks x micro-batch {} x "
             "grad-accum {} sequences of {} tokens, each once; use more data, a smaller batch or a "
             "shorter --seq",
-            s.data.train.size(), total, ranks, o.micro_batch, global / batch, s.seq + 1));
+            s.data.train.size(), total, ranks, o.micro_batch, global / batch,
+            std::int64_t(s.seq) + 1));
     const std::size_t val_need = o.reproducible ? 1 : batch;
     if (TokenWindows(s.data.val, s.seq).count() < val_need)
         throw UsageError(fmt::format(

@@ -299,12 +299,15 @@ void check_meta_fits_files(const std::string& cdir, const nlohmann::json& meta, 
     // need means a file was cut short (an interrupted copy), not a wrong model config.
     double elements = 0;
     for (const auto& n : meta["units"]) elements += n.get<double>();
-    if (12 * elements > bytes)
+    if (12 * elements > bytes) {
+        const fs::path prev = fs::path(cdir).parent_path() / "checkpoint.prev";
         throw UsageError(fmt::format(
-            "checkpoint '{}': its rank files hold {:.0f} bytes, fewer than the 12 a parameter "
-            "that meta.json's {:.0f} elements need: a rank file is truncated ({}); copy the run "
-            "again, or resume from checkpoint.prev",
-            cdir, bytes, elements, sizes));
+            "checkpoint '{}': its rank files hold {:.0f} bytes, fewer than the {:.0f} that "
+            "meta.json's {:.0f} elements need (12 bytes each: fp32 master, m and v): a rank file "
+            "is truncated ({}); copy the run again{}",
+            cdir, bytes, 12 * elements, elements, sizes,
+            fs::exists(prev) ? ", or resume from " + prev.string() : ""));
+    }
     double params = 0;
     try {
         params = config_from_json(meta["config"].value("model", nlohmann::json{})).num_params_f64();

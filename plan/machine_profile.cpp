@@ -278,9 +278,11 @@ MachineProfile load_profile(const std::string& name_or_file) {
     json j;
     try {
         j = json::parse(text.str());
-    } catch (const json::parse_error& e) {
-        throw UsageError("profile " + name_or_file + " is not valid JSON (" + e.what() +
-                         "); recalibrate with `shardlab calibrate --out " + name_or_file + "`");
+    } catch (const json::parse_error& e) { // its text, not the file's bytes (a binary file)
+        throw UsageError(fmt::format("profile {} is not valid JSON (a syntax error at byte {}); "
+                                     "name a profile that `shardlab calibrate --out FILE` wrote, "
+                                     "or a built-in: {}",
+                                     name_or_file, e.byte, builtin_profile_list()));
     }
     return profile_from_json(j, name_or_file);
 }

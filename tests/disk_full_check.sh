@@ -127,7 +127,7 @@ case_1a() {
   train "${tiny[@]}" --steps 2 --save-every 1 --out "$mnt/run" > "$log" 2>&1
   code=$?
   [ "$code" -eq 2 ] || fail "1a: --out on an 8 MiB tmpfs with --save-every: exit $code, expected 2"
-  { grep -qF -- "--out $mnt/run: " "$log" && grep -qE "MB free, and this run will write about [0-9.]+ MB there" "$log"; } ||
+  { grep -qF -- "--out $mnt/run: " "$log" && grep -qE "[0-9.]+ [KMG]B free, and this run will write about [0-9.]+ [KMG]B there" "$log"; } ||
     fail "1a: the message does not name --out and its free space"
   [ ! -e "$mnt/run/steps.jsonl" ] || fail "1a: steps.jsonl written by a refused run"
   ok "1a: --out without room for the checkpoints refused before step 1 (exit 2): $(grep -m1 -o -- "--out $mnt/run: .*" "$log")"
@@ -143,7 +143,7 @@ case_1b() {
   log=$work/1b.log
   train "${tiny[@]}" --steps 3 --save-every 1 --out "$mnt/run" > "$log" 2>&1
   code=$?
-  if [ "$code" -ne 2 ] || ! grep -qE "MB free, and this run will write about" "$log"; then
+  if [ "$code" -ne 2 ] || ! grep -qE "[KMG]B free, and this run will write about" "$log"; then
     fail "1b: --out on a 56 MiB tmpfs, 2 ranks each writing a 19.4 MB shard per checkpoint, two checkpoints at once (77.5 MB): exit $code, expected 2 and a refusal before step 1 naming the free space"
   fi
   [ ! -e "$mnt/run/steps.jsonl" ] || fail "1b: steps.jsonl written by a refused run"
@@ -157,7 +157,7 @@ case_1c() {
   train "${tiny[@]}" --steps 2 --out "$work/run1c" --save-weights "$mnt/w.safetensors" > "$log" 2>&1
   code=$?
   [ "$code" -eq 2 ] || fail "1c: --save-weights on an 8 MiB tmpfs: exit $code, expected 2"
-  { grep -qF -- "--save-weights $mnt/w.safetensors: " "$log" && grep -qE "MB free there, the weights need" "$log"; } ||
+  { grep -qF -- "--save-weights $mnt/w.safetensors: " "$log" && grep -qE "[0-9.]+ [KMG]B free there, the weights need [0-9.]+ [KMG]B" "$log"; } ||
     fail "1c: the message does not name --save-weights and its free space"
   [ ! -e "$work/run1c/steps.jsonl" ] || fail "1c: steps.jsonl written by a refused run"
   ok "1c: --save-weights without room refused before step 1 (exit 2)"
