@@ -325,7 +325,8 @@ RunSetup prepare(const TrainOptions& o, int ranks, int rank) {
                                      "id past 65535 cannot be stored (tokens are uint16); drop "
                                      "--sample",
                                      s.config.vocab));
-    if (o.data.empty()) {
+    std::error_code ec; // --data naming the default corpus' folder (as --help does) is that corpus
+    if (o.data.empty() || std::filesystem::equivalent(o.data, kDefaultCorpusDir, ec)) {
         s.data = default_corpus(0.1);
     } else {
         const TokenData tokens = load_tokens(o.data);

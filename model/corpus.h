@@ -18,8 +18,8 @@ struct TrainValSplit {
 // Regular files only (symlinks such as GPL -> GPL-3 would repeat text), sorted by name. The last
 // `val_fraction` of each file is validation, so both parts hold every license's kind of English
 // (a tail split of the concatenation would validate on the Mozilla licenses alone).
-TrainValSplit default_corpus(double val_fraction,
-                             const std::string& dir = "/usr/share/common-licenses");
+inline constexpr const char* kDefaultCorpusDir = "/usr/share/common-licenses";
+TrainValSplit default_corpus(double val_fraction, const std::string& dir = kDefaultCorpusDir);
 // The last `val_fraction` of the tokens is validation: never trained on.
 TrainValSplit split_train_val(const std::vector<std::uint16_t>& tokens, double val_fraction);
 

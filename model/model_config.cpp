@@ -59,6 +59,14 @@ void ModelConfig::validate() const {
     if (arch == Architecture::params_only)
         throw UsageError("a bare parameter count is no model; give an architecture's shape");
     family(arch).validate(*this);
+    // The counts are uint64 a parameter: past plan --params' limit they could wrap, and no
+    // machine holds such a model anyway.
+    const double params = num_params_f64();
+    if (!(params <= 1e15))
+        throw UsageError(fmt::format("this shape has {:.3g} parameters, more than the 1e15 "
+                                     "shardlab plans for; use a smaller --hidden, --layers or "
+                                     "--vocab",
+                                     params));
 }
 
 std::string ModelConfig::describe() const {

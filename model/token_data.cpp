@@ -28,7 +28,8 @@ std::vector<unsigned char> read_all(const std::string& path) {
     std::error_code ec;
     if (!std::filesystem::exists(path, ec)) fail(path, "does not exist; check the path");
     if (std::filesystem::is_directory(path, ec))
-        fail(path, "is a directory; give a text file or an llm.c token shard");
+        fail(path, "is a directory; give a text file or an llm.c token shard (train reads one "
+                   "folder, its default corpus of license texts: leave --data out for it)");
     std::ifstream in(path, std::ios::binary);
     if (!in)
         fail(path, std::string("cannot open it (") + std::strerror(errno) + "); check permissions");
