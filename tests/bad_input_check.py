@@ -188,14 +188,19 @@ with tempfile.TemporaryDirectory() as tmp:
                                            "--start", "100000", "--out", os.path.join(tmp, "g.safetensors")],
          "--start 100000 --batch 4 asks for windows 100000..100003, but"),
         # The standard library's own messages said only "std::bad_alloc" or "max_size()".
-        ("a model too large to allocate", limited + [SHARDLAB, "train", "--layers", "1", "--hidden", "65536", "--heads", "1",
-                                                     "--vocab", "256", "--seq", "32", "--steps", "1", "--out", os.path.join(tmp, "new6")],
+        ("bench attention past 1.5 GB", limited + [SHARDLAB, "bench", "attention", "--seq-len", "100000", "--batch", "1",
+                                                   "--heads", "1", "--head-dim", "64"],
          "out of host memory: this needs more memory than the machine has free; make it smaller"),
         ("plan of a shape past 1e15 parameters", [SHARDLAB, "plan", "--arch", "gpt2", "--hidden", "2147483647", "--heads", "1",
                                                   "--layers", "1", "--vocab", "1", "--seq", "1"],
          "this shape has 5.53e+19 parameters, more than the 1e15 shardlab plans for"),
         ("bench step --seq-len past the context", [SHARDLAB, "bench", "step", *SMALL[:6], "--seq", "16", "--seq-len", "64"],
          "--seq-len 64 is outside 1..16 (the model's context, --seq); use --seq-len <= 16"),
+        # 51.5 billion parameters, 0.8 TB of model states: more than any CI machine has; once a
+        # run grew until the kernel's OOM killer ended it.
+        ("a run larger than the node's memory", [SHARDLAB, "train", "--layers", "64", "--hidden", "8192", "--heads", "64",
+                                                 "--vocab", "256", "--seq", "16", "--steps", "1", "--out", os.path.join(tmp, "new9")],
+         "GB of host memory on a node (1 rank(s) x"),
         ("bench adamw --params nan", [SHARDLAB, "bench", "adamw", "--params", "nan"], "--params: nan is not in [1, 4e+09]"),
         ("bench attention --seq-len 0", [SHARDLAB, "bench", "attention", "--seq-len", "0"], "--seq-len: 0 is below 1; use 1 or more"),
         ("plan --params nan", [SHARDLAB, "plan", "--params", "nan"], "--params: nan is not in [1, 1e+15]"),
@@ -246,7 +251,7 @@ with tempfile.TemporaryDirectory() as tmp:
     # Cases whose message must appear exactly once, and no MPI_Abort banner.
     once = {what for what, _, _ in cases if ", 3 ranks" in what}
     # Running out of memory is no usage error (exit 1), though its message names the flags to change.
-    exit_code = {"eval --batch 100000 in 1.5 GB": 1}
+    exit_code = {"eval --batch 100000 in 1.5 GB": 1, "bench attention past 1.5 GB": 1}
     before = snapshot(run)
     failures = 0
     for what, cmd, text in cases:

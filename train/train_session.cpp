@@ -4,6 +4,7 @@
 
 #include "comm/agreement.h"
 #include "core/error.h"
+#include "core/host_memory.h"
 #include "core/test_hook.h"
 #include "core/timer.h"
 #include "core/tracer.h"
@@ -70,6 +71,25 @@ std::unique_ptr<ProcessGroups> make_groups(const SessionSpec& s, Backend& backen
         return group;
     });
 }
+
+// A run whose host memory, as the plan predicts it (everything on the CPU backend; what offload
+// keeps on the host otherwise), cannot fit in what this node has available for its ranks is
+// refused before the first allocation: it would grow until the kernel's OOM killer ended it
+// (a 7B model on a 24 GB machine took a minute to get there). Only a run that cannot fit: the
+// plan leaves out the process's own baseline, so one that fits tightly may still fail later.
+void check_host_memory(const MemoryPlan& plan, bool cpu, const NodeLayout& nodes, int rank) {
+    const std::uint64_t mine = (cpu ? plan.device_total : 0) + plan.host_total;
+    const std::optional<std::uint64_t> available = available_host_bytes();
+    const auto local = std::uint64_t(nodes.members(nodes.node(rank)).size());
+    if (!available || mine * local <= *available) return;
+    throw UsageError(fmt::format(
+        "this run needs about {:.1f} GB of host memory on a node ({} rank(s) x {:.1f} GB: the "
+        "model states, activations and buffers `shardlab plan` predicts), and the node has "
+        "{:.1f} GB available (MemAvailable and free swap); spread it over more nodes (ZeRO-3 "
+        "shards the model states), or use a smaller --micro-batch or --seq, --checkpoint all, or "
+        "a smaller model",
+        double(mine * local) / 1e9, local, double(mine) / 1e9, double(*available) / 1e9));
+}
 } // namespace
 
 TrainSession::TrainSession(const SessionSpec& spec, Backend& backend, Communicator& comm, Ops& ops,
@@ -94,6 +114,9 @@ TrainSession::TrainSession(const SessionSpec& spec, Backend& backend, Communicat
                     comm.node_layout().describe(), shard_size()));
             g.secondary = &groups_->node();
         }
+        plan_ = predicted_plan();
+        check_host_memory(plan_.memory, ctx.device().kind == DeviceKind::cpu, comm.node_layout(),
+                          rank_);
         engine_ = std::make_unique<ZeroEngine>(layout_, spec_.zero, g, ctx, ops, *updater_, init);
     };
     if (agree)
@@ -353,7 +376,7 @@ void TrainSession::reset_comm_stats() {
     }
 }
 
-Plan TrainSession::plan() const {
+Plan TrainSession::predicted_plan() const {
     PlanOptions po;
     po.ranks = ranks_, po.zero = spec_.zero.stage, po.offload = spec_.offload,
     po.precision = spec_.precision, po.checkpoint = spec_.checkpoint,

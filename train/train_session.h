@@ -100,8 +100,9 @@ class TrainSession {
     // Saves the state after `step` into dir's checkpoint, keeping the previous one; its traffic
     // is kept out of the statistics.
     void save(const std::string& dir, const nlohmann::json& config, int step, WatchedComm& outside);
-    // What the plan predicts for this session on this rank (staged_comm: the backend's).
-    Plan plan() const;
+    // What the plan predicts for this session on this rank (staged_comm: the backend's), made
+    // once, before the engine allocates (a run that cannot fit the node's memory is refused).
+    const Plan& plan() const { return plan_; }
     // The training traffic of every communicator the engine uses: the world's under its keys,
     // a hybrid run's shard and replicate groups' as "<op>@shard" and "<op>@replicate", hpZ's
     // node group's as "<op>@node".
@@ -125,11 +126,14 @@ class TrainSession {
         return std::uint64_t(spec_.micro_batch) * spec_.grad_accum * ranks_;
     }
 
+    Plan predicted_plan() const;
+
     SessionSpec spec_;
     Backend& backend_;
     Communicator& comm_;
     int ranks_, rank_;
     std::unique_ptr<ProcessGroups> groups_; // hybrid only (ZeRO 1-3 with S < N)
+    Plan plan_;
     ParamLayout layout_;
     std::unique_ptr<Updater> updater_;
     std::unique_ptr<ZeroEngine> engine_;
