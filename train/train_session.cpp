@@ -101,8 +101,11 @@ TrainSession::TrainSession(const SessionSpec& spec, Backend& backend, Communicat
     if (spec_.reproducible) spec_.zero.exact_sequences = global_sequences();
     groups_ = make_groups(spec_, backend, comm);
     updater_ = make_updater(spec_, ctx, ops);
-    auto build = [&] {
-        ZeroGroups g{comm};
+    // The engine's groups (hpZ's checked against the nodes), then the plan. Every rank measures
+    // what its node has left before any of them allocates (the agreement is the barrier): a rank
+    // that measured after another's engine would count that engine twice.
+    ZeroGroups g{comm};
+    auto check = [&] {
         if (hybrid()) g.shard = &groups_->shard(), g.replicate = &groups_->replicate();
         if (groups_ && spec_.secondary_shard && spec_.zero.stage == 3) {
             const int K = groups_->node().size();
@@ -117,12 +120,16 @@ TrainSession::TrainSession(const SessionSpec& spec, Backend& backend, Communicat
         plan_ = predicted_plan();
         check_host_memory(plan_.memory, ctx.device().kind == DeviceKind::cpu, comm.node_layout(),
                           rank_);
+    };
+    auto build = [&] {
         engine_ = std::make_unique<ZeroEngine>(layout_, spec_.zero, g, ctx, ops, *updater_, init);
     };
-    if (agree)
-        collectively(build, *agree);
-    else
-        build();
+    for (const auto& phase : {std::function<void()>(check), std::function<void()>(build)}) {
+        if (agree)
+            collectively(phase, *agree);
+        else
+            phase();
+    }
     init = nullptr; // an --init file's reader, say
     const int model_batch = spec_.reproducible ? 1 : spec_.micro_batch; // one sequence a pass
     model_ = make_model(spec_.config, model_batch, spec_.seq, spec_.checkpoint,
