@@ -171,16 +171,21 @@ def run(cmd, **kw):
 DISTURBED = 3
 
 
+def run_undisturbed(cmd):
+    for attempt in range(1, DISTURBED + 1):
+        r = run(cmd)
+        if r.returncode != 2 or "did not grow with the message size" not in r.stderr:
+            return r
+        print(f"attempt {attempt}: a disturbed sweep, refused by calibrate")
+    return r
+
+
 def calibrate(np_, rpn, shardlab, mpirun, extra, dtypes, small=SMALL):
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "profile.json")
         layout = ["--ranks-per-node", str(rpn)] if rpn else []
-        for attempt in range(1, DISTURBED + 1):
-            r = run(mpirun + ["-np", str(np_), shardlab, "calibrate", "--out", out,
-                              "--dtypes", ",".join(dtypes)] + small + layout + extra)
-            if r.returncode != 2 or "did not grow with the message size" not in r.stderr:
-                break
-            print(f"attempt {attempt}: a disturbed sweep, refused by calibrate")
+        r = run_undisturbed(mpirun + ["-np", str(np_), shardlab, "calibrate", "--out", out,
+                                      "--dtypes", ",".join(dtypes)] + small + layout + extra)
         if r.returncode != 0:
             fail(f"calibrate exited {r.returncode}")
         with open(out) as f:
@@ -198,9 +203,10 @@ def train_calibrated(np_, rpn, shardlab, mpirun):
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "run")
         layout = ["--ranks-per-node", str(rpn)] if rpn else []
-        r = run(mpirun + ["-np", str(np_), shardlab, "train", "--calibrate", "--steps", "2",
-                          "--precision", "bf16", "--micro-batch", "2", "--quiet", "--out", out]
-                + SMALL[:10] + layout)  # the model's flags
+        # The same refusal of a disturbed sweep, from the calibration at the run's start.
+        r = run_undisturbed(mpirun + ["-np", str(np_), shardlab, "train", "--calibrate", "--steps", "2",
+                                      "--precision", "bf16", "--micro-batch", "2", "--quiet", "--out", out,
+                                      "--overwrite"] + SMALL[:10] + layout)  # the model's flags
         if r.returncode != 0:
             fail(f"train --calibrate exited {r.returncode}")
         profile = os.path.join(out, "profile.json")
