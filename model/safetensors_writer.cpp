@@ -62,6 +62,10 @@ void SafeTensorsWriter::abandon() {
     if (!file_) return;
     std::fclose(file_);
     file_ = nullptr;
+    discard_temporary();
+}
+
+void SafeTensorsWriter::discard_temporary() const {
     if (!target_.in_place) std::remove(tmp_.c_str()); // never the device written in place
 }
 
@@ -84,22 +88,19 @@ void SafeTensorsWriter::finish() {
                                                             : -1;
     if (std::fclose(file_) != 0 && !err) err = errno;
     file_ = nullptr;
-    const auto discard = [&] {
-        if (!target_.in_place) std::remove(tmp_.c_str());
-    };
     if (err) {
-        discard();
+        discard_temporary();
         fail("write '" + tmp_ + "'", err);
     }
     if (std::uint64_t(size) != data_start_ + data_bytes() || written_ != data_bytes()) {
-        discard();
+        discard_temporary();
         throw Error(fmt::format("internal: safetensors file '{}' was not written completely ({} "
                                 "of {} data bytes)",
                                 path_, written_, data_bytes()));
     }
     if (!target_.in_place && std::rename(tmp_.c_str(), target_.path.c_str()) != 0) {
         err = errno;
-        discard();
+        discard_temporary();
         fail("rename '" + tmp_ + "' to it", err);
     }
 }

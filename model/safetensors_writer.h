@@ -42,7 +42,8 @@ class SafeTensorsWriter {
 
   private:
     [[noreturn]] void fail(const std::string& what, int err);
-    void abandon(); // closes the file and removes the temporary
+    void abandon();                 // closes the file and removes the temporary
+    void discard_temporary() const; // removes the temporary (not a device written in place)
 
     std::string path_;  // as named, for messages
     FileTarget target_; // what the rename replaces (core/file_target.h)
