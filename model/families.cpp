@@ -2,6 +2,7 @@
 #include "model/families.h"
 
 #include "core/error.h"
+#include "model/family.h"
 
 namespace shardlab {
 
@@ -27,6 +28,7 @@ const FamilyModel& model_of(Architecture a) {
 std::unique_ptr<Model> make_model(const ModelConfig& config, int batch, int seq,
                                   CheckpointPolicy checkpoint, DType dtype, DeviceContext& context,
                                   Ops& ops, AttentionKind attention) {
+    require_attention(family(config.arch), attention); // a family without a materializing kernel
     return model_of(config.arch)
         .make(config, batch, seq, checkpoint, dtype, context, ops, attention);
 }

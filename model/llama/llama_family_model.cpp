@@ -9,9 +9,8 @@ namespace shardlab {
 namespace llama {
 std::unique_ptr<Model> make(const ModelConfig& config, int batch, int seq,
                             CheckpointPolicy checkpoint, DType dtype, DeviceContext& context,
-                            Ops& ops, AttentionKind attention) {
-    return std::make_unique<LlamaModel>(config, batch, seq, checkpoint, dtype, context, ops,
-                                        attention);
+                            Ops& ops, AttentionKind /*flash: make_model checked*/) {
+    return std::make_unique<LlamaModel>(config, batch, seq, checkpoint, dtype, context, ops);
 }
 
 // Each element from (seed, tensor, element) alone: any rank draws only its shard.

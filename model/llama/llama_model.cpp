@@ -20,14 +20,11 @@ Rope rope_of(const ModelConfig& c) {
 } // namespace llama
 
 LlamaModel::LlamaModel(const ModelConfig& config, int batch, int seq, CheckpointPolicy checkpoint,
-                       DType dtype, DeviceContext& context, Ops& ops, AttentionKind attention)
+                       DType dtype, DeviceContext& context, Ops& ops)
     : ModelBase(config, batch, seq, dtype, context), c_(config), layout_(config),
       off_(llama_block_offsets(config)), checkpoint_(checkpoint), ops_(ops),
       io_(context, batch, seq, config.vocab) {
-    c_.validate();
-    if (attention != AttentionKind::flash)
-        throw UsageError("Llama runs flash attention only (grouped-query attention has no "
-                         "materializing kernel); drop --attention materialize");
+    c_.validate(); // flash attention only: make_model refuses materialize (require_attention)
 }
 
 // --- tensors ----------------------------------------------------------------------------------

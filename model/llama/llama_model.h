@@ -20,7 +20,7 @@ namespace shardlab {
 class LlamaModel final : public ModelBase {
   public:
     LlamaModel(const ModelConfig& config, int batch, int seq, CheckpointPolicy checkpoint,
-               DType dtype, DeviceContext& context, Ops& ops, AttentionKind attention);
+               DType dtype, DeviceContext& context, Ops& ops);
 
     void forward(UnitParams& params, const std::uint16_t* inputs, const std::uint16_t* targets,
                  float grad_scale = 0.0f) override;
