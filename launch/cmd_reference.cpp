@@ -37,7 +37,7 @@ Batch load_batch(const ReferenceOptions& o, int vocab) {
         throw UsageError(fmt::format("'{}' holds token id {}, not below the vocabulary size {}",
                                      o.data, data.max_token(), vocab));
     const TokenWindows windows(data.tokens, o.seq);
-    if (std::size_t(o.start) + std::size_t(o.batch) > windows.count()) // both flags are >= 0
+    if (!windows.holds(std::size_t(o.start), o.batch)) // --start is >= 0
         throw UsageError(fmt::format(
             "--start {} --batch {} asks for windows {}..{}, but '{}' holds {} windows of {} "
             "tokens; use a smaller --start, --batch or --seq, or more data",

@@ -25,15 +25,19 @@ class TokenWindows {
   public:
     TokenWindows(const std::vector<std::uint16_t>& tokens, int seq) : tokens_(tokens), seq_(seq) {}
     std::size_t count() const { return tokens_.size() / (std::size_t(seq_) + 1); }
+    // Whether windows first .. first+batch-1 are all there; written so that no sum wraps, so a
+    // first window past the end is refused, not wrapped round.
+    bool holds(std::size_t first, int batch) const {
+        return batch >= 0 && first <= count() && std::size_t(batch) <= count() - first;
+    }
 
     // Copies windows first .. first+batch-1 into inputs / targets [batch, T].
     void fill(std::size_t first, int batch, std::uint16_t* inputs, std::uint16_t* targets) const {
-        // Written so that no sum wraps: a first window past the end is refused, not wrapped round.
-        check(batch >= 0 && first <= count() && std::size_t(batch) <= count() - first,
-              "asked for windows " + std::to_string(first) + ".." +
-                  std::to_string(first + batch - 1) + " but the data holds " +
-                  std::to_string(count()) + " windows of " + std::to_string(seq_ + 1) +
-                  " tokens; use a smaller --batch or --seq, or more data");
+        check(holds(first, batch), "asked for windows " + std::to_string(first) + ".." +
+                                       std::to_string(first + batch - 1) + " but the data holds " +
+                                       std::to_string(count()) + " windows of " +
+                                       std::to_string(seq_ + 1) +
+                                       " tokens; use a smaller --batch or --seq, or more data");
         for (int b = 0; b < batch; ++b) {
             const std::uint16_t* w = tokens_.data() + (first + b) * (std::size_t(seq_) + 1);
             std::memcpy(inputs + std::size_t(b) * seq_, w, seq_ * sizeof(std::uint16_t));

@@ -238,3 +238,29 @@ TEST(StepWindows, EverySplitOfAGlobalBatchReadsTheSameWindowsOnce) {
     // Step 2, micro-batch 1 of 2, rank 1 of 3, 2 sequences each: ((2 2 + 1) 3 + 1) 2 = 32.
     EXPECT_EQ(shardlab::first_window(2, 1, 1, 3, 2, 2), 32u);
 }
+
+// Windows of T + 1 = 3 tokens over 10 tokens: three whole windows, the tenth token dropped; a
+// window's inputs are its first T tokens and its targets its last T. Requests past the end are
+// refused however large `first` is (no sum may wrap round to a window that exists).
+TEST(TokenWindows, FillsWholeWindowsAndRefusesRequestsPastTheEnd) {
+    const std::vector<std::uint16_t> tokens = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+    const TokenWindows w(tokens, 2);
+    EXPECT_EQ(w.count(), 3u);
+    EXPECT_TRUE(w.holds(0, 3));
+    EXPECT_TRUE(w.holds(1, 2));
+    EXPECT_TRUE(w.holds(3, 0));
+    EXPECT_FALSE(w.holds(1, 3));
+    EXPECT_FALSE(w.holds(4, 0));
+    EXPECT_FALSE(w.holds(0, -1));
+    EXPECT_FALSE(w.holds(SIZE_MAX, 1));
+    EXPECT_FALSE(w.holds(SIZE_MAX - 1, 3)); // first + batch wraps to 1
+
+    std::vector<std::uint16_t> in(4), tg(4);
+    w.fill(1, 2, in.data(), tg.data());
+    EXPECT_EQ(in, (std::vector<std::uint16_t>{3, 4, 6, 7}));
+    EXPECT_EQ(tg, (std::vector<std::uint16_t>{4, 5, 7, 8}));
+    EXPECT_THROW(w.fill(SIZE_MAX, 1, in.data(), tg.data()), Error);
+    w.fill_wrapped(2, 2, in.data(), tg.data()); // windows 2, then 0
+    EXPECT_EQ(in, (std::vector<std::uint16_t>{6, 7, 0, 1}));
+    EXPECT_EQ(tg, (std::vector<std::uint16_t>{7, 8, 1, 2}));
+}
