@@ -30,29 +30,30 @@ int threads_within_binding(int threads, MPI_Comm world) {
                    threads, cpus, cpus == 1 ? "" : "s", cpus, threads, threads);
     return cpus;
 }
-} // namespace
 
-namespace {
 std::unique_ptr<Backend> build_backend(const DeviceOptions& o, MPI_Comm world) {
     if (o.device == "cuda") return make_cuda_backend(world, {o.share_gpu, o.transport});
     const int threads =
         threads_within_binding(o.threads > 0 ? o.threads : cpu::default_threads(), world);
     return make_cpu_backend(threads, o.comm_cpus, o.gemm);
 }
-} // namespace
 
-std::unique_ptr<Backend> make_backend(const DeviceOptions& o, MPI_Comm world) {
-    check_device_options(o);
-    std::unique_ptr<Backend> backend;
-    collectively([&] { backend = build_backend(o, world); }, world);
-    return backend;
-}
-
-std::unique_ptr<Backend> make_backend(const DeviceOptions& o, MPI_Comm world, WatchedComm& agree) {
+// Every rank builds its backend; a failure on any is reported on all (through `agree`).
+template <class Agreement>
+std::unique_ptr<Backend> make_agreed(const DeviceOptions& o, MPI_Comm world, Agreement& agree) {
     check_device_options(o);
     std::unique_ptr<Backend> backend;
     collectively([&] { backend = build_backend(o, world); }, agree);
     return backend;
+}
+} // namespace
+
+std::unique_ptr<Backend> make_backend(const DeviceOptions& o, MPI_Comm world) {
+    return make_agreed(o, world, world);
+}
+
+std::unique_ptr<Backend> make_backend(const DeviceOptions& o, MPI_Comm world, WatchedComm& agree) {
+    return make_agreed(o, world, agree);
 }
 
 } // namespace shardlab

@@ -68,11 +68,6 @@ void write_json_file(const std::string& path, const nlohmann::json& j) {
         fail("replace", errno);
 }
 
-std::string format_bytes(std::uint64_t bytes) {
-    return fmt::format("{} B ({:.2f} MB, {:.2f} MiB)", bytes, double(bytes) / 1e6,
-                       double(bytes) / double(1 << 20));
-}
-
 std::string short_bytes(double bytes) {
     if (bytes < 1e6) return fmt::format("{:.1f} KB", bytes / 1e3);
     if (bytes < 1e9) return fmt::format("{:.1f} MB", bytes / 1e6);

@@ -1,6 +1,7 @@
-// Small helpers the subcommands share: size suffixes, comma lists, the launcher's rank before
-// MPI starts, byte formatting, and the error policy (run_guarded). The agreement helpers and the
-// MPI session are comm/'s (comm/agreement.h, comm/gather_to_root.h, comm/mpi_session.h).
+// Small helpers the subcommands share: size suffixes, the launcher's rank before MPI starts, JSON
+// files, byte formatting, and the error policy (run_guarded). Comma lists are flag_checks.h's. The
+// agreement helpers and the MPI session are comm/'s (comm/agreement.h, comm/gather_to_root.h,
+// comm/mpi_session.h).
 #pragma once
 
 #include <cstddef>
@@ -20,8 +21,6 @@ int launcher_rank();
 // Writes j (indented) to path; throws Error naming the path when it cannot.
 void write_json_file(const std::string& path, const nlohmann::json& j);
 
-// "33554432 B (33.55 MB, 32.00 MiB)": exact integer first, then GB = 1e9 and GiB = 2^30 labelled.
-std::string format_bytes(std::uint64_t bytes);
 // A size for a sentence, in the unit that shows it: "8.2 KB", "38.8 MB", "1.25 GB" (powers of
 // 1000).
 std::string short_bytes(double bytes);

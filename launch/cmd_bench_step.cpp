@@ -85,10 +85,10 @@ nlohmann::json bench_steps(const StepBenchOptions& o, const ModelConfig& c, int 
     const double median = times[times.size() / 2];
     const double tokens = double(o.batch) * seq;
     const double gflops = train_flops_per_token(c, seq) * tokens / median / 1e9;
-    // The MLP's first product (tokens x 4d x d), the largest of a block, in the model's dtype:
-    // the "peak" the step's rate is read against.
-    const int M = o.batch * seq, N = 4 * c.hidden, K = c.hidden;
-    const GemmShape gemm{"mlp.fc.forward", M, N, K, false, false, 1};
+    // The MLP's widening product (tokens x ffn x d: GPT-2's fc at 4d, a Llama's up projection),
+    // the largest of a block, in the model's dtype: the "peak" the step's rate is read against.
+    const int M = o.batch * seq, N = c.ffn(), K = c.hidden;
+    const GemmShape gemm{"mlp.up.forward", M, N, K, false, false, 1};
     std::string gemm_path = "cuBLAS";
     if (o.device.device == "cpu") {
         const std::string all = cpu::CpuGemm(o.device.gemm).describe();

@@ -1,7 +1,7 @@
 // The end of a run: the fp32 master weights' SHA-256 and, with --save-weights, the safetensors
 // file or Hugging Face folder — both streamed one sharding unit at a time (gathered on the device
-// side, then hashed and written by rank 0 in pieces of 16 MB, released), so no rank ever holds the
-// whole model in fp32 for it, nor a unit twice.
+// side, then hashed by every rank and written by rank 0 in pieces of 16 MB, released), so no rank
+// ever holds the whole model in fp32 for it, nor a unit twice.
 #pragma once
 
 #include "model/model_config.h"

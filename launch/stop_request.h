@@ -9,8 +9,9 @@
 // failed — and SIGKILL follows a second later, so no checkpoint is promised then, and the message
 // says how to stop with one (launch/mpirun_local.sh, or SIGUSR1 to mpirun). docs/RELIABILITY.md.
 //
-// A signal handler can only reach the program through a global, so this is the one piece of
-// global state: a flag the handler sets and the training loop reads, nothing else.
+// A signal handler can only reach the program through globals, so this file holds the program's
+// one global state: the flag the handler sets and the training loop reads, and what the handler
+// needs, set before any signal (the previous handlers, the launcher's pid, its two messages).
 #pragma once
 
 namespace shardlab {

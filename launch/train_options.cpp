@@ -41,7 +41,7 @@ void add_train_options(CLI::App& cmd, TrainOptions& o) {
                    "(S divides N) or of each node ('node'), replicated across the N/S groups "
                    "(default: all N ranks)");
     cmd.add_option("--secondary-shard", o.secondary_shard,
-                   "ZeRO++ hpZ ('node', ZeRO-3): a node-local secondary shard of the 16-bit "
+                   "ZeRO++ hpZ ('node', ZeRO-3): a node-local secondary shard of the "
                    "parameters; backward's re-gathers stay inside the node");
     cmd.add_option("--ranks-per-node", o.ranks_per_node,
                    "Declare nodes of K consecutive ranks (K divides N; default: detected from "

@@ -102,7 +102,8 @@ struct RankMeasurements {
 nlohmann::json reproducible_cost_json(const Plan& p);
 
 // This rank's part of report.json: {"rank", "device", "memory", "reserved", "phases", "comm",
-// "host_device_bytes", "time", "skipped_steps", "resident"}, and "gpu_driver" on a GPU. The
+// "host_device_bytes", "time", "skipped_steps", "resident"}, "gpu_driver" on a GPU and
+// "reproducible_cost" with --reproducible. The
 // predictions are for `steps_run` steps, `steps_applied` of which applied their update.
 nlohmann::json rank_report(int rank, const RankMeasurements& m, const Plan& plan, int steps_run,
                            int steps_applied);

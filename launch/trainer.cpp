@@ -50,7 +50,7 @@ namespace shardlab {
 namespace {
 struct RunSetup {
     ModelConfig config;
-    std::unique_ptr<WeightsReader> init; // --init: read piece by piece (null: GPT-2's draws)
+    std::unique_ptr<WeightsReader> init; // --init: read piece by piece (null: the family's draws)
     TrainValSplit data;
     bool byte_level = true; // the tokens are bytes (text files, the default corpus); else ids
     int seq = 0, grad_accum = 1;
@@ -605,8 +605,9 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
             diverged = guard.stop_message(step + 1);
             end = step + 1;
         }
-        // A run stopped early — by --stop-after or a signal — always leaves a checkpoint; one
-        // that diverged keeps the checkpoint it had (no state of a bad step is saved).
+        // A run stopped early — by --stop-after or a signal — leaves a checkpoint, unless its
+        // last steps were not finite: then, as for one that diverged, it keeps the checkpoint
+        // it had (no state of a bad step is saved).
         stopped_by = step + 1 < end ? session.agree_on_stop(stop_request.requested(), outside) : 0;
         if (stopped_by) end = step + 1;
         const bool stopping_early = step + 1 == end && end < o.steps;

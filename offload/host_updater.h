@@ -1,7 +1,8 @@
 // Offload: the optimizer on the host. fp32 master weights, m and v — and an fp32 copy of the owned
 // gradient — live in host memory (page-locked on a GPU), and every step runs a pipeline of tiles
 // over the owned ranges: while the host applies AdamW to tile k, the copy stream brings tile k+1's
-// 16-bit gradient over and takes tile k-1's new 16-bit parameters back. Two staging tiles each way
+// gradient (in the parameters' dtype: 16-bit but under --precision fp32) over and takes tile k-1's
+// new parameters back. Two staging tiles each way
 // keep the host from overwriting what a copy still reads. It counts the bytes it moves.
 #pragma once
 

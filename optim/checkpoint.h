@@ -43,7 +43,8 @@ void drop_previous_checkpoint(const std::string& dir);
 
 // Rank 0, when the latest checkpoint holds a diverged state: moves it to dir/checkpoint.diverged
 // (replacing an older one) and dir/checkpoint.prev, if there is one, back into its place.
-// Returns the step of the checkpoint now in place, or 0 when none is.
+// Returns the iteration of the checkpoint now in place (the training steps it had run, meta.json's
+// "iteration"; its "step" counts the updates applied), or 0 when none is.
 int set_aside_latest_checkpoint(const std::string& dir);
 
 // The checkpoint directory inside `dir`: `dir` itself when it holds meta.json, else

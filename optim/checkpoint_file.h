@@ -47,8 +47,9 @@ struct CheckpointFile {
 
 std::string encode_checkpoint_file(const CheckpointFile& f);
 // Throws Error naming `path` when the bytes are not a complete, intact checkpoint file (bad magic,
-// truncated, trailing bytes, checksum mismatch, a range outside its unit). Never allocates more
-// than the bytes given could hold.
+// truncated, trailing bytes, checksum mismatch, a unit's range other than the one its rank
+// stores), and UsageError for a format-1 file (an older shardlab's). Never allocates more than the
+// bytes given could hold.
 CheckpointFile decode_checkpoint_file(const std::string& bytes, const std::string& path);
 // Reads and decodes DIR/rank-Q.bin.
 CheckpointFile read_checkpoint_file(const std::string& path);

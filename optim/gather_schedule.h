@@ -22,7 +22,7 @@ struct GatherEvent {
     UnitUse use;
 };
 
-// Units: 0 = embeddings, 1..layers = blocks, layers + 1 = ln_f.
+// Units: 0 = embeddings, 1..layers = blocks, layers + 1 = the final norm (and an untied head).
 std::vector<GatherEvent> step_schedule(int layers, bool tied_head);
 
 struct GatherSimulation {

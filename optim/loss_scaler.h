@@ -2,14 +2,9 @@
 // so every gradient — is multiplied by scale(). When any gradient is Inf or NaN the step is
 // skipped (and counted). Dynamic scaling (fp16, whose range is narrow) also halves the scale on
 // such a step, never below 1, and doubles it after `growth_interval` good steps in a row (while it
-// stays finite); a static scaler (fp32,
-// bf16) keeps its scale. (With several ranks, overflow is read from the all-reduced gradient
-// norm, so every rank skips alike.)
+// stays finite); a static scaler (fp32, bf16) keeps its scale. (With several ranks, overflow is
+// read from the all-reduced gradient norm, so every rank skips alike.)
 #pragma once
-
-#include "core/dtype.h"
-
-#include <cstddef>
 
 namespace shardlab {
 
@@ -39,8 +34,5 @@ class LossScaler {
     int good_steps_ = 0;
     long skipped_ = 0;
 };
-
-// True when any of the n values is Inf or NaN.
-bool has_non_finite(const void* values, DType t, std::size_t n);
 
 } // namespace shardlab

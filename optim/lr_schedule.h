@@ -1,6 +1,7 @@
-// Learning rate per step: linear warmup from 0, then a decay to min_ratio * peak at the last step
-// — cosine or linear — or constant after warmup. The first step after warmup keeps the peak, so a
-// run with a single step after warmup never decays (a decay needs two).
+// Learning rate per step: linear warmup (step s < warmup gets peak·(s+1)/warmup), then a decay to
+// min_ratio * peak at the last step — cosine or linear — or constant after warmup. The first step
+// after warmup keeps the peak, so a run with a single step after warmup never decays (a decay needs
+// two).
 #pragma once
 
 #include <cmath>

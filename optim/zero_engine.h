@@ -1,6 +1,7 @@
 // ZeroEngine: data-parallel parameters, gradients and optimizer state, sharded by ZeRO stage.
-// Each sharding unit (embeddings, a block, ln_f) is one flat buffer padded to a multiple of N and
-// cut into N contiguous shards; rank r "owns" shard r (at stage 0, the whole unit):
+// Each sharding unit (embeddings, a block, the final norm with any untied head) is one flat buffer
+// padded to a multiple of N and cut into N contiguous shards; rank r "owns" shard r (at stage 0,
+// the whole unit):
 //
 //   stage  parameters                  gradients                       master, m, v
 //   0      full                        full; all-reduced at the step   full (every rank updates)
@@ -65,9 +66,9 @@ struct ZeroGroups {
     Communicator* shard = nullptr;     // nullptr: the world
     Communicator* replicate = nullptr; // nullptr (or one rank): no replicas
     // ZeRO++ hpZ (stage 3): the node's ranks, each keeping a secondary shard (1/K of every unit,
-    // 16-bit) filled from a unit's first gather in a micro-batch; every later gather of the unit
-    // in that micro-batch (backward's, the tied head's) is an all-gather of the secondary shards
-    // inside the node. nullptr: none. Its ranks must lie inside the shard group.
+    // in the parameters' dtype) filled from a unit's first gather in a micro-batch; every later
+    // gather of the unit in that micro-batch (backward's, the tied head's) is an all-gather of the
+    // secondary shards inside the node. nullptr: none. Its ranks must lie inside the shard group.
     Communicator* secondary = nullptr;
 };
 
@@ -113,13 +114,14 @@ class ZeroEngine : public UnitParams {
     double take_exposed_comm_seconds();
 
     float grad_scale() const; // what the model multiplies d(loss) by: the loss scale (fp16) or 1
-    int step_count() const { return step_; }
     long skipped_steps() const { return scaler_.skipped(); }
 
     // One unit's full fp32 master weights, unpadded, gathered from every rank's shard
     // (collective), handed to fn(first element, values, count) in order, in pieces of at most
     // kConsolidationPiece elements: the final hash and --save-weights stream them, so a rank
-    // holds the gathered unit once (device workspace) and never a host copy of it whole.
+    // holds the gathered unit once (device workspace) and, sharded (ZeRO 1-3), never a host copy
+    // of it whole. At ZeRO-0 every rank's master is whole: it is read to the host and handed over
+    // from there.
     static constexpr std::size_t kConsolidationPiece = std::size_t(4) << 20; // 16 MB of fp32
     void for_each_consolidated_piece(
         int unit, const std::function<void(std::uint64_t, const float*, std::size_t)>& fn,
@@ -146,7 +148,6 @@ class ZeroEngine : public UnitParams {
 
     std::uint64_t owned_offset(int unit) const;
     std::uint64_t owned_count(int unit) const;
-    std::uint64_t padded(int unit) const { return padded_[unit]; }
 
   private:
     struct Unit {
@@ -155,7 +156,7 @@ class ZeroEngine : public UnitParams {
         EventPtr gathered_at;       // where the comm stream finished gathering it
         Allocation grads;           // stage 0-1: full; stage 2-3: owned shard
         Allocation grads_full;      // stage 2-3: the full gradient while backward needs it
-        Allocation secondary;       // hpZ: this rank's node-local shard of the 16-bit parameters
+        Allocation secondary;       // hpZ: this rank's node-local shard of the parameters
         bool gathered_once = false; // hpZ: gathered in this micro-batch (the secondary is fresh)
         Allocation exact; // --reproducible: the int64 gradient sum (stage 0-1: full; 2-3: shard)
     };
@@ -170,7 +171,7 @@ class ZeroEngine : public UnitParams {
     void fold_comm_waits();
     void reduce_gradients();
     void clear_full_gradients();
-    // Hybrid: reduces this rank's reduced shard (`count` elements of t) across the replicas —
+    // Hybrid: reduces this rank's reduced shard (`count` elements of dtype t) across the replicas —
     // averaged in the parameters' dtype, summed in int64 under --reproducible.
     void reduce_across_replicas(void* shard, std::uint64_t count, const std::string& unit, DType t,
                                 ReduceOp op);

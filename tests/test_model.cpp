@@ -337,12 +337,6 @@ TEST(LossScaler, SkipsHalvesAndGrows) {
     EXPECT_TRUE(s.update(false)); // third good step in a row
     EXPECT_EQ(s.scale(), 1024.0f);
     EXPECT_EQ(s.skipped(), 1);
-    std::uint16_t h[3] = {f32_to_f16(1.0f), f32_to_f16(65504.0f), f32_to_f16(-2.0f)};
-    EXPECT_FALSE(has_non_finite(h, DType::f16, 3));
-    h[1] = f32_to_f16(1e6f); // overflows fp16 -> Inf
-    EXPECT_TRUE(has_non_finite(h, DType::f16, 3));
-    float f[2] = {1.0f, NAN};
-    EXPECT_TRUE(has_non_finite(f, DType::f32, 2));
 }
 
 TEST(LossScaler, NeverHalvesBelowOneNorGrowsToInfinity) {

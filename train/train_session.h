@@ -112,11 +112,8 @@ class TrainSession {
     int shard_size() const { return groups_ ? groups_->shard_size() : ranks_; }
     bool hybrid() const { return shard_size() < ranks_; }
 
-    const SessionSpec& spec() const { return spec_; }
     ZeroEngine& engine() { return *engine_; }
-    Model& model() { return *model_; }
     Updater& updater() { return *updater_; }
-    const std::vector<std::uint64_t>& unit_numel() const { return numel_; }
 
   private:
     StepOutcome exact_step(int step, const BatchFill& fill, float lr);
@@ -132,7 +129,7 @@ class TrainSession {
     Backend& backend_;
     Communicator& comm_;
     int ranks_, rank_;
-    std::unique_ptr<ProcessGroups> groups_; // hybrid only (ZeRO 1-3 with S < N)
+    std::unique_ptr<ProcessGroups> groups_; // hybrid (ZeRO 1-3 with S < N) or hpZ; else null
     Plan plan_;
     ParamLayout layout_;
     std::unique_ptr<Updater> updater_;
