@@ -461,10 +461,10 @@ MemoryCounts peaks_after_init(const std::vector<PhaseSnapshot>& phases) {
     MemoryCounts out;
     for (const PhaseSnapshot& ph : phases) {
         if (ph.name == "init") continue;
+        out.staging.peak = std::max(out.staging.peak, ph.counts.staging.peak);
+        out.ram.peak = std::max(out.ram.peak, ph.counts.ram.peak);
         for (std::size_t a = 0; a < kNumArenas; ++a) {
             out.total[a].peak = std::max(out.total[a].peak, ph.counts.total[a].peak);
-            out.staging.peak = std::max(out.staging.peak, ph.counts.staging.peak);
-            out.ram.peak = std::max(out.ram.peak, ph.counts.ram.peak);
             for (std::size_t c = 0; c < kNumCategories; ++c)
                 out.by_category[a][c].peak =
                     std::max(out.by_category[a][c].peak, ph.counts.by_category[a][c].peak);
@@ -487,6 +487,108 @@ SessionSpec session_spec(const TrainOptions& o, const RunSetup& s) {
     spec.secondary_shard = !o.secondary_shard.empty();
     spec.collective_timeout = o.collective_timeout;
     return spec;
+}
+
+// The run's first line: what trains, on how many ranks, how.
+void announce(const TrainOptions& o, const RunSetup& s, const TrainSession& session, int N) {
+    const int S = session.shard_size();
+    const std::string groups =
+        S < N ? fmt::format(" sharded in groups of {} x {} replicas", S, N / S) : "";
+    fmt::print("training {} on {} rank(s): ZeRO-{}{}{}, {}, micro-batch {} x {} tokens, "
+               "grad-accum {}, {} steps, {} attention\n",
+               s.config.describe(), N, o.zero, o.offload ? " + offload" : "", groups, o.precision,
+               o.micro_batch, s.seq, s.grad_accum, o.steps, attention_name(s.attention));
+}
+
+// One step's row of steps.jsonl (validation and memory are added by the loop when they run).
+nlohmann::json step_row(int step, float rate, const StepOutcome& so, double tokens_per_step) {
+    nlohmann::json row = {{"step", step + 1},
+                          {"loss", so.loss},
+                          {"lr", rate},
+                          {"grad_norm", so.result.grad_norm},
+                          {"ms", so.seconds * 1e3},
+                          {"exposed_comm_ms", so.exposed_comm_seconds * 1e3},
+                          {"compute_ms", (so.seconds - so.exposed_comm_seconds) * 1e3},
+                          {"tokens_per_s", tokens_per_step / so.seconds}};
+    if (so.result.skipped) row["skipped"] = true;
+    return row;
+}
+
+// --trace's file: every rank's events gathered to rank 0 and written there. A rank missing from
+// the gather ends the job (the watchdog's Error is not a write failure); a trace that cannot be
+// written costs the trace, not the report and weights.
+void write_trace_file(const TrainOptions& o, const TraceSession& trace, int trace_from,
+                      int last_traced, const nlohmann::json& config, bool lead,
+                      WatchedComm& outside) {
+    trace.tracer->enable(false);
+    trace.ctx->synchronize();
+    const std::vector<std::string> parts = gather_trace(*trace.tracer, outside);
+    try {
+        write_trace(o.trace, parts, config);
+        if (lead && last_traced > trace_from)
+            fmt::print("trace of steps {}-{}: {} (open it in ui.perfetto.dev or "
+                       "chrome://tracing)\n",
+                       trace_from + 1, last_traced, o.trace);
+        if (lead && last_traced <= trace_from)
+            fmt::print("trace: {} holds no step: the run stopped before step {}, the first "
+                       "one traced\n",
+                       o.trace, trace_from + 1);
+    } catch (const Error& e) {
+        fmt::print(stderr, "shardlab: warning: no trace written: {}\n", e.what());
+    }
+}
+
+// --sample: tokens generated from the trained weights after a prompt from the validation data.
+void print_sample(const TrainOptions& o, const RunSetup& s, Backend& backend, ZeroEngine& engine,
+                  bool lead) {
+    const std::unique_ptr<Model> sampler =
+        make_model(s.config, 1, s.seq, CheckpointPolicy{}, param_dtype(s.precision),
+                   backend.context(), backend.ops(), s.attention);
+    const std::vector<std::uint16_t> prompt(
+        s.data.val.begin(), s.data.val.begin() + std::min<std::size_t>(64, s.data.val.size()));
+    const auto text = generate(*sampler, engine, prompt, o.sample, 0.8f, o.seed,
+                               [&] { engine.begin_micro_batch(false); });
+    if (lead)
+        fmt::print("\nsample ({} tokens after a {}-token prompt from the validation "
+                   "text):\n---\n{}\n---\n",
+                   o.sample, prompt.size(), printable(text, s.byte_level));
+}
+
+// Every rank's report gathered to rank 0, which prints them and writes report.json beside the
+// step log (null on the other ranks).
+void write_run_report(const TrainOptions& o, const nlohmann::json& config,
+                      const nlohmann::json& mine, const StepsLog* steps_log, int first,
+                      long skipped_steps, const FinalWeights& weights, Communicator& comm,
+                      WatchedComm& outside) {
+    const auto reports = gather_reports(mine, outside);
+    if (!steps_log) return;
+    for (const auto& rep : reports) print_rank_report(rep, comm.node_layout().nodes() > 1);
+    fmt::print("\nfinal fp32 master weights sha256 {}\n", weights.hash);
+    nlohmann::json report = {{"config", config},
+                             {"steps", steps_log->rows_after(first)},
+                             {"ranks", reports},
+                             {"node_layout", comm.node_layout().describe()},
+                             {"skipped_steps", skipped_steps},
+                             {"final_params_sha256", weights.hash}};
+    if (!weights.save_error.empty()) report["save_weights_error"] = weights.save_error;
+    write_json_file((std::filesystem::path(o.out) / "report.json").string(), report);
+    fmt::print("report: {}/report.json, per step: {}/steps.jsonl\n", o.out, o.out);
+}
+
+// --save-weights failed (on the lead, which writes the file): what is left and how to get the
+// weights back.
+void print_save_error(const TrainOptions& o, const std::string& error) {
+    const bool checkpoint = has_checkpoint(o.out);
+    fmt::print(stderr,
+               "shardlab: --save-weights {} was not written: {}. Nothing was left there; the "
+               "report and step log are in {}. {}\n",
+               o.save_weights, error, o.out,
+               checkpoint ? fmt::format("Its checkpoint is there too: once there is room, "
+                                        "`shardlab checkpoint export {} --out FILE` writes "
+                                        "the weights of its step",
+                                        o.out)
+                          : "No checkpoint was saved (--save-every), so the weights are lost: "
+                            "free some space before the next run");
 }
 
 int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicator& comm,
@@ -544,16 +646,7 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
     if (lead)
         steps_log = std::make_unique<StepsLog>(
             (std::filesystem::path(o.out) / "steps.jsonl").string(), first);
-    if (lead && !o.quiet)
-        fmt::print("training {} on {} rank(s): ZeRO-{}{}, {}, micro-batch {} x {} tokens, "
-                   "grad-accum {}, {} steps, {} attention\n",
-                   s.config.describe(), N, o.zero,
-                   std::string(o.offload ? " + offload" : "") +
-                       (session.shard_size() < N
-                            ? fmt::format(" sharded in groups of {} x {} replicas",
-                                          session.shard_size(), N / session.shard_size())
-                            : ""),
-                   o.precision, B, T_, A, o.steps, attention_name(s.attention));
+    if (lead && !o.quiet) announce(o, s, session, N);
 
     RunTiming timing;
     const long skipped_before = engine.skipped_steps(); // a resumed run's count includes earlier
@@ -576,15 +669,7 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
         if (trace.tracer) trace.tracer->enable(traced(step));
         const StepOutcome so = session.step(step, train, rate);
         timing.add(so.seconds, so.exposed_comm_seconds);
-        nlohmann::json row = {{"step", step + 1},
-                              {"loss", so.loss},
-                              {"lr", rate},
-                              {"grad_norm", so.result.grad_norm},
-                              {"ms", so.seconds * 1e3},
-                              {"exposed_comm_ms", so.exposed_comm_seconds * 1e3},
-                              {"compute_ms", (so.seconds - so.exposed_comm_seconds) * 1e3},
-                              {"tokens_per_s", double(N) * A * B * T_ / so.seconds}};
-        if (so.result.skipped) row["skipped"] = true;
+        nlohmann::json row = step_row(step, rate, so, double(N) * A * B * T_);
         if (so.result.skipped && lead && s.precision != Precision::fp16 && progress)
             progress->clear();
         if (so.result.skipped && lead && s.precision != Precision::fp16)
@@ -651,44 +736,13 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
         driver = DriverMemory{*in_use, tracker.allocator(Arena::device).reserved()};
 
     progress.reset();
-    if (trace.tracer) {
-        trace.tracer->enable(false);
-        ctx.synchronize();
-        const int last_traced = std::min(end, trace_from + o.trace_steps);
-        // A rank missing from the gather ends the job (the watchdog's Error is not a write
-        // failure); a trace that cannot be written costs the trace, not the report and weights.
-        const std::vector<std::string> parts = gather_trace(*trace.tracer, outside);
-        try {
-            write_trace(o.trace, parts, config);
-            if (lead && last_traced > trace_from)
-                fmt::print("trace of steps {}-{}: {} (open it in ui.perfetto.dev or "
-                           "chrome://tracing)\n",
-                           trace_from + 1, last_traced, o.trace);
-            if (lead && last_traced <= trace_from)
-                fmt::print("trace: {} holds no step: the run stopped before step {}, the first "
-                           "one traced\n",
-                           o.trace, trace_from + 1);
-        } catch (const Error& e) {
-            fmt::print(stderr, "shardlab: warning: no trace written: {}\n", e.what());
-        }
-    }
+    if (trace.tracer)
+        write_trace_file(o, trace, trace_from, std::min(end, trace_from + o.trace_steps), config,
+                         lead, outside);
     // A diverged run's weights are not worth a file (its checkpoint says which state to use).
     const FinalWeights weights = hash_and_save_weights(
         engine, s.config, diverged.empty() ? o.save_weights : "", lead, o.save_shard_size);
-    const std::string& hash = weights.hash;
-    if (o.sample > 0 && !stopped_by && diverged.empty()) {
-        const std::unique_ptr<Model> sampler =
-            make_model(s.config, 1, T_, CheckpointPolicy{}, param_dtype(s.precision), ctx,
-                       backend.ops(), s.attention);
-        const std::vector<std::uint16_t> prompt(
-            s.data.val.begin(), s.data.val.begin() + std::min<std::size_t>(64, s.data.val.size()));
-        const auto text = generate(*sampler, engine, prompt, o.sample, 0.8f, o.seed,
-                                   [&] { engine.begin_micro_batch(false); });
-        if (lead)
-            fmt::print("\nsample ({} tokens after a {}-token prompt from the validation "
-                       "text):\n---\n{}\n---\n",
-                       o.sample, prompt.size(), printable(text, s.byte_level));
-    }
+    if (o.sample > 0 && !stopped_by && diverged.empty()) print_sample(o, s, backend, engine, lead);
 
     tracker.snapshot("end");
     resident.end = resident_phase(tracker, tracker.phases().back().counts);
@@ -704,32 +758,10 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
             ? backend.ops().flash_attention_kernels(param_dtype(s.precision), s.config.head_dim())
             : attention_name(s.attention);
     if (predicted) add_time_prediction(mine, *predicted, profile_name);
-    const auto reports = gather_reports(mine, outside);
-    if (lead) {
-        for (const auto& rep : reports) print_rank_report(rep, comm.node_layout().nodes() > 1);
-        fmt::print("\nfinal fp32 master weights sha256 {}\n", hash);
-        nlohmann::json report = {{"config", config},
-                                 {"steps", steps_log->rows_after(first)},
-                                 {"ranks", reports},
-                                 {"node_layout", comm.node_layout().describe()},
-                                 {"skipped_steps", engine.skipped_steps()},
-                                 {"final_params_sha256", hash}};
-        if (!weights.save_error.empty()) report["save_weights_error"] = weights.save_error;
-        write_json_file((std::filesystem::path(o.out) / "report.json").string(), report);
-        fmt::print("report: {}/report.json, per step: {}/steps.jsonl\n", o.out, o.out);
-    }
+    write_run_report(o, config, mine, steps_log.get(), first, engine.skipped_steps(), weights, comm,
+                     outside);
     if (!weights.save_error.empty()) { // the lead's alone: it wrote the file
-        const bool checkpoint = has_checkpoint(o.out);
-        fmt::print(stderr,
-                   "shardlab: --save-weights {} was not written: {}. Nothing was left there; the "
-                   "report and step log are in {}. {}\n",
-                   o.save_weights, weights.save_error, o.out,
-                   checkpoint ? fmt::format("Its checkpoint is there too: once there is room, "
-                                            "`shardlab checkpoint export {} --out FILE` writes "
-                                            "the weights of its step",
-                                            o.out)
-                              : "No checkpoint was saved (--save-every), so the weights are lost: "
-                                "free some space before the next run");
+        print_save_error(o, weights.save_error);
         return 1;
     }
     if (!diverged.empty()) return 3;
