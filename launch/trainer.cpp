@@ -30,6 +30,7 @@
 #include "model/weights_io.h"
 #include "optim/checkpoint.h"
 #include "optim/lr_schedule.h"
+#include "optim/stage_policy.h"
 #include "optim/zero_engine.h"
 #include "train/train_session.h"
 
@@ -272,8 +273,7 @@ RunSetup prepare(const TrainOptions& o, int ranks, int rank) {
         (o.device.gemm.empty() ? cpu::default_gemm_request() : o.device.gemm) == "onednn")
         throw UsageError("--reproducible multiplies with OpenBLAS: oneDNN's threading gives other "
                          "bits at other thread counts; drop --gemm onednn (or SHARDLAB_GEMM)");
-    if (o.zero < 0 || o.zero > 3)
-        throw UsageError(fmt::format("--zero {} is not a ZeRO stage; use 0, 1, 2 or 3", o.zero));
+    check_stage(o.zero, o.prefetch);
     if (o.calibrate && !o.profile.empty())
         throw UsageError("--calibrate measures the profile the run is priced with; drop it or "
                          "--profile " +
@@ -286,8 +286,6 @@ RunSetup prepare(const TrainOptions& o, int ranks, int rank) {
         throw UsageError(fmt::format("--loss-scale {} applies to --precision fp16 only ({} "
                                      "needs no loss scaling); drop it or use --precision fp16",
                                      o.loss_scale, o.precision));
-    if (o.prefetch > 0 && o.zero != 3) // --prefetch's range is checked as it is parsed
-        throw UsageError("--prefetch applies to --zero 3 only");
     if (o.micro_batch < 1 || o.steps < 1 || o.grad_accum < 1)
         throw UsageError("--micro-batch, --steps and --grad-accum must be at least 1");
     if (o.schedule != "cosine" && o.schedule != "linear" && o.schedule != "constant")
@@ -314,10 +312,8 @@ RunSetup prepare(const TrainOptions& o, int ranks, int rank) {
     if (!o.init.empty()) { // its header checked now; each rank reads its part in the engine
         s.init = std::make_unique<WeightsReader>(o.init, o.model.vocab_multiple);
         s.config = s.init->config();
-    } else {
-        s.config =
-            o.model
-                .config(); // the engine draws each rank's part (initial_values, model/families.h)
+    } else { // the engine draws each rank's part (initial_values, model/families.h)
+        s.config = o.model.config();
     }
     s.seq = s.config.context;
     if (o.sample > 0 && s.config.vocab > 65536)
@@ -343,8 +339,7 @@ RunSetup prepare(const TrainOptions& o, int ranks, int rank) {
             max_token, s.config.vocab, max_token + 1));
     // A step reads a global batch of distinct windows; validation at least one pass of N x B
     // (one sequence under --reproducible, which validates a sequence at a time).
-    const std::size_t batch = std::size_t(ranks) * o.micro_batch,
-                      global = batch * effective_grad_accum(o, ranks),
+    const std::size_t batch = std::size_t(ranks) * o.micro_batch, global = batch * s.grad_accum,
                       total = s.data.train.size() + s.data.val.size();
     if (TokenWindows(s.data.train, s.seq).count() < global)
         throw UsageError(fmt::format(

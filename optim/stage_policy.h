@@ -3,6 +3,10 @@
 // it. Stage k shards the first k of: optimizer state (fp32 master, m, v), gradients, parameters.
 #pragma once
 
+#include "core/error.h"
+
+#include <string>
+
 namespace shardlab {
 
 // What a step's gradient reduction is.
@@ -32,7 +36,18 @@ struct StagePolicy {
     bool gathers_after_update() const { return shards_optimizer_state && !shards_parameters; }
 };
 
-// Stage 0-3 (checked by the callers, which name the flag).
+// The stage and the ZeRO-3 prefetch depth as the flags give them; a UsageError names the flag. The
+// plan, `shardlab train` (before anything runs) and the engine all ask it.
+inline void check_stage(int stage, int prefetch) {
+    if (stage < 0 || stage > 3)
+        throw UsageError("--zero " + std::to_string(stage) +
+                         " is not a ZeRO stage; use 0, 1, 2 or 3");
+    if (prefetch < 0) throw UsageError("--prefetch must be >= 0");
+    if (prefetch > 0 && stage != 3)
+        throw UsageError("--prefetch applies to ZeRO-3 only; drop it or use --zero 3");
+}
+
+// Stage 0-3 (check_stage).
 constexpr StagePolicy stage_policy(int stage) {
     return StagePolicy{stage >= 1, stage >= 2, stage >= 3};
 }

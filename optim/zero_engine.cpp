@@ -36,10 +36,7 @@ ZeroEngine::ZeroEngine(const ParamLayout& layout, const ZeroOptions& options, Ze
       schedule_(step_schedule(int(layout.num_units()) - 2, layout.tied_head())),
       scaler_(options.precision == Precision::fp16 ? LossScaler(options.loss_scale)
                                                    : LossScaler::fixed()) {
-    if (o_.stage < 0 || o_.stage > 3)
-        throw UsageError(fmt::format("--zero {} is not a ZeRO stage; use 0, 1, 2 or 3", o_.stage));
-    if (o_.prefetch < 0 || (o_.prefetch > 0 && o_.stage != 3))
-        throw UsageError("--prefetch applies to ZeRO-3 only (and must be >= 0)");
+    check_stage(o_.stage, o_.prefetch);
     Stream& s = ctx_.compute();
     MemoryTracker& tracker = ctx_.tracker();
     const std::size_t pb = dtype_size(pdt_);

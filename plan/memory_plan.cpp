@@ -116,13 +116,9 @@ std::optional<std::uint64_t> predicted_device_bytes(const MemoryPlan& m, Categor
 namespace {
 void check_options(const PlanModel& m, const PlanOptions& o) {
     if (o.ranks < 1) throw UsageError(fmt::format("ranks must be at least 1, got {}", o.ranks));
-    if (o.zero < 0 || o.zero > 3)
-        throw UsageError(fmt::format("--zero {} is not a ZeRO stage; use 0, 1, 2 or 3", o.zero));
+    check_stage(o.zero, o.prefetch);
     if (o.micro_batch < 1 || o.grad_accum < 1)
         throw UsageError("--micro-batch and --grad-accum must be at least 1");
-    if (o.prefetch < 0) throw UsageError("--prefetch must be >= 0");
-    if (o.prefetch > 0 && o.zero != 3)
-        throw UsageError("--prefetch applies to ZeRO-3 only; drop it or use --zero 3");
     if (o.shard_group < 0 || (o.shard_group > 0 && o.ranks % o.shard_group != 0))
         throw UsageError(fmt::format("--shard-group {} does not divide N = {} ranks: ZeRO shards "
                                      "inside groups of S consecutive ranks, N/S of them; use a "

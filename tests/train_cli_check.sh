@@ -17,7 +17,7 @@ printf 'attention = "materialize"\n' >"$work/att.toml"
 "$expect" 2 "--global-batch 6 is not divisible by N x micro-batch = 2 x 4 = 8" "${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --micro-batch 4 --global-batch 6
 "$expect" 2 "error on rank 0,1: token file '$work/no-such-corpus.txt': does not exist" "${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --data "$work/no-such-corpus.txt"
 "$expect" 2 "bad --checkpoint 'sometimes'" "${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --checkpoint sometimes
-"$expect" 2 "--prefetch applies to --zero 3 only" "${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --zero 2 --prefetch 1
+"$expect" 2 "--prefetch applies to ZeRO-3 only" "${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --zero 2 --prefetch 1
 head -c 100 /usr/share/common-licenses/GPL-3 > "$work/tiny.txt"
 "$expect" 2 "the data's validation part (its last 10%: 10 of 100 tokens) is shorter than 2 sequence(s) of 17 tokens (one pass of 2 ranks x micro-batch 1); use at least 340 tokens" \
   "${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --data "$work/tiny.txt" --micro-batch 1
