@@ -80,16 +80,12 @@ int export_weights(const std::string& dir, const std::string& out, std::uint64_t
                           q, f.iteration, meta.value("iteration", -1)));
         for (std::size_t u = 0; u < f.units.size(); ++u) { // each tensor's part of the slice
             const CheckpointSection& s = f.units[u];
-            const std::vector<ParamInfo>& params = layout.units()[u].params;
-            for (std::size_t k = 0; k < params.size(); ++k) {
-                const std::uint64_t lo = std::max<std::uint64_t>(s.range.begin, params[k].offset),
-                                    hi =
-                                        std::min<std::uint64_t>(s.range.begin + s.range.count,
-                                                                params[k].offset + params[k].numel);
-                if (lo < hi)
-                    w.write(int(u), k, lo - params[k].offset,
-                            s.master.data() + (lo - s.range.begin), hi - lo);
-            }
+            for_each_tensor_part(layout.units()[u].params, s.range.begin, s.range.count,
+                                 [&](std::size_t k, std::uint64_t in_tensor, std::uint64_t in_range,
+                                     std::uint64_t count) {
+                                     w.write(int(u), k, in_tensor, s.master.data() + in_range,
+                                             count);
+                                 });
         }
     }
     w.finish();

@@ -41,20 +41,19 @@ FinalWeights hash_and_save_weights(ZeroEngine& engine, const ModelConfig& config
         engine.for_each_consolidated_piece(
             int(u),
             [&](std::uint64_t lo, const float* values, std::size_t n) {
-                for (std::size_t k = 0; k < params.size(); ++k) {
-                    const ParamInfo& p = params[k];
-                    const std::uint64_t a = std::max<std::uint64_t>(lo, p.offset);
-                    const std::uint64_t b = std::min<std::uint64_t>(lo + n, p.offset + p.numel);
-                    if (a >= b) continue;
-                    const float* first = values + (a - lo);
-                    hash.update(first, (b - a) * sizeof(float));
-                    try {
-                        if (out) out->write(int(u), k, a - p.offset, first, b - a);
-                    } catch (const Error& e) { // e.g. a full disk: drop the file, keep hashing
-                        result.save_error = e.what();
-                        out.reset(); // removes the partial files
-                    }
-                }
+                for_each_tensor_part(
+                    params, lo, n,
+                    [&](std::size_t k, std::uint64_t in_tensor, std::uint64_t in_piece,
+                        std::uint64_t count) {
+                        const float* first = values + in_piece;
+                        hash.update(first, count * sizeof(float));
+                        try {
+                            if (out) out->write(int(u), k, in_tensor, first, count);
+                        } catch (const Error& e) { // e.g. a full disk: drop the file, keep hashing
+                            result.save_error = e.what();
+                            out.reset(); // removes the partial files
+                        }
+                    });
             },
             piece);
     } // each unit released before the next is gathered

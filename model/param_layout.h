@@ -10,6 +10,7 @@
 
 #include "model/model_config.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -36,6 +37,21 @@ struct ParamUnit {
 // the unit when more than its shape's (the padded vocabulary's rows after it).
 std::size_t add_param(ParamUnit& u, std::string name, std::vector<std::int64_t> shape,
                       std::size_t stored = 0);
+
+// The tensors that elements [begin, begin + count) of their unit hold, each's true elements only
+// (padding is skipped): fn(k, the first element in params[k], the same element's index from
+// `begin`, how many). How a unit's slice (a gathered piece, a checkpoint's range) is written out
+// tensor by tensor.
+template <class Fn>
+void for_each_tensor_part(const std::vector<ParamInfo>& params, std::uint64_t begin,
+                          std::uint64_t count, Fn&& fn) {
+    for (std::size_t k = 0; k < params.size(); ++k) {
+        const std::uint64_t lo = std::max<std::uint64_t>(begin, params[k].offset);
+        const std::uint64_t hi =
+            std::min<std::uint64_t>(begin + count, params[k].offset + params[k].numel);
+        if (lo < hi) fn(k, lo - params[k].offset, lo - begin, hi - lo);
+    }
+}
 
 // The units are the family's own (Family::units: model/gpt2/gpt_layout.h,
 // model/llama/llama_layout.h); so are the offsets inside a block (each family's *_block_offsets).
