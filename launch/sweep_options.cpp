@@ -1,3 +1,4 @@
+// The sweep flags registered, and the message sizes they give: MIN, MIN·FACTOR, ... up to MAX.
 #include "launch/sweep_options.h"
 
 #include "core/error.h"

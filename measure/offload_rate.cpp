@@ -1,3 +1,4 @@
+// The offload pipeline timed on a model's own units (the first that fit in max_params).
 #include "measure/offload_rate.h"
 
 #include "core/timer.h"

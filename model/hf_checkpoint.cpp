@@ -1,3 +1,4 @@
+// Hugging Face folders: their files found, config.json to a ModelConfig and back, the index built.
 #include "model/hf_checkpoint.h"
 
 #include "core/error.h"

@@ -1,3 +1,4 @@
+// ModelBase: the micro-batch's shape checked, and activations and parameters as tensors.
 #include "model/model_base.h"
 
 #include "core/error.h"

@@ -1,3 +1,4 @@
+// Counter-based normal draws (splitmix64 + Box-Muller) and the per-tensor rules applied to a range.
 #include "model/param_init.h"
 
 #include <algorithm>

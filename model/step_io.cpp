@@ -1,3 +1,4 @@
+// StepIO: token ids checked and uploaded, losses read back once per forward.
 #include "model/step_io.h"
 
 #include "core/error.h"

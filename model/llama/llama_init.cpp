@@ -1,3 +1,4 @@
+// Llama's initialisation rule: RMSNorm weights 1, everything else normal(0, 0.02).
 #include "model/llama/llama_init.h"
 
 namespace shardlab {

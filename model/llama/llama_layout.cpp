@@ -1,3 +1,4 @@
+// Llama's units and the offsets of a decoder layer's tensors inside its unit.
 #include "model/llama/llama_layout.h"
 
 #include "model/param_layout.h"
