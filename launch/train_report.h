@@ -14,6 +14,7 @@
 #include <mpi.h>
 #include <nlohmann/json.hpp>
 
+#include <numeric>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,13 +33,14 @@ struct ReservedBytes {
 // Wall time of the training steps, and the part the compute stream spent waiting for
 // communication.
 struct RunTiming {
-    double step_seconds = 0, exposed_comm_seconds = 0;
-    std::vector<double> steps_s, exposed_s;
+    std::vector<double> steps_s, exposed_s; // per step
     void add(double step, double exposed) {
-        step_seconds += step;
-        exposed_comm_seconds += exposed;
         steps_s.push_back(step);
         exposed_s.push_back(exposed);
+    }
+    double step_seconds() const { return std::accumulate(steps_s.begin(), steps_s.end(), 0.0); }
+    double exposed_comm_seconds() const {
+        return std::accumulate(exposed_s.begin(), exposed_s.end(), 0.0);
     }
 };
 

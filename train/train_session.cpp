@@ -139,6 +139,25 @@ TrainSession::TrainSession(const SessionSpec& spec, Backend& backend, Communicat
     tg_.resize(in_.size());
 }
 
+// Pass k of n of a step: forward and backward over `in` / `tg`, each traced and followed by the
+// tracker's snapshot of its phase.
+void TrainSession::forward_backward(int k, int n, const std::uint16_t* in, const std::uint16_t* tg,
+                                    float grad_scale) {
+    MemoryTracker& tracker = backend_.context().tracker();
+    Tracer* tracer = backend_.context().tracer();
+    Stream& compute = backend_.context().compute();
+    {
+        const TraceScope span(tracer, compute, fmt::format("forward {}/{}", k, n), "step");
+        model_->forward(*engine_, in, tg, grad_scale);
+    }
+    tracker.snapshot("forward");
+    {
+        const TraceScope span(tracer, compute, fmt::format("backward {}/{}", k, n), "step");
+        model_->backward(*engine_);
+    }
+    tracker.snapshot("backward");
+}
+
 StepOutcome TrainSession::step(int step, const BatchFill& fill, float lr) {
     if (spec_.reproducible) return exact_step(step, fill, lr);
     MemoryTracker& tracker = backend_.context().tracker();
@@ -151,16 +170,7 @@ StepOutcome TrainSession::step(int step, const BatchFill& fill, float lr) {
     for (int a = 0; a < A; ++a) {
         fill(a, in_.data(), tg_.data());
         engine_->begin_micro_batch(a > 0);
-        {
-            const TraceScope span(tracer, compute, fmt::format("forward {}/{}", a + 1, A), "step");
-            model_->forward(*engine_, in_.data(), tg_.data(), engine_->grad_scale() / float(A));
-        }
-        tracker.snapshot("forward");
-        {
-            const TraceScope span(tracer, compute, fmt::format("backward {}/{}", a + 1, A), "step");
-            model_->backward(*engine_);
-        }
-        tracker.snapshot("backward");
+        forward_backward(a + 1, A, in_.data(), tg_.data(), engine_->grad_scale() / float(A));
     }
     {
         const TraceScope span(tracer, compute, "optimizer step", "step");
@@ -191,21 +201,9 @@ StepOutcome TrainSession::exact_step(int step, const BatchFill& fill, float lr) 
         for (int a = 0; a < A; ++a) {
             fill(a, in_.data(), tg_.data());
             for (int b = 0; b < B; ++b) {
-                const int k = a * B + b + 1;
                 engine_->begin_micro_batch(false);
-                {
-                    const TraceScope span(tracer, compute, fmt::format("forward {}/{}", k, A * B),
-                                          "step");
-                    model_->forward(*engine_, in_.data() + std::size_t(b) * T,
-                                    tg_.data() + std::size_t(b) * T, engine_->grad_scale());
-                }
-                tracker.snapshot("forward");
-                {
-                    const TraceScope span(tracer, compute, fmt::format("backward {}/{}", k, A * B),
-                                          "step");
-                    model_->backward(*engine_);
-                }
-                tracker.snapshot("backward");
+                forward_backward(a * B + b + 1, A * B, in_.data() + std::size_t(b) * T,
+                                 tg_.data() + std::size_t(b) * T, engine_->grad_scale());
             }
         }
         losses = model_->take_losses();

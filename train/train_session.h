@@ -117,6 +117,8 @@ class TrainSession {
 
   private:
     StepOutcome exact_step(int step, const BatchFill& fill, float lr);
+    void forward_backward(int k, int n, const std::uint16_t* in, const std::uint16_t* tg,
+                          float grad_scale);
     double exact_validate(const TokenWindows& val, std::uint64_t windows);
     std::uint64_t owned_state_bytes() const; // this rank's master, m and v
     std::uint64_t global_sequences() const {
