@@ -23,12 +23,6 @@ std::string file_of(const std::string& cdir, int q) {
     return (fs::path(cdir) / fmt::format("rank-{}.bin", q)).string();
 }
 
-std::vector<std::uint64_t> unit_sizes(const ParamLayout& layout) {
-    std::vector<std::uint64_t> numel;
-    for (const auto& unit : layout.units()) numel.push_back(unit.numel);
-    return numel;
-}
-
 int inspect(const std::string& dir) {
     const std::string cdir = find_checkpoint_dir(dir);
     const nlohmann::json meta = read_checkpoint_meta(cdir);
@@ -48,7 +42,7 @@ int inspect(const std::string& dir) {
                "(fp32 master, m, v):\n",
                N);
     for (int q = 0; q < N; ++q) {
-        const CheckpointFile f = read_rank_file(cdir, q, N, unit_sizes(layout));
+        const CheckpointFile f = read_rank_file(cdir, q, N, layout.unit_numels());
         std::uint64_t elements = 0;
         for (const CheckpointSection& s : f.units) elements += s.range.count;
         fmt::print("    rank-{}.bin  {:>12} bytes  {:>10} elements  step {}  loss scale {:g}  "
@@ -73,7 +67,7 @@ int export_weights(const std::string& dir, const std::string& out, std::uint64_t
     WeightsWriter w(out, model, DType::f32, shard_bytes);
     const int N = meta["ranks"].get<int>();
     for (int q = 0; q < N; ++q) {
-        const CheckpointFile f = read_rank_file(cdir, q, N, unit_sizes(layout));
+        const CheckpointFile f = read_rank_file(cdir, q, N, layout.unit_numels());
         check(f.iteration == meta.value("iteration", -1),
               fmt::format("rank-{}.bin is at step {}, meta.json says {}; the checkpoint is "
                           "inconsistent (use checkpoint.prev)",

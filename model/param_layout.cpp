@@ -19,6 +19,12 @@ std::size_t add_param(ParamUnit& u, std::string name, std::vector<std::int64_t> 
     return u.params.back().offset;
 }
 
+std::vector<std::uint64_t> ParamLayout::unit_numels() const {
+    std::vector<std::uint64_t> numel;
+    for (const ParamUnit& u : units_) numel.push_back(u.numel);
+    return numel;
+}
+
 ParamLayout::ParamLayout(const ModelConfig& c)
     : units_(family(c.arch).units(c)), vocab_(c.vocab), padded_vocab_(c.padded_vocab()),
       tied_head_(c.tied_head) {

@@ -61,6 +61,7 @@ class ParamLayout {
 
     const std::vector<ParamUnit>& units() const { return units_; }
     std::size_t num_units() const { return units_.size(); }
+    std::vector<std::uint64_t> unit_numels() const; // every unit's elements, in order
     std::size_t total_numel() const { return total_; }
     // Unit indices: 0 = embeddings, 1..L = blocks, L+1 = ln_f.
     static constexpr int kEmbeddings = 0;

@@ -3,6 +3,7 @@
 
 #include "core/error.h"
 #include "core/read_file.h"
+#include "optim/unit_shards.h"
 
 #include <fmt/format.h>
 
@@ -63,7 +64,7 @@ class Reader {
 } // namespace
 
 ElementRange stored_range(std::uint64_t numel, int ranks, int q) {
-    const std::uint64_t shard = (numel + std::uint64_t(ranks) - 1) / std::uint64_t(ranks);
+    const std::uint64_t shard = padded_numel(numel, ranks) / std::uint64_t(ranks);
     const std::uint64_t begin = std::min(numel, std::uint64_t(q) * shard);
     return {begin, std::min(numel, begin + shard) - begin};
 }

@@ -19,7 +19,7 @@ namespace {
 // Units, parameter count and the final unit from the layout a run builds (padding included).
 void fill_units(PlanModel& m, const ModelConfig& c) {
     const ParamLayout layout(c);
-    for (const auto& u : layout.units()) m.unit_numel.push_back(u.numel);
+    m.unit_numel = layout.unit_numels();
     m.params = layout.total_numel();
     m.final_unit = layout.final_unit();
     m.config = c;

@@ -134,7 +134,7 @@ TrainSession::TrainSession(const SessionSpec& spec, Backend& backend, Communicat
     const int model_batch = spec_.reproducible ? 1 : spec_.micro_batch; // one sequence a pass
     model_ = make_model(spec_.config, model_batch, spec_.seq, spec_.checkpoint,
                         param_dtype(spec_.precision), ctx, ops, spec_.attention);
-    for (const ParamUnit& u : layout_.units()) numel_.push_back(u.numel);
+    numel_ = layout_.unit_numels();
     in_.resize(std::size_t(spec_.micro_batch) * spec_.seq);
     tg_.resize(in_.size());
 }
