@@ -262,12 +262,8 @@ DeviceOptions run_device(const TrainOptions& o) {
     return d;
 }
 
-// Every check that can fail is made here, before the first message, alike on every rank.
-RunSetup prepare(const TrainOptions& o, int ranks, int rank) {
-    RunSetup s;
-    s.precision = parse_precision(o.precision);
-    s.checkpoint = parse_checkpoint(o.checkpoint);
-    s.attention = parse_attention(o.attention);
+// The flags, alone and with each other: checked before any file is read.
+void check_flags(const TrainOptions& o, Precision precision) {
     check_device_options(o.device);
     if (o.reproducible && o.device.device == "cpu" &&
         (o.device.gemm.empty() ? cpu::default_gemm_request() : o.device.gemm) == "onednn")
@@ -282,7 +278,7 @@ RunSetup prepare(const TrainOptions& o, int ranks, int rank) {
     // settings either hold there or the run stops now, not at the end of warmup.
     adamw_step(adamw_config(o), o.lr, 1, true, 1.0f);
     // A changed --loss-scale (its default cannot be told from one given) would do nothing.
-    if (s.precision != Precision::fp16 && o.loss_scale != TrainOptions{}.loss_scale)
+    if (precision != Precision::fp16 && o.loss_scale != TrainOptions{}.loss_scale)
         throw UsageError(fmt::format("--loss-scale {} applies to --precision fp16 only ({} "
                                      "needs no loss scaling); drop it or use --precision fp16",
                                      o.loss_scale, o.precision));
@@ -306,9 +302,10 @@ RunSetup prepare(const TrainOptions& o, int ranks, int rank) {
                                          "shape and head); drop {}",
                                          o.init, fmt::join(given, " and ")));
     }
-    check_run_directory(o);
-    check_shard_group(o, ranks, s);
-    s.grad_accum = effective_grad_accum(o, ranks);
+}
+
+// The model: from --init's header (each rank reads its part later, in the engine) or the flags.
+void resolve_model(const TrainOptions& o, RunSetup& s) {
     if (!o.init.empty()) { // its header checked now; each rank reads its part in the engine
         s.init = std::make_unique<WeightsReader>(o.init, o.model.vocab_multiple);
         s.config = s.init->config();
@@ -321,6 +318,10 @@ RunSetup prepare(const TrainOptions& o, int ranks, int rank) {
                                      "id past 65535 cannot be stored (tokens are uint16); drop "
                                      "--sample",
                                      s.config.vocab));
+}
+
+// The tokens: the default corpus or --data, split 90/10 into training and validation.
+void load_data(const TrainOptions& o, RunSetup& s) {
     std::error_code ec; // --data naming the default corpus' folder (as --help does) is that corpus
     if (o.data.empty() || std::filesystem::equivalent(o.data, kDefaultCorpusDir, ec)) {
         s.data = default_corpus(0.1);
@@ -329,6 +330,11 @@ RunSetup prepare(const TrainOptions& o, int ranks, int rank) {
         s.data = split_train_val(tokens.tokens, 0.1);
         s.byte_level = tokens.byte_level;
     }
+}
+
+// The data against the model and the batch: every token id inside the vocabulary, a global batch
+// of distinct training windows, and at least one validation pass.
+void check_data_fits(const TrainOptions& o, const RunSetup& s, int ranks) {
     int max_token = -1;
     for (const auto* part : {&s.data.train, &s.data.val})
         for (auto t : *part) max_token = std::max(max_token, int(t));
@@ -359,6 +365,21 @@ RunSetup prepare(const TrainOptions& o, int ranks, int rank) {
                 ? ""
                 : fmt::format(" (one pass of {} ranks x micro-batch {})", ranks, o.micro_batch),
             10 * val_need * (s.seq + 1)));
+}
+
+// Every check that can fail is made here, before the first message, alike on every rank.
+RunSetup prepare(const TrainOptions& o, int ranks, int rank) {
+    RunSetup s;
+    s.precision = parse_precision(o.precision);
+    s.checkpoint = parse_checkpoint(o.checkpoint);
+    s.attention = parse_attention(o.attention);
+    check_flags(o, s.precision);
+    check_run_directory(o);
+    check_shard_group(o, ranks, s);
+    s.grad_accum = effective_grad_accum(o, ranks);
+    resolve_model(o, s);
+    load_data(o, s);
+    check_data_fits(o, s, ranks);
     check_outputs(o, s.config, ranks, rank); // last: it creates --out
     return s;
 }
