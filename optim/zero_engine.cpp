@@ -38,68 +38,80 @@ ZeroEngine::ZeroEngine(const ParamLayout& layout, const ZeroOptions& options, Ze
                                                    : LossScaler::fixed()) {
     check_stage(o_.stage, o_.prefetch);
     Stream& s = ctx_.compute();
+    for (int u = 0; u < int(layout.num_units()); ++u) make_unit(u, init);
+    release_free_heap(); // the last unit's staging
+    scalars_ = ctx_.tracker().allocate(2 * sizeof(float), Category::workspace, s);
+    if (reproducible()) allocate_exact_state();
+    comm_.stream().wait(s.record()); // the first gathers read the parameters written here
+}
+
+// Unit u made on this rank: its values drawn (or read) for the range it holds, the parameters
+// uploaded in their dtype, the gradient (and hpZ's secondary shard) allocated, and the owned
+// range handed to the updater.
+void ZeroEngine::make_unit(int u, const InitialValues& init) {
+    Stream& s = ctx_.compute();
     MemoryTracker& tracker = ctx_.tracker();
     const std::size_t pb = dtype_size(pdt_);
-    for (std::size_t u = 0; u < layout.num_units(); ++u) {
-        // The previous unit's staging, freed, goes back to the system rather than stay resident
-        // between the blocks the arenas reserve (core/heap_trim.h): init holds what it declares.
-        release_free_heap();
-        padded_.push_back(padded_numel(layout.units()[u].numel, n_));
-        const std::uint64_t P = padded_[u], own = owned_count(int(u)), off = owned_offset(int(u));
-        const std::uint64_t numel = layout.units()[u].numel;
-        // What this rank holds of the unit: [from, from + held); padding stays zero forever (no
-        // gradient reaches it). Made and released unit by unit: never the whole model at once.
-        const bool sharded_params = policy_.shards_parameters;
-        const std::uint64_t from = sharded_params ? off : 0, held = sharded_params ? own : P;
-        // Host staging while the unit is made, exactly (what the tracker explains a rank's RSS
-        // with): the fp32 values for the unit's whole making, and while the parameters are
-        // uploaded their converted copy. The copies run in stream order and are waited for, so no
-        // stream keeps a copy of its own (Stream::upload would) and the updater copies the owned
-        // range straight from `values`.
-        const HostStaging staging(tracker, held * 4);
-        std::vector<float> values(held, 0.0f);
-        if (from < numel) init(int(u), from, std::min(numel, from + held) - from, values.data());
-        Unit x;
-        x.params = tracker.allocate(held * pb, Category::params, s);
-        {
-            const HostStaging converted_staging(tracker, held * pb);
-            std::vector<char> converted(held * pb);
-            convert(values.data(), DType::f32, converted.data(), pdt_, held);
-            s.memcpy(x.params.data(), converted.data(), held * pb);
-            s.synchronize();
-        }
-        if (secondary_) { // filled by the unit's first gather of each micro-batch
-            check(P % std::uint64_t(secondary_->size()) == 0,
-                  "internal: a secondary shard group must divide the shard group");
-            x.secondary = tracker.allocate(P / secondary_->size() * pb, Category::params, s);
-        }
-        const std::uint64_t grads = policy_.shards_gradients ? own : P;
-        x.grads = tracker.allocate(grads * pb, Category::grads, s);
-        ops_.fill(s, flat(x.grads, 0, grads), 0.0f);
-        if (reproducible()) {
-            x.exact = tracker.allocate(grads * 8, Category::grads, s);
-            ops_.fill(s, flat_i64(x.exact, 0, grads), 0.0f);
-        }
-        units_.push_back(std::move(x));
-        updater_.add(owned(int(u)), values.data() + (off - from));
-        s.synchronize(); // the unit's copies are done before `values` goes: one unit staged
+    // The previous unit's staging, freed, goes back to the system rather than stay resident
+    // between the blocks the arenas reserve (core/heap_trim.h): init holds what it declares.
+    release_free_heap();
+    padded_.push_back(padded_numel(layout_.units()[std::size_t(u)].numel, n_));
+    const std::uint64_t P = padded_[std::size_t(u)], own = owned_count(u), off = owned_offset(u);
+    const std::uint64_t numel = layout_.units()[std::size_t(u)].numel;
+    // What this rank holds of the unit: [from, from + held); padding stays zero forever (no
+    // gradient reaches it). Made and released unit by unit: never the whole model at once.
+    const bool sharded_params = policy_.shards_parameters;
+    const std::uint64_t from = sharded_params ? off : 0, held = sharded_params ? own : P;
+    // Host staging while the unit is made, exactly (what the tracker explains a rank's RSS
+    // with): the fp32 values for the unit's whole making, and while the parameters are
+    // uploaded their converted copy. The copies run in stream order and are waited for, so no
+    // stream keeps a copy of its own (Stream::upload would) and the updater copies the owned
+    // range straight from `values`.
+    const HostStaging staging(tracker, held * 4);
+    std::vector<float> values(held, 0.0f);
+    if (from < numel) init(u, from, std::min(numel, from + held) - from, values.data());
+    Unit x;
+    x.params = tracker.allocate(held * pb, Category::params, s);
+    {
+        const HostStaging converted_staging(tracker, held * pb);
+        std::vector<char> converted(held * pb);
+        convert(values.data(), DType::f32, converted.data(), pdt_, held);
+        s.memcpy(x.params.data(), converted.data(), held * pb);
+        s.synchronize();
     }
-    release_free_heap(); // the last unit's staging
-    scalars_ = tracker.allocate(2 * sizeof(float), Category::workspace, s);
+    if (secondary_) { // filled by the unit's first gather of each micro-batch
+        check(P % std::uint64_t(secondary_->size()) == 0,
+              "internal: a secondary shard group must divide the shard group");
+        x.secondary = tracker.allocate(P / secondary_->size() * pb, Category::params, s);
+    }
+    const std::uint64_t grads = policy_.shards_gradients ? own : P;
+    x.grads = tracker.allocate(grads * pb, Category::grads, s);
+    ops_.fill(s, flat(x.grads, 0, grads), 0.0f);
     if (reproducible()) {
-        const std::size_t U = units_.size();
-        amax_ = tracker.allocate(U * sizeof(float), Category::workspace, s);
-        ops_.fill(s, {amax_.data(), DType::f32, {std::int64_t(U)}, amax_.device()}, 0.0f);
-        // Before any gradient was seen: room for |g| up to the loss scale (1 without one), times
-        // the 2^kHeadroomBits every exponent leaves.
-        for (std::size_t u = 0; u < U; ++u)
-            exponent_.push_back(exact::exponent_for(scaler_.scale(), o_.exact_sequences));
-        if (policy_.shards_gradients) // one sequence's gradient of a unit, in int64, two at a time
-            for (Allocation& a : exact_full_)
-                a = tracker.allocate(*std::max_element(padded_.begin(), padded_.end()) * 8,
-                                     Category::grads, s);
+        x.exact = tracker.allocate(grads * 8, Category::grads, s);
+        ops_.fill(s, flat_i64(x.exact, 0, grads), 0.0f);
     }
-    comm_.stream().wait(s.record()); // the first gathers read the parameters written here
+    units_.push_back(std::move(x));
+    updater_.add(owned(u), values.data() + (off - from));
+    s.synchronize(); // the unit's copies are done before `values` goes: one unit staged
+}
+
+// --reproducible's state: each unit's gradient maximum and fixed-point exponent, and at stages 2-3
+// the int64 full gradients of one sequence.
+void ZeroEngine::allocate_exact_state() {
+    Stream& s = ctx_.compute();
+    MemoryTracker& tracker = ctx_.tracker();
+    const std::size_t U = units_.size();
+    amax_ = tracker.allocate(U * sizeof(float), Category::workspace, s);
+    ops_.fill(s, {amax_.data(), DType::f32, {std::int64_t(U)}, amax_.device()}, 0.0f);
+    // Before any gradient was seen: room for |g| up to the loss scale (1 without one), times
+    // the 2^kHeadroomBits every exponent leaves.
+    for (std::size_t u = 0; u < U; ++u)
+        exponent_.push_back(exact::exponent_for(scaler_.scale(), o_.exact_sequences));
+    if (policy_.shards_gradients) // one sequence's gradient of a unit, in int64, two at a time
+        for (Allocation& a : exact_full_)
+            a = tracker.allocate(*std::max_element(padded_.begin(), padded_.end()) * 8,
+                                 Category::grads, s);
 }
 
 Tensor ZeroEngine::flat(const Allocation& a, std::uint64_t offset, std::uint64_t count) const {

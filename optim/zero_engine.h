@@ -146,6 +146,8 @@ class ZeroEngine : public UnitParams {
     OwnedState save_owned();
     void load_owned(const OwnedState& s);
 
+    void make_unit(int unit, const InitialValues& init);
+    void allocate_exact_state();
     std::uint64_t owned_offset(int unit) const;
     std::uint64_t owned_count(int unit) const;
 
