@@ -70,8 +70,9 @@ int export_weights(const std::string& dir, const std::string& out, std::uint64_t
         const CheckpointFile f = read_rank_file(cdir, q, N, layout.unit_numels());
         check(f.iteration == meta.value("iteration", -1),
               fmt::format("rank-{}.bin is at step {}, meta.json says {}; the checkpoint is "
-                          "inconsistent (use checkpoint.prev)",
-                          q, f.iteration, meta.value("iteration", -1)));
+                          "inconsistent: {}",
+                          q, f.iteration, meta.value("iteration", -1),
+                          earlier_checkpoint_hint(cdir)));
         for (std::size_t u = 0; u < f.units.size(); ++u) { // each tensor's part of the slice
             const CheckpointSection& s = f.units[u];
             for_each_tensor_part(layout.units()[u].params, s.range.begin, s.range.count,

@@ -97,8 +97,9 @@ void check_shard_group(const TrainOptions& o, int ranks, RunSetup& s) {
 }
 
 // What a run leaves in its directory: its report, log and checkpoints.
-constexpr const char* kRunFiles[] = {"report.json", "steps.jsonl", "checkpoint", "checkpoint.prev",
-                                     "checkpoint.diverged"};
+constexpr const char* kRunFiles[] = {"report.json",         "steps.jsonl",
+                                     "checkpoint",          "checkpoint.prev",
+                                     "checkpoint.diverged", "checkpoint.rejected"};
 
 // Whether the run continues the one in its own --out (--resume names that run or its checkpoint).
 bool resumes_in_place(const TrainOptions& o) {
@@ -489,6 +490,17 @@ MemoryCounts peaks_after_init(const std::vector<PhaseSnapshot>& phases) {
     return out;
 }
 
+// A run resumed in its own directory from checkpoint.prev (the latest one not usable): that one
+// becomes the latest, so that the rotation of later saves keeps it until a newer one is in place.
+void keep_resumed_checkpoint(const TrainOptions& o) {
+    const std::string aside = promote_resumed_previous(o.out, find_checkpoint_dir(o.resume));
+    if (!aside.empty())
+        fmt::print(stderr,
+                   "shardlab: {}/checkpoint, which was not resumed from, is kept as {}; the "
+                   "checkpoint resumed from is {}/checkpoint now\n",
+                   o.out, aside, o.out);
+}
+
 // What the session is built from: the request as prepare() resolved it.
 SessionSpec session_spec(const TrainOptions& o, const RunSetup& s) {
     SessionSpec spec;
@@ -639,6 +651,7 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
 
     const int first =
         o.resume.empty() ? 0 : session.resume(o.resume, config, o.stop_after, outside);
+    if (lead && resumes_in_place(o)) keep_resumed_checkpoint(o);
     engine.take_exposed_comm_seconds();
     session.reset_comm_stats();
     tracker.snapshot("init");

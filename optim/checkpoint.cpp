@@ -216,6 +216,36 @@ int set_aside_latest_checkpoint(const std::string& dir) {
     return read_checkpoint_meta(current.string()).value("iteration", 0);
 }
 
+std::string earlier_checkpoint_hint(const std::string& cdir) {
+    const fs::path path = fs::absolute(cdir).lexically_normal();
+    const fs::path prev = path.parent_path() / "checkpoint.prev";
+    std::error_code ec;
+    if (path.filename() == "checkpoint" && fs::exists(prev / "meta.json", ec)) {
+        int step = -1;
+        try {
+            step = read_checkpoint_meta(prev.string()).value("iteration", -1);
+        } catch (const std::exception&) {
+        }
+        return step >= 0 ? fmt::format("resume from {} (step {}) instead", prev.string(), step)
+                         : fmt::format("try {}, the checkpoint before it", prev.string());
+    }
+    return "no earlier checkpoint is kept beside it (checkpoint.prev): copy the run's files "
+           "again, or start over";
+}
+
+std::string promote_resumed_previous(const std::string& dir, const std::string& resumed_from) {
+    const fs::path current = fs::path(dir) / "checkpoint", prev = fs::path(dir) / "checkpoint.prev",
+                   aside = fs::path(dir) / "checkpoint.rejected";
+    std::error_code ec;
+    if (!fs::equivalent(resumed_from, prev, ec)) return "";
+    if (fs::exists(current)) {
+        fs::remove_all(aside);
+        fs::rename(current, aside);
+    }
+    fs::rename(prev, current);
+    return aside.string();
+}
+
 std::string find_checkpoint_dir(const std::string& dir) {
     if (fs::exists(fs::path(dir) / "meta.json")) return dir;
     const fs::path current = fs::path(dir) / "checkpoint", prev = fs::path(dir) / "checkpoint.prev";
@@ -365,7 +395,14 @@ ModelConfig checkpoint_model(const nlohmann::json& meta) {
 CheckpointFile read_rank_file(const std::string& cdir, int q, int N,
                               const std::vector<std::uint64_t>& numel) {
     const std::string name = fmt::format("rank-{}.bin", q);
-    CheckpointFile f = read_checkpoint_file((fs::path(cdir) / name).string());
+    CheckpointFile f;
+    try {
+        f = read_checkpoint_file((fs::path(cdir) / name).string());
+    } catch (const UsageError&) {
+        throw; // an older format: its own advice
+    } catch (const Error& e) {
+        throw Error(std::string(e.what()) + "; " + earlier_checkpoint_hint(cdir));
+    }
     bool slices = f.units.size() == numel.size();
     for (std::size_t u = 0; slices && u < numel.size(); ++u) {
         const ElementRange r = stored_range(numel[u], N, q);
@@ -375,9 +412,9 @@ CheckpointFile read_rank_file(const std::string& cdir, int q, int N,
     if (f.rank != q || f.ranks != N || !slices)
         throw Error(fmt::format("checkpoint '{}': {} holds the slices of rank {} of {} ({} units), "
                                 "not those of rank {} of {} ({} units): it was copied or renamed "
-                                "from another rank's file; the checkpoint is inconsistent (use "
-                                "checkpoint.prev, or the run's original files)",
-                                cdir, name, f.rank, f.ranks, f.units.size(), q, N, numel.size()));
+                                "from another rank's file; the checkpoint is inconsistent: {}",
+                                cdir, name, f.rank, f.ranks, f.units.size(), q, N, numel.size(),
+                                earlier_checkpoint_hint(cdir)));
     return f;
 }
 
@@ -421,9 +458,14 @@ ZeroEngine::OwnedState load_checkpoint(const std::string& cdir, const nlohmann::
             first = false;
         } else if (f.iteration != s.iteration || f.step != s.step)
             throw Error(fmt::format("checkpoint '{}': rank-{}.bin is at step {}, another file at "
-                                    "step {}; the checkpoint is inconsistent (use "
-                                    "checkpoint.prev)",
-                                    cdir, q, f.iteration, s.iteration));
+                                    "step {}; the checkpoint is inconsistent: {}",
+                                    cdir, q, f.iteration, s.iteration,
+                                    earlier_checkpoint_hint(cdir)));
+        if (f.iteration != meta.value("iteration", -1))
+            throw Error(fmt::format("checkpoint '{}': rank-{}.bin is at step {}, meta.json says "
+                                    "{}; the checkpoint is inconsistent: {}",
+                                    cdir, q, f.iteration, meta.value("iteration", -1),
+                                    earlier_checkpoint_hint(cdir)));
         for (std::size_t u = 0; u < numel.size(); ++u) { // copy the overlap
             const CheckpointSection& sec = f.units[u];
             const std::uint64_t lo = std::max(sec.range.begin, want[u].begin),

@@ -47,6 +47,16 @@ void drop_previous_checkpoint(const std::string& dir);
 // "iteration"; its "step" counts the updates applied), or 0 when none is.
 int set_aside_latest_checkpoint(const std::string& dir);
 
+// For a message about a checkpoint `cdir` that cannot be used: "resume from RUN/checkpoint.prev
+// (step K) instead" when that earlier one is kept beside it, else that none is.
+std::string earlier_checkpoint_hint(const std::string& cdir);
+
+// Rank 0, once a run in `dir` has resumed from dir/checkpoint.prev (the latest not usable): the
+// latest is set aside as dir/checkpoint.rejected (replacing an older one) and the one resumed
+// from takes its place, so that no later save or drop removes the state the run stands on.
+// Returns the set-aside path, or "" when `resumed_from` was not dir/checkpoint.prev.
+std::string promote_resumed_previous(const std::string& dir, const std::string& resumed_from);
+
 // The checkpoint directory inside `dir`: `dir` itself when it holds meta.json, else
 // dir/checkpoint — or, when a save died between its two renames, dir/checkpoint.prev.
 std::string find_checkpoint_dir(const std::string& dir);

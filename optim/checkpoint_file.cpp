@@ -122,8 +122,7 @@ CheckpointFile decode_checkpoint_file(const std::string& bytes, const std::strin
     std::uint64_t stored = 0;
     std::memcpy(&stored, bytes.data() + bytes.size() - 8, 8);
     if (stored != fnv1a(bytes.data(), bytes.size() - 8))
-        throw Error("checkpoint file '" + path +
-                    "' is corrupt (checksum mismatch); use an earlier checkpoint");
+        throw Error("checkpoint file '" + path + "' is corrupt (checksum mismatch)");
     Reader r(bytes, bytes.size() - 8, path);
     r.get<std::uint64_t>(); // the magic
     CheckpointFile f;

@@ -65,6 +65,18 @@ PY
 "$expect" 2 "rank-1.bin is at step 3, another file at step 2" "${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --steps 4 --resume "$work/skewed" --out "$work/skewed"
 printf 'X' | dd of="$work/run/checkpoint/rank-1.bin" bs=1 seek=100 conv=notrunc status=none
 "$expect" 2 "is corrupt (checksum mismatch)" "${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --steps 4 --resume "$work/run" --out "$work/run"
+# The corrupt latest checkpoint's message names the one kept before it; resuming from that one
+# makes it the latest (the corrupt one set aside as checkpoint.rejected), so the run's own
+# rotation never deletes the state it stands on (it once did, at its first finite step).
+"$shardlab" train "${small[@]}" --steps 4 --stop-after 2 --out "$work/pv" >/dev/null
+cp -r "$work/pv/checkpoint" "$work/pv2"
+"$shardlab" train "${small[@]}" --steps 4 --stop-after 3 --resume "$work/pv" >/dev/null
+mv "$work/pv2" "$work/pv/checkpoint.prev"
+printf 'X' | dd of="$work/pv/checkpoint/rank-0.bin" bs=1 seek=100 conv=notrunc status=none
+"$expect" 2 "is corrupt (checksum mismatch); resume from $work/pv/checkpoint.prev (step 2) instead" "$shardlab" train "${small[@]}" --steps 4 --resume "$work/pv"
+"$expect" 0 "checkpoint resumed from is $work/pv/checkpoint now" "$shardlab" train "${small[@]}" --steps 4 --stop-after 3 --resume "$work/pv/checkpoint.prev" --out "$work/pv"
+grep -q '"iteration": 3' "$work/pv/checkpoint/meta.json" && test ! -e "$work/pv/checkpoint.prev"
+"$expect" 1 "is corrupt (checksum mismatch)" "$shardlab" checkpoint inspect "$work/pv/checkpoint.rejected"
 "$expect" 2 "--resume $work/nothing: no such directory" "${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --steps 4 --resume "$work/nothing" --out "$work/x"
 test ! -e "$work/x" # refused before --out is made
 "$expect" 2 "--resume $work/att: that run saved no checkpoint" "$shardlab" train "${small[@]}" --resume "$work/att" --out "$work/x"

@@ -325,8 +325,8 @@ int TrainSession::resume(const std::string& dir, const nlohmann::json& config, i
         [&] {
             check(saved.iteration == first,
                   fmt::format("checkpoint '{}': rank {}'s file is at step {}, rank 0's at step "
-                              "{}; the checkpoint is inconsistent (use checkpoint.prev)",
-                              cdir, rank_, saved.iteration, first));
+                              "{}; the checkpoint is inconsistent: {}",
+                              cdir, rank_, saved.iteration, first, earlier_checkpoint_hint(cdir)));
         },
         outside);
     engine_->load_owned(saved);
