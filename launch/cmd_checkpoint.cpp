@@ -59,8 +59,30 @@ int inspect(const std::string& dir) {
     return 0;
 }
 
+// --out inside the checkpoint being read, or inside another checkpoint of its run, would replace
+// a rank file or meta.json with the weights (or be replaced by the run's next save).
+void check_export_target(const std::string& out, const std::string& cdir) {
+    std::error_code ec;
+    const fs::path p = fs::weakly_canonical(out, ec);
+    if (ec) return;
+    const fs::path run = fs::path(run_directory_of(cdir));
+    std::vector<fs::path> checkpoints = {cdir};
+    for (const char* name : {"checkpoint", "checkpoint.prev", "checkpoint.tmp",
+                             "checkpoint.diverged", "checkpoint.rejected"})
+        checkpoints.push_back(run / name);
+    for (const fs::path& c : checkpoints) {
+        const fs::path dir = fs::weakly_canonical(c, ec);
+        if (ec) continue;
+        if (p == dir || p.string().rfind(dir.string() + "/", 0) == 0)
+            throw UsageError(fmt::format("--out {} is inside the checkpoint directory {}, whose "
+                                         "files it would replace; write the weights outside it",
+                                         out, c.string()));
+    }
+}
+
 int export_weights(const std::string& dir, const std::string& out, std::uint64_t shard_bytes) {
     const std::string cdir = find_checkpoint_dir(dir);
+    check_export_target(out, cdir);
     const nlohmann::json meta = read_checkpoint_meta(cdir);
     const ModelConfig model = checkpoint_model(meta);
     const ParamLayout layout(model);

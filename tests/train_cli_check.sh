@@ -77,6 +77,10 @@ printf 'X' | dd of="$work/pv/checkpoint/rank-0.bin" bs=1 seek=100 conv=notrunc s
 "$expect" 0 "checkpoint resumed from is $work/pv/checkpoint now" "$shardlab" train "${small[@]}" --steps 4 --stop-after 3 --resume "$work/pv/checkpoint.prev" --out "$work/pv"
 grep -q '"iteration": 3' "$work/pv/checkpoint/meta.json" && test ! -e "$work/pv/checkpoint.prev"
 "$expect" 1 "is corrupt (checksum mismatch)" "$shardlab" checkpoint inspect "$work/pv/checkpoint.rejected"
+# checkpoint export never writes into a checkpoint of the run it reads (it replaced rank-0.bin).
+"$expect" 2 "--out $work/pv/checkpoint/rank-0.bin is inside the checkpoint directory $work/pv/checkpoint" "$shardlab" checkpoint export "$work/pv" --out "$work/pv/checkpoint/rank-0.bin"
+"$expect" 2 "is inside the checkpoint directory $work/pv/checkpoint.rejected" "$shardlab" checkpoint export "$work/pv" --out "$work/pv/checkpoint.rejected/w.safetensors"
+"$shardlab" checkpoint inspect "$work/pv" >/dev/null
 "$expect" 2 "--resume $work/nothing: no such directory" "${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --steps 4 --resume "$work/nothing" --out "$work/x"
 test ! -e "$work/x" # refused before --out is made
 "$expect" 2 "--resume $work/att: that run saved no checkpoint" "$shardlab" train "${small[@]}" --resume "$work/att" --out "$work/x"
