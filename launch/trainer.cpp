@@ -12,6 +12,7 @@
 #include "launch/divergence_guard.h"
 #include "launch/final_weights.h"
 #include "launch/progress.h"
+#include "launch/run_lock.h"
 #include "launch/sha256.h"
 #include "launch/steps_log.h"
 #include "launch/stop_request.h"
@@ -61,6 +62,7 @@ struct RunSetup {
     int shard_group = 0; // S resolved (0: the world); "node" is resolved once the nodes are known
     std::optional<MachineProfile> calibrated; // --calibrate's profile, measured before the model
     std::string data_sha256;                  // the tokens' fingerprint (data_fingerprint)
+    std::unique_ptr<RunLock> lock;            // rank 0's: --out is this run's while it lives
 };
 
 // --shard-group's rule, checked before anything runs: S consecutive ranks per group, N/S groups.
@@ -381,7 +383,8 @@ RunSetup prepare(const TrainOptions& o, int ranks, int rank) {
     resolve_model(o, s);
     load_data(o, s);
     check_data_fits(o, s, ranks);
-    check_outputs(o, s.config, ranks, rank); // last: it creates --out
+    check_outputs(o, s.config, ranks, rank); // it creates --out
+    if (rank == 0) s.lock = std::make_unique<RunLock>(o.out);
     return s;
 }
 

@@ -77,6 +77,14 @@ printf 'X' | dd of="$work/pv/checkpoint/rank-0.bin" bs=1 seek=100 conv=notrunc s
 "$expect" 0 "checkpoint resumed from is $work/pv/checkpoint now" "$shardlab" train "${small[@]}" --steps 4 --stop-after 3 --resume "$work/pv/checkpoint.prev" --out "$work/pv"
 grep -q '"iteration": 3' "$work/pv/checkpoint/meta.json" && test ! -e "$work/pv/checkpoint.prev"
 "$expect" 1 "is corrupt (checksum mismatch)" "$shardlab" checkpoint inspect "$work/pv/checkpoint.rejected"
+# One run at a time in a directory: a second run on a live --out is refused, naming the first
+# (two such runs interleaved their step logs and removed each other's checkpoints).
+"$shardlab" train "${small[@]}" --steps 1000000 --out "$work/live" >/dev/null 2>&1 &
+live=$!
+for _ in $(seq 300); do [ -s "$work/live/steps.jsonl" ] && break; sleep 0.1; done
+"$expect" 2 "--out $work/live is in use by another shardlab run (pid $live on" "$shardlab" train "${small[@]}" --steps 1000000 --overwrite --out "$work/live"
+kill -TERM "$live" && wait "$live" || true
+test -s "$work/live/steps.jsonl"
 # checkpoint export never writes into a checkpoint of the run it reads (it replaced rank-0.bin).
 "$expect" 2 "--out $work/pv/checkpoint/rank-0.bin is inside the checkpoint directory $work/pv/checkpoint" "$shardlab" checkpoint export "$work/pv" --out "$work/pv/checkpoint/rank-0.bin"
 "$expect" 2 "is inside the checkpoint directory $work/pv/checkpoint.rejected" "$shardlab" checkpoint export "$work/pv" --out "$work/pv/checkpoint.rejected/w.safetensors"
