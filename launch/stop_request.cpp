@@ -9,17 +9,21 @@
 #include <fstream>
 #include <string>
 
+#include <fcntl.h>
+#include <poll.h>
 #include <unistd.h>
 
 namespace shardlab {
 
 namespace {
 volatile std::sig_atomic_t g_requested = 0; // the signal number; written only by the handler
-constexpr int kSignals[] = {SIGINT, SIGTERM, SIGUSR1};
-struct sigaction g_previous[3];
+constexpr int kSignals[] = {SIGINT, SIGTERM, SIGUSR1, SIGHUP, SIGPIPE};
+constexpr int kNumSignals = int(sizeof kSignals / sizeof kSignals[0]);
+struct sigaction g_previous[kNumSignals];
 // What the handler needs, set by the constructor: the Open MPI launcher that started this rank
-// (0: none) and the two messages.
+// (0: none), /dev/null for an output that went away, and the two messages.
 pid_t g_launcher = 0;
+int g_devnull = -1;
 char g_will_save[512];
 char g_launcher_kills[1024];
 
@@ -63,8 +67,33 @@ void say(const char* text) {
     (void)!::write(STDERR_FILENO, text, std::strlen(text));
 }
 
-// Async-signal-safe: an atomic store, strlen and write(2). A second request is the user insisting.
+// Standard output or error whose reader went away (a closed pipe: `| tee` ended by the same
+// Ctrl-C, `| head`) or whose terminal hung up: pointed at /dev/null, so that the run's next lines
+// neither raise SIGPIPE again nor fail, and the checkpoint the stop promises is still saved.
+// poll(2) and dup2(2) are async-signal-safe; a pipe without readers polls POLLERR, a hung-up
+// terminal POLLHUP. Returns whether one of them was lost.
+bool silence_lost_outputs() {
+    bool lost = false;
+    for (const int fd : {STDOUT_FILENO, STDERR_FILENO}) {
+        struct pollfd p {
+            fd, 0, 0
+        };
+        if (g_devnull >= 0 && ::poll(&p, 1, 0) == 1 && (p.revents & (POLLERR | POLLHUP)))
+            lost = ::dup2(g_devnull, fd) >= 0 || lost;
+    }
+    return lost;
+}
+
+// Async-signal-safe: an atomic store, strlen, poll, dup2 and write(2). A second request is the
+// user insisting. SIGPIPE is no one insisting: it asks for a stop only when it lost this
+// process's output and nothing has asked yet; from any other pipe or socket (MPI's, say) it is
+// ignored, as SIG_IGN would, and that write fails with EPIPE.
 void on_signal(int signo, siginfo_t* info, void*) {
+    if (signo == SIGPIPE) {
+        if (silence_lost_outputs() && g_requested == 0) g_requested = signo;
+        return;
+    }
+    if (signo == SIGHUP) silence_lost_outputs();
     if (g_requested != 0) {
         say("shardlab: second stop request: aborting without a checkpoint\n");
         std::signal(signo, SIG_DFL);
@@ -81,16 +110,17 @@ void on_signal(int signo, siginfo_t* info, void*) {
 StopRequest::StopRequest() {
     g_requested = 0;
     g_launcher = open_mpi_launcher();
+    if (g_devnull < 0) g_devnull = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
     prepare_messages();
     struct sigaction sa {};
     sa.sa_sigaction = on_signal;
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = SA_RESTART | SA_SIGINFO; // MPI and file writes carry on around the handler
-    for (int i = 0; i < 3; ++i) sigaction(kSignals[i], &sa, &g_previous[i]);
+    for (int i = 0; i < kNumSignals; ++i) sigaction(kSignals[i], &sa, &g_previous[i]);
 }
 
 StopRequest::~StopRequest() {
-    for (int i = 0; i < 3; ++i) sigaction(kSignals[i], &g_previous[i], nullptr);
+    for (int i = 0; i < kNumSignals; ++i) sigaction(kSignals[i], &g_previous[i], nullptr);
 }
 
 int StopRequest::requested() const {
@@ -105,6 +135,10 @@ const char* signal_name(int signo) {
         return "SIGTERM";
     case SIGUSR1:
         return "SIGUSR1";
+    case SIGHUP:
+        return "SIGHUP (its terminal closed)";
+    case SIGPIPE:
+        return "SIGPIPE (its output was closed)";
     }
     return "a signal";
 }

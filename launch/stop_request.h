@@ -1,8 +1,10 @@
 // Stopping a run cleanly from outside: the first SIGINT (Ctrl-C), SIGTERM (Slurm's and
-// Kubernetes' "please stop") or SIGUSR1 (`srun --signal=USR1@120`, `kill -USR1 <mpirun pid>`,
-// which Open MPI forwards) asks the run to save a checkpoint at the end of the current step and
-// exit; a second one aborts at once. Ranks agree at each step boundary, so a signal that reaches
-// one rank stops them all at the same step.
+// Kubernetes' "please stop"), SIGUSR1 (`srun --signal=USR1@120`, `kill -USR1 <mpirun pid>`,
+// which Open MPI forwards) or SIGHUP (the terminal closed) asks the run to save a checkpoint at
+// the end of the current step and exit; a second one aborts at once. So does SIGPIPE, an output
+// closed (`| tee` ended by the same Ctrl-C, `| head`), which never aborts: the lost output is
+// pointed at /dev/null and the run goes on to its checkpoint. Ranks agree at each step boundary, so
+// a signal that reaches one rank stops them all at the same step.
 //
 // What it prints is true to what will happen: a SIGTERM from Open MPI's mpirun (this rank's
 // parent) is mpirun ending the job — on Ctrl-C or SIGTERM to mpirun, or after another rank

@@ -2,6 +2,7 @@
 # Stopping a run from outside keeps its work (issue 11):
 #   1. one process, Ctrl-C (SIGINT): a checkpoint at the end of the step, the step named, exit 130;
 #      a resume continues from that step
+#   1b. SIGHUP (the terminal closed) and SIGPIPE (`| head`: its output closed) stop the same way
 #   2. a second Ctrl-C while the first is pending aborts at once, without a checkpoint
 #   3. 2 ranks under mpirun, `kill -USR1 <mpirun>` (what `srun --signal=USR1@T` does; Open MPI
 #      forwards it): every rank stops at the same step, one checkpoint, exit 138
@@ -39,6 +40,27 @@ grep -q "resumed from .* at step $step" "$work/log" || fail "1: did not resume a
 grep -q "\"iteration\": $((step + 2))" "$work/a/checkpoint/meta.json" && [ ! -e "$work/out" ] ||
   fail "1: --resume without --out did not continue in the run's directory"
 echo "ok: 1. SIGINT: checkpoint at step $step, exit 130, resumed from it"
+
+# 1b. The terminal closed (SIGHUP) stops as Ctrl-C does; so does an output closed under the run
+# (`| head`: SIGPIPE, which killed it with no checkpoint), whose lines then go nowhere.
+"$shardlab" "${train[@]}" --out "$work/hup" >"$work/log" 2>&1 &
+pid=$!
+wait_for_steps "$work/hup"
+kill -HUP $pid
+wait $pid
+code=$?
+[ $code -eq 129 ] || fail "1b: exit $code after SIGHUP, expected 129"
+grep -q "stopped by SIGHUP (its terminal closed) after step [0-9]*: checkpoint saved" "$work/log" ||
+  fail "1b: no 'stopped by SIGHUP ... checkpoint saved' line"
+[ -f "$work/hup/checkpoint/meta.json" ] || fail "1b: no checkpoint after SIGHUP"
+"$shardlab" train --preset tiny --seq 32 --micro-batch 1 --steps 100000 --threads 1 --log-every 1 \
+  --out "$work/pipe" 2>"$work/log" | head -2 >/dev/null
+code=${PIPESTATUS[0]}
+[ $code -eq 141 ] || fail "1b: exit $code with its output closed, expected 141"
+grep -q "stopped by SIGPIPE (its output was closed) after step [0-9]*: checkpoint saved" "$work/log" ||
+  fail "1b: no 'stopped by SIGPIPE ... checkpoint saved' line"
+[ -f "$work/pipe/checkpoint/meta.json" ] || fail "1b: no checkpoint after its output closed"
+echo "ok: 1b. SIGHUP and a closed output: a checkpoint each, exits 129 and 141"
 
 # Steps of ~1 s here, so the second signal arrives while the first waits for the step's end.
 "$shardlab" "${train[@]}" --seq 256 --micro-batch 8 --out "$work/b" >"$work/log" 2>&1 &
