@@ -7,12 +7,14 @@
 
 #include <fmt/format.h>
 #include <mpi.h>
+#include <unistd.h>
 
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
 namespace shardlab {
@@ -66,6 +68,30 @@ void write_json_file(const std::string& path, const nlohmann::json& j) {
     if (err) fail("write", err);
     if (!target.in_place && std::rename(tmp.c_str(), target.path.c_str()) != 0)
         fail("replace", errno);
+}
+
+void check_writable_directory(const std::string& dir, const std::string& what) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(dir, ec))
+        throw UsageError(what + ": " + dir + " is not a directory; create it or choose another");
+    // A file actually created (and removed): access(W_OK) says yes to root on a read-only disk.
+    std::string probe = (std::filesystem::path(dir) / ".shardlab-write-test-XXXXXX").string();
+    const int fd = ::mkstemp(probe.data());
+    if (fd < 0)
+        throw UsageError(what + ": cannot write in " + dir + " (" + std::strerror(errno) +
+                         "); choose a writable directory");
+    ::close(fd);
+    ::unlink(probe.c_str());
+}
+
+void check_json_output(const std::string& path, const std::string& flag) {
+    const std::filesystem::path p(path);
+    std::error_code ec;
+    if (std::filesystem::is_directory(p, ec))
+        throw UsageError(flag + " " + path + " is a directory; give a file name, e.g. " +
+                         (p / "out.json").string());
+    check_writable_directory(p.has_parent_path() ? p.parent_path().string() : ".",
+                             flag + " " + path);
 }
 
 std::string short_bytes(double bytes) {

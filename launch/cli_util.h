@@ -20,6 +20,11 @@ std::size_t parse_size(const std::string& text);
 int launcher_rank();
 // Writes j (indented) to path; throws Error naming the path when it cannot.
 void write_json_file(const std::string& path, const nlohmann::json& j);
+// Outputs are checked before the work that fills them, so a mistake is a UsageError naming `what`
+// (the flag) and the fix, not a failure after the work is done: the directory exists and a file
+// can be created there (the Python tools' outputs too); a JSON output names a file in one.
+void check_writable_directory(const std::string& dir, const std::string& what);
+void check_json_output(const std::string& path, const std::string& flag);
 
 // A size for a sentence, in the unit that shows it: "8.2 KB", "38.8 MB", "1.25 GB" (powers of
 // 1000).

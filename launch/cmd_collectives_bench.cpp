@@ -174,6 +174,7 @@ int run_bench(const BenchOptions& o) {
     const std::size_t hi = sizes.back();
     if (ops.empty() || algos.empty())
         throw UsageError("--op and --algo need at least one name each");
+    if (!o.json_path.empty()) check_json_output(o.json_path, "--json"); // not after the sweep
 
     DeviceOptions device = o.device;
     if (device.threads == 0) device.threads = 1; // the transport copies; no compute to share

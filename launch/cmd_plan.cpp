@@ -401,17 +401,6 @@ void check_plot_path(const std::string& plot) {
                              "--plot " + plot);
 }
 
-// --json must name a file in a directory that can be written: checked before anything is
-// computed, so a bad path is refused before the plan is printed, not after.
-void check_json_path(const std::string& json) {
-    const std::filesystem::path p(json);
-    std::error_code ec;
-    if (std::filesystem::is_directory(p, ec))
-        throw UsageError("--json " + json + " is a directory; give a file name, e.g. plan.json");
-    check_writable_directory(p.has_parent_path() ? p.parent_path().string() : ".",
-                             "--json " + json);
-}
-
 // The plot script reads plan --json output: handed over in a temporary file.
 void plot_plans(const nlohmann::json& plans, const PlanFlags& f) {
     std::string tmp = (std::filesystem::temp_directory_path() / "shardlab-plan-XXXXXX").string();
@@ -562,7 +551,7 @@ std::vector<Plan> sweep_plans(const PlanFlags& f, const PlanModel& model) {
 // the profile (--fit loads its own before it prints).
 int run_plan(const PlanFlags& f) {
     if (!f.plot.empty()) check_plot_path(f.plot);
-    if (!f.json_path.empty()) check_json_path(f.json_path);
+    if (!f.json_path.empty()) check_json_output(f.json_path, "--json"); // before the plan
     check_sweep_flags(f);
     check_unused_flags(f);
     const PlanModel model = build_model(f);

@@ -3,6 +3,7 @@
 // tools/report.py (matplotlib) in a child process (launch/python_tool.h). This side checks DIR
 // first, so a wrong directory gets a message naming the fix instead of a Python traceback.
 #include "core/error.h"
+#include "launch/cli_util.h"
 #include "launch/commands.h"
 #include "launch/python_tool.h"
 

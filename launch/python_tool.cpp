@@ -46,18 +46,4 @@ std::string run_python_tool(const std::string& what, const std::string& needs,
     return output;
 }
 
-void check_writable_directory(const std::string& dir, const std::string& what) {
-    std::error_code ec;
-    if (!std::filesystem::is_directory(dir, ec))
-        throw UsageError(what + ": " + dir + " is not a directory; create it or choose another");
-    // A file actually created (and removed): access(W_OK) says yes to root on a read-only disk.
-    std::string probe = (std::filesystem::path(dir) / ".shardlab-write-test-XXXXXX").string();
-    const int fd = ::mkstemp(probe.data());
-    if (fd < 0)
-        throw UsageError(what + ": cannot write in " + dir + " (" + std::strerror(errno) +
-                         "); choose a writable directory");
-    ::close(fd);
-    ::unlink(probe.c_str());
-}
-
 } // namespace shardlab

@@ -23,9 +23,4 @@ std::string run_python_tool(const std::string& what, const std::string& needs,
                             const std::string& python, const std::string& script,
                             const std::vector<std::string>& args);
 
-// The tools write files: the directory they write into is checked first (it exists and a file can
-// be created there), so a mistake is a UsageError naming `what` (the flag) and the fix rather than
-// a Python traceback after the work is done.
-void check_writable_directory(const std::string& dir, const std::string& what);
-
 } // namespace shardlab

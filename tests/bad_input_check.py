@@ -21,10 +21,14 @@ SMALL = ["--layers", "1", "--hidden", "32", "--heads", "2", "--seq", "16", "--st
 
 
 def snapshot(root):
+    # Every file but .lock, which names the run holding the directory (launch/run_lock.h): a
+    # command that got that far held it for its life, and it holds no data.
     out = {}
     for d, _, files in os.walk(root):
         for f in files:
             p = os.path.join(d, f)
+            if os.path.relpath(p, root) == ".lock":
+                continue
             out[os.path.relpath(p, root)] = hashlib.sha256(open(p, "rb").read()).hexdigest()
     return out
 
@@ -234,6 +238,9 @@ with tempfile.TemporaryDirectory() as tmp:
          "--count: -1 is below 0; use 0 or more"),
         ("collectives bench -b 1 (below one fp32 element)", [SHARDLAB, "collectives", "bench", "-b", "1", "-e", "64"],
          "-b 1 is smaller than one fp32 element (4 B); the sweep measures whole elements: give -b 4 or more"),
+        # --json checked before the sweep (it was found unwritable only after the whole sweep).
+        ("collectives bench --json in a missing folder", [SHARDLAB, "collectives", "bench", "--json", "/nonexistent-dir/rows.json"],
+         "--json /nonexistent-dir/rows.json: /nonexistent-dir is not a directory"),
         ("collectives bench -b 1 --dtype bf16", [SHARDLAB, "collectives", "bench", "-b", "1", "-e", "64", "--dtype", "bf16"],
          "-b 1 is smaller than one bf16 element (2 B)"),
         # Names checked as the flags are parsed: one message on 3 ranks, not 3 and an MPI_Abort.
