@@ -291,6 +291,10 @@ void check_flags(const TrainOptions& o, Precision precision) {
         throw UsageError("--schedule must be cosine, linear or constant");
     if (o.val_every < 0 || o.val_batches < 1 || o.save_every < 0 || o.sample < 0)
         throw UsageError("--val-every, --save-every and --sample must be >= 0, --val-batches >= 1");
+    if (!o.init.empty() && !o.resume.empty())
+        throw UsageError("--init " + o.init + " and --resume " + o.resume +
+                         " both give the run's weights, and a resume takes them from its "
+                         "checkpoint; drop --init");
     if (!o.init.empty() && o.model.fields.any())
         throw UsageError("--init " + o.init +
                          " takes the model's shape from the file; drop --layers, --hidden, "
