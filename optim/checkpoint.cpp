@@ -8,6 +8,7 @@
 #include "model/model_config.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -127,29 +128,36 @@ void check_compatible(const std::string& cdir, const nlohmann::json& meta,
                       const nlohmann::json& config, const std::vector<std::uint64_t>& numel) {
     if (model_of(meta["config"]) == model_of(config))
         check_vocab_padding(cdir, meta["config"], config);
+    // Every difference at once: a resume refused for one would otherwise be retried per setting.
+    std::vector<std::string> differences;
     for (const char* key : kMustMatch) {
         const auto saved = saved_setting(meta["config"], key);
         const auto now =
             std::string(key) == "model" ? model_of(config) : config.value(key, nlohmann::json());
-        if (saved != now && std::string(key) == "data_sha256")
-            throw UsageError(fmt::format(
+        if (saved == now) continue;
+        if (std::string(key) == "data_sha256")
+            differences.push_back(fmt::format(
                 "checkpoint '{}' was trained on other data than {} (token fingerprints {} and "
                 "{}); resume with the data it was trained on",
                 cdir, config.value("data", std::string("this run's")),
                 saved.is_string() ? saved.get<std::string>().substr(0, 12) : "(none)",
                 now.is_string() ? now.get<std::string>().substr(0, 12) : "(none)"));
-        if (saved != now && std::string(key) == "global_batch_seqs")
-            throw UsageError(fmt::format(
+        else if (std::string(key) == "global_batch_seqs")
+            differences.push_back(fmt::format(
                 "checkpoint '{}' was trained with a global batch of {} sequences, this run has "
                 "{}; choose --micro-batch / --grad-accum (or --global-batch) so that ranks x "
                 "micro-batch x grad-accum = {}",
                 cdir, saved.dump(), now.dump(), saved.dump()));
-        if (saved != now)
-            throw UsageError(fmt::format("checkpoint '{}' was written with {} = {}, this run has "
-                                         "{}; {}",
-                                         cdir, key, saved.dump(), now.dump(),
-                                         resume_hint(key, saved)));
+        else
+            differences.push_back(fmt::format("checkpoint '{}' was written with {} = {}, this run "
+                                              "has {}; {}",
+                                              cdir, key, saved.dump(), now.dump(),
+                                              resume_hint(key, saved)));
     }
+    if (differences.size() == 1) throw UsageError(differences.front());
+    if (!differences.empty())
+        throw UsageError(fmt::format("this run differs from its checkpoint in {} settings:\n  {}",
+                                     differences.size(), fmt::join(differences, "\n  ")));
     if (meta.value("units", nlohmann::json()) != nlohmann::json(numel))
         throw UsageError("checkpoint '" + cdir +
                          "' holds units of other sizes than this model's; it is corrupt");

@@ -184,6 +184,9 @@ with tempfile.TemporaryDirectory() as tmp:
          "was written with min_lr_ratio = 0.10000000149011612, this run has 0.5; resume with --min-lr-ratio 0.1"),
         ("resume adding --reproducible", train + ["--resume", run, "--reproducible"],
          "was written with reproducible = false, this run has true; resume without --reproducible"),
+        # Every difference in one message (they were named one resume at a time).
+        ("resume with two other settings", train + ["--resume", run, "--min-lr-ratio", "0.5", "--attention", "materialize"],
+         "this run differs from its checkpoint in 2 settings:\n  checkpoint"),
         # Both give the starting weights; --init was ignored silently.
         ("resume with --init", train + ["--resume", run, "--init", os.path.join(tmp, "w.safetensors")],
          "both give the run's weights, and a resume takes them from its checkpoint; drop --init"),
