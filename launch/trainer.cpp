@@ -551,10 +551,10 @@ nlohmann::json step_row(int step, float rate, const StepOutcome& so, double toke
 
 // --trace's file: every rank's events gathered to rank 0 and written there. A rank missing from
 // the gather ends the job (the watchdog's Error is not a write failure); a trace that cannot be
-// written costs the trace, not the report and weights.
-void write_trace_file(const TrainOptions& o, const TraceSession& trace, int trace_from,
-                      int last_traced, const nlohmann::json& config, bool lead,
-                      WatchedComm& outside) {
+// written costs the trace, not the report and weights. Returns why it was not written ("": it was).
+std::string write_trace_file(const TrainOptions& o, const TraceSession& trace, int trace_from,
+                             int last_traced, const nlohmann::json& config, bool lead,
+                             WatchedComm& outside) {
     trace.tracer->enable(false);
     trace.ctx->synchronize();
     const std::vector<std::string> parts = gather_trace(*trace.tracer, outside);
@@ -570,7 +570,9 @@ void write_trace_file(const TrainOptions& o, const TraceSession& trace, int trac
                        o.trace, trace_from + 1);
     } catch (const Error& e) {
         fmt::print(stderr, "shardlab: warning: no trace written: {}\n", e.what());
+        return e.what();
     }
+    return "";
 }
 
 // --sample: tokens generated from the trained weights after a prompt from the validation data.
@@ -593,8 +595,8 @@ void print_sample(const TrainOptions& o, const RunSetup& s, Backend& backend, Ze
 // step log (null on the other ranks).
 void write_run_report(const TrainOptions& o, const nlohmann::json& config,
                       const nlohmann::json& mine, const StepsLog* steps_log, int first,
-                      long skipped_steps, const FinalWeights& weights, Communicator& comm,
-                      WatchedComm& outside) {
+                      long skipped_steps, const FinalWeights& weights,
+                      const std::string& trace_error, Communicator& comm, WatchedComm& outside) {
     const auto reports = gather_reports(mine, outside);
     if (!steps_log) return;
     for (const auto& rep : reports) print_rank_report(rep, comm.node_layout().nodes() > 1);
@@ -606,6 +608,7 @@ void write_run_report(const TrainOptions& o, const nlohmann::json& config,
                              {"skipped_steps", skipped_steps},
                              {"final_params_sha256", weights.hash}};
     if (!weights.save_error.empty()) report["save_weights_error"] = weights.save_error;
+    if (!trace_error.empty()) report["trace_error"] = trace_error;
     write_json_file((std::filesystem::path(o.out) / "report.json").string(), report);
     fmt::print("report: {}/report.json, per step: {}/steps.jsonl\n", o.out, o.out);
 }
@@ -772,9 +775,11 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
         driver = DriverMemory{*in_use, tracker.allocator(Arena::device).reserved()};
 
     progress.reset();
-    if (trace.tracer)
-        write_trace_file(o, trace, trace_from, std::min(end, trace_from + o.trace_steps), config,
-                         lead, outside);
+    const std::string trace_error =
+        trace.tracer
+            ? write_trace_file(o, trace, trace_from, std::min(end, trace_from + o.trace_steps),
+                               config, lead, outside)
+            : "";
     // A diverged run's weights are not worth a file (its checkpoint says which state to use).
     const FinalWeights weights = hash_and_save_weights(
         engine, s.config, diverged.empty() ? o.save_weights : "", lead, o.save_shard_size);
@@ -794,8 +799,8 @@ int train_loop(const TrainOptions& o, RunSetup& s, Backend& backend, Communicato
             ? backend.ops().flash_attention_kernels(param_dtype(s.precision), s.config.head_dim())
             : attention_name(s.attention);
     if (predicted) add_time_prediction(mine, *predicted, profile_name);
-    write_run_report(o, config, mine, steps_log.get(), first, engine.skipped_steps(), weights, comm,
-                     outside);
+    write_run_report(o, config, mine, steps_log.get(), first, engine.skipped_steps(), weights,
+                     trace_error, comm, outside);
     if (!weights.save_error.empty()) { // the lead's alone: it wrote the file
         print_save_error(o, weights.save_error);
         return 1;

@@ -2,7 +2,8 @@
 # Outputs named through symbolic links, as a pipe, or as the run's own files, from the command
 # line: every writer (safetensors, a streamed --save-weights, JSON: --trace, plan --json) replaces
 # the file a link names and keeps the link; a pipe (/dev/stdout into `|`) receives the bytes and
-# stays a pipe; --trace or --save-weights naming the run's log or checkpoint is refused.
+# stays a pipe; --trace or --save-weights naming the run's log or checkpoint is refused; a trace
+# that cannot be written is recorded in report.json.
 # Usage: output_target_check.sh SHARDLAB
 set -euo pipefail
 shardlab=$(realpath "$1")
@@ -55,4 +56,10 @@ for bad in "--trace run2/steps.jsonl:steps.jsonl" "--trace run2/report.json:repo
   [ $rc = 2 ] && grep -q "is the run's own ${bad##*:} (in --out run2), which the run writes" <<< "$out" ||
     fail "${bad%%:*}: exit $rc, $out"
 done
+# A trace that cannot be written (a full device) costs the trace alone, and report.json says so.
+"$shardlab" train "${small[@]}" --steps 2 --quiet --out run3 --trace /dev/full >/dev/null 2>&1 ||
+  fail "--trace /dev/full ended the run"
+python3 -c 'import json, sys; e = json.load(open(sys.argv[1])).get("trace_error", "")
+assert "disk is full" in e, e' run3/report.json || fail "report.json does not record the lost trace"
+[ -c /dev/full ] || fail "/dev/full is no longer a device"
 echo "output_target_check: ok"
