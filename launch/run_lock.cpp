@@ -9,7 +9,6 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -49,10 +48,9 @@ RunLock::RunLock(const std::string& dir) {
                                      "another --out",
                                      dir, holder_of(path)));
     }
+    // The holder's name, for another run's refusal only: the lock holds without it.
     const std::string me = this_process() + "\n";
-    if (::ftruncate(fd_, 0) == 0 && ::pwrite(fd_, me.data(), me.size(), 0) < 0) {
-        // The name is for another run's message only; the lock holds without it.
-    }
+    if (::ftruncate(fd_, 0) == 0) (void)!::pwrite(fd_, me.data(), me.size(), 0);
 }
 
 RunLock::~RunLock() {

@@ -22,13 +22,17 @@ wait_for_steps() { # until the run has logged a step
   for _ in $(seq 300); do [ -s "$1/steps.jsonl" ] && return 0; sleep 0.1; done
   fail "no step logged in 30 s"
 }
+# A run into $1, signal $2 once it has logged a step; its exit code in $code.
+signal_run() {
+  "$shardlab" "${train[@]}" --out "$1" >"$work/log" 2>&1 &
+  local pid=$!
+  wait_for_steps "$1"
+  kill -"$2" $pid
+  wait $pid
+  code=$?
+}
 
-"$shardlab" "${train[@]}" --out "$work/a" >"$work/log" 2>&1 &
-pid=$!
-wait_for_steps "$work/a"
-kill -INT $pid
-wait $pid
-code=$?
+signal_run "$work/a" INT
 [ $code -eq 130 ] || fail "1: exit $code after SIGINT, expected 130"
 step=$(sed -n 's/.*stopped by SIGINT (Ctrl-C) after step \([0-9]*\): checkpoint saved.*/\1/p' "$work/log")
 [ -n "$step" ] || fail "1: no 'stopped by SIGINT ... checkpoint saved' line"
@@ -43,12 +47,7 @@ echo "ok: 1. SIGINT: checkpoint at step $step, exit 130, resumed from it"
 
 # 1b. The terminal closed (SIGHUP) stops as Ctrl-C does; so does an output closed under the run
 # (`| head`: SIGPIPE, which killed it with no checkpoint), whose lines then go nowhere.
-"$shardlab" "${train[@]}" --out "$work/hup" >"$work/log" 2>&1 &
-pid=$!
-wait_for_steps "$work/hup"
-kill -HUP $pid
-wait $pid
-code=$?
+signal_run "$work/hup" HUP
 [ $code -eq 129 ] || fail "1b: exit $code after SIGHUP, expected 129"
 grep -q "stopped by SIGHUP (its terminal closed) after step [0-9]*: checkpoint saved" "$work/log" ||
   fail "1b: no 'stopped by SIGHUP ... checkpoint saved' line"
