@@ -18,9 +18,12 @@ namespace shardlab {
 namespace {
 using Clock = std::chrono::steady_clock;
 constexpr int kReportTag = 1;
-// A gap this long between two spins of a wait (one yield apart: microseconds, or milliseconds on
-// a crowded machine) means this process did not run: stopped (SIGSTOP, a debugger) and continued.
+// A gap this long between two spins of a wait (one yield or a 200 us sleep apart, or milliseconds
+// on a crowded machine) means this process did not run: stopped (SIGSTOP, a debugger) and
+// continued.
 constexpr double kPausedSeconds = 2;
+// How long a wait yields between its tests before it sleeps between them instead (200 us).
+constexpr double kYieldSeconds = 0.5;
 
 double since(Clock::time_point t) {
     return std::chrono::duration<double>(Clock::now() - t).count();
@@ -155,14 +158,31 @@ int collective_tag(const CollectiveId& id) {
     return 2 + int(h % 32000); // MPI guarantees tags up to 32767; 0 and 1 are left alone
 }
 
-MPI_Comm Watchdog::duplicate(MPI_Comm comm) {
+MPI_Comm duplicate_within(MPI_Comm comm, double timeout_s) {
     MPI_Comm dup = MPI_COMM_NULL;
-    check_mpi(MPI_Comm_dup(comm, &dup), "MPI_Comm_dup");
-    return dup;
+    MPI_Request request = MPI_REQUEST_NULL;
+    check_mpi(MPI_Comm_idup(comm, &dup, &request), "MPI_Comm_idup");
+    const auto start = Clock::now();
+    for (;;) {
+        int done = 0;
+        check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+        if (done) return dup;
+        if (timeout_s > 0 && since(start) > timeout_s) {
+            int rank = 0, size = 1;
+            MPI_Comm_rank(comm, &rank);
+            MPI_Comm_size(comm, &size);
+            throw Error(fmt::format(
+                "collective watchdog: rank {} waited {:.1f} s for the {} ranks to start together "
+                "(--collective-timeout {:g} s): a rank is stopped (SIGSTOP, a debugger), stuck or "
+                "dead before its first collective; ending the job",
+                rank, since(start), size, timeout_s));
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(1)); // start-up: no hurry
+    }
 }
 
 Watchdog::Watchdog(MPI_Comm comm, double timeout_s)
-    : comm_(duplicate(comm)), names_(comm_), timeout_s_(timeout_s) {
+    : comm_(duplicate_within(comm, timeout_s)), names_(comm_), timeout_s_(timeout_s) {
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
 }
@@ -201,7 +221,12 @@ void Watchdog::wait_all(std::vector<MPI_Request>& reqs, const CollectiveId& id) 
             arrived_late_ = asked && (spins == 0 || paused_);
             if ((limit > 0 && waited > limit) || asked) investigate(id, waited);
         }
-        std::this_thread::yield();
+        // Yielding answers within microseconds; after a while of waiting, sleeping spares the core
+        // (a rank stopped for the whole timeout had every other rank spin one).
+        if (std::chrono::duration<double>(now - start).count() < kYieldSeconds)
+            std::this_thread::yield();
+        else
+            std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
 }
 

@@ -26,6 +26,12 @@ namespace shardlab {
 // other's messages (which could complete with wrong data); they wait, and the watchdog says so.
 int collective_tag(const CollectiveId& id);
 
+// `comm` duplicated (MPI_Comm_idup, tested until done), within `timeout_s` (<= 0: forever). The
+// watchdog's own communicators are made this way, so a rank that never joins (stopped, stuck or
+// dead as the run starts) ends the job with an Error naming the wait instead of hanging it; no
+// watchdog exists yet to ask the others where they are.
+MPI_Comm duplicate_within(MPI_Comm comm, double timeout_s);
+
 // The limit when nobody sets one: long enough for any single collective of a sane job, short
 // enough that a hang ends while someone still looks.
 constexpr double kDefaultCollectiveTimeout = 300;
@@ -52,8 +58,6 @@ class Watchdog {
   private:
     [[noreturn]] void investigate(const CollectiveId& id, double waited);
     bool peer_is_asking();
-
-    static MPI_Comm duplicate(MPI_Comm comm);
 
     MPI_Comm comm_ = MPI_COMM_NULL;
     RankNames names_; // translates comm_'s ranks, the ones the messages use, for the report

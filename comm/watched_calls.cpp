@@ -5,16 +5,8 @@
 
 namespace shardlab {
 
-namespace {
-MPI_Comm duplicate(MPI_Comm comm) {
-    MPI_Comm dup = MPI_COMM_NULL;
-    check_mpi(MPI_Comm_dup(comm, &dup), "MPI_Comm_dup");
-    return dup;
-}
-} // namespace
-
 WatchedComm::WatchedComm(MPI_Comm comm, double timeout_s)
-    : comm_(duplicate(comm)), watchdog_(comm, timeout_s) {
+    : comm_(duplicate_within(comm, timeout_s)), watchdog_(comm, timeout_s) {
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
 }

@@ -6,7 +6,8 @@
 
 namespace shardlab {
 
-// Points: "save" (optim/checkpoint.cpp: this rank's file written, before the ranks agree);
+// Points: "start" (launch/trainer.cpp: a training run's first collective, before it);
+// "save" (optim/checkpoint.cpp: this rank's file written, before the ranks agree);
 // "weights_rename" (model/weights_writer.cpp: a folder save's first shard renamed into place, the
 // others not yet; rank 0, whoever writes); "validation" (train/train_session.cpp: a validation
 // begun, before its first collective).

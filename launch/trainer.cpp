@@ -7,6 +7,7 @@
 #include "comm/process_groups.h"
 #include "core/error.h"
 #include "core/heap_trim.h"
+#include "core/test_hook.h"
 #include "core/timer.h"
 #include "launch/cli_util.h"
 #include "launch/divergence_guard.h"
@@ -816,6 +817,7 @@ int run_training(const TrainOptions& o) {
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     RunSetup setup;
+    test_hook_stop("start", rank);
     WatchedComm outside(MPI_COMM_WORLD, o.collective_timeout);
     collectively([&] { setup = prepare(o, ranks, rank); }, outside); // files differ per node
     // The fingerprint reads every token: made before the runtime baseline is measured, so the pages

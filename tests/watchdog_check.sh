@@ -7,7 +7,8 @@
 #      ranks {1,2}: world rank 1 must name it by its world rank, never as "rank 1" (alive)
 #   3. its slow rank (sleeps below the timeout): no false alarm, exit 0
 #   4. `shardlab train --collective-timeout 3` with one rank stopped by SIGSTOP from outside; no
-#      rank blames the network once mpirun continues the stopped one
+#      rank blames the network once mpirun continues the stopped one; and one stopped as the job
+#      starts, before any watchdog exists (it hung)
 # Usage: watchdog_check.sh WATCHDOG_BIN SHARDLAB_BIN MPIRUN...
 set -u
 prog=$1 shardlab=$2
@@ -73,6 +74,16 @@ timed_run "${mpirun[@]}" -np 3 "$prog" slow ring
 expect_text "all 6 collectives completed"
 grep -q "watchdog" "$work/out" && fail "slow: the watchdog spoke"
 echo "ok: slow: a rank 1 s late is not a hang"
+
+# A rank stopped as the job starts, before any watchdog exists (the test hook stops rank 1 before
+# its first collective): the others' start-up wait ends the job, naming it, where it hung.
+SHARDLAB_TEST_STOP_AT=start:1 timed_run "${mpirun[@]}" -np 3 "$shardlab" train --preset tiny --seq 32 \
+  --micro-batch 1 --steps 2 --threads 1 --collective-timeout 3 --out "$work/start"
+[ "$code" -ne 0 ] || fail "start: exit 0 with a rank stopped at start-up"
+[ "$secs" -le 13 ] || fail "start: took ${secs} s (timeout 3 s + 10 s)"
+grep -q "rank 0 waited [0-9.]* s for the 3 ranks to start together (--collective-timeout 3 s)" "$work/out" ||
+  fail "start: rank 0 does not say it waited for the ranks to start"
+echo "ok: start: a rank stopped before the first collective ends the job after ${secs} s (exit $code)"
 
 # A training job, one rank stopped from outside once the steps run.
 cd "$work" || exit 1
