@@ -124,6 +124,28 @@ std::string resume_hint(const std::string& key, const nlohmann::json& saved) {
     return "resume with " + flag + " " + saved.dump();
 }
 
+// How to resume with the checkpoint's global batch G: a rank count N that divides G can (pick the
+// micro-batch and accumulation), another cannot, so the advice names the counts that can.
+std::string global_batch_hint(const nlohmann::json& saved, const nlohmann::json& config) {
+    const std::int64_t G = saved.is_number_integer() ? saved.get<std::int64_t>() : 0;
+    const std::int64_t per_rank = std::int64_t(config.value("micro_batch", 1)) *
+                                  config.value("grad_accum", 1),
+                       N = per_rank > 0
+                               ? config.value("global_batch_seqs", std::int64_t(0)) / per_rank
+                               : 0;
+    if (G <= 0 || N <= 0 || G % N == 0)
+        return fmt::format("choose --micro-batch / --grad-accum (or --global-batch) so that ranks "
+                           "x micro-batch x grad-accum = {}",
+                           saved.dump());
+    std::vector<std::int64_t> counts;
+    for (std::int64_t d = 1; d <= G && counts.size() < 8; ++d)
+        if (G % d == 0) counts.push_back(d);
+    return fmt::format(
+        "{} ranks cannot make {} sequences ({} does not divide it): resume on a rank "
+        "count that does ({}{})",
+        N, G, N, fmt::join(counts, ", "), counts.back() < G ? ", ..." : "");
+}
+
 void check_compatible(const std::string& cdir, const nlohmann::json& meta,
                       const nlohmann::json& config, const std::vector<std::uint64_t>& numel) {
     if (model_of(meta["config"]) == model_of(config))
@@ -145,9 +167,8 @@ void check_compatible(const std::string& cdir, const nlohmann::json& meta,
         else if (std::string(key) == "global_batch_seqs")
             differences.push_back(fmt::format(
                 "checkpoint '{}' was trained with a global batch of {} sequences, this run has "
-                "{}; choose --micro-batch / --grad-accum (or --global-batch) so that ranks x "
-                "micro-batch x grad-accum = {}",
-                cdir, saved.dump(), now.dump(), saved.dump()));
+                "{}; {}",
+                cdir, saved.dump(), now.dump(), global_batch_hint(saved, config)));
         else
             differences.push_back(fmt::format("checkpoint '{}' was written with {} = {}, this run "
                                               "has {}; {}",

@@ -34,7 +34,7 @@ head -c 20000 /usr/share/common-licenses/GPL-3 > "$work/a/d.txt"
 "${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --zero 0 --offload --out "$work/z0off" >/dev/null
 # A checkpoint resumes at any N, but with the same global batch and config, and must be intact.
 "${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --steps 4 --save-every 2 --stop-after 2 --out "$work/run" >/dev/null
-"$expect" 2 "was trained with a global batch of 16 sequences, this run has 24" "${mpirun[@]}" -np 3 "$shardlab" train "${small[@]}" --steps 4 --resume "$work/run" --out "$work/run3"
+"$expect" 2 "was trained with a global batch of 16 sequences, this run has 24; 3 ranks cannot make 16 sequences (3 does not divide it): resume on a rank count that does (1, 2, 4, 8, 16)" "${mpirun[@]}" -np 3 "$shardlab" train "${small[@]}" --steps 4 --resume "$work/run" --out "$work/run3"
 "$expect" 2 "was written with lr = " "${mpirun[@]}" -np 2 "$shardlab" train "${small[@]}" --steps 4 --lr 0.5 --resume "$work/run" --out "$work/run"
 # --stop-after alone still leaves a checkpoint, and resuming continues from it; a line of
 # steps.jsonl a killed run left half written is dropped with a warning.
