@@ -13,7 +13,8 @@
 //
 // A signal handler can only reach the program through globals, so this file holds the program's
 // one global state: the flag the handler sets and the training loop reads, and what the handler
-// needs, set before any signal (the previous handlers, the launcher's pid, its two messages).
+// needs, set before any signal (the previous handlers, the launcher's pid, /dev/null for a lost
+// output, its two messages).
 #pragma once
 
 namespace shardlab {
