@@ -26,4 +26,13 @@ FileTarget file_target(const std::string& path) {
     return {p.string(), false}; // a regular file, a folder or nothing yet: replaced by a rename
 }
 
+bool is_within(const std::string& path, const std::string& dir) {
+    std::error_code ec;
+    const std::filesystem::path p = std::filesystem::weakly_canonical(path, ec);
+    if (ec) return false;
+    const std::filesystem::path d = std::filesystem::weakly_canonical(dir, ec);
+    if (ec) return false;
+    return p == d || p.string().rfind(d.string() + "/", 0) == 0;
+}
+
 } // namespace shardlab

@@ -19,4 +19,8 @@ struct FileTarget {
 // links (a chain; relative ones from their own folder) name, existing or not yet.
 FileTarget file_target(const std::string& path);
 
+// Whether `path` is `dir` or lies inside it, both resolved (links followed, `..` removed); false
+// when either cannot be resolved. How an output is kept out of files another writer owns.
+bool is_within(const std::string& path, const std::string& dir);
+
 } // namespace shardlab

@@ -2,6 +2,7 @@
 // `shardlab checkpoint export DIR --out W.safetensors|FOLDER/` (the fp32 master weights,
 // consolidated one rank file at a time, so it never holds more than one file's share of the model).
 #include "core/error.h"
+#include "core/file_target.h"
 #include "launch/commands.h"
 #include "model/model_config.h"
 #include "model/param_layout.h"
@@ -62,22 +63,14 @@ int inspect(const std::string& dir) {
 // --out inside the checkpoint being read, or inside another checkpoint of its run, would replace
 // a rank file or meta.json with the weights (or be replaced by the run's next save).
 void check_export_target(const std::string& out, const std::string& cdir) {
-    std::error_code ec;
-    const fs::path p = fs::weakly_canonical(out, ec);
-    if (ec) return;
-    const fs::path run = fs::path(run_directory_of(cdir));
-    std::vector<fs::path> checkpoints = {cdir};
-    for (const char* name : {"checkpoint", "checkpoint.prev", "checkpoint.tmp",
-                             "checkpoint.diverged", "checkpoint.rejected"})
-        checkpoints.push_back(run / name);
-    for (const fs::path& c : checkpoints) {
-        const fs::path dir = fs::weakly_canonical(c, ec);
-        if (ec) continue;
-        if (p == dir || p.string().rfind(dir.string() + "/", 0) == 0)
+    std::vector<std::string> checkpoints = {cdir};
+    for (const char* name : kCheckpointDirs)
+        checkpoints.push_back((fs::path(run_directory_of(cdir)) / name).string());
+    for (const std::string& c : checkpoints)
+        if (is_within(out, c))
             throw UsageError(fmt::format("--out {} is inside the checkpoint directory {}, whose "
                                          "files it would replace; write the weights outside it",
-                                         out, c.string()));
-    }
+                                         out, c));
 }
 
 int export_weights(const std::string& dir, const std::string& out, std::uint64_t shard_bytes) {

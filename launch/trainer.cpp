@@ -6,6 +6,7 @@
 #include "comm/node_layout.h"
 #include "comm/process_groups.h"
 #include "core/error.h"
+#include "core/file_target.h"
 #include "core/heap_trim.h"
 #include "core/test_hook.h"
 #include "core/timer.h"
@@ -195,16 +196,10 @@ double added_bytes(const TrainOptions& o, double params, int ranks) {
 // An output flag's path that is one of the run's own files (its log, report, profile or a
 // checkpoint, or inside one) would overwrite it or be overwritten by it.
 void check_not_run_file(const char* flag, const std::string& path, const TrainOptions& o) {
-    namespace fs = std::filesystem;
-    std::error_code ec;
-    const fs::path p = fs::weakly_canonical(path, ec);
-    if (ec) return;
-    std::vector<std::string> own(std::begin(kRunFiles), std::end(kRunFiles));
-    own.insert(own.end(), {"profile.json", "checkpoint.tmp"});
+    std::vector<std::string> own = {"report.json", "steps.jsonl", "profile.json"};
+    own.insert(own.end(), std::begin(kCheckpointDirs), std::end(kCheckpointDirs));
     for (const std::string& f : own) {
-        const fs::path file = fs::weakly_canonical(fs::path(o.out) / f, ec);
-        if (ec) continue;
-        if (p == file || p.string().rfind(file.string() + "/", 0) == 0)
+        if (is_within(path, (std::filesystem::path(o.out) / f).string()))
             throw UsageError(fmt::format("{} {} is the run's own {} (in --out {}), which the run "
                                          "writes; choose a path outside it",
                                          flag, path, f, o.out));

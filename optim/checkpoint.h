@@ -47,6 +47,11 @@ void drop_previous_checkpoint(const std::string& dir);
 // "iteration"; its "step" counts the updates applied), or 0 when none is.
 int set_aside_latest_checkpoint(const std::string& dir);
 
+// The checkpoint folders a run directory may hold: the latest, the one before it, a save under
+// way, and those set aside (a diverged state, an unusable latest).
+inline constexpr const char* kCheckpointDirs[] = {"checkpoint", "checkpoint.prev", "checkpoint.tmp",
+                                                  "checkpoint.diverged", "checkpoint.rejected"};
+
 // For a message about a checkpoint `cdir` that cannot be used: "resume from RUN/checkpoint.prev
 // (step K) instead" when that earlier one is kept beside it, else that none is.
 std::string earlier_checkpoint_hint(const std::string& cdir);

@@ -126,3 +126,18 @@ TEST(FileTarget, TheSafetensorsWritersWriteAPipeInPlace) {
     EXPECT_TRUE(fs::is_fifo(fifo));
     EXPECT_FALSE(fs::exists(fifo.string() + ".tmp"));
 }
+
+// is_within: the folder itself and anything under it, however named (a link into it, `..`), but
+// not a sibling that merely shares the name's prefix.
+TEST(FileTarget, IsWithinResolvesLinksAndDotDot) {
+    TempDir t;
+    const std::string run = (t.dir / "run").string();
+    fs::create_directories(t.dir / "run" / "checkpoint");
+    fs::create_directory_symlink(t.dir / "run" / "checkpoint", t.dir / "link");
+    EXPECT_TRUE(is_within(run, run));
+    EXPECT_TRUE(is_within(run + "/checkpoint/rank-0.bin", run));
+    EXPECT_TRUE(is_within((t.dir / "link" / "meta.json").string(), run + "/checkpoint"));
+    EXPECT_TRUE(is_within((t.dir / "store" / ".." / "run" / "x").string(), run));
+    EXPECT_FALSE(is_within(run + "2/x", run));
+    EXPECT_FALSE(is_within((t.dir / "store" / "x").string(), run));
+}
