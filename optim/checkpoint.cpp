@@ -233,13 +233,18 @@ void drop_previous_checkpoint(const std::string& dir) {
     if (fs::exists(prev) && fs::exists(current / "meta.json")) fs::remove_all(prev);
 }
 
+namespace {
+// The latest checkpoint, if any, moved to `aside` (replacing an older one there).
+void move_latest_aside(const fs::path& current, const fs::path& aside) {
+    if (!fs::exists(current)) return;
+    fs::remove_all(aside);
+    fs::rename(current, aside);
+}
+} // namespace
+
 int set_aside_latest_checkpoint(const std::string& dir) {
-    const fs::path current = fs::path(dir) / "checkpoint", prev = fs::path(dir) / "checkpoint.prev",
-                   aside = fs::path(dir) / "checkpoint.diverged";
-    if (fs::exists(current)) {
-        fs::remove_all(aside);
-        fs::rename(current, aside);
-    }
+    const fs::path current = fs::path(dir) / "checkpoint", prev = fs::path(dir) / "checkpoint.prev";
+    move_latest_aside(current, fs::path(dir) / "checkpoint.diverged");
     if (!fs::exists(prev / "meta.json")) return 0;
     fs::rename(prev, current);
     return read_checkpoint_meta(current.string()).value("iteration", 0);
@@ -267,10 +272,7 @@ std::string promote_resumed_previous(const std::string& dir, const std::string& 
                    aside = fs::path(dir) / "checkpoint.rejected";
     std::error_code ec;
     if (!fs::equivalent(resumed_from, prev, ec)) return "";
-    if (fs::exists(current)) {
-        fs::remove_all(aside);
-        fs::rename(current, aside);
-    }
+    move_latest_aside(current, aside);
     fs::rename(prev, current);
     return aside.string();
 }
